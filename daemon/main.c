@@ -1,1 +1,80 @@
-int main(void){return 0;}
+/* msptid: command line, then the server. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+#include "msptid.h"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: msptid [-fv] [--runtime-dir DIR] [--foreground] "
+	    "[--verbose] [--version]\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "runtime-dir", required_argument, NULL, 'r' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *rundir = NULL;
+	struct daemon *d;
+	int c, verbose = 0, foreground = 0, rc;
+
+	while ((c = getopt_long(argc, argv, "r:fvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			rundir = optarg;
+			break;
+		case 'f':
+			foreground = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'V':
+			printf("msptid %s\n", PACKAGE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	log_init("msptid", sd_journal() ? LOG_DEST_JOURNAL : LOG_DEST_STDERR,
+	    verbose);
+	rundir = util_runtime_dir(rundir);
+	if ((d = server_create(rundir)) == NULL)
+		fatalx("out of memory");
+	if (server_listen(d) != 0) {
+		server_free(d);
+		return 1;
+	}
+	/* Under systemd or a supervisor we stay in the foreground; otherwise
+	 * detach, after the sockets exist so callers may use them at once. */
+	if (!foreground && getenv("NOTIFY_SOCKET") == NULL &&
+	    daemon(0, 0) != 0)
+		fatal("daemon");
+	rc = server_run(d);
+	server_shutdown(d);
+	server_free(d);
+	return rc == 0 ? 0 : 1;
+}

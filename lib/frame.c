@@ -19,6 +19,7 @@
 const struct msg_desc msg_table[MSG_TYPE_MAX] = {
 	MSG(MSG_HELLO, "Hello", mspti__hello__descriptor, 64 * 1024),
 	MSG(MSG_WELCOME, "Welcome", mspti__welcome__descriptor, 4096),
+	MSG(MSG_AGENT_UPDATE, "AgentUpdate", mspti__agent_update__descriptor, 4096),
 	MSG(MSG_ERROR, "Error", mspti__error__descriptor, 4096),
 	MSG(MSG_STATUS_REQ, "StatusRequest", mspti__status_request__descriptor, 256),
 	MSG(MSG_STATUS_REP, "StatusReply", mspti__status_reply__descriptor, 64 * 1024),

@@ -1,0 +1,36 @@
+/*
+ * libmspti.so internals shared by the registration side (agent.c,
+ * register.c).  The msPTI API side has its own header, agent/api.h.
+ *
+ * Rules for everything in the agent: never exit, abort, print (unless
+ * MSPTI_DEBUG is set), or block the application; degrade to "not
+ * capturing" and count what was lost.
+ */
+#ifndef MSPTI_AGENT_H
+#define MSPTI_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define AGENT_VERSION		PACKAGE_VERSION
+
+/* Capabilities announced in Hello. */
+#define AGENT_CAP_MSPTI		(1u << 0)	/* in-process msPTI API */
+#define AGENT_CAP_MSTX		(1u << 1)
+
+/* agent.c */
+struct agent_config {
+	char		rundir[108];	/* runtime dir of msptid */
+	bool		debug;		/* MSPTI_DEBUG: log to stderr */
+	bool		disabled;	/* MSPTI_DISABLE: do nothing */
+};
+extern struct agent_config agent_config;
+uint64_t	agent_start_ns(void);
+
+/* register.c: the background thread that keeps us registered. */
+int		register_start(void);
+void		register_after_fork_child(void);
+void		register_note_device(uint32_t device);
+uint64_t	register_agent_id(void);
+
+#endif

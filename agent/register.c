@@ -1,0 +1,405 @@
+/*
+ * Registration with msptid, on one background thread.
+ *
+ * The thread connects without blocking, says Hello, and then sleeps in
+ * poll() until the daemon speaks or goes away.  While no daemon is there it
+ * waits on inotify for agent.sock to appear (with a slow timer as a safety
+ * net), so an idle agent costs no CPU and re-registers the moment a
+ * restarted daemon binds its socket.  Nothing here ever blocks or signals
+ * the application: the thread blocks every signal, every socket call has a
+ * timeout, and any error just means "try again later".
+ *
+ * Locking: reg_lock guards the descriptors in struct reg; it is held only
+ * for non-blocking work, and taken around fork() so a child never sees a
+ * half-updated descriptor.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+
+#include "frame.h"
+#include "log.h"
+#include "util.h"
+#include "agent.h"
+
+#define REG_BACKOFF_MIN_MS	50
+#define REG_BACKOFF_MAX_MS	5000
+#define REG_WATCH_WAIT_MS	30000	/* safety net when inotify watches */
+#define REG_IO_TIMEOUT_MS	2000
+#define REG_MAX_ARGS		256
+#define REG_MAX_CMDLINE		8192
+
+static struct reg {
+	pthread_mutex_t		lock;
+	int			sock;
+	int			ino;
+	int			wakefd;
+	bool			started;
+	_Atomic uint64_t	agent_id;
+	_Atomic uint64_t	devices;	/* bit per device id < 64 */
+	uint64_t		sent_devices;
+} reg = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.sock = -1,
+	.ino = -1,
+	.wakefd = -1,
+};
+
+static void	*register_main(void *);
+
+static void
+register_prepare_fork(void)
+{
+	pthread_mutex_lock(&reg.lock);
+}
+
+static void
+register_parent_fork(void)
+{
+	pthread_mutex_unlock(&reg.lock);
+}
+
+/*
+ * In the child the thread is gone but its descriptors are not: close our
+ * copies (the parent keeps its connection) and start afresh as a new agent.
+ */
+void
+register_after_fork_child(void)
+{
+	pthread_mutex_init(&reg.lock, NULL);
+	if (reg.sock >= 0)
+		close(reg.sock);
+	if (reg.ino >= 0)
+		close(reg.ino);
+	if (reg.wakefd >= 0)
+		close(reg.wakefd);
+	reg.sock = reg.ino = reg.wakefd = -1;
+	reg.started = false;
+	atomic_store(&reg.agent_id, 0);
+	reg.sent_devices = 0;
+	if (register_start() != 0)
+		log_warnx("child: cannot start the registration thread");
+}
+
+int
+register_start(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc;
+
+	reg.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	rc = pthread_create(&t, &attr, register_main, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc != 0)
+		return -1;
+	reg.started = true;
+	return 0;
+}
+
+uint64_t
+register_agent_id(void)
+{
+	return atomic_load(&reg.agent_id);
+}
+
+/* Called from the runtime hooks when the application selects a device. */
+void
+register_note_device(uint32_t device)
+{
+	uint64_t bit, old;
+	uint64_t one = 1;
+
+	if (device >= 64)
+		return;
+	bit = 1ull << device;
+	old = atomic_fetch_or(&reg.devices, bit);
+	if ((old & bit) == 0 && reg.wakefd >= 0)
+		(void)!write(reg.wakefd, &one, sizeof(one));
+}
+
+static size_t
+register_devices(uint32_t *out)
+{
+	uint64_t bits = atomic_load(&reg.devices);
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < 64; i++)
+		if (bits & (1ull << i))
+			out[n++] = i;
+	return n;
+}
+
+static int32_t
+env_int(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	long l;
+
+	if (v == NULL || *v == '\0')
+		return -1;
+	l = strtol(v, &end, 10);
+	if (*end != '\0' || l < 0 || l > INT32_MAX)
+		return -1;
+	return (int32_t)l;
+}
+
+static const char *
+env_job(void)
+{
+	static const char *vars[] = { "MSPTI_JOB_ID", "SLURM_JOB_ID",
+	    "TORCHELASTIC_RUN_ID" };
+	const char *v;
+
+	for (size_t i = 0; i < nitems(vars); i++)
+		if ((v = getenv(vars[i])) != NULL && *v != '\0')
+			return v;
+	return "";
+}
+
+/* Sends Hello built from /proc/self and the environment. */
+static int
+register_hello(int sock)
+{
+	Mspti__Hello hello = MSPTI__HELLO__INIT;
+	char exe[PATH_MAX], cmdline[REG_MAX_CMDLINE], *args[REG_MAX_ARGS];
+	uint32_t devices[64];
+	ssize_t n;
+	size_t nargs = 0;
+	int fd;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	n = 0;
+	if ((fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, cmdline, sizeof(cmdline) - 1);
+		close(fd);
+	}
+	if (n < 0)
+		n = 0;
+	cmdline[n] = '\0';
+	for (ssize_t off = 0; off < n && nargs < REG_MAX_ARGS;) {
+		args[nargs++] = cmdline + off;
+		off += (ssize_t)strlen(cmdline + off) + 1;
+	}
+	hello.exe = exe;
+	hello.argv = args;
+	hello.n_argv = nargs;
+	hello.job_id = (char *)env_job();
+	hello.rank = env_int("RANK");
+	hello.local_rank = env_int("LOCAL_RANK");
+	hello.world_size = env_int("WORLD_SIZE");
+	hello.n_devices = register_devices(devices);
+	hello.devices = devices;
+	reg.sent_devices = atomic_load(&reg.devices);
+	hello.agent_version = (char *)AGENT_VERSION;
+	hello.capabilities = AGENT_CAP_MSPTI | AGENT_CAP_MSTX;
+	hello.start_time_ns = agent_start_ns();
+	return frame_send(sock, MSPTI__MSG_TYPE__MSG_HELLO, &hello.base, -1);
+}
+
+static void
+register_close(void)
+{
+	pthread_mutex_lock(&reg.lock);
+	if (reg.sock >= 0)
+		close(reg.sock);
+	reg.sock = -1;
+	pthread_mutex_unlock(&reg.lock);
+	atomic_store(&reg.agent_id, 0);
+}
+
+/*
+ * Connects and completes Hello/Welcome; returns 0 when registered, else a
+ * negative errno (-ENOENT: no socket, so waiting on inotify is enough).
+ */
+static int
+register_connect(void)
+{
+	char path[128];
+	struct frame_hdr h;
+	ProtobufCMessage *msg;
+	struct pollfd pf;
+	int fd, rc, err = 0;
+	socklen_t len = sizeof(err);
+
+	if (util_path(path, sizeof(path), agent_config.rundir,
+	    MSPTI_AGENT_SOCK) != 0)
+		return -1;
+	pthread_mutex_lock(&reg.lock);
+	fd = util_unix_connect(path, 1);
+	if (fd >= 0)
+		reg.sock = fd;
+	pthread_mutex_unlock(&reg.lock);
+	if (fd < 0)
+		return fd;
+	pf.fd = fd;
+	pf.events = POLLOUT;
+	if (poll(&pf, 1, REG_IO_TIMEOUT_MS) != 1 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
+		goto fail;
+	if ((rc = register_hello(fd)) != 0) {
+		log_debug("Hello: %s", frame_strerror(rc));
+		goto fail;
+	}
+	rc = frame_recv(fd, REG_IO_TIMEOUT_MS, &h, &msg, NULL);
+	if (rc != 0) {
+		log_debug("Welcome: %s", frame_strerror(rc));
+		goto fail;
+	}
+	if (h.type != MSPTI__MSG_TYPE__MSG_WELCOME) {
+		log_debug("expected Welcome, got %s", msg_name(h.type));
+		protobuf_c_message_free_unpacked(msg, NULL);
+		goto fail;
+	}
+	atomic_store(&reg.agent_id, ((Mspti__Welcome *)msg)->agent_id);
+	log_debug("registered as agent %llu",
+	    (unsigned long long)((Mspti__Welcome *)msg)->agent_id);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return 0;
+fail:
+	register_close();
+	return -EPROTO;
+}
+
+static int
+register_send_update(int sock)
+{
+	Mspti__AgentUpdate u = MSPTI__AGENT_UPDATE__INIT;
+	uint32_t devices[64];
+
+	reg.sent_devices = atomic_load(&reg.devices);
+	u.n_devices = register_devices(devices);
+	u.devices = devices;
+	return frame_send(sock, MSPTI__MSG_TYPE__MSG_AGENT_UPDATE, &u.base, -1);
+}
+
+/* Serves a registered connection until the daemon goes away. */
+static void
+register_serve(void)
+{
+	struct pollfd pf[2];
+	struct frame_hdr h;
+	ProtobufCMessage *msg;
+	uint64_t v;
+	int rc;
+
+	for (;;) {
+		if (atomic_load(&reg.devices) != reg.sent_devices &&
+		    register_send_update(reg.sock) != 0)
+			break;
+		pf[0].fd = reg.sock;
+		pf[0].events = POLLIN;
+		pf[1].fd = reg.wakefd;
+		pf[1].events = POLLIN;
+		rc = poll(pf, reg.wakefd >= 0 ? 2 : 1, -1);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			break;
+		if (reg.wakefd >= 0 && (pf[1].revents & POLLIN))
+			(void)!read(reg.wakefd, &v, sizeof(v));
+		if (pf[0].revents == 0)
+			continue;
+		rc = frame_recv(reg.sock, REG_IO_TIMEOUT_MS, &h, &msg, NULL);
+		if (rc != 0) {
+			log_debug("daemon connection: %s", frame_strerror(rc));
+			break;
+		}
+		/* No daemon-initiated messages are defined yet besides
+		 * Error; anything unexpected ends the connection. */
+		log_debug("daemon sent %s", msg_name(h.type));
+		protobuf_c_message_free_unpacked(msg, NULL);
+		if (h.type != MSPTI__MSG_TYPE__MSG_ERROR)
+			break;
+	}
+	register_close();
+}
+
+/* Makes sure inotify watches the runtime dir; returns false if it cannot. */
+static bool
+register_watch(void)
+{
+	if (reg.ino < 0) {
+		int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+
+		pthread_mutex_lock(&reg.lock);
+		reg.ino = fd;
+		pthread_mutex_unlock(&reg.lock);
+		if (fd < 0)
+			return false;
+	}
+	return inotify_add_watch(reg.ino, agent_config.rundir,
+	    IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF) >= 0;
+}
+
+/* Sleeps until agent.sock may have appeared, or timeout_ms passed. */
+static void
+register_wait(int timeout_ms)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	struct pollfd pf = { reg.ino, POLLIN, 0 };
+
+	if (reg.ino < 0) {
+		poll(NULL, 0, timeout_ms);
+		return;
+	}
+	if (poll(&pf, 1, timeout_ms) > 0) {
+		/* Let the daemon finish bind() and listen(). */
+		while (read(reg.ino, buf, sizeof(buf)) > 0)
+			;
+		poll(NULL, 0, 20);
+	}
+}
+
+static void *
+register_main(void *arg)
+{
+	sigset_t all;
+	int backoff = REG_BACKOFF_MIN_MS;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		/* Watch before connecting so a bind in between is not missed. */
+		bool watching = register_watch();
+		int rc = register_connect();
+
+		if (rc == 0) {
+			backoff = REG_BACKOFF_MIN_MS;
+			register_serve();
+			/* The daemon went away; it may be restarting. */
+			poll(NULL, 0, REG_BACKOFF_MIN_MS);
+			continue;
+		}
+		/* A stale socket (daemon killed) also retries on a timer. */
+		register_wait(watching && rc == -ENOENT ? REG_WATCH_WAIT_MS :
+		    backoff);
+		if (backoff < REG_BACKOFF_MAX_MS)
+			backoff *= 2;
+	}
+	return NULL;
+}
+
+/* Runs before agent_init, so fork() always takes reg_lock first. */
+__attribute__((constructor(200))) static void
+register_install_atfork(void)
+{
+	pthread_atfork(register_prepare_fork, register_parent_fork, NULL);
+}

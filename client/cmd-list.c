@@ -1,0 +1,122 @@
+/* msptictl list: one line per registered agent. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+#include "client.h"
+
+static const char *
+fmt_rank(int32_t r, char *buf, size_t len)
+{
+	if (r < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%d", r);
+	return buf;
+}
+
+static void
+list_json(const Mspti__ListReply *rep)
+{
+	char user[64];
+
+	printf("[");
+	for (size_t i = 0; i < rep->n_agents; i++) {
+		const Mspti__AgentInfo *a = rep->agents[i];
+
+		printf("%s{\"agent_id\":%llu,\"pid\":%u,\"uid\":%u,\"gid\":%u,"
+		    "\"user\":", i ? "," : "", (unsigned long long)a->agent_id,
+		    a->pid, a->uid, a->gid);
+		util_json_str(stdout, client_user(a->uid, user, sizeof(user)));
+		printf(",\"job\":");
+		util_json_str(stdout, a->job_id);
+		printf(",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
+		    "\"devices\":[", a->rank, a->local_rank, a->world_size);
+		for (size_t d = 0; d < a->n_devices; d++)
+			printf("%s%u", d ? "," : "", a->devices[d]);
+		printf("],\"exe\":");
+		util_json_str(stdout, a->exe);
+		printf(",\"cmdline\":");
+		util_json_str(stdout, a->cmdline);
+		printf(",\"since_ns\":%llu,\"session\":%llu,\"agent_version\":",
+		    (unsigned long long)a->since_ns,
+		    (unsigned long long)a->session_id);
+		util_json_str(stdout, a->agent_version);
+		printf("}");
+	}
+	printf("]\n");
+}
+
+static void
+list_table(const Mspti__ListReply *rep)
+{
+	char user[64], rank[16], since[32], devs[64];
+	time_t t;
+	struct tm tm;
+
+	printf("%-8s %-10s %-16s %-5s %-8s %-20s %s\n", "PID", "USER", "JOB",
+	    "RANK", "DEVICES", "SINCE", "EXE");
+	for (size_t i = 0; i < rep->n_agents; i++) {
+		const Mspti__AgentInfo *a = rep->agents[i];
+		size_t off = 0;
+
+		t = (time_t)(a->since_ns / 1000000000ull);
+		localtime_r(&t, &tm);
+		strftime(since, sizeof(since), "%Y-%m-%d %H:%M:%S", &tm);
+		devs[0] = '\0';
+		for (size_t d = 0; d < a->n_devices && off < sizeof(devs) - 8; d++)
+			off += (size_t)snprintf(devs + off, sizeof(devs) - off,
+			    "%s%u", d ? "," : "", a->devices[d]);
+		printf("%-8u %-10s %-16s %-5s %-8s %-20s %s\n", a->pid,
+		    client_user(a->uid, user, sizeof(user)),
+		    *a->job_id ? a->job_id : "-",
+		    fmt_rank(a->rank, rank, sizeof(rank)), *devs ? devs : "-",
+		    since, a->exe);
+	}
+}
+
+static int
+cmd_list_exec(struct client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	Mspti__ListRequest req = MSPTI__LIST_REQUEST__INIT;
+	ProtobufCMessage *msg;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
+		if (ch != 'j') {
+			client_usage_error(&cmd_list_entry, "bad option");
+			return EXIT_USAGE;
+		}
+		c->json = true;
+	}
+	if (optind != argc) {
+		client_usage_error(&cmd_list_entry, "unexpected argument '%s'",
+		    argv[optind]);
+		return EXIT_USAGE;
+	}
+	rc = client_request(c, MSPTI__MSG_TYPE__MSG_LIST_REQ, &req.base,
+	    MSPTI__MSG_TYPE__MSG_LIST_REP, &msg);
+	if (rc != EXIT_OK)
+		return rc;
+	if (c->json)
+		list_json((Mspti__ListReply *)msg);
+	else
+		list_table((Mspti__ListReply *)msg);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return EXIT_OK;
+}
+
+const struct cmd_entry cmd_list_entry = {
+	.name = "list",
+	.usage = "[--json]",
+	.summary = "agents: PID USER JOB RANK DEVICES SINCE EXE",
+	.exec = cmd_list_exec,
+};

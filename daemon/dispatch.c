@@ -1,0 +1,63 @@
+/*
+ * The one place incoming messages are routed.  The dispatcher alone checks
+ * who may send a type, unpacks, logs and frees; handlers get decoded,
+ * typed messages.  Names, descriptors and size bounds come from msg_table.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "log.h"
+#include "msptid.h"
+
+struct dispatch_entry {
+	dispatch_fn	handler;
+	unsigned	who;	/* PEER_AGENT | PEER_CTL */
+};
+
+#define T(x)	MSPTI__MSG_TYPE__##x
+
+static const struct dispatch_entry dispatch_table[MSG_TYPE_MAX] = {
+	[T(MSG_HELLO)] =	{ registry_hello, PEER_AGENT },
+	[T(MSG_AGENT_UPDATE)] =	{ registry_update, PEER_AGENT },
+	[T(MSG_STATUS_REQ)] =	{ ctl_status, PEER_CTL },
+	[T(MSG_LIST_REQ)] =	{ ctl_list, PEER_CTL },
+};
+
+int
+dispatch_frame(struct peer *p, const struct frame_hdr *h,
+    const uint8_t *payload)
+{
+	const struct dispatch_entry *e = &dispatch_table[h->type];
+	ProtobufCMessage *msg;
+	char why[96];
+	int rc;
+
+	if (e->handler == NULL || (e->who & p->kind) == 0) {
+		snprintf(why, sizeof(why), "unexpected %s message",
+		    msg_name(h->type));
+		p->d->frames_rejected++;
+		peer_drop(p, why);
+		return -1;
+	}
+	/* An agent must say Hello first, and only once. */
+	if (p->kind == PEER_AGENT &&
+	    (p->agent == NULL) != (h->type == T(MSG_HELLO))) {
+		p->d->frames_rejected++;
+		peer_drop(p, p->agent == NULL ? "message before Hello" :
+		    "second Hello");
+		return -1;
+	}
+	if (frame_unpack(h, payload, &msg) != 0) {
+		snprintf(why, sizeof(why), "malformed %s message",
+		    msg_name(h->type));
+		p->d->frames_rejected++;
+		peer_drop(p, why);
+		return -1;
+	}
+	log_debug("pid %ld: %s (%u bytes)", (long)p->cred.pid,
+	    msg_name(h->type), h->len);
+	rc = e->handler(p, msg);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return rc;
+}

@@ -1,0 +1,356 @@
+/*
+ * One connected peer (agent or control client): non-blocking reads into a
+ * buffer, frame extraction, descriptor passing, and a bounded send queue.
+ * A peer that sends a bad frame, floods us, or stops reading is dropped;
+ * the daemon itself never stops for a peer.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "util.h"
+#include "msptid.h"
+
+static void	peer_read_cb(evutil_socket_t, short, void *);
+static void	peer_write_cb(evutil_socket_t, short, void *);
+
+const char *
+peer_name(const struct peer *p, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s pid %ld uid %lu",
+	    p->kind == PEER_AGENT ? "agent" : "client",
+	    (long)p->cred.pid, (unsigned long)p->cred.uid);
+	return buf;
+}
+
+static unsigned
+peer_count_ctl(struct daemon *d, uid_t uid)
+{
+	struct peer *p;
+	unsigned n = 0;
+
+	TAILQ_FOREACH(p, &d->peers, entry)
+		if (p->kind == PEER_CTL && p->cred.uid == uid)
+			n++;
+	return n;
+}
+
+struct peer *
+peer_new(struct daemon *d, enum peer_kind kind, int fd)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	struct peer *p;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) != 0) {
+		log_warn("SO_PEERCRED");
+		return NULL;
+	}
+	if (kind == PEER_CTL && uc.uid != 0 &&
+	    peer_count_ctl(d, uc.uid) >= PEER_MAX_CTL_PER_UID) {
+		log_warnx("uid %lu: too many control connections",
+		    (unsigned long)uc.uid);
+		return NULL;
+	}
+	if (kind == PEER_AGENT && d->nagents >= PEER_MAX_AGENTS) {
+		log_warnx("pid %ld: agent limit %u reached", (long)uc.pid,
+		    PEER_MAX_AGENTS);
+		return NULL;
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	p->d = d;
+	p->kind = kind;
+	p->fd = fd;
+	p->cred.pid = uc.pid;
+	p->cred.uid = uc.uid;
+	p->cred.gid = uc.gid;
+	TAILQ_INIT(&p->outq);
+	p->in = evbuffer_new();
+	p->rev = event_new(d->base, fd, EV_READ | EV_PERSIST, peer_read_cb, p);
+	p->wev = event_new(d->base, fd, EV_WRITE, peer_write_cb, p);
+	if (p->in == NULL || p->rev == NULL || p->wev == NULL ||
+	    event_add(p->rev, NULL) != 0) {
+		p->fd = -1;	/* the caller closes it */
+		peer_free(p);
+		return NULL;
+	}
+	TAILQ_INSERT_TAIL(&d->peers, p, entry);
+	log_debug("new %s peer pid %ld", kind == PEER_AGENT ? "agent" : "ctl",
+	    (long)uc.pid);
+	return p;
+}
+
+void
+peer_free(struct peer *p)
+{
+	struct peer_out *o;
+
+	if (p == NULL)
+		return;
+	if (p->agent != NULL)
+		registry_remove(p->d, p->agent);
+	if (p->rev != NULL) {
+		event_free(p->rev);
+		TAILQ_REMOVE(&p->d->peers, p, entry);
+	}
+	if (p->wev != NULL)
+		event_free(p->wev);
+	if (p->in != NULL)
+		evbuffer_free(p->in);
+	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
+		TAILQ_REMOVE(&p->outq, o, entry);
+		if (o->fd >= 0)
+			close(o->fd);
+		free(o->buf);
+		free(o);
+	}
+	for (int i = 0; i < p->nrxfds; i++)
+		close(p->rxfds[i]);
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p);
+}
+
+/* Drops a misbehaving peer with one log line. */
+void
+peer_drop(struct peer *p, const char *why)
+{
+	char name[64];
+
+	log_warnx("dropping %s: %s", peer_name(p, name, sizeof(name)), why);
+	p->d->peers_dropped++;
+	peer_free(p);
+}
+
+/* Returns the oldest descriptor received from the peer, or -1. */
+int
+peer_take_fd(struct peer *p)
+{
+	int fd;
+
+	if (p->nrxfds == 0)
+		return -1;
+	fd = p->rxfds[0];
+	memmove(p->rxfds, p->rxfds + 1, (size_t)(p->nrxfds - 1) * sizeof(int));
+	p->nrxfds--;
+	return fd;
+}
+
+/* Reads what is available; returns -1 if the peer is gone or broke a rule. */
+static int
+peer_fill(struct peer *p, const char **why)
+{
+	uint8_t buf[65536];
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * PEER_MAX_RXFDS)];
+	} cm;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *c;
+	ssize_t n;
+	int bad = 0;
+
+	n = recvmsg(p->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return 0;
+		*why = strerror(errno);
+		return -1;
+	}
+	if (n == 0) {
+		*why = NULL;	/* orderly close */
+		return -1;
+	}
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfd; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (p->nrxfds < PEER_MAX_RXFDS)
+				p->rxfds[p->nrxfds++] = fd;
+			else {
+				close(fd);
+				bad = 1;
+			}
+		}
+	}
+	if (mh.msg_flags & MSG_CTRUNC)
+		bad = 1;
+	if (bad) {
+		*why = "too many passed descriptors";
+		return -1;
+	}
+	if (evbuffer_add(p->in, buf, (size_t)n) != 0) {
+		*why = "out of memory";
+		return -1;
+	}
+	return 1;
+}
+
+static void
+peer_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+	struct daemon *d = p->d;
+	uint8_t hdrbuf[FRAME_HDR_LEN];
+	struct frame_hdr h;
+	const char *why = NULL;
+	int rc;
+
+	if ((rc = peer_fill(p, &why)) < 0) {
+		if (why != NULL)
+			peer_drop(p, why);
+		else
+			peer_free(p);
+		return;
+	}
+	/* Extract every whole frame; dispatch may free the peer. */
+	while (evbuffer_get_length(p->in) >= FRAME_HDR_LEN) {
+		evbuffer_copyout(p->in, hdrbuf, sizeof(hdrbuf));
+		if ((rc = frame_hdr_parse(hdrbuf, &h)) != 0) {
+			d->frames_rejected++;
+			peer_drop(p, frame_strerror(rc));
+			return;
+		}
+		if (evbuffer_get_length(p->in) < FRAME_HDR_LEN + (size_t)h.len)
+			break;
+		uint8_t *frame = evbuffer_pullup(p->in, FRAME_HDR_LEN + h.len);
+		if (frame == NULL) {
+			peer_drop(p, "out of memory");
+			return;
+		}
+		/* dispatch_frame frees the peer on error; stop then. */
+		if (dispatch_frame(p, &h, frame + FRAME_HDR_LEN) != 0)
+			return;
+		evbuffer_drain(p->in, FRAME_HDR_LEN + h.len);
+		if (p->closing)
+			return;
+	}
+}
+
+/* Writes queued frames; returns -1 on a dead peer. */
+static int
+peer_flush(struct peer *p)
+{
+	struct peer_out *o;
+
+	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
+		struct iovec iov = { o->buf + o->off, o->len - o->off };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		union {
+			struct cmsghdr	hdr;
+			char		buf[CMSG_SPACE(sizeof(int))];
+		} cm;
+		ssize_t n;
+
+		if (o->fd >= 0 && o->off == 0) {
+			memset(&cm, 0, sizeof(cm));
+			mh.msg_control = cm.buf;
+			mh.msg_controllen = sizeof(cm.buf);
+			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(c), &o->fd, sizeof(int));
+		}
+		n = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			return -1;
+		}
+		if (o->fd >= 0) {
+			close(o->fd);
+			o->fd = -1;
+		}
+		o->off += (size_t)n;
+		p->queued -= (size_t)n;
+		if (o->off < o->len)
+			break;
+		TAILQ_REMOVE(&p->outq, o, entry);
+		free(o->buf);
+		free(o);
+	}
+	if (!TAILQ_EMPTY(&p->outq))
+		event_add(p->wev, NULL);
+	return 0;
+}
+
+static void
+peer_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	if (peer_flush(p) != 0)
+		peer_drop(p, "write failed");
+	else if (p->closing && TAILQ_EMPTY(&p->outq))
+		peer_free(p);
+}
+
+/*
+ * Queues one frame (and a descriptor, which the peer layer then owns and
+ * closes once sent).  Returns 0, or -1 when the peer was dropped: the
+ * caller must not touch it afterwards.
+ */
+int
+peer_send(struct peer *p, uint16_t type, const ProtobufCMessage *msg, int fd)
+{
+	struct peer_out *o;
+	int rc;
+
+	if ((o = calloc(1, sizeof(*o))) == NULL)
+		goto fail;
+	o->fd = fd;
+	if ((rc = frame_pack(type, msg, &o->buf, &o->len)) != 0) {
+		log_warnx("cannot pack %s: %s", msg_name(type), frame_strerror(rc));
+		free(o);
+		goto fail;
+	}
+	if (p->queued + o->len > PEER_MAX_QUEUED) {
+		free(o->buf);
+		free(o);
+		if (fd >= 0)
+			close(fd);
+		peer_drop(p, "not reading its replies");
+		return -1;
+	}
+	TAILQ_INSERT_TAIL(&p->outq, o, entry);
+	p->queued += o->len;
+	if (peer_flush(p) != 0) {
+		peer_drop(p, "write failed");
+		return -1;
+	}
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+int
+peer_send_error(struct peer *p, int code, const char *fmt, ...)
+{
+	Mspti__Error err = MSPTI__ERROR__INIT;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	err.code = code;
+	err.message = msg;
+	return peer_send(p, MSPTI__MSG_TYPE__MSG_ERROR, &err.base, -1);
+}
