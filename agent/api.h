@@ -1,0 +1,207 @@
+/*
+ * libmspti.so: the msPTI activity/callback API, MSTX and the ACL/HCCL
+ * interposers (see ../shared/docs/MSPTI.md for the contract).
+ *
+ * Data path
+ * ---------
+ * Every record, whatever produced it, goes through activity_emit(), the
+ * one emit point.  It reads the kind masks once and
+ *   - appends the record to the calling thread's buffer when the kind is
+ *     enabled in the in-process API mask (msptiActivityEnable), and
+ *   - hands it to api_session_sink when the kind is enabled in the daemon
+ *     session mask and the sink is set.
+ * The two masks live in one 64-bit word (api_kind_masks: bits 0..31 the
+ * API mask, bits 32..63 the session mask), so "is kind K wanted at all"
+ * is one relaxed load (api_kind_wanted).  The daemon-session code (a later
+ * issue) sets the session half with api_session_set_kinds() and installs
+ * its sink with api_session_set_sink(); the sink is NULL until then.  The
+ * sink runs on the producing thread and must not block; the record it gets
+ * is only valid during the call.  Strings in records are interned
+ * (api_intern) and stay valid for the life of the process.
+ *
+ * Buffers (activity.c)
+ * --------------------
+ * One struct abuf_thread per thread that ever produced a record, kept in
+ * a push-only list and reused after the thread exits.  Its atomic 'cur'
+ * holds the thread's current user buffer, NULL (none) or ABUF_BUSY (the
+ * owner is copying a record).  The owner swaps in ABUF_BUSY, copies, and
+ * stores the buffer back: one atomic exchange and one release store per
+ * record, no lock, no allocation, no syscall.  A flusher (FlushAll, the
+ * FlushPeriod worker) takes a buffer with compare-and-swap when it is not
+ * ABUF_BUSY; the owner then simply asks for a new one.  User callbacks
+ * (request, complete) never run while ABUF_BUSY is held.  Completed
+ * buffers are delivered under one recursive mutex so the complete callback
+ * never runs concurrently with itself.
+ *
+ * Device records (devtime.c)
+ * --------------------------
+ * Interposers that queue device work record a "pending" entry (device,
+ * stream id, task id → correlation id and call details) in a lock-free
+ * MPSC queue.  One reader thread drains that queue into a private hash
+ * map, reads the simulator's per-device profiling channel (through
+ * npusim_channel_* found with dlsym, so no hard dependency), joins by
+ * (device, stream, task), converts device times with a clock model
+ * fitted on (host CLOCK_REALTIME, device) sample pairs, and emits
+ * KERNEL/MEMCPY/MEMSET/HCCL/COMMUNICATION and device MARKER records.  The
+ * thread sleeps on a condition variable while no device kind is wanted,
+ * polls every DEVTIME_POLL_MS while one is, and FlushAll wakes it for a
+ * synchronous drain first.
+ */
+#ifndef MSPTI_AGENT_API_H
+#define MSPTI_AGENT_API_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mspti/mspti.h"
+#include "mstx/ms_tools_ext.h"
+
+#define API_TLS		__thread __attribute__((tls_model("initial-exec")))
+#define API_LIKELY(x)	__builtin_expect(!!(x), 1)
+#define API_UNLIKELY(x)	__builtin_expect(!!(x), 0)
+
+/* Largest record (msptiActivityCommunication). */
+#define API_RECORD_MAX	72
+
+/* activity.c: kind masks, emit point, buffers, flush, external correlation. */
+extern _Atomic uint64_t api_kind_masks;
+#define API_MASK_SESSION_SHIFT	32
+/* Kinds fed by the device channel. */
+#define API_DEVICE_KINDS	((1u << MSPTI_ACTIVITY_KIND_KERNEL) | \
+	(1u << MSPTI_ACTIVITY_KIND_MEMCPY) | (1u << MSPTI_ACTIVITY_KIND_MEMSET) | \
+	(1u << MSPTI_ACTIVITY_KIND_HCCL) | \
+	(1u << MSPTI_ACTIVITY_KIND_COMMUNICATION) | \
+	(1u << MSPTI_ACTIVITY_KIND_MARKER))
+
+/* Union of both masks, from one load. */
+static inline uint32_t
+api_kinds_wanted(void)
+{
+	uint64_t m = atomic_load_explicit(&api_kind_masks, memory_order_relaxed);
+
+	return (uint32_t)m | (uint32_t)(m >> API_MASK_SESSION_SHIFT);
+}
+
+static inline bool
+api_kind_wanted(unsigned kind)
+{
+	return (api_kinds_wanted() >> kind) & 1;
+}
+
+/* The daemon-session sink: see the comment at the top. */
+typedef void (*api_sink_fn)(const msptiActivity *rec, size_t len, void *arg);
+void		api_session_set_sink(api_sink_fn fn, void *arg);
+void		api_session_set_kinds(uint32_t mask);
+
+/* The one emit point; rec is sizeof its struct (len), at most
+ * API_RECORD_MAX bytes. */
+void		activity_emit(const void *rec, size_t len);
+size_t		activity_record_size(uint32_t kind);
+uint64_t	activity_dropped(void);
+/* Next process-wide correlation id (from 1). */
+uint64_t	activity_next_correlation(void);
+/* Emits one EXTERNAL_CORRELATION record per non-empty stack of the
+ * calling thread for correlation id corr. */
+void		activity_emit_external(uint64_t corr);
+uint32_t	api_tid(void);
+uint32_t	api_pid(void);
+uint64_t	api_now(void);		/* CLOCK_REALTIME ns (vDSO) */
+
+/* api-intern.c: strings that live for the process. NULL → NULL. */
+const char	*api_intern(const char *s);
+const char	*api_intern_n(const char *s, size_t maxlen);
+
+/* api-init.c: interposition checks and lazy symbol lookup. */
+/* Whether dlsym(RTLD_DEFAULT, name) resolves into libmspti itself. */
+bool		api_interposed(const char *name);
+/* dlsym(RTLD_NEXT, name), cached by the caller in *slot. */
+void		*api_real(_Atomic(void *) *slot, const char *name);
+/* dlsym(RTLD_DEFAULT, name) for simulator-only helpers, NULL if absent. */
+void		*api_optional(_Atomic(void *) *slot, const char *name);
+/* Start a helper thread with every signal blocked. */
+int		api_thread_start(void *(*fn)(void *), void *arg);
+
+/* callback.c */
+extern _Atomic uint64_t callback_masks[MSPTI_CB_DOMAIN_SIZE];
+
+static inline bool
+callback_wanted(msptiCallbackDomain d, msptiCallbackId cbid)
+{
+	return (atomic_load_explicit(&callback_masks[d],
+	    memory_order_relaxed) >> cbid) & 1;
+}
+void		callback_invoke(msptiCallbackDomain d, msptiCallbackId cbid,
+		    const msptiCallbackData *data);
+
+/* intercept-common.c: what every interposer does around the real call. */
+struct icall {
+	uint32_t		 wanted;	/* kinds wanted at ENTER */
+	bool			 cb;		/* callbacks at ENTER/EXIT */
+	msptiCallbackDomain	 domain;
+	msptiCallbackId		 cbid;
+	uint32_t		 api_kind_extra; /* RUNTIME_API or ACL_API or 0 */
+	const char		*name;
+	const void		*params;
+	const char		*symbol;
+	uint64_t		 corr;
+	uint64_t		 start;
+	uint64_t		 end;		/* set by icall_done */
+	uint64_t		 cbslot;	/* correlationData */
+};
+/* True when anything (a kind, a callback) wants this call. */
+bool		icall_enter(struct icall *c, msptiCallbackDomain d,
+		    msptiCallbackId cbid, const char *name, const void *params,
+		    const char *symbol);
+/* Takes the end time right after the real call. */
+static inline void
+icall_done(struct icall *c)
+{
+	c->end = api_now();
+}
+/* EXIT callback and the API/external records. */
+void		icall_exit(struct icall *c, const void *ret);
+/* Device of a stream (NULL: the thread's current device). */
+uint32_t	icall_stream_device(void *stream);
+uint32_t	icall_current_device(void);
+void		icall_set_current_device(int32_t dev);
+
+/* devtime.c: pending launches and the channel reader thread. */
+struct pending {
+	uint32_t	 device;
+	uint32_t	 stream;
+	uint32_t	 task;
+	uint32_t	 kind;		/* MSPTI_ACTIVITY_KIND_* it stands for */
+	uint64_t	 corr;
+	const char	*name;		/* interned */
+	const char	*comm_name;	/* HCCL: interned */
+	uint64_t	 bytes;
+	uint64_t	 count;
+	uint32_t	 value;		/* MEMSET */
+	uint32_t	 copy_kind;	/* MEMCPY: msptiActivityMemcpyKind */
+	uint32_t	 data_type;	/* HCCL */
+	uint8_t		 is_async;
+};
+/* Records the ids of the calling thread's last submitted task and queues
+ * p for the join; false when the runtime cannot tell (no device record
+ * will come, emit a host-timed one instead). */
+bool		devtime_submit(struct pending *p);
+/* Whether device records can be produced (channel helpers present). */
+bool		devtime_available(void);
+/* Wakes the reader (masks changed). */
+void		devtime_kick(void);
+/* Drains the channel synchronously (bounded wait). */
+void		devtime_drain(void);
+void		devtime_note_device(uint32_t dev);
+/* Device markers: stream device and id of the marker task, 0 on failure. */
+bool		devtime_marker(uint64_t id, uint16_t flag, void *stream);
+/* Clock model (exposed for tests): host ns for a device ns on dev. */
+uint64_t	devtime_to_host(uint32_t dev, uint64_t device_ns);
+
+/* mstx.c: marker metadata looked up when a device marker arrives. */
+bool		mstx_marker_info(uint64_t id, const char **name,
+		    const char **domain);
+int		mstx_domain_set_enabled(const char *name, bool enabled);
+
+#endif

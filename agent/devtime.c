@@ -1,0 +1,823 @@
+/*
+ * Device records: the pending-launch queue, the channel reader thread,
+ * the join of device tasks to host calls and the device clock model.
+ *
+ * Producers (interposers, any thread) push struct pending into a bounded
+ * lock-free MPSC queue (Vyukov's sequence-numbered ring).  The reader
+ * thread alone pops it into a private hash map keyed by (device, stream,
+ * task), reads each device's profiling channel through the simulator's
+ * npusim_channel_* helpers (found with dlsym, so a runtime without them
+ * just yields no device records), joins, converts device time to host
+ * CLOCK_REALTIME with a least-squares fit (offset and drift) over recent
+ * (host, device) clock pairs, and emits through activity_emit.
+ *
+ * The thread sleeps on dt_cond while no device kind is wanted (no CPU
+ * when idle); while one is, it polls every DEVTIME_POLL_MS, and
+ * devtime_drain (FlushAll) wakes it for one synchronous pass.  Channels
+ * are opened only while wanted: an open reader makes the device record.
+ * dt_mtx guards the thread's state and the drain handshake.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <npusim/npusim.h>
+#include <runtime/rt.h>
+
+#include "agent.h"
+#include "api.h"
+
+#define DEVTIME_POLL_MS		5
+#define DEVTIME_MAX_DEV		32
+#define DEVTIME_QUEUE		(1u << 14)
+#define DEVTIME_MAP		(1u << 16)	/* pending map slots */
+#define DEVTIME_BATCH		256
+#define DEVTIME_DEFER		4096
+#define DEVTIME_DEFER_NS	200000000ull	/* unmatched: emit after */
+#define DEVTIME_EXPIRE_NS	30000000000ull	/* stale pending entries */
+#define CLOCK_SAMPLES		64
+#define CLOCK_EVERY_NS		10000000ull
+
+/* Simulator helpers, all optional. */
+typedef int (*chan_open_fn)(int32_t, struct npusim_channel_reader *);
+typedef int (*chan_read_fn)(struct npusim_channel_reader *,
+    struct npusim_record *, size_t, uint64_t *);
+typedef void (*chan_close_fn)(struct npusim_channel_reader *);
+typedef int (*chan_clock_fn)(struct npusim_channel_reader *,
+    struct npusim_clock_sample *);
+typedef aclError (*read_clock_fn)(int32_t, uint64_t *, uint64_t *);
+typedef rtError_t (*task_ids_fn)(uint32_t *, uint32_t *);
+typedef rtError_t (*trace_fn)(uint64_t, uint64_t, uint16_t, rtStream_t);
+
+static _Atomic(void *) h_open, h_read, h_close, h_clock, h_readclock,
+    h_taskids, h_trace;
+
+/* Pending queue. */
+struct qcell {
+	_Atomic size_t	seq;
+	struct pending	p;
+};
+static struct qcell *_Atomic dt_queue;
+static _Atomic size_t dt_enq;
+static size_t dt_deq;
+static _Atomic uint64_t dt_queue_full;
+static _Atomic uint64_t dt_channel_lost;
+
+/* Thread state. */
+static pthread_mutex_t dt_mtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dt_cond;
+static pthread_once_t dt_once = PTHREAD_ONCE_INIT;
+static bool dt_started;
+static uint64_t dt_drain_req, dt_drain_done;
+static _Atomic uint32_t dt_devices;	/* bit per device seen */
+/* Guards devs[].open/r and the channel calls; no user code runs under it. */
+static pthread_mutex_t dt_chan_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+static API_TLS uint32_t tls_last_stream = 0xffffffffu;
+static API_TLS uint32_t tls_last_task = 0xffffffffu;
+
+/* Channel state (dt_chan_mtx) then reader-private state. */
+struct dev_state {
+	bool				 open;
+	struct npusim_channel_reader	 r;
+	uint64_t			 hs[CLOCK_SAMPLES];	/* host */
+	uint64_t			 ds[CLOCK_SAMPLES];	/* device */
+	unsigned			 nsamples, next;
+	uint64_t			 last_sample;
+	/* Model: host = mh + slope * (device - md). */
+	double				 slope;
+	uint64_t			 mh, md;
+	bool				 fitted;
+};
+static struct dev_state devs[DEVTIME_MAX_DEV];
+
+struct mapent {
+	bool		used;
+	uint64_t	added;		/* host ns */
+	struct pending	p;
+};
+static struct mapent *dt_map;
+static size_t dt_map_used;
+
+struct deferred {
+	struct npusim_record	rec;
+	uint64_t		since;
+};
+static struct deferred *dt_defer;
+static size_t dt_ndefer;
+
+static struct npusim_record dt_batch[DEVTIME_BATCH];
+
+bool
+devtime_available(void)
+{
+	return api_optional(&h_open, "npusim_channel_open") != NULL &&
+	    api_optional(&h_read, "npusim_channel_read") != NULL &&
+	    api_optional(&h_close, "npusim_channel_close") != NULL;
+}
+
+static struct qcell *
+devtime_queue(void)
+{
+	struct qcell *q = atomic_load_explicit(&dt_queue, memory_order_acquire),
+	    *none = NULL;
+	size_t i;
+
+	if (API_LIKELY(q != NULL))
+		return q;
+	q = malloc(DEVTIME_QUEUE * sizeof(*q));
+	if (q == NULL)
+		return NULL;
+	for (i = 0; i < DEVTIME_QUEUE; i++)
+		atomic_init(&q[i].seq, i);
+	if (!atomic_compare_exchange_strong(&dt_queue, &none, q)) {
+		free(q);
+		q = none;
+	}
+	return q;
+}
+
+static bool
+queue_push(const struct pending *p)
+{
+	struct qcell *q = devtime_queue(), *c;
+	size_t pos, seq;
+	intptr_t dif;
+
+	if (q == NULL)
+		return false;
+	pos = atomic_load_explicit(&dt_enq, memory_order_relaxed);
+	for (;;) {
+		c = &q[pos & (DEVTIME_QUEUE - 1)];
+		seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+		dif = (intptr_t)seq - (intptr_t)pos;
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(&dt_enq, &pos,
+			    pos + 1, memory_order_relaxed, memory_order_relaxed))
+				break;
+		} else if (dif < 0) {
+			atomic_fetch_add(&dt_queue_full, 1);
+			return false;
+		} else
+			pos = atomic_load_explicit(&dt_enq,
+			    memory_order_relaxed);
+	}
+	c->p = *p;
+	atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+	return true;
+}
+
+static bool
+queue_pop(struct pending *out)
+{
+	struct qcell *q = atomic_load_explicit(&dt_queue, memory_order_acquire),
+	    *c;
+
+	if (q == NULL)
+		return false;
+	c = &q[dt_deq & (DEVTIME_QUEUE - 1)];
+	if (atomic_load_explicit(&c->seq, memory_order_acquire) != dt_deq + 1)
+		return false;
+	*out = c->p;
+	atomic_store_explicit(&c->seq, dt_deq + DEVTIME_QUEUE,
+	    memory_order_release);
+	dt_deq++;
+	return true;
+}
+
+bool
+devtime_submit(struct pending *p)
+{
+	task_ids_fn ids = (task_ids_fn)api_optional(&h_taskids,
+	    "rtGetTaskIdAndStreamID");
+	uint32_t task, stream;
+
+	if (ids == NULL || !devtime_available() ||
+	    ids(&task, &stream) != RT_ERROR_NONE || task == NPUSIM_ID_NONE)
+		return false;
+	/* Same ids as last time: the call queued no task of its own. */
+	if (task == tls_last_task && stream == tls_last_stream)
+		return false;
+	tls_last_task = task;
+	tls_last_stream = stream;
+	p->task = task;
+	p->stream = stream;
+	return queue_push(p);
+}
+
+bool
+devtime_marker(uint64_t id, uint16_t flag, void *stream)
+{
+	trace_fn trace = (trace_fn)api_optional(&h_trace, "rtProfilerTraceEx");
+	task_ids_fn ids;
+	uint32_t task, sid;
+
+	if (trace == NULL || !devtime_available())
+		return false;
+	icall_stream_device(stream);	/* notes the device */
+	if (trace(id, 0, flag, stream) != RT_ERROR_NONE)
+		return false;
+	/* Keep the launch dedup in step with the marker task we queued. */
+	ids = (task_ids_fn)api_optional(&h_taskids, "rtGetTaskIdAndStreamID");
+	if (ids != NULL && ids(&task, &sid) == RT_ERROR_NONE) {
+		tls_last_task = task;
+		tls_last_stream = sid;
+	}
+	return true;
+}
+
+static void
+devtime_init_once(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&dt_cond, &a);
+	pthread_condattr_destroy(&a);
+}
+
+static void *devtime_main(void *);
+
+/* Opens the channel of every device seen so far.  Called under
+ * dt_chan_mtx, on the enabling thread too, so that tasks completing right
+ * after msptiActivityEnable are already recorded by the device. */
+static void
+devtime_open_locked(void)
+{
+	chan_open_fn copen = (chan_open_fn)api_optional(&h_open,
+	    "npusim_channel_open");
+	uint32_t mask = atomic_load(&dt_devices), dev;
+
+	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++) {
+		struct dev_state *d = &devs[dev];
+
+		if (!(mask & (1u << dev)) || d->open)
+			continue;
+		memset(&d->r, 0, sizeof(d->r));
+		if (copen((int32_t)dev, &d->r) == 0)
+			d->open = true;
+	}
+}
+
+/* Starts the reader on first need; wakes it so it sees new masks. */
+void
+devtime_kick(void)
+{
+	bool want = (api_kinds_wanted() & API_DEVICE_KINDS) != 0;
+
+	if (!want && !dt_started)
+		return;
+	if (!devtime_available())
+		return;
+	pthread_once(&dt_once, devtime_init_once);
+	if (want) {
+		pthread_mutex_lock(&dt_chan_mtx);
+		devtime_open_locked();
+		pthread_mutex_unlock(&dt_chan_mtx);
+	}
+	pthread_mutex_lock(&dt_mtx);
+	if (!dt_started && api_thread_start(devtime_main, NULL) == 0)
+		dt_started = true;
+	pthread_cond_broadcast(&dt_cond);
+	pthread_mutex_unlock(&dt_mtx);
+}
+
+void
+devtime_note_device(uint32_t dev)
+{
+	uint32_t bit;
+
+	if (dev >= DEVTIME_MAX_DEV)
+		return;
+	bit = 1u << dev;
+	if (atomic_load_explicit(&dt_devices, memory_order_relaxed) & bit)
+		return;
+	atomic_fetch_or(&dt_devices, bit);
+	register_note_device(dev);
+	devtime_kick();
+}
+
+static void
+timespec_after(struct timespec *ts, uint64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ns += (uint64_t)ts->tv_nsec;
+	ts->tv_sec += (time_t)(ns / 1000000000u);
+	ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+/* Waits (bounded) until the reader has done a full pass that started after
+ * this call, so device work completed before FlushAll is delivered. */
+void
+devtime_drain(void)
+{
+	struct timespec ts;
+	uint64_t mine;
+
+	if (!dt_started || (api_kinds_wanted() & API_DEVICE_KINDS) == 0)
+		return;
+	timespec_after(&ts, 1000000000ull);
+	pthread_mutex_lock(&dt_mtx);
+	mine = ++dt_drain_req;
+	pthread_cond_broadcast(&dt_cond);
+	while (dt_drain_done < mine)
+		if (pthread_cond_timedwait(&dt_cond, &dt_mtx, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&dt_mtx);
+}
+
+/* ---- clock model ---- */
+
+static void
+clock_fit(struct dev_state *d)
+{
+	unsigned i, n = d->nsamples;
+	double mx = 0, my = 0, sxx = 0, sxy = 0, x, y;
+	uint64_t bh = d->hs[0], bd = d->ds[0];
+
+	if (n == 0)
+		return;
+	/* Relative to the first sample, centred on the means. */
+	for (i = 0; i < n; i++) {
+		mx += (double)(int64_t)(d->ds[i] - bd);
+		my += (double)(int64_t)(d->hs[i] - bh);
+	}
+	mx /= n;
+	my /= n;
+	for (i = 0; i < n; i++) {
+		x = (double)(int64_t)(d->ds[i] - bd) - mx;
+		y = (double)(int64_t)(d->hs[i] - bh) - my;
+		sxx += x * x;
+		sxy += x * y;
+	}
+	/* Too short a baseline gives a noisy slope: keep offset only. */
+	d->slope = (n >= 2 && sxx > 1e12) ? sxy / sxx : 1.0;
+	if (d->slope < 0.999 || d->slope > 1.001)
+		d->slope = 1.0;
+	d->md = bd + (uint64_t)(int64_t)mx;
+	d->mh = bh + (uint64_t)(int64_t)my;
+	d->fitted = true;
+}
+
+static void
+clock_sample(uint32_t dev, struct dev_state *d, bool force)
+{
+	read_clock_fn rc = (read_clock_fn)api_optional(&h_readclock,
+	    "npusimReadClock");
+	chan_clock_fn cc = (chan_clock_fn)api_optional(&h_clock,
+	    "npusim_channel_clock");
+	struct npusim_clock_sample s;
+	uint64_t h = 0, dv = 0, now = api_now();
+
+	if (!force && d->fitted && now - d->last_sample < CLOCK_EVERY_NS)
+		return;
+	if (rc != NULL && rc((int32_t)dev, &h, &dv) == ACL_SUCCESS)
+		;
+	else if (cc != NULL && d->open && cc(&d->r, &s) == 0) {
+		h = s.host_realtime_ns;
+		dv = s.device_ns;
+	} else
+		return;
+	d->last_sample = now;
+	d->hs[d->next] = h;
+	d->ds[d->next] = dv;
+	d->next = (d->next + 1) % CLOCK_SAMPLES;
+	if (d->nsamples < CLOCK_SAMPLES)
+		d->nsamples++;
+	clock_fit(d);
+}
+
+uint64_t
+devtime_to_host(uint32_t dev, uint64_t device_ns)
+{
+	struct dev_state *d;
+	double off;
+
+	if (dev >= DEVTIME_MAX_DEV || !devs[dev].fitted)
+		return device_ns;
+	d = &devs[dev];
+	off = (double)(int64_t)(device_ns - d->md) * d->slope;
+	return d->mh + (uint64_t)(int64_t)off;
+}
+
+/* ---- pending map (reader only) ---- */
+
+static size_t
+map_hash(uint32_t dev, uint32_t stream, uint32_t task)
+{
+	uint64_t k = ((uint64_t)stream << 32 | task) ^ ((uint64_t)dev << 56);
+
+	k ^= k >> 31;
+	k *= 0x9e3779b97f4a7c15ull;
+	k ^= k >> 29;
+	return (size_t)k & (DEVTIME_MAP - 1);
+}
+
+static bool map_take(uint32_t, uint32_t, uint32_t, struct pending *);
+
+/* Drops entries whose device record never came (lost, or launched while
+ * the device kind was off). */
+static void
+map_expire(uint64_t now)
+{
+	struct pending p;
+	size_t i;
+
+	for (i = 0; i < DEVTIME_MAP; i++)
+		while (dt_map[i].used && now - dt_map[i].added > DEVTIME_EXPIRE_NS)
+			map_take(dt_map[i].p.device, dt_map[i].p.stream,
+			    dt_map[i].p.task, &p);
+}
+
+/* Linear probing without deletion holes: a removed entry is refilled by
+ * shifting later entries of its cluster back. */
+static void
+map_put(const struct pending *p, uint64_t now)
+{
+	size_t i = map_hash(p->device, p->stream, p->task), n;
+
+	if (dt_map_used > DEVTIME_MAP / 2)
+		map_expire(now);
+	if (dt_map_used > DEVTIME_MAP * 3 / 4)
+		return;		/* lost: the device record gets no id */
+	for (n = 0; n < DEVTIME_MAP; n++, i = (i + 1) & (DEVTIME_MAP - 1)) {
+		if (!dt_map[i].used)
+			break;
+		if (dt_map[i].p.device == p->device &&
+		    dt_map[i].p.stream == p->stream &&
+		    dt_map[i].p.task == p->task) {
+			dt_map[i].p = *p;	/* task id reused */
+			dt_map[i].added = now;
+			return;
+		}
+	}
+	dt_map[i].used = true;
+	dt_map[i].added = now;
+	dt_map[i].p = *p;
+	dt_map_used++;
+}
+
+static bool
+map_take(uint32_t dev, uint32_t stream, uint32_t task, struct pending *out)
+{
+	size_t i = map_hash(dev, stream, task), j, k;
+
+	for (;;) {
+		if (!dt_map[i].used)
+			return false;
+		if (dt_map[i].p.device == dev && dt_map[i].p.stream == stream &&
+		    dt_map[i].p.task == task)
+			break;
+		i = (i + 1) & (DEVTIME_MAP - 1);
+	}
+	*out = dt_map[i].p;
+	dt_map[i].used = false;
+	dt_map_used--;
+	/* Backward-shift deletion. */
+	j = i;
+	for (;;) {
+		j = (j + 1) & (DEVTIME_MAP - 1);
+		if (!dt_map[j].used)
+			break;
+		k = map_hash(dt_map[j].p.device, dt_map[j].p.stream,
+		    dt_map[j].p.task);
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			dt_map[i] = dt_map[j];
+			dt_map[j].used = false;
+			i = j;
+		}
+	}
+	return true;
+}
+
+/* ---- emitting ---- */
+
+static const char *
+kernel_type_name(unsigned t)
+{
+	switch (t) {
+	case NPUSIM_KERNEL_AI_CORE:	return "KERNEL_AICORE";
+	case NPUSIM_KERNEL_AI_VECTOR:	return "KERNEL_AIVEC";
+	case NPUSIM_KERNEL_AI_CPU:	return "KERNEL_AICPU";
+	}
+	return "KERNEL_UNKNOWN";
+}
+
+static const char *
+alg_name(unsigned a)
+{
+	switch (a) {
+	case NPUSIM_COMM_ALG_RING:	return "RING";
+	case NPUSIM_COMM_ALG_P2P:	return "P2P";
+	}
+	return "NONE";
+}
+
+static msptiActivityMemcpyKind
+rec_copy_kind(uint32_t k)
+{
+	switch (k) {
+	case ACL_MEMCPY_HOST_TO_HOST:	return MSPTI_ACTIVITY_MEMCPY_KIND_HTOH;
+	case ACL_MEMCPY_HOST_TO_DEVICE:	return MSPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+	case ACL_MEMCPY_DEVICE_TO_HOST:	return MSPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+	case ACL_MEMCPY_DEVICE_TO_DEVICE: return MSPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+	case ACL_MEMCPY_DEFAULT:	return MSPTI_ACTIVITY_MEMCPY_KIND_DEFAULT;
+	}
+	return MSPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN;
+}
+
+static msptiCommunicationDataType
+rec_data_type(uint32_t t)
+{
+	if (t <= MSPTI_ACTIVITY_COMMUNICATION_INT128)
+		return (msptiCommunicationDataType)t;
+	return MSPTI_ACTIVITY_COMMUNICATION_INVALID_TYPE;
+}
+
+static void
+emit_device(const struct npusim_record *rec, const struct pending *p)
+{
+	uint32_t dev = (uint32_t)rec->device;
+	uint64_t start = devtime_to_host(dev, rec->start_ns);
+	uint64_t end = devtime_to_host(dev, rec->end_ns);
+	uint64_t corr = p != NULL ? p->corr : MSPTI_INVALID_CORRELATION_ID;
+	uint32_t w = api_kinds_wanted();
+	char name[NPUSIM_NAME_LEN], comm[NPUSIM_COMM_NAME_LEN];
+
+	memcpy(name, rec->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (end < start)
+		end = start;
+	switch (rec->kind) {
+	case NPUSIM_TASK_KERNEL:
+		if (w & (1u << MSPTI_ACTIVITY_KIND_KERNEL)) {
+			msptiActivityKernel r;
+
+			memset(&r, 0, sizeof(r));
+			r.kind = MSPTI_ACTIVITY_KIND_KERNEL;
+			r.start = start;
+			r.end = end;
+			r.ds.deviceId = dev;
+			r.ds.streamId = rec->stream_id;
+			r.correlationId = corr;
+			r.type = kernel_type_name(rec->kernel_type);
+			r.name = api_intern(name);
+			activity_emit(&r, sizeof(r));
+		}
+		break;
+	case NPUSIM_TASK_MEMCPY:
+		if (w & (1u << MSPTI_ACTIVITY_KIND_MEMCPY)) {
+			msptiActivityMemcpy r;
+
+			memset(&r, 0, sizeof(r));
+			r.kind = MSPTI_ACTIVITY_KIND_MEMCPY;
+			r.copyKind = p != NULL && p->kind ==
+			    MSPTI_ACTIVITY_KIND_MEMCPY ?
+			    (msptiActivityMemcpyKind)p->copy_kind :
+			    rec_copy_kind(rec->memcpy_kind);
+			r.bytes = rec->bytes;
+			r.start = start;
+			r.end = end;
+			r.deviceId = dev;
+			r.streamId = rec->stream_id;
+			r.correlationId = corr;
+			r.isAsync = p != NULL ? p->is_async : 1;
+			activity_emit(&r, sizeof(r));
+		}
+		break;
+	case NPUSIM_TASK_MEMSET:
+		if (w & (1u << MSPTI_ACTIVITY_KIND_MEMSET)) {
+			msptiActivityMemset r;
+
+			memset(&r, 0, sizeof(r));
+			r.kind = MSPTI_ACTIVITY_KIND_MEMSET;
+			r.value = p != NULL ? p->value : 0;
+			r.bytes = rec->bytes;
+			r.start = start;
+			r.end = end;
+			r.deviceId = dev;
+			r.streamId = rec->stream_id;
+			r.correlationId = corr;
+			r.isAsync = p != NULL ? p->is_async : 1;
+			activity_emit(&r, sizeof(r));
+		}
+		break;
+	case NPUSIM_TASK_COMM:
+		memcpy(comm, rec->comm_name, sizeof(comm));
+		comm[sizeof(comm) - 1] = '\0';
+		if (w & (1u << MSPTI_ACTIVITY_KIND_HCCL)) {
+			msptiActivityHccl r;
+
+			memset(&r, 0, sizeof(r));
+			r.kind = MSPTI_ACTIVITY_KIND_HCCL;
+			r.start = start;
+			r.end = end;
+			r.ds.deviceId = dev;
+			r.ds.streamId = rec->stream_id;
+			r.bandWidth = end > start ?
+			    (double)rec->bytes / (double)(end - start) : 0;
+			r.name = api_intern(name);
+			r.commName = api_intern(comm);
+			activity_emit(&r, sizeof(r));
+		}
+		if (w & (1u << MSPTI_ACTIVITY_KIND_COMMUNICATION)) {
+			msptiActivityCommunication r;
+
+			memset(&r, 0, sizeof(r));
+			r.kind = MSPTI_ACTIVITY_KIND_COMMUNICATION;
+			r.dataType = rec_data_type(rec->data_type);
+			r.count = rec->count;
+			r.ds.deviceId = dev;
+			r.ds.streamId = rec->stream_id;
+			r.start = start;
+			r.end = end;
+			r.algType = alg_name(rec->algorithm);
+			r.name = api_intern(name);
+			r.commName = api_intern(comm);
+			r.correlationId = corr;
+			activity_emit(&r, sizeof(r));
+		}
+		break;
+	case NPUSIM_TASK_MARKER:
+		if (w & (1u << MSPTI_ACTIVITY_KIND_MARKER)) {
+			msptiActivityMarker r;
+			const char *mname = NULL, *mdom = NULL;
+
+			memset(&r, 0, sizeof(r));
+			mstx_marker_info(rec->marker_id, &mname, &mdom);
+			r.kind = MSPTI_ACTIVITY_KIND_MARKER;
+			r.flag = (msptiActivityFlag)rec->tag_id;
+			r.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_DEVICE;
+			r.timestamp = start;
+			r.id = rec->marker_id;
+			r.objectId.ds.deviceId = dev;
+			r.objectId.ds.streamId = rec->stream_id;
+			r.name = mname;
+			r.domain = mdom;
+			activity_emit(&r, sizeof(r));
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static bool
+rec_needs_join(const struct npusim_record *rec)
+{
+	return rec->kind == NPUSIM_TASK_KERNEL || rec->kind == NPUSIM_TASK_MEMCPY ||
+	    rec->kind == NPUSIM_TASK_MEMSET || rec->kind == NPUSIM_TASK_COMM;
+}
+
+/* Emits rec if its host side is known (or it waited long enough);
+ * returns false to keep it for a later pass. */
+static bool
+try_emit(const struct npusim_record *rec, uint64_t since, uint64_t now,
+    bool final)
+{
+	struct pending p;
+
+	if (!rec_needs_join(rec)) {
+		emit_device(rec, NULL);
+		return true;
+	}
+	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p)) {
+		emit_device(rec, &p);
+		return true;
+	}
+	if (final || now - since > DEVTIME_DEFER_NS) {
+		emit_device(rec, NULL);
+		return true;
+	}
+	return false;
+}
+
+/* One pass: pending queue into the map, channels into records. */
+static void
+devtime_pass(bool draining)
+{
+	chan_read_fn cread = (chan_read_fn)api_optional(&h_read,
+	    "npusim_channel_read");
+	uint32_t mask = atomic_load(&dt_devices), dev, pid = api_pid();
+	uint64_t now = api_now(), lost;
+	struct pending p;
+	size_t i, k;
+	int n;
+
+	while (queue_pop(&p))
+		map_put(&p, now);
+	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++) {
+		struct dev_state *d = &devs[dev];
+
+		if (!(mask & (1u << dev)))
+			continue;
+		for (;;) {
+			pthread_mutex_lock(&dt_chan_mtx);
+			devtime_open_locked();
+			if (!d->open) {
+				pthread_mutex_unlock(&dt_chan_mtx);
+				break;
+			}
+			clock_sample(dev, d, draining);
+			lost = 0;
+			n = cread(&d->r, dt_batch, DEVTIME_BATCH, &lost);
+			pthread_mutex_unlock(&dt_chan_mtx);
+			if (lost != 0)
+				atomic_fetch_add(&dt_channel_lost, lost);
+			if (n <= 0)
+				break;
+			for (i = 0; i < (size_t)n; i++) {
+				if ((uint32_t)dt_batch[i].pid != pid)
+					continue;
+				if (try_emit(&dt_batch[i], now, now, false))
+					continue;
+				if (dt_ndefer < DEVTIME_DEFER) {
+					dt_defer[dt_ndefer].rec = dt_batch[i];
+					dt_defer[dt_ndefer].since = now;
+					dt_ndefer++;
+				} else
+					emit_device(&dt_batch[i], NULL);
+			}
+			if (n < DEVTIME_BATCH)
+				break;
+		}
+	}
+	/* Retry what waited for its host side. */
+	while (queue_pop(&p))
+		map_put(&p, now);
+	for (i = 0, k = 0; i < dt_ndefer; i++)
+		if (!try_emit(&dt_defer[i].rec, dt_defer[i].since, now, false))
+			dt_defer[k++] = dt_defer[i];
+	dt_ndefer = k;
+}
+
+static void
+devtime_close_all(void)
+{
+	chan_close_fn cclose = (chan_close_fn)api_optional(&h_close,
+	    "npusim_channel_close");
+	uint32_t dev;
+	size_t i;
+
+	for (i = 0; i < dt_ndefer; i++)
+		try_emit(&dt_defer[i].rec, 0, 0, true);
+	dt_ndefer = 0;
+	pthread_mutex_lock(&dt_chan_mtx);
+	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++)
+		if (devs[dev].open) {
+			cclose(&devs[dev].r);
+			devs[dev].open = false;
+			devs[dev].nsamples = 0;
+			devs[dev].next = 0;
+			devs[dev].fitted = false;
+		}
+	pthread_mutex_unlock(&dt_chan_mtx);
+}
+
+static void *
+devtime_main(void *arg)
+{
+	struct timespec ts;
+	uint64_t req;
+
+	dt_map = calloc(DEVTIME_MAP, sizeof(*dt_map));
+	dt_defer = calloc(DEVTIME_DEFER, sizeof(*dt_defer));
+	if (dt_map == NULL || dt_defer == NULL) {
+		pthread_mutex_lock(&dt_mtx);
+		dt_started = false;
+		pthread_mutex_unlock(&dt_mtx);
+		return NULL;
+	}
+	pthread_mutex_lock(&dt_mtx);
+	for (;;) {
+		req = dt_drain_req;
+		if ((api_kinds_wanted() & API_DEVICE_KINDS) == 0) {
+			pthread_mutex_unlock(&dt_mtx);
+			devtime_close_all();
+			pthread_mutex_lock(&dt_mtx);
+			dt_drain_done = req;
+			pthread_cond_broadcast(&dt_cond);
+			if ((api_kinds_wanted() & API_DEVICE_KINDS) == 0 &&
+			    dt_drain_req == req)
+				pthread_cond_wait(&dt_cond, &dt_mtx);
+			continue;
+		}
+		pthread_mutex_unlock(&dt_mtx);
+		devtime_pass(req != dt_drain_done);
+		pthread_mutex_lock(&dt_mtx);
+		if (req != dt_drain_done) {
+			dt_drain_done = req;
+			pthread_cond_broadcast(&dt_cond);
+		}
+		if (dt_drain_req == req) {
+			timespec_after(&ts, DEVTIME_POLL_MS * 1000000ull);
+			pthread_cond_timedwait(&dt_cond, &dt_mtx, &ts);
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,135 @@
+/*
+ * What every interposer does around the real call: a correlation id, the
+ * ENTER/EXIT callbacks, and the EXTERNAL_CORRELATION and API records.  The
+ * fast path (nothing wanted) is two relaxed loads in icall_enter.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <acl/acl.h>
+
+#include "api.h"
+
+#define API_KINDS	((1u << MSPTI_ACTIVITY_KIND_API) | \
+	(1u << MSPTI_ACTIVITY_KIND_RUNTIME_API) | \
+	(1u << MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
+
+static API_TLS int32_t tls_device = -1;
+
+void
+icall_set_current_device(int32_t dev)
+{
+	tls_device = dev;
+	if (dev >= 0)
+		devtime_note_device((uint32_t)dev);
+}
+
+uint32_t
+icall_current_device(void)
+{
+	static _Atomic(void *) real;
+	aclError (*get)(int32_t *);
+	int32_t dev = -1;
+
+	if (tls_device >= 0)
+		return (uint32_t)tls_device;
+	get = (aclError (*)(int32_t *))api_real(&real, "aclrtGetDevice");
+	if (get != NULL && get(&dev) == ACL_SUCCESS && dev >= 0) {
+		icall_set_current_device(dev);
+		return (uint32_t)dev;
+	}
+	return MSPTI_INVALID_DEVICE_ID;
+}
+
+uint32_t
+icall_stream_device(void *stream)
+{
+	static _Atomic(void *) helper;
+	aclError (*get)(void *, int32_t *);
+	int32_t dev = -1;
+
+	get = (aclError (*)(void *, int32_t *))api_optional(&helper,
+	    "npusimStreamGetDevice");
+	if (stream != NULL && get != NULL && get(stream, &dev) == ACL_SUCCESS &&
+	    dev >= 0) {
+		devtime_note_device((uint32_t)dev);
+		return (uint32_t)dev;
+	}
+	return icall_current_device();
+}
+
+bool
+icall_enter(struct icall *c, msptiCallbackDomain d, msptiCallbackId cbid,
+    const char *name, const void *params, const char *symbol)
+{
+	uint32_t w = api_kinds_wanted();
+	bool cb = callback_wanted(d, cbid);
+	msptiCallbackData data;
+
+	if (API_LIKELY(w == 0 && !cb))
+		return false;
+	c->wanted = w;
+	c->cb = cb;
+	c->domain = d;
+	c->cbid = cbid;
+	c->api_kind_extra = d == MSPTI_CB_DOMAIN_RUNTIME ?
+	    MSPTI_ACTIVITY_KIND_RUNTIME_API : 0;
+	c->name = name;
+	c->params = params;
+	c->symbol = symbol;
+	c->corr = activity_next_correlation();
+	c->cbslot = 0;
+	c->end = 0;
+	if (cb) {
+		memset(&data, 0, sizeof(data));
+		data.callbackSite = MSPTI_API_ENTER;
+		data.functionName = name;
+		data.functionParams = params;
+		data.symbolName = symbol;
+		data.correlationId = c->corr;
+		data.correlationData = &c->cbslot;
+		callback_invoke(d, cbid, &data);
+	}
+	c->start = api_now();
+	return true;
+}
+
+void
+icall_exit(struct icall *c, const void *ret)
+{
+	msptiCallbackData data;
+	msptiActivityApi r;
+
+	if (c->end == 0)
+		icall_done(c);
+	if (c->cb) {
+		memset(&data, 0, sizeof(data));
+		data.callbackSite = MSPTI_API_EXIT;
+		data.functionName = c->name;
+		data.functionParams = c->params;
+		data.functionReturnValue = ret;
+		data.symbolName = c->symbol;
+		data.correlationId = c->corr;
+		data.correlationData = &c->cbslot;
+		callback_invoke(c->domain, c->cbid, &data);
+	}
+	if ((c->wanted & API_KINDS) == 0)
+		return;
+	if (c->wanted & (1u << MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
+		activity_emit_external(c->corr);
+	memset(&r, 0, sizeof(r));
+	r.kind = MSPTI_ACTIVITY_KIND_API;
+	r.start = c->start;
+	r.end = c->end;
+	r.pt.processId = api_pid();
+	r.pt.threadId = api_tid();
+	r.correlationId = c->corr;
+	r.name = c->name;
+	if (c->wanted & (1u << MSPTI_ACTIVITY_KIND_API))
+		activity_emit(&r, sizeof(r));
+	if (c->api_kind_extra != 0 && (c->wanted & (1u << c->api_kind_extra))) {
+		r.kind = (msptiActivityKind)c->api_kind_extra;
+		activity_emit(&r, sizeof(r));
+	}
+}

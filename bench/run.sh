@@ -1,0 +1,12 @@
+#!/bin/sh
+# Runs every benchmark program built in this build tree (bench/bench-*).
+# Benchmarks print figures; a slow machine never fails them.
+builddir=${top_builddir:-.}
+status=0
+for prog in "$builddir"/bench/bench-*; do
+	[ -f "$prog" ] && [ -x "$prog" ] || continue
+	echo "== ${prog##*/}"
+	"$prog" || status=1
+	echo
+done
+exit $status

@@ -1,0 +1,91 @@
+/**
+ * @file ms_tools_ext.h
+ * @brief MSTX: marks, ranges and domains an application annotates itself with.
+ *
+ * The functions are implemented in libmspti.so.  A mark or range becomes an
+ * msPTI MARKER activity record when MSPTI_ACTIVITY_KIND_MARKER is enabled,
+ * the message is non-NULL and shorter than 255 bytes, and the domain is
+ * enabled.  With a non-NULL stream, a second record with source DEVICE is
+ * emitted when the device reaches that point of the stream.
+ */
+#ifndef MS_TOOLS_EXT_H
+#define MS_TOOLS_EXT_H
+
+#include <stdint.h>
+
+#ifndef MSTX_API
+#if defined(__GNUC__) || defined(__clang__)
+/** Marks a function as part of the exported MSTX ABI. */
+#define MSTX_API __attribute__((visibility("default")))
+#else
+#define MSTX_API
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * aclrtStream comes from the ACL headers when they are included first; else
+ * it is declared here (the same type, so a later ACL header still compiles:
+ * C11 and C++ allow repeating a typedef of the same type).
+ */
+#if !defined(ACL_ACL_H) && !defined(INC_EXTERNAL_ACL_ACL_BASE_H_) && \
+    !defined(MSTX_ACLRT_STREAM_DEFINED)
+#define MSTX_ACLRT_STREAM_DEFINED 1
+/** A device stream; NULL means "no device record" for MSTX calls. */
+typedef void *aclrtStream;
+#endif
+
+/** Range id; 0 means failure (nothing recorded). */
+typedef uint64_t mstxRangeId;
+
+/** Opaque domain. */
+struct mstxDomainRegistration_st;
+/** Opaque domain type. */
+typedef struct mstxDomainRegistration_st mstxDomainRegistration_t;
+/** Handle of a domain created by mstxDomainCreateA. */
+typedef mstxDomainRegistration_t *mstxDomainHandle_t;
+
+/**
+ * @brief An instantaneous mark in the default domain.
+ * @param message text (< 255 bytes), copied.
+ * @param stream if not NULL, also mark when the device reaches this point.
+ */
+MSTX_API void mstxMarkA(const char *message, aclrtStream stream);
+
+/**
+ * @brief Starts a range in the default domain.
+ * @return the range id, or 0 when nothing is recorded.
+ */
+MSTX_API mstxRangeId mstxRangeStartA(const char *message, aclrtStream stream);
+
+/** @brief Ends a range started by mstxRangeStartA (0 is ignored). */
+MSTX_API void mstxRangeEnd(mstxRangeId id);
+
+/**
+ * @brief Creates (or returns the existing) domain called name.
+ * @return the handle, NULL on a NULL or too long name.
+ */
+MSTX_API mstxDomainHandle_t mstxDomainCreateA(const char *name);
+
+/** @brief Destroys a domain handle (its name keeps its enabled state). */
+MSTX_API void mstxDomainDestroy(mstxDomainHandle_t domain);
+
+/** @brief An instantaneous mark in domain. */
+MSTX_API void mstxDomainMarkA(mstxDomainHandle_t domain, const char *message,
+    aclrtStream stream);
+
+/** @brief Starts a range in domain; 0 when nothing is recorded. */
+MSTX_API mstxRangeId mstxDomainRangeStartA(mstxDomainHandle_t domain,
+    const char *message, aclrtStream stream);
+
+/** @brief Ends a range of domain. */
+MSTX_API void mstxDomainRangeEnd(mstxDomainHandle_t domain, mstxRangeId id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MS_TOOLS_EXT_H */

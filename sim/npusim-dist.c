@@ -1,0 +1,230 @@
+/*
+ * npusim-dist - an N-rank data-parallel training job on the simulated
+ * NPU: one process per rank (RANK, LOCAL_RANK and WORLD_SIZE set), each
+ * running forward and backward kernels and an HcclAllReduce of its
+ * gradients per step.  --slow-rank R makes rank R compute slower, so the
+ * others wait for it in the all-reduce.  --steps 0 runs until SIGTERM or
+ * SIGINT, which the parent forwards to the ranks; exit status is 0 only
+ * if every rank succeeded.
+ */
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+#include <npusim/npusim.h>
+
+#include "example.h"
+
+#define DIST_GRADS	(256U * 1024)	/* fp32 gradient elements */
+#define DIST_MAX_RANKS	64
+
+static void
+dist_usage(void)
+{
+	fprintf(stderr, "usage: npusim-dist [--ranks N] [--steps S] "
+	    "[--slow-rank R]\n");
+	exit(2);
+}
+
+static void
+dist_setenv_int(const char *name, int v)
+{
+	char	buf[32];
+
+	snprintf(buf, sizeof buf, "%d", v);
+	setenv(name, buf, 1);
+}
+
+/* Body of one rank process; returns its exit status. */
+static int
+dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
+{
+	aclrtFuncHandle	 fwd, bwd, opt;
+	aclrtStream	 s = NULL;
+	HcclComm	 comm = NULL;
+	HcclResult	 hr;
+	float		*host = NULL, want;
+	void		*grads = NULL;
+	uint32_t	 ndev;
+	long		 step;
+	size_t		 i;
+	uint64_t	 range;
+	double		 t0, t1;
+	int		 l, rc = 1, bad = 0;
+
+	example_signals();
+	if (aclrtGetDeviceCount(&ndev) != ACL_SUCCESS || ndev == 0 ||
+	    example_check(aclrtSetDevice(rank % (int)ndev), "aclrtSetDevice"))
+		return (1);
+	if ((hr = HcclCommInitRootInfo((uint32_t)nranks, root,
+	    (uint32_t)rank, &comm)) != HCCL_SUCCESS) {
+		fprintf(stderr, "rank %d: HcclCommInitRootInfo: %d\n", rank,
+		    hr);
+		return (1);
+	}
+	fwd = example_kernel("MatMulForward", NPUSIM_KERNEL_AI_CORE, 6e9, 8e6);
+	bwd = example_kernel("MatMulBackward", NPUSIM_KERNEL_AI_CORE, 1.2e10,
+	    1.6e7);
+	opt = example_kernel("ApplyAdam", NPUSIM_KERNEL_AI_VECTOR, 4e6, 8e6);
+	if (example_check(aclrtCreateStream(&s), "aclrtCreateStream") ||
+	    example_check(aclrtMalloc(&grads, DIST_GRADS * sizeof(float),
+	    ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc") ||
+	    example_check(aclrtMallocHost((void **)&host, DIST_GRADS *
+	    sizeof(float)), "aclrtMallocHost"))
+		goto out;
+	for (step = 1; steps == 0 || step <= steps; step++) {
+		if (example_stop)
+			break;
+		t0 = example_now_ms();
+		range = example_range_start("step", NULL);
+		for (i = 0; i < DIST_GRADS; i++)
+			host[i] = (float)(rank + 1);
+		if (example_check(aclrtMemcpyAsync(grads, DIST_GRADS *
+		    sizeof(float), host, DIST_GRADS * sizeof(float),
+		    ACL_MEMCPY_HOST_TO_DEVICE, s), "memcpy"))
+			goto out;
+		for (l = 0; l < 4; l++)
+			aclrtLaunchKernel(fwd, 32, NULL, 0, s);
+		for (l = 0; l < 4; l++)
+			aclrtLaunchKernel(bwd, 32, NULL, 0, s);
+		if ((hr = HcclAllReduce(grads, grads, DIST_GRADS,
+		    HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s)) !=
+		    HCCL_SUCCESS) {
+			fprintf(stderr, "rank %d: HcclAllReduce: %d\n", rank,
+			    hr);
+			goto out;
+		}
+		aclrtLaunchKernel(opt, 16, NULL, 0, s);
+		aclrtMemcpyAsync(host, DIST_GRADS * sizeof(float), grads,
+		    DIST_GRADS * sizeof(float), ACL_MEMCPY_DEVICE_TO_HOST, s);
+		if (aclrtSynchronizeStream(s) != ACL_SUCCESS) {
+			/* A peer stopping first is not a failure when asked. */
+			if (example_stop)
+				break;
+			fprintf(stderr, "rank %d: step %ld failed: %s\n",
+			    rank, step, aclGetRecentErrMsg());
+			goto out;
+		}
+		example_range_end(range);
+		want = (float)nranks * (float)(nranks + 1) / 2.0f;
+		for (i = 0; i < DIST_GRADS; i += 4097)
+			if (fabsf(host[i] - want) > 1e-3f)
+				bad = 1;
+		if (bad) {
+			fprintf(stderr, "rank %d: wrong all-reduce result\n",
+			    rank);
+			goto out;
+		}
+		t1 = example_now_ms();
+		printf("rank %d step %ld: %.3f ms\n", rank, step, t1 - t0);
+		fflush(stdout);
+	}
+	rc = 0;
+out:
+	if (grads != NULL)
+		aclrtFree(grads);
+	if (host != NULL)
+		aclrtFreeHost(host);
+	if (s != NULL)
+		aclrtDestroyStream(s);
+	if (comm != NULL)
+		HcclCommDestroy(comm);
+	aclFinalize();
+	return (rc);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option	 opts[] = {
+		{ "ranks", required_argument, NULL, 'n' },
+		{ "steps", required_argument, NULL, 's' },
+		{ "slow-rank", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	HcclRootInfo			 root;
+	pid_t				 pids[DIST_MAX_RANKS], pid;
+	long				 steps = 10;
+	int				 nranks = 2, slow = -1, ch, i, status;
+	int				 left, failed = 0, forwarded = 0;
+
+	while ((ch = getopt_long(argc, argv, "n:s:r:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'n':
+			nranks = atoi(optarg);
+			break;
+		case 's':
+			steps = strtol(optarg, NULL, 10);
+			break;
+		case 'r':
+			slow = atoi(optarg);
+			break;
+		default:
+			dist_usage();
+		}
+	}
+	if (nranks < 1 || nranks > DIST_MAX_RANKS || steps < 0 ||
+	    slow >= nranks || optind != argc)
+		dist_usage();
+	/* Before the library reads its environment (it does so once). */
+	if (slow >= 0)
+		dist_setenv_int("NPUSIM_SLOW_RANK", slow);
+	if (HcclGetRootInfo(&root) != HCCL_SUCCESS) {
+		fprintf(stderr, "HcclGetRootInfo failed\n");
+		return (1);
+	}
+	example_signals();
+	fflush(stdout);
+	for (i = 0; i < nranks; i++) {
+		if ((pid = fork()) == -1) {
+			perror("fork");
+			nranks = i;
+			failed = 1;
+			break;
+		}
+		if (pid == 0) {
+			dist_setenv_int("RANK", i);
+			dist_setenv_int("LOCAL_RANK", i);
+			dist_setenv_int("WORLD_SIZE", nranks);
+			_exit(dist_rank(i, nranks, steps, &root));
+		}
+		pids[i] = pid;
+	}
+	for (left = nranks; left > 0;) {
+		if (example_stop && !forwarded) {
+			for (i = 0; i < nranks; i++)
+				if (pids[i] > 0)
+					kill(pids[i], SIGTERM);
+			forwarded = 1;
+		}
+		pid = waitpid(-1, &status, 0);
+		if (pid == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (i = 0; i < nranks; i++) {
+			if (pids[i] != pid)
+				continue;
+			pids[i] = 0;
+			left--;
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+				fprintf(stderr, "rank %d failed (status %d)\n",
+				    i, status);
+				failed = 1;
+			}
+		}
+	}
+	return (failed ? 1 : 0);
+}

@@ -1,0 +1,112 @@
+/*
+ * sim-clock.c - host clocks and the per-device clocks.
+ *
+ * A device clock is a pure function of CLOCK_MONOTONIC so that every
+ * process on the node computes the same device time:
+ *   device_ns = mono + mono * drift_ppb / 1e9 + offset_ns
+ * with offset = NPUSIM_CLOCK_OFFSET_NS + dev * 137 us and drift =
+ * NPUSIM_CLOCK_DRIFT_PPM + dev * 1 ppm.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "sim.h"
+
+uint64_t
+sim_clock_mono(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+}
+
+uint64_t
+sim_clock_realtime(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+}
+
+int64_t
+sim_clock_offset(int dev)
+{
+	sim_env_load();
+	return (sim_cfg.clock_offset_ns + (int64_t)dev * 137000);
+}
+
+int64_t
+sim_clock_drift(int dev)
+{
+	sim_env_load();
+	return (sim_cfg.clock_drift_ppb + (int64_t)dev * 1000);
+}
+
+/* Device time of monotonic instant mono. */
+uint64_t
+sim_clock_device(int dev, uint64_t mono)
+{
+	__int128	skew;
+
+	skew = (__int128)mono * sim_clock_drift(dev) / 1000000000;
+	return ((uint64_t)((__int128)mono + skew + sim_clock_offset(dev)));
+}
+
+/* Sleep until a CLOCK_MONOTONIC deadline, surviving signals. */
+void
+sim_clock_sleep_until(uint64_t deadline)
+{
+	struct timespec	ts;
+
+	ts.tv_sec = (time_t)(deadline / 1000000000ULL);
+	ts.tv_nsec = (long)(deadline % 1000000000ULL);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+	    NULL) == EINTR)
+		;
+}
+
+SIM_EXPORT aclError
+npusimReadClock(int32_t dev, uint64_t *host_realtime_ns, uint64_t *device_ns)
+{
+	uint64_t	r0, m, r1;
+
+	sim_env_load();
+	if (host_realtime_ns == NULL || device_ns == NULL)
+		return (ACL_ERROR_INVALID_PARAM);
+	if (dev < 0 || dev >= sim_cfg.ndevices)
+		return (ACL_ERROR_INVALID_DEVICE);
+	/* Bracket the monotonic read to halve the pairing error. */
+	r0 = sim_clock_realtime();
+	m = sim_clock_mono();
+	r1 = sim_clock_realtime();
+	*host_realtime_ns = r0 + (r1 - r0) / 2;
+	*device_ns = sim_clock_device(dev, m);
+	return (ACL_SUCCESS);
+}
+
+SIM_EXPORT aclError
+npusimClockParams(int32_t dev, int64_t *offset_ns, int64_t *drift_ppb)
+{
+	sim_env_load();
+	if (dev < 0 || dev >= sim_cfg.ndevices)
+		return (ACL_ERROR_INVALID_DEVICE);
+	if (offset_ns != NULL)
+		*offset_ns = sim_clock_offset(dev);
+	if (drift_ppb != NULL)
+		*drift_ppb = sim_clock_drift(dev);
+	return (ACL_SUCCESS);
+}
+
+SIM_EXPORT int
+npusimShmName(char *buf, size_t len, int32_t dev, const char *what)
+{
+	sim_env_load();
+	if (buf == NULL || what == NULL || dev < 0 ||
+	    dev >= sim_cfg.ndevices)
+		return (-1);
+	return (snprintf(buf, len, "/%s-dev%d-%s", sim_cfg.prefix, (int)dev,
+	    what));
+}

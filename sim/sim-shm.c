@@ -1,0 +1,383 @@
+/*
+ * sim-shm.c - the per-device shared-memory objects: mapping, the channel
+ * writer, and the sampler thread that keeps the clock samples and the
+ * metrics page fresh while this process has the device open.
+ */
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+/*
+ * Open or create a shared-memory object of (at least) size bytes and map
+ * it.  If another process created it, its size wins and is returned in
+ * *sizep.  *created says whether we made it (and must initialise it).
+ */
+static void *
+sim_shm_open_map(const char *name, size_t *sizep, int *created)
+{
+	struct stat	 st;
+	void		*p;
+	int		 fd, i;
+
+	*created = 0;
+	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd != -1) {
+		if (ftruncate(fd, (off_t)*sizep) == -1) {
+			close(fd);
+			shm_unlink(name);
+			return (NULL);
+		}
+		*created = 1;
+	} else {
+		if (errno != EEXIST ||
+		    (fd = shm_open(name, O_RDWR, 0)) == -1)
+			return (NULL);
+		/* The creator may not have sized it yet. */
+		for (i = 0; i < 1000; i++) {
+			if (fstat(fd, &st) == -1) {
+				close(fd);
+				return (NULL);
+			}
+			if (st.st_size > 0)
+				break;
+			usleep(1000);
+		}
+		if (st.st_size <= 0) {
+			close(fd);
+			return (NULL);
+		}
+		*sizep = (size_t)st.st_size;
+	}
+	p = mmap(NULL, *sizep, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return (NULL);
+	return (p);
+}
+
+/* Wait up to a second for a creator to publish the magic. */
+static int
+sim_shm_wait_magic(uint32_t *magic, uint32_t want)
+{
+	int	i;
+
+	for (i = 0; i < 1000; i++) {
+		if (__atomic_load_n(magic, __ATOMIC_ACQUIRE) == want)
+			return (0);
+		usleep(1000);
+	}
+	return (-1);
+}
+
+/* Map device dev's channel; creates and initialises it if needed. */
+static struct npusim_channel_header *
+sim_shm_channel_map(int dev, size_t *sizep)
+{
+	struct npusim_channel_header	*h;
+	char				 name[NPUSIM_SHM_NAME_MAX];
+	size_t				 size;
+	int				 created;
+
+	if (npusimShmName(name, sizeof name, dev, "chan") < 0)
+		return (NULL);
+	size = sizeof *h + (size_t)sim_cfg.channel_records *
+	    sizeof(struct npusim_record);
+	if ((h = sim_shm_open_map(name, &size, &created)) == NULL)
+		return (NULL);
+	if (created) {
+		h->version = NPUSIM_SHM_VERSION;
+		h->header_size = sizeof *h;
+		h->record_size = sizeof(struct npusim_record);
+		h->capacity = sim_cfg.channel_records;
+		h->device = dev;
+		h->clock_offset_ns = sim_clock_offset(dev);
+		h->clock_drift_ppb = sim_clock_drift(dev);
+		__atomic_store_n(&h->magic, NPUSIM_CHANNEL_MAGIC,
+		    __ATOMIC_RELEASE);
+	} else if (sim_shm_wait_magic(&h->magic, NPUSIM_CHANNEL_MAGIC) != 0)
+		goto bad;
+	if (h->version != NPUSIM_SHM_VERSION || h->header_size != sizeof *h ||
+	    h->record_size != sizeof(struct npusim_record) ||
+	    h->capacity == 0 || (h->capacity & (h->capacity - 1)) != 0 ||
+	    size < sizeof *h + (size_t)h->capacity * h->record_size ||
+	    h->device != dev)
+		goto bad;
+	*sizep = size;
+	return (h);
+bad:
+	munmap(h, size);
+	return (NULL);
+}
+
+static struct npusim_metrics_page *
+sim_shm_metrics_map(int dev)
+{
+	struct npusim_metrics_page	*m;
+	char				 name[NPUSIM_SHM_NAME_MAX];
+	size_t				 size = sizeof *m;
+	int				 created;
+
+	if (npusimShmName(name, sizeof name, dev, "metrics") < 0)
+		return (NULL);
+	if ((m = sim_shm_open_map(name, &size, &created)) == NULL)
+		return (NULL);
+	if (created) {
+		m->version = NPUSIM_SHM_VERSION;
+		m->size = sizeof *m;
+		m->device = dev;
+		m->snap.mem_total = sim_cfg.mem_bytes;
+		m->snap.temperature_c = 35.0;
+		m->snap.power_w = 80.0;
+		__atomic_store_n(&m->magic, NPUSIM_METRICS_MAGIC,
+		    __ATOMIC_RELEASE);
+	} else if (sim_shm_wait_magic(&m->magic, NPUSIM_METRICS_MAGIC) != 0)
+		goto bad;
+	if (size < sizeof *m || m->version != NPUSIM_SHM_VERSION ||
+	    m->size != sizeof *m || m->device != dev)
+		goto bad;
+	return (m);
+bad:
+	munmap(m, size);
+	return (NULL);
+}
+
+/*
+ * Try to take a multi-writer seqlock (even = free).  A writer that died
+ * holding it would block everyone, so after many failed tries in a row we
+ * assume that and release it.
+ */
+int
+sim_shm_seq_trylock(uint32_t *seq, unsigned *stuck)
+{
+	uint32_t	s = __atomic_load_n(seq, __ATOMIC_RELAXED);
+
+	if (s & 1) {
+		if (++*stuck > 50) {
+			__atomic_compare_exchange_n(seq, &s, s + 1, 0,
+			    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+			*stuck = 0;
+		}
+		return (0);
+	}
+	*stuck = 0;
+	if (!__atomic_compare_exchange_n(seq, &s, s + 1, 0, __ATOMIC_ACQUIRE,
+	    __ATOMIC_RELAXED))
+		return (0);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	return (1);
+}
+
+void
+sim_shm_seq_unlock(uint32_t *seq)
+{
+	__atomic_fetch_add(seq, 1, __ATOMIC_RELEASE);
+}
+
+#define SIM_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+static void
+sim_shm_clock_sample(struct sim_device *d, unsigned *stuck)
+{
+	struct npusim_channel_header	*h = d->chan;
+	uint64_t			 r0, m, r1;
+
+	if (h == NULL || !sim_shm_seq_trylock(&h->clock_seq, stuck))
+		return;
+	r0 = sim_clock_realtime();
+	m = sim_clock_mono();
+	r1 = sim_clock_realtime();
+	SIM_STORE(&h->clock.host_realtime_ns, r0 + (r1 - r0) / 2);
+	SIM_STORE(&h->clock.device_ns, sim_clock_device(d->id, m));
+	SIM_STORE(&h->clock.host_monotonic_ns, m);
+	sim_shm_seq_unlock(&h->clock_seq);
+}
+
+struct sim_shm_sampler {
+	uint64_t	last_mono;
+	uint64_t	last_busy;
+	unsigned	stuck;
+};
+
+static void
+sim_shm_metrics_sample(struct sim_device *d, struct sim_shm_sampler *s)
+{
+	struct npusim_metrics_page	*m = d->metrics;
+	uint64_t			 now, busy, dt;
+	double				 util, temp, target, alpha;
+
+	if (m == NULL)
+		return;
+	now = sim_clock_mono();
+	busy = __atomic_load_n(&m->busy_ns, __ATOMIC_RELAXED);
+	dt = now - s->last_mono;
+	util = dt > 0 ? (double)(busy - s->last_busy) / (double)dt : 0.0;
+	if (util > 1.0)
+		util = 1.0;
+	if (util < 0.0)
+		util = 0.0;
+	s->last_mono = now;
+	s->last_busy = busy;
+	if (!sim_shm_seq_trylock(&m->seq, &s->stuck))
+		return;
+	/* Temperature relaxes toward a load-dependent target (tau 3 s). */
+	temp = m->snap.temperature_c;
+	if (!(temp > 0.0 && temp < 200.0))
+		temp = 35.0;
+	target = 35.0 + 45.0 * util;
+	alpha = 1.0 - exp(-(double)dt / 3e9);
+	temp += (target - temp) * alpha;
+	m->snap.host_realtime_ns = sim_clock_realtime();
+	m->snap.device_ns = sim_clock_device(d->id, now);
+	m->snap.mem_used = __atomic_load_n(&m->mem_used, __ATOMIC_RELAXED);
+	m->snap.mem_total = sim_cfg.mem_bytes;
+	m->snap.tasks_launched = __atomic_load_n(&m->tasks_launched,
+	    __ATOMIC_RELAXED);
+	m->snap.tasks_completed = __atomic_load_n(&m->tasks_completed,
+	    __ATOMIC_RELAXED);
+	m->snap.utilization = util;
+	m->snap.power_w = 80.0 + 270.0 * util;
+	m->snap.temperature_c = temp;
+	m->snap.processes = __atomic_load_n(&m->processes, __ATOMIC_RELAXED);
+	sim_shm_seq_unlock(&m->seq);
+}
+
+static void *
+sim_shm_sampler_main(void *arg)
+{
+	struct sim_device	*d = arg;
+	struct sim_shm_sampler	 s;
+	unsigned		 cstuck = 0;
+	struct timespec		 ts;
+	uint64_t		 next;
+
+	memset(&s, 0, sizeof s);
+	s.last_mono = sim_clock_mono();
+	if (d->metrics != NULL)
+		s.last_busy = __atomic_load_n(&d->metrics->busy_ns,
+		    __ATOMIC_RELAXED);
+	pthread_mutex_lock(&d->sampler_lock);
+	while (!d->sampler_stop) {
+		pthread_mutex_unlock(&d->sampler_lock);
+		sim_shm_clock_sample(d, &cstuck);
+		sim_shm_metrics_sample(d, &s);
+		pthread_mutex_lock(&d->sampler_lock);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		next = (uint64_t)ts.tv_nsec + (uint64_t)sim_cfg.metrics_ms *
+		    1000000ULL;
+		ts.tv_sec += (time_t)(next / 1000000000ULL);
+		ts.tv_nsec = (long)(next % 1000000000ULL);
+		if (!d->sampler_stop)
+			pthread_cond_timedwait(&d->sampler_cond,
+			    &d->sampler_lock, &ts);
+	}
+	pthread_mutex_unlock(&d->sampler_lock);
+	return (NULL);
+}
+
+/* Map the device's shm objects and start its sampler; caller holds lock. */
+int
+sim_shm_device_open(struct sim_device *d)
+{
+	pthread_condattr_t	ca;
+	sigset_t		all, old;
+
+	d->chan = sim_shm_channel_map(d->id, &d->chan_size);
+	if (d->chan != NULL)
+		d->chan_rec = (struct npusim_record *)((char *)d->chan +
+		    d->chan->header_size);
+	d->metrics = sim_shm_metrics_map(d->id);
+	if (d->metrics != NULL)
+		__atomic_fetch_add(&d->metrics->processes, 1,
+		    __ATOMIC_RELAXED);
+	pthread_mutex_init(&d->sampler_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->sampler_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	d->sampler_stop = 0;
+	sim_shm_clock_sample(d, &(unsigned){ 0 });
+	/* Runtime threads must not take the application's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (pthread_create(&d->sampler, NULL, sim_shm_sampler_main, d) != 0)
+		d->sampler_stop = -1;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return (0);
+}
+
+void
+sim_shm_device_close(struct sim_device *d)
+{
+	if (d->sampler_stop == 0) {
+		pthread_mutex_lock(&d->sampler_lock);
+		d->sampler_stop = 1;
+		pthread_cond_signal(&d->sampler_cond);
+		pthread_mutex_unlock(&d->sampler_lock);
+		pthread_join(d->sampler, NULL);
+	}
+	pthread_mutex_destroy(&d->sampler_lock);
+	pthread_cond_destroy(&d->sampler_cond);
+	if (d->metrics != NULL) {
+		__atomic_fetch_sub(&d->metrics->processes, 1,
+		    __ATOMIC_RELAXED);
+		munmap(d->metrics, sizeof *d->metrics);
+		d->metrics = NULL;
+	}
+	if (d->chan != NULL) {
+		munmap(d->chan, d->chan_size);
+		d->chan = NULL;
+		d->chan_rec = NULL;
+	}
+}
+
+/*
+ * Publish one record if any reader has recording enabled.  Lock-free: a
+ * slot is reserved by fetch_add on head and published by its stamp, so
+ * several processes can write the same device's channel.
+ */
+void
+sim_shm_record(struct sim_device *d, struct npusim_record *rec)
+{
+	struct npusim_channel_header	*h = d->chan;
+	struct npusim_record		*slot;
+	uint64_t			 idx;
+
+	if (h == NULL)
+		return;
+	if (__atomic_load_n(&h->enable_count, __ATOMIC_ACQUIRE) == 0) {
+		__atomic_fetch_add(&h->dropped_disabled, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	idx = __atomic_fetch_add(&h->head, 1, __ATOMIC_ACQ_REL);
+	slot = &d->chan_rec[idx & (h->capacity - 1)];
+	__atomic_store_n(&slot->stamp, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy((char *)slot + sizeof slot->stamp, (char *)rec +
+	    sizeof rec->stamp, sizeof *rec - sizeof rec->stamp);
+	__atomic_store_n(&slot->stamp, idx + 1, __ATOMIC_RELEASE);
+}
+
+/* Channel mapping for readers (sim-channel.c). */
+struct npusim_channel_header *
+sim_shm_channel_attach(int dev, size_t *sizep)
+{
+	sim_env_load();
+	return (sim_shm_channel_map(dev, sizep));
+}
+
+struct npusim_metrics_page *
+sim_shm_metrics_attach(int dev)
+{
+	sim_env_load();
+	return (sim_shm_metrics_map(dev));
+}

@@ -1,0 +1,498 @@
+/*
+ * sim-stream.c - streams as in-order queues, each run by its own device
+ * worker thread, and the execution of every task kind.
+ *
+ * Device time is virtual but pinned to CLOCK_MONOTONIC: a task starts at
+ * max(now, end of the previous task on the stream), lasts its modelled
+ * duration, and the worker really sleeps until its end, so synchronize
+ * and events wait as long as the device would.  Records carry exactly the
+ * modelled start and end, converted to the device clock.
+ */
+#include <sys/syscall.h>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+static __thread uint32_t	sim_stream_last_task = NPUSIM_ID_NONE;
+static __thread uint32_t	sim_stream_last_stream = NPUSIM_ID_NONE;
+static __thread pid_t		sim_stream_tid;
+
+static pid_t
+sim_stream_gettid(void)
+{
+	if (sim_stream_tid == 0)
+		sim_stream_tid = (pid_t)syscall(SYS_gettid);
+	return (sim_stream_tid);
+}
+
+static void
+sim_stream_destroy(struct sim_obj *obj)
+{
+	struct sim_stream	*s = (struct sim_stream *)obj;
+
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->wake);
+	pthread_cond_destroy(&s->done);
+	free(s);
+}
+
+/* A new task of the given kind, stamped with the calling thread. */
+struct sim_task *
+sim_stream_task(int kind, const char *name)
+{
+	struct sim_task	*t;
+
+	if ((t = calloc(1, sizeof *t)) == NULL)
+		return (NULL);
+	t->kind = kind;
+	t->tid = sim_stream_gettid();
+	if (name != NULL)
+		strncpy(t->name, name, sizeof t->name - 1);
+	return (t);
+}
+
+void
+sim_stream_free_task(struct sim_task *t)
+{
+	if (t == NULL)
+		return;
+	if (t->kind == NPUSIM_TASK_EVENT && t->u.event.ev != NULL)
+		sim_handle_put(&t->u.event.ev->obj);
+	if (t->kind == NPUSIM_TASK_COMM)
+		sim_comm_release(&t->u.comm);
+	free(t);
+}
+
+/*
+ * Wait until the task's modelled end, crediting busy time to the metrics
+ * page in slices so a sampler sees a long kernel while it runs.
+ */
+static void
+sim_stream_wait(struct sim_device *d, uint64_t start, uint64_t end)
+{
+	uint64_t	credited = start, t;
+
+	for (;;) {
+		t = sim_clock_mono() + 10000000ULL;
+		if (t > end)
+			t = end;
+		sim_clock_sleep_until(t);
+		if (t < credited)
+			t = credited;
+		if (d->metrics != NULL)
+			__atomic_fetch_add(&d->metrics->busy_ns, t - credited,
+			    __ATOMIC_RELAXED);
+		credited = t;
+		if (t >= end)
+			break;
+	}
+}
+
+/* Run one task; returns its error (sticky on the stream). */
+static aclError
+sim_stream_run(struct sim_stream *s, struct sim_task *t)
+{
+	struct sim_device	*d = s->dev;
+	struct npusim_record	 rec;
+	struct sim_event	*ev;
+	uint64_t		 start, end, now;
+	aclError		 e = ACL_SUCCESS;
+
+	memset(&rec, 0, sizeof rec);
+	rec.kind = (uint16_t)t->kind;
+	rec.device = d->id;
+	rec.stream_id = s->id;
+	rec.task_id = t->task_id;
+	rec.pid = (int32_t)getpid();
+	rec.tid = (int32_t)t->tid;
+	rec.peer = rec.reduce_op = NPUSIM_ID_NONE;
+	memcpy(rec.name, t->name, sizeof rec.name);
+	rec.name[sizeof rec.name - 1] = '\0';
+
+	now = sim_clock_mono();
+	start = now > s->vtime ? now : s->vtime;
+	end = start + t->dur_ns;
+	switch (t->kind) {
+	case NPUSIM_TASK_KERNEL:
+		rec.kernel_type = (uint16_t)t->u.kernel.type;
+		rec.block_dim = t->u.kernel.block_dim;
+		rec.flops = (uint64_t)t->u.kernel.flops;
+		rec.bytes = (uint64_t)t->u.kernel.bytes;
+		rec.mte_bytes = rec.bytes;
+		/* 1.8 GHz cores, blockDim of them busy. */
+		rec.aicore_cycles = (uint64_t)((double)t->dur_ns * 1.8) *
+		    (t->u.kernel.block_dim ? t->u.kernel.block_dim : 1);
+		break;
+	case NPUSIM_TASK_MEMCPY:
+		if (t->u.memcpy.count > 0)
+			memmove(t->u.memcpy.dst, t->u.memcpy.src,
+			    t->u.memcpy.count);
+		rec.bytes = t->u.memcpy.count;
+		rec.memcpy_kind = (uint32_t)t->u.memcpy.kind;
+		break;
+	case NPUSIM_TASK_MEMSET:
+		memset(t->u.memset.dst, t->u.memset.value, t->u.memset.count);
+		rec.bytes = t->u.memset.count;
+		break;
+	case NPUSIM_TASK_MARKER:
+		rec.marker_id = t->u.marker.index;
+		rec.model_id = t->u.marker.model;
+		rec.tag_id = t->u.marker.tag;
+		break;
+	case NPUSIM_TASK_COMM:
+		e = sim_comm_exec(&t->u.comm, start, &rec);
+		end = rec.end_ns;	/* monotonic, set by sim_comm_exec */
+		break;
+	}
+	sim_stream_wait(d, start, end);
+	s->vtime = end;
+	rec.start_ns = sim_clock_device(d->id, start);
+	rec.end_ns = sim_clock_device(d->id, end);
+	rec.status = e != ACL_SUCCESS;
+	if (t->kind == NPUSIM_TASK_EVENT) {
+		ev = t->u.event.ev;
+		pthread_mutex_lock(&ev->lock);
+		if (t->u.event.gen > ev->completed) {
+			ev->completed = t->u.event.gen;
+			ev->ts_ns = rec.end_ns;
+		}
+		pthread_cond_broadcast(&ev->cond);
+		pthread_mutex_unlock(&ev->lock);
+	}
+	if (d->metrics != NULL)
+		__atomic_fetch_add(&d->metrics->tasks_completed, 1,
+		    __ATOMIC_RELAXED);
+	sim_shm_record(d, &rec);
+	return (e);
+}
+
+static void *
+sim_stream_main(void *arg)
+{
+	struct sim_stream	*s = arg;
+	struct sim_task		*t;
+	aclError		 e;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (TAILQ_EMPTY(&s->queue) && !s->stop)
+			pthread_cond_wait(&s->wake, &s->lock);
+		if ((t = TAILQ_FIRST(&s->queue)) == NULL)
+			break;	/* stopping and drained */
+		pthread_mutex_unlock(&s->lock);
+		e = sim_stream_run(s, t);
+		pthread_mutex_lock(&s->lock);
+		TAILQ_REMOVE(&s->queue, t, entry);
+		if (e != ACL_SUCCESS && s->error == ACL_SUCCESS)
+			s->error = e;
+		s->completed++;
+		pthread_cond_broadcast(&s->done);
+		pthread_mutex_unlock(&s->lock);
+		sim_stream_free_task(t);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return (NULL);
+}
+
+/* Create a stream and its worker on an open device; caller holds lock. */
+struct sim_stream *
+sim_stream_create(struct sim_device *d, int is_default)
+{
+	struct sim_stream	*s;
+	sigset_t		 all, old;
+	int			 rc;
+
+	if ((s = calloc(1, sizeof *s)) == NULL)
+		return (NULL);
+	s->dev = d;
+	s->is_default = is_default;
+	/* Stream ids are device-wide so (device, stream, task) is a key. */
+	if (d->metrics != NULL)
+		s->id = __atomic_fetch_add(&d->metrics->next_stream_id, 1,
+		    __ATOMIC_RELAXED) & 0xffff;
+	else
+		s->id = (uint32_t)getpid() & 0xffff;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->wake, NULL);
+	pthread_cond_init(&s->done, NULL);
+	TAILQ_INIT(&s->queue);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&s->thread, NULL, sim_stream_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		sim_stream_destroy(&s->obj);
+		return (NULL);
+	}
+	LIST_INSERT_HEAD(&d->streams, s, entry);
+	sim_handle_add(&s->obj, SIM_MAGIC_STREAM, sim_stream_destroy);
+	return (s);
+}
+
+/*
+ * Drain and stop a stream, join its worker and drop the table's
+ * reference.  Whoever unlinks it from the device does the work, so a
+ * destroy racing aclFinalize joins once.
+ */
+void
+sim_stream_shutdown(struct sim_stream *s)
+{
+	struct sim_stream	*it;
+	int			 found = 0;
+
+	pthread_mutex_lock(&sim_rt.lock);
+	LIST_FOREACH(it, &s->dev->streams, entry) {
+		if (it == s) {
+			found = 1;
+			LIST_REMOVE(s, entry);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sim_rt.lock);
+	if (!found)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stop = 1;
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+	sim_handle_remove(s, SIM_MAGIC_STREAM);
+}
+
+/* A referenced stream for a handle; NULL means the default stream. */
+aclError
+sim_stream_resolve(aclrtStream stream, struct sim_stream **out)
+{
+	struct sim_device	*d;
+	struct sim_stream	*s;
+	int			 dev;
+
+	sim_runtime_init();
+	if (stream == NULL) {
+		dev = sim_runtime_current_device();
+		if (dev < 0 || (d = sim_runtime_device(dev)) == NULL) {
+			sim_runtime_set_error(ACL_ERROR_RT_CONTEXT_NULL,
+			    "no device set for the default stream");
+			return (ACL_ERROR_RT_CONTEXT_NULL);
+		}
+		pthread_mutex_lock(&sim_rt.lock);
+		if ((s = d->default_stream) != NULL)
+			sim_handle_ref(&s->obj);
+		pthread_mutex_unlock(&sim_rt.lock);
+		if (s == NULL)
+			return (ACL_ERROR_RT_CONTEXT_NULL);
+	} else if ((s = sim_handle_get(stream, SIM_MAGIC_STREAM)) == NULL) {
+		sim_runtime_set_error(ACL_ERROR_RT_INVALID_HANDLE,
+		    "stream %p", stream);
+		return (ACL_ERROR_RT_INVALID_HANDLE);
+	}
+	*out = s;
+	return (ACL_SUCCESS);
+}
+
+/* Queue a task; on success the stream owns it. */
+aclError
+sim_stream_submit(struct sim_stream *s, struct sim_task *t)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->stop) {
+		pthread_mutex_unlock(&s->lock);
+		sim_runtime_set_error(ACL_ERROR_RT_INVALID_HANDLE,
+		    "stream is being destroyed");
+		return (ACL_ERROR_RT_INVALID_HANDLE);
+	}
+	t->task_id = s->next_task_id++;
+	s->submitted++;
+	TAILQ_INSERT_TAIL(&s->queue, t, entry);
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	sim_stream_last_task = t->task_id;
+	sim_stream_last_stream = s->id;
+	if (s->dev->metrics != NULL)
+		__atomic_fetch_add(&s->dev->metrics->tasks_launched, 1,
+		    __ATOMIC_RELAXED);
+	return (ACL_SUCCESS);
+}
+
+/* Wait for everything submitted so far; report and clear a task error. */
+aclError
+sim_stream_sync(struct sim_stream *s)
+{
+	uint64_t	target;
+	aclError	e;
+
+	pthread_mutex_lock(&s->lock);
+	target = s->submitted;
+	while (s->completed < target)
+		pthread_cond_wait(&s->done, &s->lock);
+	e = s->error;
+	s->error = ACL_SUCCESS;
+	pthread_mutex_unlock(&s->lock);
+	if (e != ACL_SUCCESS)
+		sim_runtime_set_error(e, "a task on stream %u failed", s->id);
+	return (e);
+}
+
+aclError
+sim_stream_sync_device(struct sim_device *d)
+{
+	struct sim_stream	**v = NULL, *s, **nv;
+	size_t			  n = 0, i;
+	aclError		  e = ACL_SUCCESS, e1;
+
+	pthread_mutex_lock(&sim_rt.lock);
+	LIST_FOREACH(s, &d->streams, entry) {
+		if ((nv = realloc(v, (n + 1) * sizeof *v)) == NULL)
+			break;
+		v = nv;
+		sim_handle_ref(&s->obj);
+		v[n++] = s;
+	}
+	pthread_mutex_unlock(&sim_rt.lock);
+	for (i = 0; i < n; i++) {
+		if ((e1 = sim_stream_sync(v[i])) != ACL_SUCCESS && e == 0)
+			e = e1;
+		sim_handle_put(&v[i]->obj);
+	}
+	free(v);
+	return (e);
+}
+
+SIM_EXPORT aclError
+aclrtCreateStream(aclrtStream *stream)
+{
+	struct sim_device	*d;
+	struct sim_stream	*s;
+	int			 dev;
+
+	sim_runtime_init();
+	if (stream == NULL)
+		return (ACL_ERROR_INVALID_PARAM);
+	dev = sim_runtime_current_device();
+	if (dev < 0 || (d = sim_runtime_device(dev)) == NULL) {
+		sim_runtime_set_error(ACL_ERROR_RT_CONTEXT_NULL,
+		    "aclrtCreateStream: no device set");
+		return (ACL_ERROR_RT_CONTEXT_NULL);
+	}
+	pthread_mutex_lock(&sim_rt.lock);
+	s = sim_stream_create(d, 0);
+	pthread_mutex_unlock(&sim_rt.lock);
+	if (s == NULL)
+		return (ACL_ERROR_RT_NO_STREAM_RESOURCE);
+	*stream = s;
+	return (ACL_SUCCESS);
+}
+
+SIM_EXPORT aclError
+aclrtDestroyStream(aclrtStream stream)
+{
+	struct sim_stream	*s;
+
+	if (stream == NULL ||
+	    (s = sim_handle_get(stream, SIM_MAGIC_STREAM)) == NULL) {
+		sim_runtime_set_error(ACL_ERROR_RT_INVALID_HANDLE,
+		    "stream %p", stream);
+		return (ACL_ERROR_RT_INVALID_HANDLE);
+	}
+	if (s->is_default) {
+		sim_handle_put(&s->obj);
+		return (ACL_ERROR_INVALID_PARAM);
+	}
+	sim_stream_shutdown(s);
+	sim_handle_put(&s->obj);
+	return (ACL_SUCCESS);
+}
+
+SIM_EXPORT aclError
+aclrtSynchronizeStream(aclrtStream stream)
+{
+	struct sim_stream	*s;
+	aclError		 e;
+
+	if ((e = sim_stream_resolve(stream, &s)) != ACL_SUCCESS)
+		return (e);
+	e = sim_stream_sync(s);
+	sim_handle_put(&s->obj);
+	return (e);
+}
+
+SIM_EXPORT aclError
+aclrtSynchronizeDevice(void)
+{
+	struct sim_device	*d;
+	int			 dev;
+
+	sim_runtime_init();
+	dev = sim_runtime_current_device();
+	if (dev < 0 || (d = sim_runtime_device(dev)) == NULL)
+		return (ACL_ERROR_RT_CONTEXT_NULL);
+	return (sim_stream_sync_device(d));
+}
+
+SIM_EXPORT aclError
+aclrtStreamGetId(aclrtStream stream, int32_t *streamId)
+{
+	struct sim_stream	*s;
+	aclError		 e;
+
+	if (streamId == NULL)
+		return (ACL_ERROR_INVALID_PARAM);
+	if ((e = sim_stream_resolve(stream, &s)) != ACL_SUCCESS)
+		return (e);
+	*streamId = (int32_t)s->id;
+	sim_handle_put(&s->obj);
+	return (ACL_SUCCESS);
+}
+
+SIM_EXPORT aclError
+npusimStreamGetDevice(aclrtStream stream, int32_t *deviceId)
+{
+	struct sim_stream	*s;
+	aclError		 e;
+
+	if (deviceId == NULL)
+		return (ACL_ERROR_INVALID_PARAM);
+	if ((e = sim_stream_resolve(stream, &s)) != ACL_SUCCESS)
+		return (e);
+	*deviceId = s->dev->id;
+	sim_handle_put(&s->obj);
+	return (ACL_SUCCESS);
+}
+
+SIM_EXPORT rtError_t
+rtGetTaskIdAndStreamID(uint32_t *taskId, uint32_t *streamId)
+{
+	if (taskId == NULL || streamId == NULL)
+		return (ACL_ERROR_RT_PARAM_INVALID);
+	*taskId = sim_stream_last_task;
+	*streamId = sim_stream_last_stream;
+	return (RT_ERROR_NONE);
+}
+
+SIM_EXPORT rtError_t
+rtProfilerTraceEx(uint64_t indexId, uint64_t modelId, uint16_t tagId,
+    rtStream_t stm)
+{
+	struct sim_stream	*s;
+	struct sim_task		*t;
+	aclError		 e;
+
+	if ((e = sim_stream_resolve(stm, &s)) != ACL_SUCCESS)
+		return (e);
+	if ((t = sim_stream_task(NPUSIM_TASK_MARKER, "marker")) == NULL) {
+		sim_handle_put(&s->obj);
+		return (ACL_ERROR_RT_MEMORY_ALLOCATION);
+	}
+	t->u.marker.index = indexId;
+	t->u.marker.model = modelId;
+	t->u.marker.tag = tagId;
+	if ((e = sim_stream_submit(s, t)) != ACL_SUCCESS)
+		sim_stream_free_task(t);
+	sim_handle_put(&s->obj);
+	return (e);
+}

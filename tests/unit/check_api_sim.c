@@ -1,0 +1,463 @@
+/*
+ * msPTI records against what libnpusim ran: kernels (names, types,
+ * durations against the model, stream ids, 1:N correlation to the launch),
+ * copies, memsets, memory, callbacks, external correlation and device
+ * markers.  Linked with libmspti ahead of libnpusim, so our interposers
+ * win exactly as with LD_PRELOAD.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <acl/acl.h>
+#include <npusim/npusim.h>
+
+#include "mspti/mspti.h"
+#include "mstx/ms_tools_ext.h"
+
+static pthread_mutex_t got_mtx = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *got;
+static size_t got_len, got_cap;
+
+static void
+req_cb(uint8_t **buffer, size_t *size, size_t *maxrec)
+{
+	*size = 64 * 1024;
+	*buffer = aligned_alloc(8, *size);
+	*maxrec = 0;
+}
+
+static void
+done_cb(uint8_t *buffer, size_t size, size_t valid)
+{
+	pthread_mutex_lock(&got_mtx);
+	if (got_len + valid > got_cap) {
+		got_cap = (got_len + valid) * 2;
+		got = realloc(got, got_cap);
+	}
+	memcpy(got + got_len, buffer, valid);
+	got_len += valid;
+	pthread_mutex_unlock(&got_mtx);
+	free(buffer);
+}
+
+/* Records of one kind, in delivery order; *n gets how many. */
+static msptiActivity **
+records(msptiActivityKind kind, size_t *n)
+{
+	static msptiActivity *list[4096];
+	msptiActivity *r = NULL;
+
+	*n = 0;
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS)
+		if (r->kind == kind && *n < 4096)
+			list[(*n)++] = r;
+	return list;
+}
+
+static msptiActivityApi *
+api_by_corr(uint64_t corr)
+{
+	msptiActivity *r = NULL;
+
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS)
+		if (r->kind == MSPTI_ACTIVITY_KIND_API &&
+		    ((msptiActivityApi *)r)->correlationId == corr)
+			return (msptiActivityApi *)r;
+	return NULL;
+}
+
+static aclrtStream stream;
+static int32_t stream_id;
+
+static void
+setup(void)
+{
+	char prefix[64];
+
+	snprintf(prefix, sizeof(prefix), "mspti-chk-%d", (int)getpid());
+	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
+	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&stream), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtStreamGetId(stream, &stream_id), ACL_SUCCESS);
+}
+
+static void
+teardown(void)
+{
+	aclrtDestroyStream(stream);
+	aclrtResetDevice(0);
+	aclFinalize();
+}
+
+START_TEST(test_kernels)
+{
+	aclrtFuncHandle mm, relu;
+	msptiActivity **k;
+	size_t n, i, nmm = 0, nrelu = 0;
+	uint64_t t0, t1;
+
+	ck_assert_int_eq(npusimKernelRegister("matmul", NPUSIM_KERNEL_AI_CORE,
+	    0, 0, 2000000, &mm), ACL_SUCCESS);
+	ck_assert_int_eq(npusimKernelRegister("relu", NPUSIM_KERNEL_AI_VECTOR,
+	    0, 0, 500000, &relu), ACL_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_API),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL),
+	    MSPTI_SUCCESS);
+	t0 = (uint64_t)time(NULL) * 1000000000ull;
+	for (i = 0; i < 5; i++) {
+		ck_assert_int_eq(aclrtLaunchKernel(mm, 8, NULL, 0, stream),
+		    ACL_SUCCESS);
+		ck_assert_int_eq(aclrtLaunchKernel(relu, 8, NULL, 0, stream),
+		    ACL_SUCCESS);
+	}
+	ck_assert_int_eq(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+	t1 = ((uint64_t)time(NULL) + 1) * 1000000000ull;
+	msptiActivityFlushAll(1);
+	k = records(MSPTI_ACTIVITY_KIND_KERNEL, &n);
+	ck_assert_uint_eq(n, 10);
+	for (i = 0; i < n; i++) {
+		msptiActivityKernel *r = (msptiActivityKernel *)k[i];
+		msptiActivityApi *a = api_by_corr(r->correlationId);
+		uint64_t dur = r->end - r->start, want;
+
+		ck_assert_ptr_nonnull(a);
+		ck_assert_str_eq(a->name, "aclrtLaunchKernel");
+		ck_assert_uint_eq(r->ds.deviceId, 0);
+		ck_assert_uint_eq(r->ds.streamId, (uint32_t)stream_id);
+		ck_assert_uint_ge(r->start, t0);
+		ck_assert_uint_le(r->end, t1);
+		/* Starts after its launch began (clock sync within 2 ms). */
+		ck_assert_uint_ge(r->start + 2000000, a->start);
+		if (strcmp(r->name, "matmul") == 0) {
+			nmm++;
+			want = 2000000;
+			ck_assert_str_eq(r->type, "KERNEL_AICORE");
+		} else {
+			ck_assert_str_eq(r->name, "relu");
+			nrelu++;
+			want = 500000;
+			ck_assert_str_eq(r->type, "KERNEL_AIVEC");
+		}
+		/* Modelled duration (plus launch overhead), loose. */
+		ck_assert_msg(dur >= want * 9 / 10 && dur <= want * 2,
+		    "%s took %llu ns, model %llu", r->name,
+		    (unsigned long long)dur, (unsigned long long)want);
+		if (i > 0)	/* in-order stream */
+			ck_assert_uint_ge(r->start,
+			    ((msptiActivityKernel *)k[i - 1])->end - 1000);
+	}
+	ck_assert_uint_eq(nmm, 5);
+	ck_assert_uint_eq(nrelu, 5);
+	/* 10 launches + create/sync etc.; launch APIs hold distinct ids. */
+	k = records(MSPTI_ACTIVITY_KIND_API, &n);
+	ck_assert_uint_ge(n, 11);
+	for (i = 1; i < n; i++)
+		ck_assert_uint_gt(((msptiActivityApi *)k[i])->correlationId,
+		    ((msptiActivityApi *)k[i - 1])->correlationId);
+}
+END_TEST
+
+START_TEST(test_memory)
+{
+	msptiActivity **r;
+	void *dev = NULL;
+	static char host[1 << 20];
+	size_t n, i;
+
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MEMORY),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MEMCPY),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MEMSET),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_API),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(aclrtMalloc(&dev, sizeof(host),
+	    ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemcpy(dev, sizeof(host), host, sizeof(host),
+	    ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemcpyAsync(host, sizeof(host), dev, 4096,
+	    ACL_MEMCPY_DEVICE_TO_HOST, stream), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemset(dev, sizeof(host), 7, 1000), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemsetAsync(dev, sizeof(host), 9, 2000, stream),
+	    ACL_SUCCESS);
+	ck_assert_int_eq(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtFree(dev), ACL_SUCCESS);
+	msptiActivityFlushAll(1);
+
+	r = records(MSPTI_ACTIVITY_KIND_MEMORY, &n);
+	ck_assert_uint_eq(n, 2);
+	{
+		msptiActivityMemory *a = (msptiActivityMemory *)r[0],
+		    *f = (msptiActivityMemory *)r[1];
+
+		ck_assert_int_eq(a->memoryOperationType,
+		    MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION);
+		ck_assert_int_eq(f->memoryOperationType,
+		    MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE);
+		ck_assert_int_eq(a->memoryKind, MSPTI_ACTIVITY_MEMORY_DEVICE);
+		ck_assert_uint_eq(a->address, (uint64_t)(uintptr_t)dev);
+		ck_assert_uint_eq(f->address, (uint64_t)(uintptr_t)dev);
+		ck_assert_uint_eq(a->bytes, sizeof(host));
+		ck_assert_uint_eq(f->bytes, sizeof(host));
+		ck_assert_uint_eq(a->processId, (uint32_t)getpid());
+		ck_assert_uint_eq(a->deviceId, 0);
+		ck_assert_str_eq(api_by_corr(a->correlationId)->name,
+		    "aclrtMalloc");
+		ck_assert_str_eq(api_by_corr(f->correlationId)->name,
+		    "aclrtFree");
+	}
+	r = records(MSPTI_ACTIVITY_KIND_MEMCPY, &n);
+	ck_assert_uint_eq(n, 2);
+	for (i = 0; i < n; i++) {
+		msptiActivityMemcpy *c = (msptiActivityMemcpy *)r[i];
+		msptiActivityApi *a = api_by_corr(c->correlationId);
+
+		ck_assert_ptr_nonnull(a);
+		ck_assert_uint_le(c->start, c->end);
+		if (c->isAsync) {
+			ck_assert_str_eq(a->name, "aclrtMemcpyAsync");
+			ck_assert_int_eq(c->copyKind,
+			    MSPTI_ACTIVITY_MEMCPY_KIND_DTOH);
+			ck_assert_uint_eq(c->bytes, 4096);
+			ck_assert_uint_eq(c->streamId, (uint32_t)stream_id);
+		} else {
+			ck_assert_str_eq(a->name, "aclrtMemcpy");
+			ck_assert_int_eq(c->copyKind,
+			    MSPTI_ACTIVITY_MEMCPY_KIND_HTOD);
+			ck_assert_uint_eq(c->bytes, sizeof(host));
+		}
+	}
+	r = records(MSPTI_ACTIVITY_KIND_MEMSET, &n);
+	ck_assert_uint_eq(n, 2);
+	for (i = 0; i < n; i++) {
+		msptiActivityMemset *s = (msptiActivityMemset *)r[i];
+
+		ck_assert_ptr_nonnull(api_by_corr(s->correlationId));
+		if (s->isAsync) {
+			ck_assert_uint_eq(s->value, 9);
+			ck_assert_uint_eq(s->bytes, 2000);
+		} else {
+			ck_assert_uint_eq(s->value, 7);
+			ck_assert_uint_eq(s->bytes, 1000);
+		}
+	}
+}
+END_TEST
+
+struct cbstate {
+	int		 enter, exit;
+	uint64_t	 corr;
+	bool		 ok;
+	char		 why[128];
+};
+
+static void
+launch_cb(void *ud, msptiCallbackDomain d, msptiCallbackId id,
+    const msptiCallbackData *cb)
+{
+	struct cbstate *st = ud;
+
+#define FAIL(...) do { if (st->ok) snprintf(st->why, sizeof(st->why), __VA_ARGS__); st->ok = false; return; } while (0)
+	if (d != MSPTI_CB_DOMAIN_RUNTIME || id != MSPTI_CBID_RUNTIME_LAUNCH)
+		FAIL("domain %d id %u", d, id);
+	if (cb->functionName == NULL ||
+	    strcmp(cb->functionName, "aclrtLaunchKernel") != 0)
+		FAIL("functionName");
+	if (cb->symbolName == NULL || strcmp(cb->symbolName, "conv") != 0)
+		FAIL("symbolName");
+	if (cb->functionParams == NULL || cb->correlationData == NULL ||
+	    cb->reserved1 != 0 || cb->reserved2 != 0 || cb->correlationId == 0)
+		FAIL("fields");
+	if (cb->callbackSite == MSPTI_API_ENTER) {
+		if (cb->functionReturnValue != NULL || st->enter != st->exit)
+			FAIL("enter");
+		st->enter++;
+		st->corr = cb->correlationId;
+		*cb->correlationData = 0xabc0000 + (uint64_t)st->enter;
+	} else {
+		if (cb->functionReturnValue == NULL ||
+		    *(const aclError *)cb->functionReturnValue != ACL_SUCCESS)
+			FAIL("return value");
+		if (*cb->correlationData != 0xabc0000 + (uint64_t)st->enter)
+			FAIL("correlationData not shared");
+		if (cb->correlationId != st->corr)
+			FAIL("correlationId differs");
+		st->exit++;
+	}
+}
+
+START_TEST(test_callbacks)
+{
+	struct cbstate st = { .ok = true };
+	msptiSubscriberHandle s;
+	aclrtFuncHandle conv;
+	int i;
+
+	ck_assert_int_eq(npusimKernelRegister("conv", NPUSIM_KERNEL_AI_CORE,
+	    0, 0, 10000, &conv), ACL_SUCCESS);
+	ck_assert_int_eq(msptiSubscribe(&s, launch_cb, &st), MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiEnableCallback(1, s, MSPTI_CB_DOMAIN_RUNTIME,
+	    MSPTI_CBID_RUNTIME_LAUNCH), MSPTI_SUCCESS);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(aclrtLaunchKernel(conv, 1, NULL, 0, stream),
+		    ACL_SUCCESS);
+	aclrtSynchronizeStream(stream);	/* no callback: not enabled */
+	ck_assert_msg(st.ok, "%s", st.why);
+	ck_assert_int_eq(st.enter, 3);
+	ck_assert_int_eq(st.exit, 3);
+	ck_assert_int_eq(msptiEnableCallback(0, s, MSPTI_CB_DOMAIN_RUNTIME,
+	    MSPTI_CBID_RUNTIME_LAUNCH), MSPTI_SUCCESS);
+	aclrtLaunchKernel(conv, 1, NULL, 0, stream);
+	ck_assert_int_eq(st.enter, 3);
+	ck_assert_int_eq(msptiEnableDomain(1, s, MSPTI_CB_DOMAIN_RUNTIME),
+	    MSPTI_SUCCESS);
+	aclrtLaunchKernel(conv, 1, NULL, 0, stream);
+	ck_assert_int_eq(st.enter, 4);
+	ck_assert_int_eq(msptiUnsubscribe(s), MSPTI_SUCCESS);
+	aclrtLaunchKernel(conv, 1, NULL, 0, stream);
+	ck_assert_int_eq(st.enter, 4);
+	aclrtSynchronizeStream(stream);
+}
+END_TEST
+
+START_TEST(test_external)
+{
+	aclrtFuncHandle k;
+	msptiActivity **r;
+	size_t n, i, nk;
+	uint64_t v;
+
+	ck_assert_int_eq(npusimKernelRegister("ext", NPUSIM_KERNEL_AI_CPU,
+	    0, 0, 10000, &k), ACL_SUCCESS);
+	msptiActivityEnable(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+	msptiActivityEnable(MSPTI_ACTIVITY_KIND_API);
+	msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL);
+	msptiActivityPushExternalCorrelationId(
+	    MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 100);
+	msptiActivityPushExternalCorrelationId(
+	    MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, 200);
+	aclrtLaunchKernel(k, 1, NULL, 0, stream);
+	msptiActivityPopExternalCorrelationId(
+	    MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, &v);
+	aclrtLaunchKernel(k, 1, NULL, 0, stream);
+	msptiActivityPopExternalCorrelationId(
+	    MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &v);
+	aclrtLaunchKernel(k, 1, NULL, 0, stream);
+	aclrtSynchronizeStream(stream);
+	msptiActivityFlushAll(1);
+	r = records(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, &n);
+	ck_assert_uint_eq(n, 3);
+	{
+		msptiActivityExternalCorrelation *e0 = (void *)r[0],
+		    *e1 = (void *)r[1], *e2 = (void *)r[2];
+
+		ck_assert_int_eq(e0->externalKind,
+		    MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+		ck_assert_uint_eq(e0->externalId, 100);
+		ck_assert_int_eq(e1->externalKind,
+		    MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1);
+		ck_assert_uint_eq(e1->externalId, 200);
+		ck_assert_uint_eq(e0->correlationId, e1->correlationId);
+		ck_assert_uint_eq(e2->externalId, 100);
+		ck_assert_uint_gt(e2->correlationId, e1->correlationId);
+		ck_assert_str_eq(api_by_corr(e0->correlationId)->name,
+		    "aclrtLaunchKernel");
+		/* 1:N: the external id reaches the kernel via the launch. */
+		r = records(MSPTI_ACTIVITY_KIND_KERNEL, &nk);
+		ck_assert_uint_eq(nk, 3);
+		for (i = 0; i < nk; i++)
+			if (((msptiActivityKernel *)r[i])->correlationId ==
+			    e0->correlationId)
+				break;
+		ck_assert_uint_lt(i, nk);
+	}
+}
+END_TEST
+
+START_TEST(test_device_markers)
+{
+	msptiActivity **r;
+	mstxRangeId id;
+	size_t n, i, host = 0, dev = 0;
+	uint64_t mark_id = 0;
+
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER),
+	    MSPTI_SUCCESS);
+	mstxMarkA("dev-mark", stream);
+	id = mstxRangeStartA("dev-range", stream);
+	ck_assert_uint_ne(id, 0);
+	mstxRangeEnd(id);
+	aclrtSynchronizeStream(stream);
+	msptiActivityFlushAll(1);
+	r = records(MSPTI_ACTIVITY_KIND_MARKER, &n);
+	ck_assert_uint_eq(n, 6);
+	for (i = 0; i < n; i++) {
+		msptiActivityMarker *m = (msptiActivityMarker *)r[i];
+
+		if (m->sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_HOST) {
+			host++;
+			ck_assert_uint_eq(m->objectId.pt.processId,
+			    (uint32_t)getpid());
+			if (strcmp(m->name, "dev-mark") == 0) {
+				mark_id = m->id;
+				ck_assert_int_eq(m->flag,
+			    MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS_WITH_DEVICE);
+			}
+		} else {
+			dev++;
+			ck_assert_uint_eq(m->objectId.ds.deviceId, 0);
+			ck_assert_uint_eq(m->objectId.ds.streamId,
+			    (uint32_t)stream_id);
+			ck_assert_ptr_nonnull(m->name);
+			if (m->id == id)
+				ck_assert_str_eq(m->name, "dev-range");
+			else
+				ck_assert_str_eq(m->name, "dev-mark");
+			ck_assert(m->flag ==
+			    MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS_WITH_DEVICE ||
+			    m->flag == MSPTI_ACTIVITY_FLAG_MARKER_START_WITH_DEVICE ||
+			    m->flag == MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE);
+			ck_assert_str_eq(m->domain, "default");
+		}
+	}
+	ck_assert_uint_eq(host, 3);
+	ck_assert_uint_eq(dev, 3);
+	ck_assert_uint_ne(mark_id, 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("api_sim");
+	TCase *tc = tcase_create("sim");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_kernels);
+	tcase_add_test(tc, test_memory);
+	tcase_add_test(tc, test_callbacks);
+	tcase_add_test(tc, test_external);
+	tcase_add_test(tc, test_device_markers);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,317 @@
+/*
+ * check_sim_runtime.c - libnpusim devices, streams, events, memory,
+ * handles and clocks.  Timing checks are one-sided or loose on purpose:
+ * the machine running them may be small and busy.
+ */
+#include <sys/mman.h>
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <acl/acl.h>
+#include <npusim/npusim.h>
+#include <runtime/rt.h>
+
+static char	prefix[64];
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+}
+
+static aclrtFuncHandle
+kernel(const char *name, uint64_t ns)
+{
+	aclrtFuncHandle	h = NULL;
+
+	ck_assert_int_eq(npusimKernelRegister(name, NPUSIM_KERNEL_AI_CORE,
+	    0, 0, ns, &h), ACL_SUCCESS);
+	return (h);
+}
+
+START_TEST(test_devices)
+{
+	uint32_t	n = 0;
+	int32_t		d = -1;
+
+	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
+	ck_assert_int_eq(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
+	ck_assert_int_eq(aclrtGetDeviceCount(&n), ACL_SUCCESS);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(aclrtGetDevice(&d), ACL_ERROR_RT_CONTEXT_NULL);
+	ck_assert_int_eq(aclrtSetDevice(2), ACL_ERROR_RT_INVALID_DEVICEID);
+	ck_assert_int_eq(aclrtSetDevice(-1), ACL_ERROR_RT_INVALID_DEVICEID);
+	ck_assert_int_eq(aclrtSetDevice(1), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtGetDevice(&d), ACL_SUCCESS);
+	ck_assert_int_eq(d, 1);
+	ck_assert_int_eq(aclrtResetDevice(1), ACL_SUCCESS);
+	ck_assert_int_eq(aclFinalize(), ACL_SUCCESS);
+}
+END_TEST
+
+START_TEST(test_stream_order)
+{
+	aclrtStream	 s;
+	aclrtFuncHandle	 k = kernel("Slow", 3000000);
+	char		*dev, host[4096], out[4096];
+	uint64_t	 t0;
+
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMalloc((void **)&dev, sizeof host,
+	    ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+	memset(host, 7, sizeof host);
+	memset(out, 0, sizeof out);
+	t0 = mono_ns();
+	/* Memset, a slow kernel, then the copy: the copy must win. */
+	ck_assert_int_eq(aclrtMemsetAsync(dev, sizeof host, 1, sizeof host,
+	    s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtLaunchKernel(k, 8, NULL, 0, s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemcpyAsync(dev, sizeof host, host, sizeof host,
+	    ACL_MEMCPY_HOST_TO_DEVICE, s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemcpyAsync(out, sizeof out, dev, sizeof out,
+	    ACL_MEMCPY_DEVICE_TO_HOST, s), ACL_SUCCESS);
+	/* Asynchronous: nothing has been copied back yet. */
+	ck_assert_int_eq(out[0], 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	ck_assert(mono_ns() - t0 >= 3000000);
+	ck_assert_int_eq(memcmp(out, host, sizeof out), 0);
+	ck_assert_int_eq(aclrtFree(dev), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+}
+END_TEST
+
+START_TEST(test_event_timing)
+{
+	aclrtStream	s;
+	aclrtEvent	a, b;
+	aclrtFuncHandle	k = kernel("Two", 2000000);
+	float		ms = 0;
+	int		i;
+
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateEvent(&a), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateEvent(&b), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtEventElapsedTime(&ms, a, b),
+	    ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID);
+	ck_assert_int_eq(aclrtRecordEvent(a, s), ACL_SUCCESS);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, s),
+		    ACL_SUCCESS);
+	ck_assert_int_eq(aclrtRecordEvent(b, s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtSynchronizeEvent(b), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtEventElapsedTime(&ms, a, b), ACL_SUCCESS);
+	/* The model says 6 ms; the device clock drifts by ppm only. */
+	ck_assert_msg(ms >= 5.99f && ms < 60.0f, "elapsed %f ms", ms);
+	ck_assert_int_eq(aclrtDestroyEvent(a), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtDestroyEvent(b), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtDestroyEvent(b), ACL_ERROR_RT_INVALID_HANDLE);
+}
+END_TEST
+
+START_TEST(test_memory)
+{
+	size_t	 freeb, total, freeb2;
+	void	*p, *q, *h;
+	char	 buf[64];
+
+	ck_assert_int_eq(aclrtMalloc(&p, 16, ACL_MEM_MALLOC_HUGE_FIRST),
+	    ACL_ERROR_RT_CONTEXT_NULL);
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtGetMemInfo(ACL_HBM_MEM, &freeb, &total),
+	    ACL_SUCCESS);
+	ck_assert_uint_eq(total, 64U << 20);
+	ck_assert_uint_eq(freeb, total);
+	ck_assert_int_eq(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST),
+	    ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtMalloc(&p, 40U << 20,
+	    ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtGetMemInfo(ACL_HBM_MEM, &freeb2, &total),
+	    ACL_SUCCESS);
+	ck_assert_uint_eq(freeb2, freeb - (40U << 20));
+	ck_assert_int_eq(aclrtMalloc(&q, 40U << 20,
+	    ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_BAD_ALLOC);
+	/* Out-of-range copies and sets are refused, not performed. */
+	ck_assert_int_eq(aclrtMemcpy(p, 8, buf, 16,
+	    ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtMemcpy(buf, sizeof buf, buf + 8, 8,
+	    ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtMemcpy((char *)p + (40U << 20) - 8, 64, buf, 64,
+	    ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtMemcpy(p, 64, buf, 64, (aclrtMemcpyKind)42),
+	    ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtMemset(buf, sizeof buf, 0, sizeof buf),
+	    ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtMemset(p, 64, 3, 64), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemcpy(buf, sizeof buf, p, 64,
+	    ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+	ck_assert_int_eq(buf[63], 3);
+	ck_assert_int_eq(aclrtFree(buf), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtFree(p), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtFree(p), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtGetMemInfo(ACL_HBM_MEM, &freeb2, &total),
+	    ACL_SUCCESS);
+	ck_assert_uint_eq(freeb2, total);
+	ck_assert_int_eq(aclrtMallocHost(&h, 128), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtFree(h), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtFreeHost(h), ACL_SUCCESS);
+}
+END_TEST
+
+START_TEST(test_bad_handles)
+{
+	void		*junk = (void *)(uintptr_t)0xdead0;
+	aclrtStream	 s;
+	aclrtEvent	 e;
+	aclrtFuncHandle	 k;
+	uint32_t	 task, sid;
+	int32_t		 id;
+	float		 ms;
+
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtDestroyStream(junk), ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(aclrtSynchronizeStream(junk),
+	    ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(aclrtRecordEvent(junk, NULL),
+	    ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(aclrtSynchronizeEvent(junk),
+	    ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(aclrtEventElapsedTime(&ms, junk, junk),
+	    ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(aclrtLaunchKernel(junk, 1, NULL, 0, NULL),
+	    ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_ptr_null(npusimKernelName(junk));
+	ck_assert_int_eq(npusimKernelType(junk), -1);
+	ck_assert_int_eq(aclrtDestroyContext(junk),
+	    ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(npusimKernelRegister(NULL, NPUSIM_KERNEL_AI_CORE, 1,
+	    1, 0, &k), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(npusimKernelRegister("x", (enum npusim_kernel_type)9,
+	    1, 1, 0, &k), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(npusimKernelRegister("x", NPUSIM_KERNEL_AI_CORE, -1,
+	    1, 0, &k), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(rtGetTaskIdAndStreamID(NULL, &sid),
+	    ACL_ERROR_RT_PARAM_INVALID);
+
+	/* A destroyed stream or event is just an invalid handle. */
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+	k = kernel("K", 1000);
+	ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, s),
+	    ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(aclrtLaunchKernel(k, 0, NULL, 0, NULL),
+	    ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclrtStreamGetId(s, &id),
+	    ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(aclrtCreateEvent(&e), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtDestroyEvent(e), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtRecordEvent(e, NULL),
+	    ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(aclrtDestroyStream(NULL), ACL_ERROR_RT_INVALID_HANDLE);
+	ck_assert_int_eq(rtGetTaskIdAndStreamID(&task, &sid), RT_ERROR_NONE);
+}
+END_TEST
+
+START_TEST(test_task_ids)
+{
+	aclrtStream	s;
+	aclrtFuncHandle	k = kernel("Id", 1000);
+	uint32_t	t1, t2, s1, s2;
+	int32_t		id;
+
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_str_eq(npusimKernelName(k), "Id");
+	ck_assert_int_eq(npusimKernelType(k), NPUSIM_KERNEL_AI_CORE);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtStreamGetId(s, &id), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, s), ACL_SUCCESS);
+	ck_assert_int_eq(rtGetTaskIdAndStreamID(&t1, &s1), RT_ERROR_NONE);
+	ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, s), ACL_SUCCESS);
+	ck_assert_int_eq(rtGetTaskIdAndStreamID(&t2, &s2), RT_ERROR_NONE);
+	ck_assert_uint_eq(s1, (uint32_t)id);
+	ck_assert_uint_eq(s2, (uint32_t)id);
+	ck_assert_uint_eq(t2, t1 + 1);
+	ck_assert_int_eq(aclrtSynchronizeDevice(), ACL_SUCCESS);
+}
+END_TEST
+
+START_TEST(test_clock)
+{
+	int64_t		off0, off1, drift0, drift1;
+	uint64_t	rt, dns, m0, m1, lo, hi;
+
+	ck_assert_int_eq(npusimClockParams(0, &off0, &drift0), ACL_SUCCESS);
+	ck_assert_int_eq(npusimClockParams(1, &off1, &drift1), ACL_SUCCESS);
+	ck_assert_int_eq(off0, 1500000000LL);
+	ck_assert_int_eq(off1 - off0, 137000);
+	ck_assert(drift0 != 0 && drift1 != drift0);
+	ck_assert_int_eq(npusimReadClock(5, &rt, &dns),
+	    ACL_ERROR_INVALID_DEVICE);
+	m0 = mono_ns();
+	ck_assert_int_eq(npusimReadClock(1, &rt, &dns), ACL_SUCCESS);
+	m1 = mono_ns();
+	/* device = mono * (1 + drift) + offset, bracketed by two reads. */
+	lo = m0 + (uint64_t)((double)m0 * (double)drift1 / 1e9) +
+	    (uint64_t)off1;
+	hi = m1 + (uint64_t)((double)m1 * (double)drift1 / 1e9) +
+	    (uint64_t)off1;
+	ck_assert_msg(dns + 1000 >= lo && dns <= hi + 1000,
+	    "device %llu not in [%llu, %llu]", (unsigned long long)dns,
+	    (unsigned long long)lo, (unsigned long long)hi);
+	ck_assert(rt > 1600000000ULL * 1000000000ULL);
+}
+END_TEST
+
+static Suite *
+sim_runtime_suite(void)
+{
+	Suite	*s = suite_create("sim_runtime");
+	TCase	*tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_devices);
+	tcase_add_test(tc, test_stream_order);
+	tcase_add_test(tc, test_event_timing);
+	tcase_add_test(tc, test_memory);
+	tcase_add_test(tc, test_bad_handles);
+	tcase_add_test(tc, test_task_ids);
+	tcase_add_test(tc, test_clock);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+int
+main(void)
+{
+	SRunner	*sr;
+	char	 name[128];
+	int	 failed, d;
+
+	snprintf(prefix, sizeof prefix, "npusimtest-rt-%d", (int)getpid());
+	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
+	setenv("NPUSIM_DEVICES", "2", 1);
+	setenv("NPUSIM_MEM_MB", "64", 1);
+	unsetenv("NPUSIM_CLOCK_OFFSET_NS");
+	unsetenv("NPUSIM_CLOCK_DRIFT_PPM");
+	unsetenv("NPUSIM_TIME_SCALE");
+	sr = srunner_create(sim_runtime_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	for (d = 0; d < 2; d++) {
+		snprintf(name, sizeof name, "/%s-dev%d-chan", prefix, d);
+		shm_unlink(name);
+		snprintf(name, sizeof name, "/%s-dev%d-metrics", prefix, d);
+		shm_unlink(name);
+	}
+	return (failed == 0 ? 0 : 1);
+}
