@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #ifdef ENABLE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -52,38 +54,45 @@ sd_status(const char *fmt, ...)
 }
 
 /*
- * Takes the listening sockets systemd passed (msptid.socket names them
- * "agent" and "ctl").  Returns how many it took.
+ * Takes the listening sockets systemd passed.  msptid.socket lists both
+ * paths in one unit, so each is recognised by the name it is bound to.
+ * Returns how many it took.
  */
 int
 sd_sockets(int *agent_fd, int *ctl_fd)
 {
 #ifdef ENABLE_SYSTEMD
-	char **names = NULL;
 	int n, taken = 0;
 
-	n = sd_listen_fds_with_names(1, &names);
+	n = sd_listen_fds(1);
 	for (int i = 0; i < n; i++) {
 		int fd = SD_LISTEN_FDS_START + i;
+		struct sockaddr_un sun;
+		socklen_t len = sizeof(sun);
+		const char *base;
 
-		if (names != NULL && strcmp(names[i], "agent") == 0 &&
-		    *agent_fd < 0) {
+		memset(&sun, 0, sizeof(sun));
+		if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0 ||
+		    getsockname(fd, (struct sockaddr *)&sun, &len) != 0) {
+			log_warnx("ignoring unexpected descriptor %d from systemd", fd);
+			continue;
+		}
+		base = strrchr(sun.sun_path, '/');
+		base = base ? base + 1 : sun.sun_path;
+		if (strcmp(base, MSPTI_AGENT_SOCK) == 0 && *agent_fd < 0) {
 			*agent_fd = fd;
 			taken++;
-		} else if (names != NULL && strcmp(names[i], "ctl") == 0 &&
-		    *ctl_fd < 0) {
+		} else if (strcmp(base, MSPTI_CTL_SOCK) == 0 && *ctl_fd < 0) {
 			*ctl_fd = fd;
 			taken++;
 		} else
-			log_warnx("ignoring unexpected socket %d from systemd", fd);
-	}
-	if (names != NULL) {
-		for (int i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
+			log_warnx("ignoring unexpected socket %s from systemd",
+			    sun.sun_path);
 	}
 	return taken;
 #else
+	(void)agent_fd;
+	(void)ctl_fd;
 	return 0;
 #endif
 }

@@ -1,0 +1,48 @@
+#!/bin/sh
+# The demo: a daemon, a simulated training job that is already running, an
+# on-demand capture of it, and a report.  Everything runs from the build
+# tree on a private runtime dir and is stopped at the end.
+set -eu
+b=${top_builddir:-$(pwd)}
+MSPTID="$b/daemon/msptid"
+MSPTICTL="$b/client/msptictl"
+AGENT="$b/agent/.libs/libmspti.so"
+TRAIN="$b/sim/npusim-train"
+T=$(mktemp -d /tmp/mspti-demo.XXXXXX)
+RT="$T/run"
+DPID=""
+JPID=""
+cleanup() {
+	[ -n "$JPID" ] && kill "$JPID" 2>/dev/null
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
+	wait 2>/dev/null || :
+	rm -rf "$T"
+}
+trap cleanup EXIT INT TERM
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "1. start the daemon (msptid --runtime-dir $RT)"
+"$MSPTID" --foreground --runtime-dir "$RT" 2>"$T/msptid.log" &
+DPID=$!
+for _ in $(seq 1 100); do [ -S "$RT/ctl.sock" ] && break; sleep 0.05; done
+"$MSPTICTL" -r "$RT" status
+
+say "2. a training job is running (npusim-train on the simulated NPU, agent preloaded)"
+MSPTID_RUNTIME_DIR="$RT" LD_PRELOAD="$AGENT" MSPTI_JOB_ID=demo-job RANK=0 \
+    NPUSIM_SHM_PREFIX="mspti-demo-$$" "$TRAIN" --steps 0 >"$T/train.log" 2>&1 &
+JPID=$!
+for _ in $(seq 1 100); do
+	# (in the build tree the job starts as a libtool wrapper, then execs)
+	"$MSPTICTL" -r "$RT" list | grep -q "^$JPID .*demo-job  *0  *0  .*npusim-train" && break
+	sleep 0.05
+done
+"$MSPTICTL" -r "$RT" list
+
+if "$MSPTICTL" --help 2>&1 | grep -q '^  start'; then
+	say "3. capture it on demand for 2 seconds, without restarting it"
+	"$MSPTICTL" -r "$RT" start --pid "$JPID" --duration 2s \
+	    --output "$T/capture.mspti" --wait
+	say "4. the report"
+	"$MSPTICTL" -r "$RT" report "$T/capture.mspti"
+fi
+say "the job is still running, untouched: $(ps -o etime= -p "$JPID" | tr -d ' ') elapsed"
