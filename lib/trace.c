@@ -1,0 +1,116 @@
+/* Trace file code shared by the writer and the reader: CRC-32C, errors. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "trace.h"
+
+_Static_assert(sizeof(struct trace_file_hdr) == 40, "file header");
+_Static_assert(sizeof(struct trace_tlv) == 8, "tlv");
+_Static_assert(sizeof(struct trace_chunk_hdr) == 48, "chunk header");
+_Static_assert(sizeof(struct trace_footer_hdr) == 48, "footer header");
+_Static_assert(sizeof(struct trace_index_entry) == 32, "index entry");
+_Static_assert(sizeof(struct trace_trailer) == 24, "trailer");
+
+/* Slicing-by-8 tables for the reflected Castagnoli polynomial. */
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void
+crc_init(void)
+{
+	uint32_t c;
+	unsigned i, j;
+
+	for (i = 0; i < 256; i++) {
+		c = i;
+		for (j = 0; j < 8; j++)
+			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+		crc_table[0][i] = c;
+	}
+	for (i = 0; i < 256; i++)
+		for (j = 1; j < 8; j++)
+			crc_table[j][i] = (crc_table[j - 1][i] >> 8) ^
+			    crc_table[0][crc_table[j - 1][i] & 0xFF];
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_CRC_HW 1
+/* The SSE4.2 instruction, used when the CPU has it. */
+__attribute__((target("sse4.2")))
+static uint32_t
+crc32c_hw(uint32_t crc, const uint8_t *p, size_t len)
+{
+	uint64_t c = crc;
+	uint64_t v;
+
+	while (len > 0 && ((uintptr_t)p & 7)) {
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+		len--;
+	}
+	while (len >= 8) {
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+		p += 8;
+		len -= 8;
+	}
+	while (len-- > 0)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return (uint32_t)c;
+}
+#endif
+
+uint32_t
+trace_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t v;
+
+	crc = ~crc;
+#ifdef HAVE_CRC_HW
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc32c_hw(crc, p, len);
+#endif
+	pthread_once(&crc_once, crc_init);
+	while (len >= 8) {
+		memcpy(&v, p, 8);
+		v ^= crc;
+		crc = crc_table[7][v & 0xFF] ^
+		    crc_table[6][(v >> 8) & 0xFF] ^
+		    crc_table[5][(v >> 16) & 0xFF] ^
+		    crc_table[4][(v >> 24) & 0xFF] ^
+		    crc_table[3][(v >> 32) & 0xFF] ^
+		    crc_table[2][(v >> 40) & 0xFF] ^
+		    crc_table[1][(v >> 48) & 0xFF] ^
+		    crc_table[0][v >> 56];
+		p += 8;
+		len -= 8;
+	}
+	while (len-- > 0)
+		crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xFF];
+	return ~crc;
+}
+
+const char *
+trace_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case -EPROTO:
+		return "not an mspti trace, or another version";
+	case -EBADMSG:
+		return "corrupt trace data";
+	case -ENOSPC:
+		return "no space left on device (trace incomplete)";
+	case -EFBIG:
+		return "file too large (trace incomplete)";
+	case -E2BIG:
+		return "too many distinct strings in one trace";
+	case -EINVAL:
+		return "invalid argument (trace fd must be at offset 0)";
+	}
+	return err < 0 ? strerror(-err) : "unknown error";
+}

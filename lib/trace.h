@@ -1,0 +1,250 @@
+/*
+ * Trace files: a header, zstd-compressed chunks of records, a footer and a
+ * trailer.  doc/trace-format.md is the byte-level specification.
+ *
+ * The writer buffers records into chunks of about TRACE_CHUNK_SIZE bytes,
+ * compresses and appends each; it interns strings into the trace's own id
+ * namespace and emits their STRING_DEF records before first use.  Write
+ * errors (disk full) are sticky: later records are counted as lost, and
+ * close still tries to leave a readable file with a footer.
+ *
+ * The reader streams one chunk at a time in bounded memory.  A file without
+ * a footer (the writer was killed) reads up to its last complete chunk and
+ * reports truncated; a corrupted chunk is reported and skipped when its
+ * header is intact.
+ */
+#ifndef MSPTI_TRACE_H
+#define MSPTI_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+
+#define TRACE_VERSION		1
+#define TRACE_CHUNK_SIZE	(1u << 20)	/* writer's target, raw bytes */
+#define TRACE_CHUNK_MAX		(8u << 20)	/* reader's bound, raw bytes */
+#define TRACE_HEADER_MAX	(1u << 20)
+#define TRACE_STRINGS_MAX	(1u << 24)	/* distinct strings per trace */
+
+struct trace_kv {
+	const char	*key;
+	const char	*value;
+};
+
+/* The file header.  In a reader, everything points into reader memory. */
+struct trace_header {
+	uint64_t		 created_ns;
+	uint64_t		 session_id;
+	const char		*hostname;
+	const char		*producer;	/* "msptid 0.1.0" */
+	const struct trace_kv	*config;	/* session config */
+	size_t			 nconfig;
+	const struct rec_clock_sync *clocks;	/* initial clock models */
+	size_t			 nclocks;
+};
+
+/* The footer.  counts[] and records are filled by the writer; the caller of
+ * trace_writer_close supplies end_ns and the losses it knows of (the writer
+ * adds its own LOSS_DISK). */
+struct trace_footer {
+	uint64_t	end_ns;
+	uint64_t	records;
+	uint64_t	chunks;
+	uint64_t	counts[REC_TYPE_MAX];
+	uint64_t	losses[LOSS_STAGE_MAX];
+};
+
+/* One chunk as the footer's index lists it. */
+struct trace_index_entry {
+	uint64_t	offset;		/* of the chunk header in the file */
+	uint64_t	first_ts;	/* min record timestamp, 0 if none */
+	uint64_t	last_ts;	/* max record timestamp */
+	uint32_t	records;
+	uint32_t	raw_size;
+};
+
+struct trace_writer;
+
+struct trace_writer_stats {
+	uint64_t	records;	/* written in complete chunks */
+	uint64_t	chunks;
+	uint64_t	raw_bytes;
+	uint64_t	file_bytes;	/* bytes of the file so far */
+	uint64_t	lost;		/* records lost to write errors */
+	uint64_t	strings;	/* interned strings */
+	int		error;		/* first write error, or 0 */
+};
+
+/*
+ * Writes the header to fd (a regular file at offset 0, or a pipe) and
+ * returns a writer in *wp, freed by trace_writer_close or _abort.  level is
+ * the zstd level (0: default 1).  fd stays the caller's.
+ * Returns 0, -EINVAL, -ENOMEM or the write error (-ENOSPC, -EIO, ...).
+ */
+int	trace_writer_open(int fd, const struct trace_header *hdr, int level,
+	    struct trace_writer **wp);
+
+/*
+ * Appends a copy of one record (validated with record_validate).  String
+ * ids in it must already be this trace's (trace_writer_intern).  Returns 0,
+ * -EBADMSG (invalid record, not written, not counted as lost) or the
+ * sticky write error (the record is counted as lost).
+ */
+int	trace_writer_add(struct trace_writer *w, const void *rec);
+
+/*
+ * Returns in *idp the trace-global id of s (len bytes, truncated as
+ * record_string_fit does), emitting its STRING_DEF on first use.  Id 0 is
+ * returned for an empty string.  Returns 0, -ENOMEM, -E2BIG (too many
+ * strings) or the sticky write error.
+ */
+int	trace_writer_intern(struct trace_writer *w, const char *s, size_t len,
+	    uint32_t *idp);
+
+/* Compresses and writes the records buffered so far as a chunk (no fsync).
+ * Returns 0 or the sticky write error. */
+int	trace_writer_flush(struct trace_writer *w);
+
+/*
+ * Flushes, writes the footer (its counts, records and chunks are filled
+ * from what was written; footer may be NULL) and the trailer, fsyncs, and
+ * frees w.  When stats is not NULL it receives the final counters.  Returns
+ * 0 or the first error; on error the file is still readable up to its last
+ * complete chunk.
+ */
+int	trace_writer_close(struct trace_writer *w, const struct trace_footer *footer,
+	    struct trace_writer_stats *stats);
+
+/* Frees w without writing anything more; NULL is a no-op. */
+void	trace_writer_abort(struct trace_writer *w);
+
+void	trace_writer_get_stats(const struct trace_writer *w,
+	    struct trace_writer_stats *st);
+
+struct trace_reader;
+
+struct trace_reader_stats {
+	uint64_t	records;	/* delivered */
+	uint64_t	chunks;		/* complete, valid chunks read */
+	uint64_t	corrupt_chunks;
+	uint64_t	bad_records;	/* in otherwise valid chunks */
+	uint64_t	offset;		/* where reading stands */
+	bool		truncated;	/* ended without a footer */
+	bool		done;
+};
+
+/*
+ * Opens path (or fd, which stays the caller's and must stay open until
+ * close) and reads the header; when the file is seekable, the footer too.
+ * *rp is freed with trace_reader_close.  Returns 0, -EPROTO (not a trace
+ * or another version), -EBADMSG (corrupt header), -ENOMEM or -errno.
+ */
+int	trace_reader_open(const char *path, struct trace_reader **rp);
+int	trace_reader_open_fd(int fd, struct trace_reader **rp);
+void	trace_reader_close(struct trace_reader *r);
+
+/*
+ * Stores in *recp the next record (valid until the next call) and returns
+ * 1; returns 0 at the end (check truncated in the stats), or -EBADMSG for a
+ * corrupted chunk (trace_reader_error says what and where; calling again
+ * goes on with the next chunk when it can be found, else returns 0).
+ * Other negative errnos are read errors.  STRING_DEF records are delivered
+ * too, after the reader has recorded them.
+ */
+int	trace_reader_next(struct trace_reader *r, const struct rec_hdr **recp);
+
+/* The string defined so far with id (id 0: ""), or NULL: not defined yet,
+ * or defined in a chunk that was skipped as corrupt. */
+const char	*trace_reader_string(const struct trace_reader *r, uint32_t id);
+
+const struct trace_header	*trace_reader_header(const struct trace_reader *r);
+
+/* The footer, once known: at open for a seekable complete file, else once
+ * the stream reaches it.  NULL for a truncated file. */
+const struct trace_footer	*trace_reader_footer(const struct trace_reader *r);
+
+/* The footer's chunk index (NULL, 0 without a footer). */
+const struct trace_index_entry	*trace_reader_index(const struct trace_reader *r,
+	    size_t *n);
+
+void	trace_reader_get_stats(const struct trace_reader *r,
+	    struct trace_reader_stats *st);
+
+/* A message about the last error (e.g. "chunk 12 at offset 123: checksum
+ * mismatch"), or "" when none. */
+const char	*trace_reader_error(const struct trace_reader *r);
+
+/* Text for the negative errno-style codes of this module. */
+const char	*trace_strerror(int err);
+
+/* CRC-32C (Castagnoli) of buf, continuing from crc (start with 0). */
+uint32_t	trace_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/*
+ * On-disk structures (little-endian, see doc/trace-format.md).  Exposed for
+ * tests and tools; users go through the writer and reader.
+ */
+#define TRACE_MAGIC		"MSPTITRC"
+#define TRACE_FOOTER_MAGIC	"MSPTIFTR"
+#define TRACE_TRAILER_MAGIC	"MSPTIEND"
+#define TRACE_CHUNK_MAGIC	0x4b4e4843u	/* "CHNK" */
+
+enum trace_tag {
+	TRACE_TAG_END		= 0,
+	TRACE_TAG_HOSTNAME	= 1,
+	TRACE_TAG_PRODUCER	= 2,
+	TRACE_TAG_CONFIG	= 3,	/* key NUL value */
+	TRACE_TAG_CLOCK_SYNC	= 4,	/* one struct rec_clock_sync */
+};
+
+struct trace_file_hdr {
+	char		magic[8];
+	uint16_t	version;
+	uint16_t	flags;
+	uint32_t	size;		/* header incl. TLVs, multiple of 8 */
+	uint64_t	created_ns;
+	uint64_t	session_id;
+	uint32_t	crc;		/* CRC-32C of size bytes, crc = 0 */
+	uint32_t	reserved;
+};
+
+struct trace_tlv {
+	uint16_t	tag;
+	uint16_t	reserved;
+	uint32_t	len;		/* value bytes, then zero pad to 8 */
+};
+
+struct trace_chunk_hdr {
+	uint32_t	magic;
+	uint32_t	hdr_crc;	/* CRC-32C of these 48 bytes, hdr_crc = 0 */
+	uint64_t	seq;		/* 0, 1, 2, ... */
+	uint32_t	comp_size;	/* zstd frame that follows */
+	uint32_t	raw_size;
+	uint32_t	records;
+	uint32_t	data_crc;	/* CRC-32C of the zstd frame */
+	uint64_t	first_ts;
+	uint64_t	last_ts;
+};
+
+struct trace_footer_hdr {
+	char		magic[8];
+	uint32_t	size;		/* footer incl. arrays and index */
+	uint32_t	crc;		/* CRC-32C of size bytes, crc = 0 */
+	uint64_t	end_ns;
+	uint64_t	records;
+	uint64_t	chunks;
+	uint32_t	ntypes;		/* u64 counts[ntypes] follow */
+	uint32_t	nstages;	/* then u64 losses[nstages] */
+	/* then struct trace_index_entry index[chunks] */
+};
+
+struct trace_trailer {
+	uint64_t	footer_offset;
+	uint32_t	footer_size;
+	uint32_t	crc;		/* CRC-32C of the first 12 bytes */
+	char		magic[8];
+};
+
+#endif

@@ -1,0 +1,654 @@
+/* Unit tests for lib/ring.c: producers, consumer, drops, hostile memory. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "ring.h"
+
+/* A ring and a second raw mapping of it, to play the hostile producer. */
+struct fixture {
+	int		 fd;
+	struct ring	*ring;
+	uint8_t		*raw;
+	size_t		 rawlen;
+};
+
+static void
+fx_open(struct fixture *fx, size_t cap)
+{
+	ck_assert_int_eq(ring_create(cap, &fx->fd), 0);
+	ck_assert_int_eq(ring_map(fx->fd, &fx->ring), 0);
+	fx->rawlen = RING_HDR_SIZE + cap;
+	fx->raw = mmap(NULL, fx->rawlen, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    fx->fd, 0);
+	ck_assert_ptr_ne(fx->raw, MAP_FAILED);
+}
+
+static void
+fx_close(struct fixture *fx)
+{
+	ring_unmap(fx->ring);
+	munmap(fx->raw, fx->rawlen);
+	close(fx->fd);
+}
+
+static uint64_t *
+raw64(struct fixture *fx, size_t off)
+{
+	return (uint64_t *)(void *)(fx->raw + off);
+}
+
+/* An API record tagged with its producer and sequence number. */
+static void
+make_api(struct rec_api *r, uint32_t producer, uint64_t seq)
+{
+	REC_INIT(r, REC_API, 0);
+	r->start = seq;
+	r->end = seq + 1;
+	r->correlation_id = seq;
+	r->pid = producer;
+	r->tid = producer;
+	r->kind = 3;
+}
+
+/* Counts records, checks each producer's sequence is 0, 1, 2, ... */
+struct sink {
+	uint64_t	 n;
+	uint64_t	 next[16];
+	int		 bad;
+};
+
+static int
+sink_cb(const struct rec_hdr *h, void *arg)
+{
+	struct sink *s = arg;
+	const struct rec_api *r = (const void *)h;
+
+	if (record_validate(h, h->size) != 0)
+		s->bad++;
+	if (h->type == REC_API && r->pid < 16) {
+		if (r->correlation_id != s->next[r->pid])
+			s->bad++;
+		s->next[r->pid] = r->correlation_id + 1;
+	}
+	s->n++;
+	return 0;
+}
+
+/* Counts records; an invalid one counts as a million, failing the test
+ * (no ck_assert here: Check logs every call). */
+static int
+count_cb(const struct rec_hdr *h, void *arg)
+{
+	*(uint64_t *)arg += record_validate(h, h->size) == 0 ? 1 : 1000000;
+	return 0;
+}
+
+START_TEST(test_create_map)
+{
+	struct ring *r;
+	int fd, fd2;
+
+	ck_assert_int_eq(ring_create(1000, &fd), -EINVAL);
+	ck_assert_int_eq(ring_create(2048, &fd), -EINVAL);
+	ck_assert_int_eq(ring_create(RING_MAX_CAPACITY * 2, &fd), -EINVAL);
+	ck_assert_int_eq(ring_create(4096, NULL), -EINVAL);
+	ck_assert_int_eq(ring_create(65536, &fd), 0);
+	ck_assert_int_eq(ring_map(fd, &r), 0);
+	ck_assert_uint_eq(ring_max_record(r), REC_MAX_SIZE);
+	ring_unmap(r);
+	ring_unmap(NULL);
+	/* Seals: the file cannot shrink under the consumer. */
+	ck_assert_int_eq(ftruncate(fd, 4096), -1);
+	close(fd);
+
+	/* An unsealed memfd is refused, and so is a wrong magic. */
+	fd2 = memfd_create("x", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ck_assert_int_ge(fd2, 0);
+	ck_assert_int_eq(ftruncate(fd2, RING_HDR_SIZE + 4096), 0);
+	ck_assert_int_eq(ring_map(fd2, &r), -EINVAL);
+	ck_assert_int_eq(fcntl(fd2, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
+	    0);
+	ck_assert_int_eq(ring_map(fd2, &r), -EPROTO);
+	close(fd2);
+	ck_assert_int_eq(ring_map(-1, &r), -EBADF);
+	ck_assert_str_eq(ring_strerror(-ENOSPC), "ring full, record dropped");
+	ck_assert_ptr_nonnull(ring_strerror(-EIO));
+}
+END_TEST
+
+/* A capacity in the header that disagrees with the file is refused. */
+START_TEST(test_map_bad_capacity)
+{
+	struct fixture fx;
+	struct ring *r;
+
+	fx_open(&fx, 8192);
+	*raw64(&fx, RING_OFF_CAPACITY) = 4096;
+	ck_assert_int_eq(ring_map(fx.fd, &r), -EINVAL);
+	*raw64(&fx, RING_OFF_CAPACITY) = 8193;
+	ck_assert_int_eq(ring_map(fx.fd, &r), -EINVAL);
+	*raw64(&fx, RING_OFF_CAPACITY) = 8192;
+	*(uint32_t *)(void *)(fx.raw + RING_OFF_VERSION) = 2;
+	ck_assert_int_eq(ring_map(fx.fd, &r), -EPROTO);
+	fx_close(&fx);
+}
+END_TEST
+
+START_TEST(test_single_producer)
+{
+	struct fixture fx;
+	struct rec_api rec;
+	struct sink s;
+	struct ring_stats st;
+	uint64_t i, written = 0;
+	const uint64_t N = 200000;
+
+	memset(&s, 0, sizeof s);
+	fx_open(&fx, 65536);
+	for (i = 0; i < N; i++) {
+		make_api(&rec, 1, i);
+		written += ring_write(fx.ring, &rec) == 0;
+		if (i % 100 == 99 && ring_drain(fx.ring, sink_cb, &s,
+		    SIZE_MAX) < 0)
+			s.bad++;
+	}
+	ck_assert_uint_eq(written, N);
+	ck_assert_int_ge(ring_drain(fx.ring, sink_cb, &s, SIZE_MAX), 0);
+	ck_assert_uint_eq(s.n, N);
+	ck_assert_int_eq(s.bad, 0);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(st.drops, 0);
+	ck_assert_uint_eq(st.records, N);
+	ck_assert_uint_eq(st.rejects, 0);
+	ck_assert_uint_eq(st.pending, 0);
+	ck_assert(!st.corrupt);
+	fx_close(&fx);
+}
+END_TEST
+
+/* Records of a size that does not divide the capacity force pad records
+ * at every lap; nothing is lost or reordered. */
+START_TEST(test_wrap_padding)
+{
+	struct fixture fx;
+	uint64_t buf[REC_MAX_SIZE / 8];
+	struct rec_api *rec = (void *)buf;
+	struct sink s;
+	size_t sizes[] = { 56, 136, 1000, 24 };
+	uint64_t i, w = 0;
+	int rc;
+
+	memset(&s, 0, sizeof s);
+	fx_open(&fx, 4096);
+	for (i = 0; i < 20000; i++) {
+		size_t sz = sizes[i % 4];
+
+		if (sz == 56) {
+			make_api(rec, 1, w);
+		} else if (sz == 24) {
+			struct rec_thread *t = (void *)buf;
+
+			REC_INIT(t, REC_THREAD, 0);
+			t->pid = 99;
+		} else {
+			char str[1024];
+
+			memset(str, 'x', sizeof str);
+			if (record_string_def_encode(buf, sizeof buf, 1, str,
+			    sz - 17) != sz)
+				s.bad++;
+		}
+		rc = ring_write(fx.ring, buf);
+		if (rc == -ENOSPC) {
+			if (ring_drain(fx.ring, sink_cb, &s, SIZE_MAX) < 0)
+				s.bad++;
+			rc = ring_write(fx.ring, buf);
+		}
+		if (rc != 0)
+			s.bad++;
+		if (sz == 56)
+			w++;
+	}
+	ck_assert_int_ge(ring_drain(fx.ring, sink_cb, &s, SIZE_MAX), 0);
+	ck_assert_uint_eq(s.n, 20000);
+	ck_assert_uint_eq(s.next[1], w);
+	ck_assert_int_eq(s.bad, 0);
+	fx_close(&fx);
+}
+END_TEST
+
+struct prod_arg {
+	struct ring	*ring;
+	uint32_t	 id;
+	uint64_t	 n;
+	uint64_t	 ok;
+};
+
+static void *
+producer_thread(void *p)
+{
+	struct prod_arg *a = p;
+	struct rec_api rec;
+	uint64_t i;
+
+	for (i = 0; i < a->n; i++) {
+		make_api(&rec, a->id, a->ok);
+		if (ring_write(a->ring, &rec) == 0)
+			a->ok++;
+	}
+	return NULL;
+}
+
+struct cons_arg {
+	struct ring	*ring;
+	struct sink	 s;
+	uint64_t	 want;
+	atomic_int	 stop;
+};
+
+static void *
+consumer_thread(void *p)
+{
+	struct cons_arg *c = p;
+
+	while (c->s.n < c->want && !atomic_load(&c->stop)) {
+		if (ring_drain(c->ring, sink_cb, &c->s, 4096) == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* Several threads write while one consumer drains: every record arrives,
+ * each producer's records in order, none dropped. */
+START_TEST(test_multi_producer)
+{
+	enum { NP = 4, PER = 100000 };
+	struct fixture fx;
+	struct prod_arg pa[NP];
+	struct cons_arg ca;
+	pthread_t pt[NP], ct;
+	struct ring_stats st;
+	int i;
+
+	/* Big enough for everything: zero loss even if the consumer stalls
+	 * on this 2-core machine. */
+	fx_open(&fx, 32u << 20);
+	memset(&ca, 0, sizeof ca);
+	ca.ring = fx.ring;
+	ca.want = (uint64_t)NP * PER;
+	ck_assert_int_eq(pthread_create(&ct, NULL, consumer_thread, &ca), 0);
+	for (i = 0; i < NP; i++) {
+		pa[i] = (struct prod_arg){ fx.ring, (uint32_t)i + 1, PER, 0 };
+		ck_assert_int_eq(pthread_create(&pt[i], NULL, producer_thread,
+		    &pa[i]), 0);
+	}
+	for (i = 0; i < NP; i++)
+		pthread_join(pt[i], NULL);
+	pthread_join(ct, NULL);
+	ck_assert_int_ge(ring_drain(fx.ring, sink_cb, &ca.s, SIZE_MAX), 0);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(st.drops, 0);
+	ck_assert_uint_eq(ca.s.n, (uint64_t)NP * PER);
+	ck_assert_int_eq(ca.s.bad, 0);
+	for (i = 0; i < NP; i++) {
+		ck_assert_uint_eq(pa[i].ok, PER);
+		ck_assert_uint_eq(ca.s.next[i + 1], PER);
+	}
+	fx_close(&fx);
+}
+END_TEST
+
+/* Producers smaller than the load: drops are exact, nothing else lost. */
+START_TEST(test_multi_producer_drops)
+{
+	enum { NP = 3, PER = 100000 };
+	struct fixture fx;
+	struct prod_arg pa[NP];
+	struct cons_arg ca;
+	pthread_t pt[NP], ct;
+	struct ring_stats st;
+	uint64_t ok = 0;
+	int i;
+
+	fx_open(&fx, 16384);
+	memset(&ca, 0, sizeof ca);
+	ca.ring = fx.ring;
+	ca.want = UINT64_MAX;
+	ck_assert_int_eq(pthread_create(&ct, NULL, consumer_thread, &ca), 0);
+	for (i = 0; i < NP; i++) {
+		pa[i] = (struct prod_arg){ fx.ring, (uint32_t)i + 1, PER, 0 };
+		pthread_create(&pt[i], NULL, producer_thread, &pa[i]);
+	}
+	for (i = 0; i < NP; i++) {
+		pthread_join(pt[i], NULL);
+		ok += pa[i].ok;
+	}
+	atomic_store(&ca.stop, 1);
+	pthread_join(ct, NULL);
+	ck_assert_int_ge(ring_drain(fx.ring, sink_cb, &ca.s, SIZE_MAX), 0);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(ca.s.n, ok);
+	ck_assert_uint_eq(st.drops, (uint64_t)NP * PER - ok);
+	ck_assert_uint_eq(st.drop_bytes, st.drops * sizeof(struct rec_api));
+	ck_assert_int_eq(ca.s.bad, 0);
+	fx_close(&fx);
+}
+END_TEST
+
+/* A forked child maps the ring from the fd and writes through the shared
+ * mapping, alongside a thread of the parent. */
+START_TEST(test_fork_producer)
+{
+	enum { PER = 100000 };
+	struct fixture fx;
+	struct cons_arg ca;
+	struct prod_arg pa;
+	pthread_t ct, pt;
+	struct ring_stats st;
+	int status;
+	pid_t pid;
+
+	fx_open(&fx, 16u << 20);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ring *cr;
+		struct prod_arg cpa;
+
+		if (ring_map(fx.fd, &cr) != 0)
+			_exit(2);
+		cpa = (struct prod_arg){ cr, 2, PER, 0 };
+		producer_thread(&cpa);
+		ring_unmap(cr);
+		_exit(cpa.ok == PER ? 0 : 1);
+	}
+	memset(&ca, 0, sizeof ca);
+	ca.ring = fx.ring;
+	ca.want = 2 * PER;
+	pthread_create(&ct, NULL, consumer_thread, &ca);
+	pa = (struct prod_arg){ fx.ring, 1, PER, 0 };
+	pthread_create(&pt, NULL, producer_thread, &pa);
+	pthread_join(pt, NULL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pthread_join(ct, NULL);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(ca.s.n, 2 * PER);
+	ck_assert_uint_eq(ca.s.next[1], PER);
+	ck_assert_uint_eq(ca.s.next[2], PER);
+	ck_assert_uint_eq(st.drops, 0);
+	ck_assert_int_eq(ca.s.bad, 0);
+	fx_close(&fx);
+}
+END_TEST
+
+START_TEST(test_full_exact_drops)
+{
+	struct fixture fx;
+	struct rec_kernel k;
+	struct ring_stats st;
+	uint64_t got = 0;
+	void *p;
+	int i;
+
+	fx_open(&fx, 4096);
+	REC_INIT(&k, REC_KERNEL, 0);
+	/* 64-byte records fill the ring exactly, without padding. */
+	for (i = 0; i < 64; i++)
+		ck_assert_int_eq(ring_write(fx.ring, &k), 0);
+	for (i = 0; i < 100; i++)
+		ck_assert_int_eq(ring_write(fx.ring, &k), -ENOSPC);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(st.drops, 100);
+	ck_assert_uint_eq(st.drop_bytes, 6400);
+	ck_assert_uint_eq(st.pending, 4096);
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX), 64);
+	ck_assert_uint_eq(got, 64);
+	/* Space again. */
+	ck_assert_int_eq(ring_write(fx.ring, &k), 0);
+	/* Too large for this ring: refused and counted; malformed: refused. */
+	ck_assert_int_eq(ring_reserve(fx.ring, 2048, &p), -EMSGSIZE);
+	ck_assert_int_eq(ring_reserve(fx.ring, 12, &p), -EINVAL);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(st.drops, 101);
+	fx_close(&fx);
+}
+END_TEST
+
+/* The consumer stops at an uncommitted record and resumes once committed;
+ * the drain limit is respected. */
+START_TEST(test_uncommitted_and_max)
+{
+	struct fixture fx;
+	struct rec_api rec;
+	uint64_t got = 0;
+	void *p;
+	int i;
+
+	fx_open(&fx, 4096);
+	make_api(&rec, 1, 0);
+	ck_assert_int_eq(ring_reserve(fx.ring, sizeof rec, &p), 0);
+	ck_assert_int_eq(ring_write(fx.ring, &rec), 0);
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX), 0);
+	memcpy((char *)p + 8, (char *)&rec + 8, sizeof rec - 8);
+	ring_commit(p, &rec.hdr);
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX), 2);
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(ring_write(fx.ring, &rec), 0);
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, 3), 3);
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX), 7);
+	ck_assert_uint_eq(got, 12);
+	fx_close(&fx);
+}
+END_TEST
+
+START_TEST(test_wake)
+{
+	struct fixture fx;
+	struct rec_api rec;
+	uint64_t got = 0;
+	int i, wakes = 0;
+
+	fx_open(&fx, 65536);
+	make_api(&rec, 1, 0);
+	ck_assert_int_eq(ring_write(fx.ring, &rec), 0);
+	ck_assert(!ring_needs_wake(fx.ring));	/* not armed */
+	ring_arm_wake(fx.ring, 0);
+	ck_assert(ring_needs_wake(fx.ring));
+	ck_assert(!ring_needs_wake(fx.ring));	/* once per arming */
+	ring_drain(fx.ring, count_cb, &got, SIZE_MAX);
+	ring_arm_wake(fx.ring, 32768);
+	for (i = 0; i < 1000; i++) {
+		ring_write(fx.ring, &rec);
+		wakes += ring_needs_wake(fx.ring);
+		if (i + 1 < 32768 / (int)sizeof rec)
+			ck_assert_int_eq(wakes, 0);
+	}
+	ck_assert_int_eq(wakes, 1);
+	fx_close(&fx);
+}
+END_TEST
+
+/* A producer that rewrites the tail cannot move the consumer. */
+START_TEST(test_hostile_tail)
+{
+	struct fixture fx;
+	struct rec_api rec;
+	struct sink s;
+	int i;
+
+	memset(&s, 0, sizeof s);
+	fx_open(&fx, 4096);
+	for (i = 0; i < 10; i++) {
+		make_api(&rec, 1, (uint64_t)i);
+		ck_assert_int_eq(ring_write(fx.ring, &rec), 0);
+	}
+	*raw64(&fx, RING_OFF_TAIL) = 123456789;
+	ck_assert_int_eq(ring_drain(fx.ring, sink_cb, &s, SIZE_MAX), 10);
+	ck_assert_int_eq(s.bad, 0);
+	fx_close(&fx);
+}
+END_TEST
+
+/* A head beyond one capacity of the tail marks the ring corrupt. */
+START_TEST(test_hostile_head)
+{
+	struct fixture fx;
+	struct ring_stats st;
+	uint64_t got = 0;
+
+	fx_open(&fx, 4096);
+	*raw64(&fx, RING_OFF_HEAD) = 1ull << 40;
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX),
+	    -EBADMSG);
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX),
+	    -EBADMSG);
+	ring_get_stats(fx.ring, &st);
+	ck_assert(st.corrupt);
+	ck_assert_uint_eq(got, 0);
+	fx_close(&fx);
+}
+END_TEST
+
+/* Well-framed but invalid records are skipped and counted; a bad size
+ * resynchronises at the head; later good records still arrive. */
+START_TEST(test_hostile_records)
+{
+	struct fixture fx;
+	struct rec_api rec;
+	struct ring_stats st;
+	uint64_t got = 0;
+	uint8_t *data;
+
+	fx_open(&fx, 4096);
+	data = fx.raw + RING_HDR_SIZE;
+	make_api(&rec, 1, 0);
+	ring_write(fx.ring, &rec);		/* good */
+	rec.start = 5;				/* end < start */
+	rec.end = 1;
+	ring_write(fx.ring, &rec);
+	make_api(&rec, 1, 1);
+	rec.hdr.type = 20;			/* unknown type */
+	ring_write(fx.ring, &rec);
+	make_api(&rec, 1, 1);
+	ring_write(fx.ring, &rec);		/* good */
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX), 2);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(st.rejects, 2);
+	ck_assert_uint_eq(st.reject_bytes, 2 * sizeof rec);
+
+	/* A size running past the head. */
+	ring_write(fx.ring, &rec);
+	ring_write(fx.ring, &rec);
+	((struct rec_hdr *)(void *)(data + 4 * sizeof rec))->size = 4000;
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX), 0);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(st.resyncs, 1);
+	ck_assert_uint_eq(st.pending, 0);
+	/* And the ring works on. */
+	ring_write(fx.ring, &rec);
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX), 1);
+	ck_assert_uint_eq(got, 3);
+	fx_close(&fx);
+}
+END_TEST
+
+/* Random bytes over the whole mapping, header included, again and again:
+ * the consumer never crashes, never delivers an invalid record, and every
+ * drain ends. */
+START_TEST(test_garbage)
+{
+	struct fixture fx;
+	struct ring_stats st;
+	uint64_t got = 0, i, j, k;
+	unsigned seed = 42;
+	int rc;
+
+	for (k = 0; k < 200; k++) {
+		fx_open(&fx, 4096);
+		for (i = 0; i < fx.rawlen / 4; i++)
+			((uint32_t *)(void *)fx.raw)[i] =
+			    (uint32_t)rand_r(&seed) * 2654435761u;
+		if (k % 2 == 0) {
+			/* Plausible counters, garbage records. */
+			*raw64(&fx, RING_OFF_TAIL) = 0;
+			*raw64(&fx, RING_OFF_HEAD) = (uint64_t)rand_r(&seed) %
+			    4097;
+			for (j = 0; j < 4096; j += 8)
+				if (rand_r(&seed) % 3 == 0)
+					*raw64(&fx, RING_HDR_SIZE + j) =
+					    (uint64_t)(rand_r(&seed) % 42) |
+					    (uint64_t)((rand_r(&seed) % 16) * 8)
+					    << 16;
+		}
+		for (j = 0; j < 100; j++) {
+			rc = ring_drain(fx.ring, count_cb, &got, SIZE_MAX);
+			if (rc < 0)
+				break;
+			/* The hostile producer keeps moving the head. */
+			*raw64(&fx, RING_OFF_HEAD) += (uint64_t)rand_r(&seed)
+			    % 8192;
+		}
+		ring_get_stats(fx.ring, &st);
+		ck_assert_uint_eq(st.records, got);
+		got = 0;
+		/* Producer calls on a scribbled header stay in bounds too. */
+		{
+			struct rec_api rec;
+
+			make_api(&rec, 1, 0);
+			for (j = 0; j < 100; j++)
+				rc = ring_write(fx.ring, &rec);
+			(void)ring_needs_wake(fx.ring);
+		}
+		fx_close(&fx);
+	}
+}
+END_TEST
+
+static Suite *
+ring_suite(void)
+{
+	Suite *s = suite_create("ring");
+	TCase *tc = tcase_create("ring");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_create_map);
+	tcase_add_test(tc, test_map_bad_capacity);
+	tcase_add_test(tc, test_single_producer);
+	tcase_add_test(tc, test_wrap_padding);
+	tcase_add_test(tc, test_multi_producer);
+	tcase_add_test(tc, test_multi_producer_drops);
+	tcase_add_test(tc, test_fork_producer);
+	tcase_add_test(tc, test_full_exact_drops);
+	tcase_add_test(tc, test_uncommitted_and_max);
+	tcase_add_test(tc, test_wake);
+	tcase_add_test(tc, test_hostile_tail);
+	tcase_add_test(tc, test_hostile_head);
+	tcase_add_test(tc, test_hostile_records);
+	tcase_add_test(tc, test_garbage);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(ring_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,800 @@
+/* Unit tests for the trace writer and reader. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "trace.h"
+
+static const struct trace_kv test_kv[] = {
+	{ "kinds", "api,kernel" },
+	{ "duration", "10s" },
+	{ "empty", "" },
+};
+
+static struct rec_clock_sync test_clock;
+
+static struct trace_header
+test_header(void)
+{
+	struct trace_header h;
+
+	REC_INIT(&test_clock, REC_CLOCK_SYNC, 0);
+	test_clock.host_ref_ns = 1700000000000000000ull;
+	test_clock.device_ref_ns = 42;
+	test_clock.drift = 1e-6;
+	test_clock.device = 3;
+	memset(&h, 0, sizeof h);
+	h.created_ns = 1700000000123456789ull;
+	h.session_id = 77;
+	h.hostname = "node-1";
+	h.producer = "msptid test";
+	h.config = test_kv;
+	h.nconfig = 3;
+	h.clocks = &test_clock;
+	h.nclocks = 1;
+	return h;
+}
+
+static int
+memfd(void)
+{
+	int fd = memfd_create("trace", MFD_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+/* A memfd holding the first len bytes of buf, positioned at 0. */
+static int
+memfd_with(const void *buf, size_t len)
+{
+	int fd = memfd();
+
+	ck_assert_int_eq(write(fd, buf, len), (ssize_t)len);
+	return fd;
+}
+
+/* The whole content of fd. */
+static uint8_t *
+slurp(int fd, size_t *lenp)
+{
+	struct stat sb;
+	uint8_t *buf;
+
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	buf = malloc((size_t)sb.st_size + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pread(fd, buf, (size_t)sb.st_size, 0), sb.st_size);
+	*lenp = (size_t)sb.st_size;
+	return buf;
+}
+
+static void
+make_api(struct rec_api *r, uint32_t pid, uint64_t i, uint32_t name)
+{
+	REC_INIT(r, REC_API, 0);
+	r->start = 1700000000000000000ull + i * 1000;
+	r->end = r->start + 500 + i % 17;
+	r->correlation_id = i + 1;
+	r->pid = pid;
+	r->tid = pid + (uint32_t)(i % 4);
+	r->name_id = name;
+	r->kind = 3;
+}
+
+/* Writes n API records (pids alternate 100/200) and returns the fd. */
+static int
+write_trace(uint64_t n, struct trace_writer_stats *st)
+{
+	struct trace_header h = test_header();
+	struct trace_writer *w;
+	struct trace_footer f;
+	struct rec_api r;
+	uint32_t names[4];
+	uint64_t i, bad = 0;
+	int fd = memfd();
+
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &w), 0);
+	ck_assert_int_eq(trace_writer_intern(w, "aclrtLaunchKernel", 17,
+	    &names[0]), 0);
+	ck_assert_int_eq(trace_writer_intern(w, "aclrtMemcpy", 11, &names[1]),
+	    0);
+	ck_assert_int_eq(trace_writer_intern(w, "HcclAllReduce", 13,
+	    &names[2]), 0);
+	ck_assert_int_eq(trace_writer_intern(w, "aclrtMemcpy", 11, &names[3]),
+	    0);
+	ck_assert_uint_eq(names[1], names[3]);
+	/* No ck_assert in loops this long: Check logs every call. */
+	for (i = 0; i < n; i++) {
+		make_api(&r, i & 1 ? 200 : 100, i, names[i % 3]);
+		bad += trace_writer_add(w, &r) != 0;
+	}
+	ck_assert_uint_eq(bad, 0);
+	memset(&f, 0, sizeof f);
+	f.end_ns = 1700000001000000000ull;
+	f.losses[LOSS_AGENT_RING] = 5;
+	f.losses[LOSS_DEVICE_CHANNEL] = 2;
+	ck_assert_int_eq(trace_writer_close(w, &f, st), 0);
+	return fd;
+}
+
+struct readout {
+	uint64_t	records;
+	uint64_t	api;
+	uint64_t	per_pid[2];
+	uint64_t	strings;
+	uint64_t	invalid;
+	int		errors;
+	struct trace_reader_stats st;
+};
+
+/* Reads everything, going on past corrupt chunks. */
+static int
+read_all(int fd, struct readout *o)
+{
+	struct trace_reader *r;
+	const struct rec_hdr *h;
+	int rc, guard = 0;
+
+	memset(o, 0, sizeof(*o));
+	if ((rc = trace_reader_open_fd(fd, &r)) != 0)
+		return rc;
+	for (;;) {
+		rc = trace_reader_next(r, &h);
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			o->errors++;
+			ck_assert_str_ne(trace_reader_error(r), "");
+			ck_assert_int_lt(++guard, 1000);
+			continue;
+		}
+		o->records++;
+		if (record_validate(h, h->size) != 0)
+			o->invalid++;
+		if (h->type == REC_STRING_DEF)
+			o->strings++;
+		if (h->type == REC_API) {
+			const struct rec_api *a = (const void *)h;
+
+			o->api++;
+			o->per_pid[a->pid == 200]++;
+			if (trace_reader_string(r, a->name_id) == NULL)
+				o->invalid++;
+		}
+	}
+	ck_assert_uint_eq(o->invalid, 0);
+	trace_reader_get_stats(r, &o->st);
+	trace_reader_close(r);
+	return 0;
+}
+
+START_TEST(test_crc32c)
+{
+	ck_assert_uint_eq(trace_crc32c(0, "123456789", 9), 0xE3069283u);
+	ck_assert_uint_eq(trace_crc32c(trace_crc32c(0, "1234", 4),
+	    "56789", 5), 0xE3069283u);
+	ck_assert_uint_eq(trace_crc32c(0, "", 0), 0);
+}
+END_TEST
+
+START_TEST(test_header_round_trip)
+{
+	struct trace_writer *w;
+	struct trace_reader *r;
+	const struct trace_header *h;
+	const struct rec_hdr *rec;
+	struct trace_header in = test_header();
+	struct trace_writer_stats st;
+	int fd = memfd();
+
+	ck_assert_int_eq(trace_writer_open(fd, &in, 3, &w), 0);
+	ck_assert_int_eq(trace_writer_close(w, NULL, &st), 0);
+	ck_assert_uint_eq(st.records, 0);
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	h = trace_reader_header(r);
+	ck_assert_uint_eq(h->created_ns, in.created_ns);
+	ck_assert_uint_eq(h->session_id, 77);
+	ck_assert_str_eq(h->hostname, "node-1");
+	ck_assert_str_eq(h->producer, "msptid test");
+	ck_assert_uint_eq(h->nconfig, 3);
+	ck_assert_str_eq(h->config[0].key, "kinds");
+	ck_assert_str_eq(h->config[0].value, "api,kernel");
+	ck_assert_str_eq(h->config[2].key, "empty");
+	ck_assert_str_eq(h->config[2].value, "");
+	ck_assert_uint_eq(h->nclocks, 1);
+	ck_assert_int_eq(memcmp(&h->clocks[0], &test_clock, sizeof test_clock),
+	    0);
+	ck_assert_ptr_nonnull(trace_reader_footer(r));
+	ck_assert_int_eq(trace_reader_next(r, &rec), 0);
+	ck_assert_str_eq(trace_reader_string(r, 0), "");
+	ck_assert_ptr_null(trace_reader_string(r, 1));
+	trace_reader_close(r);
+	close(fd);
+}
+END_TEST
+
+/* One record of every type, written and read back byte for byte. */
+START_TEST(test_all_types_round_trip)
+{
+	struct trace_header in = test_header();
+	struct trace_writer *w;
+	struct trace_reader *r;
+	const struct rec_hdr *h;
+	const struct trace_footer *f;
+	uint64_t recs[REC_TYPE_MAX][10];
+	unsigned types[REC_TYPE_MAX], nt = 0, i = 0, t;
+	uint32_t id;
+	int fd = memfd();
+
+	memset(recs, 0, sizeof recs);
+	for (t = 1; t < REC_TYPE_MAX; t++) {
+		struct rec_hdr *rh = (void *)recs[t];
+
+		if (record_size(t) == 0)
+			continue;
+		rec_hdr_set(rh, t, record_size(t), 0);
+		/* Minimal fixes to make each record valid. */
+		switch (t) {
+		case REC_API: ((struct rec_api *)rh)->kind = 3; break;
+		case REC_MARKER: ((struct rec_marker *)rh)->flag = 1; break;
+		case REC_EXTERNAL_CORRELATION:
+			((struct rec_external_correlation *)rh)->external_kind = 1;
+			break;
+		case REC_COUNTER: ((struct rec_counter *)rh)->track_id = 1; break;
+		case REC_PROCESS:
+			((struct rec_process *)rh)->rank = -1;
+			((struct rec_process *)rh)->local_rank = -1;
+			((struct rec_process *)rh)->world_size = -1;
+			break;
+		case REC_SESSION:
+			rh->aux = SESSION_EV_STOP;
+			((struct rec_session *)rh)->session_id = 9;
+			break;
+		}
+		ck_assert_msg(record_validate(rh, rh->size) == 0, "type %u", t);
+		types[nt++] = t;
+	}
+	ck_assert_int_eq(trace_writer_open(fd, &in, 0, &w), 0);
+	ck_assert_int_eq(trace_writer_intern(w, "npu.util", 8, &id), 0);
+	ck_assert_uint_eq(id, 1);
+	for (i = 0; i < nt; i++)
+		ck_assert_int_eq(trace_writer_add(w, recs[types[i]]), 0);
+	/* PAD and invalid records are refused. */
+	{
+		uint64_t pad[2] = { REC_PAD | 16u << 16, 0 };
+		struct rec_api bad;
+
+		ck_assert_int_eq(trace_writer_add(w, pad), -EBADMSG);
+		REC_INIT(&bad, REC_API, 0);
+		ck_assert_int_eq(trace_writer_add(w, &bad), -EBADMSG);
+	}
+	ck_assert_int_eq(trace_writer_close(w, NULL, NULL), 0);
+
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	ck_assert_int_eq(trace_reader_next(r, &h), 1);
+	ck_assert_uint_eq(h->type, REC_STRING_DEF);
+	ck_assert_str_eq(trace_reader_string(r, 1), "npu.util");
+	for (i = 0; i < nt; i++) {
+		ck_assert_int_eq(trace_reader_next(r, &h), 1);
+		ck_assert_uint_eq(h->type, types[i]);
+		ck_assert_int_eq(memcmp(h, recs[types[i]], h->size), 0);
+	}
+	ck_assert_int_eq(trace_reader_next(r, &h), 0);
+	f = trace_reader_footer(r);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(f->records, nt + 1);
+	for (i = 0; i < nt; i++)
+		ck_assert_uint_eq(f->counts[types[i]], 1);
+	ck_assert_uint_eq(f->counts[REC_STRING_DEF], 1);
+	trace_reader_close(r);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_million)
+{
+	struct trace_writer_stats ws;
+	struct trace_reader *r;
+	const struct trace_footer *f;
+	const struct trace_index_entry *ix;
+	struct readout o;
+	uint64_t sum = 0;
+	size_t n, i;
+	int fd;
+
+	fd = write_trace(1000000, &ws);
+	ck_assert_uint_eq(ws.records, 1000003);
+	ck_assert_uint_eq(ws.lost, 0);
+	ck_assert_uint_gt(ws.chunks, 10);
+	ck_assert_int_eq(read_all(fd, &o), 0);
+	ck_assert_uint_eq(o.records, 1000003);
+	ck_assert_uint_eq(o.api, 1000000);
+	ck_assert_uint_eq(o.per_pid[0], 500000);
+	ck_assert_uint_eq(o.per_pid[1], 500000);
+	ck_assert_uint_eq(o.strings, 3);
+	ck_assert_int_eq(o.errors, 0);
+	ck_assert(!o.st.truncated);
+	ck_assert_uint_eq(o.st.chunks, ws.chunks);
+
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	f = trace_reader_footer(r);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(f->records, 1000003);
+	ck_assert_uint_eq(f->counts[REC_API], 1000000);
+	ck_assert_uint_eq(f->counts[REC_STRING_DEF], 3);
+	ck_assert_uint_eq(f->losses[LOSS_AGENT_RING], 5);
+	ck_assert_uint_eq(f->losses[LOSS_DEVICE_CHANNEL], 2);
+	ck_assert_uint_eq(f->losses[LOSS_DISK], 0);
+	ck_assert_uint_eq(f->end_ns, 1700000001000000000ull);
+	ix = trace_reader_index(r, &n);
+	ck_assert_uint_eq(n, ws.chunks);
+	for (i = 0; i < n; i++) {
+		sum += ix[i].records;
+		ck_assert_uint_le(ix[i].first_ts, ix[i].last_ts);
+		if (i > 0)
+			ck_assert_uint_gt(ix[i].offset, ix[i - 1].offset);
+	}
+	ck_assert_uint_eq(sum, 1000003);
+	trace_reader_close(r);
+	close(fd);
+}
+END_TEST
+
+/* Cut the file at every chunk boundary, inside every chunk header and
+ * payload, and inside the footer: every cut reads up to its last complete
+ * chunk and says truncated. */
+START_TEST(test_truncated)
+{
+	struct trace_writer_stats ws;
+	struct trace_reader *r;
+	const struct trace_index_entry *ix;
+	struct readout o;
+	uint8_t *buf;
+	size_t len, n, i, c;
+	uint64_t before, cuts[3], foot;
+	int fd, cfd;
+
+	fd = write_trace(150000, &ws);
+	buf = slurp(fd, &len);
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	ix = trace_reader_index(r, &n);
+	ck_assert_uint_ge(n, 5);
+	before = 0;
+	for (i = 0; i <= n; i++) {
+		uint64_t start = i < n ? ix[i].offset : 0;
+
+		if (i == n) {
+			/* Cuts in the footer and trailer. */
+			foot = ix[n - 1].offset + 48;
+			while (memcmp(buf + foot, TRACE_FOOTER_MAGIC, 8) != 0)
+				foot++;
+			cuts[0] = foot;
+			cuts[1] = foot + 30;
+			cuts[2] = len - 1;
+		} else {
+			cuts[0] = start;
+			cuts[1] = start + 20;
+			cuts[2] = (i + 1 < n ? ix[i + 1].offset : start + 100)
+			    - 10;
+		}
+		for (c = 0; c < 3; c++) {
+			cfd = memfd_with(buf, cuts[c]);
+			ck_assert_int_eq(read_all(cfd, &o), 0);
+			ck_assert_msg(o.records == before,
+			    "cut at %llu: %llu records, expected %llu",
+			    (unsigned long long)cuts[c],
+			    (unsigned long long)o.records,
+			    (unsigned long long)before);
+			/* A cut in the trailer leaves the footer whole. */
+			ck_assert(o.st.truncated || (i == n && c == 2));
+			ck_assert_int_eq(o.errors, 0);
+			close(cfd);
+		}
+		if (i < n)
+			before += ix[i].records;
+	}
+	ck_assert_uint_eq(before, ws.records);
+	/* Cuts inside the file header: not a readable trace. */
+	for (c = 0; c < 200; c += 13) {
+		struct trace_reader *r2;
+
+		cfd = memfd_with(buf, c);
+		ck_assert_int_lt(trace_reader_open_fd(cfd, &r2), 0);
+		close(cfd);
+	}
+	trace_reader_close(r);
+	free(buf);
+	close(fd);
+}
+END_TEST
+
+/* Flipped bytes in a payload, a chunk header, the footer or the file
+ * header are all detected; the other chunks stay readable. */
+START_TEST(test_corrupt)
+{
+	struct trace_writer_stats ws;
+	struct trace_reader *r;
+	const struct trace_index_entry *ix;
+	struct readout o;
+	uint8_t *buf;
+	size_t len, n;
+	uint64_t k_records, k_off, k2_off, k2_records;
+	int fd, cfd;
+
+	fd = write_trace(150000, &ws);
+	buf = slurp(fd, &len);
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	ix = trace_reader_index(r, &n);
+	k_off = ix[2].offset;
+	k_records = ix[2].records;
+	k2_off = ix[3].offset;
+	k2_records = ix[3].records;
+	trace_reader_close(r);
+
+	/* Payload byte. */
+	buf[k_off + 48 + 100] ^= 0x40;
+	cfd = memfd_with(buf, len);
+	ck_assert_int_eq(read_all(cfd, &o), 0);
+	ck_assert_int_eq(o.errors, 1);
+	ck_assert_uint_eq(o.st.corrupt_chunks, 1);
+	ck_assert_uint_eq(o.records, ws.records - k_records);
+	ck_assert(!o.st.truncated);
+	close(cfd);
+	buf[k_off + 48 + 100] ^= 0x40;
+
+	/* Chunk header (size field): the reader scans to the next chunk. */
+	buf[k_off + 17] ^= 0x01;
+	cfd = memfd_with(buf, len);
+	ck_assert_int_eq(read_all(cfd, &o), 0);
+	ck_assert_int_eq(o.errors, 1);
+	ck_assert_uint_eq(o.records, ws.records - k_records);
+	close(cfd);
+	buf[k_off + 17] ^= 0x01;
+
+	/* Two neighbouring chunks. */
+	buf[k_off + 60] ^= 0xFF;
+	buf[k2_off + 60] ^= 0xFF;
+	cfd = memfd_with(buf, len);
+	ck_assert_int_eq(read_all(cfd, &o), 0);
+	ck_assert_int_eq(o.errors, 2);
+	ck_assert_uint_eq(o.records, ws.records - k_records - k2_records);
+	close(cfd);
+	buf[k_off + 60] ^= 0xFF;
+	buf[k2_off + 60] ^= 0xFF;
+
+	/* Footer: no footer at open, an error at the end of the stream. */
+	buf[len - 40] ^= 0x01;
+	cfd = memfd_with(buf, len);
+	ck_assert_int_eq(trace_reader_open_fd(cfd, &r), 0);
+	ck_assert_ptr_null(trace_reader_footer(r));
+	trace_reader_close(r);
+	ck_assert_int_eq(read_all(cfd, &o), 0);
+	ck_assert_int_eq(o.errors, 1);
+	ck_assert_uint_eq(o.records, ws.records);
+	close(cfd);
+	buf[len - 40] ^= 0x01;
+
+	/* File header. */
+	buf[30] ^= 0x01;
+	cfd = memfd_with(buf, len);
+	ck_assert_int_eq(read_all(cfd, &o), -EBADMSG);
+	close(cfd);
+	buf[30] ^= 0x01;
+	buf[8] = 2;	/* version */
+	cfd = memfd_with(buf, len);
+	ck_assert_int_eq(read_all(cfd, &o), -EPROTO);
+	close(cfd);
+	free(buf);
+	close(fd);
+}
+END_TEST
+
+/* Strings defined all along the file: losing a chunk loses its
+ * definitions, not those of the chunks after it. */
+START_TEST(test_corrupt_strings)
+{
+	struct trace_header h = test_header();
+	struct trace_writer *w;
+	struct trace_reader *r;
+	const struct trace_index_entry *ix;
+	const struct rec_hdr *rec;
+	struct rec_kernel k;
+	uint8_t *buf;
+	size_t len, n;
+	uint64_t i, got = 0, named = 0, bad = 0;
+	uint32_t id;
+	char s[32];
+	int fd = memfd(), cfd, rc;
+
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &w), 0);
+	for (i = 0; i < 100000; i++) {
+		snprintf(s, sizeof s, "k%llu", (unsigned long long)(i / 100));
+		bad += trace_writer_intern(w, s, strlen(s), &id) != 0;
+		REC_INIT(&k, REC_KERNEL, 0);
+		k.name_id = id;
+		bad += trace_writer_add(w, &k) != 0;
+	}
+	ck_assert_int_eq(trace_writer_close(w, NULL, NULL), 0);
+	ck_assert_uint_eq(bad, 0);
+	buf = slurp(fd, &len);
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	ix = trace_reader_index(r, &n);
+	ck_assert_uint_ge(n, 4);
+	buf[ix[1].offset + 48 + 64] ^= 0x20;
+	trace_reader_close(r);
+
+	cfd = memfd_with(buf, len);
+	ck_assert_int_eq(trace_reader_open_fd(cfd, &r), 0);
+	while ((rc = trace_reader_next(r, &rec)) != 0) {
+		if (rc < 0)
+			continue;
+		if (rec->type != REC_KERNEL)
+			continue;
+		got++;
+		if (trace_reader_string(r,
+		    ((const struct rec_kernel *)(const void *)rec)->name_id))
+			named++;
+	}
+	/* Every kernel after the lost chunk has its name, except those
+	 * whose name was defined in the lost chunk. */
+	ck_assert_uint_lt(got, 100000);
+	ck_assert_uint_gt(got, 100000 / n);
+	ck_assert_uint_ge(named + 100, got);
+	ck_assert_uint_lt(named, got + 1);
+	{
+		struct trace_reader_stats st;
+
+		trace_reader_get_stats(r, &st);
+		ck_assert_uint_eq(st.corrupt_chunks, 1);
+		ck_assert_uint_eq(st.chunks, n - 1);
+	}
+	trace_reader_close(r);
+	close(cfd);
+	free(buf);
+	close(fd);
+}
+END_TEST
+
+/* Writer to a pipe, reader from a pipe: streaming both ways. */
+START_TEST(test_pipe)
+{
+	struct readout o;
+	int p[2], status;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct trace_header h = test_header();
+		struct trace_writer *w;
+		struct rec_api a;
+		uint64_t i;
+
+		close(p[0]);
+		if (trace_writer_open(p[1], &h, 0, &w) != 0)
+			_exit(1);
+		for (i = 0; i < 100000; i++) {
+			make_api(&a, 100, i, 0);
+			if (trace_writer_add(w, &a) != 0)
+				_exit(2);
+		}
+		_exit(trace_writer_close(w, NULL, NULL) != 0 ? 3 : 0);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read_all(p[0], &o), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_uint_eq(o.records, 100000);
+	ck_assert(!o.st.truncated);
+	close(p[0]);
+}
+END_TEST
+
+START_TEST(test_dev_full)
+{
+	struct trace_header h = test_header();
+	struct trace_writer *w;
+	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+
+	if (fd == -1)
+		return;
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &w), -ENOSPC);
+	ck_assert_ptr_null(w);
+	ck_assert_str_eq(trace_strerror(-ENOSPC),
+	    "no space left on device (trace incomplete)");
+	close(fd);
+}
+END_TEST
+
+/* Writes until the file system refuses, then checks the error, the loss
+ * count and that the file reads back with what was written. */
+static void
+fill_until_error(int fd, int expect)
+{
+	struct trace_header h = test_header();
+	struct trace_writer *w;
+	struct trace_writer_stats st;
+	struct trace_footer f;
+	struct readout o;
+	struct rec_api a;
+	uint64_t i, added = 0, extra = 0;
+	int rc = 0, err = 0;
+
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &w), 0);
+	for (i = 0; i < 3000000 && extra < 1000; i++) {
+		/* Poorly compressible, so that the limit is reached. */
+		make_api(&a, 100, i, 0);
+		a.correlation_id = i * 0x9E3779B97F4A7C15ull;
+		a.tid = (uint32_t)(a.correlation_id >> 32);
+		a.end = a.start + (a.correlation_id >> 40);
+		rc = trace_writer_add(w, &a);
+		added++;
+		if (rc != 0) {
+			if (err == 0)
+				err = rc;
+			extra++;
+		}
+	}
+	ck_assert_int_eq(err, expect);
+	memset(&f, 0, sizeof f);
+	rc = trace_writer_close(w, &f, &st);
+	ck_assert_int_eq(rc, expect);
+	ck_assert_uint_gt(st.lost, 0);
+	ck_assert_uint_eq(st.records + st.lost, added);
+	ck_assert_int_eq(read_all(fd, &o), 0);
+	ck_assert_uint_eq(o.records, st.records);
+	ck_assert_int_eq(o.errors, 0);
+	/* The footer fit: the loss is in the file. */
+	if (!o.st.truncated) {
+		struct trace_reader *r;
+
+		ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+		ck_assert_uint_eq(trace_reader_footer(r)->losses[LOSS_DISK],
+		    st.lost);
+		trace_reader_close(r);
+	}
+}
+
+START_TEST(test_file_size_limit)
+{
+	struct rlimit rl = { 3u << 20, 3u << 20 }, old;
+	int fd = memfd();
+
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	fill_until_error(fd, -EFBIG);
+	setrlimit(RLIMIT_FSIZE, &old);
+	close(fd);
+}
+END_TEST
+
+/* A real full file system: a small tmpfs in a private mount namespace,
+ * when we may mount (root); otherwise nothing to do here. */
+START_TEST(test_tmpfs_full)
+{
+	char dir[] = "/tmp/check_trace.XXXXXX", path[64];
+	int fd;
+
+	if (geteuid() != 0 || mkdtemp(dir) == NULL)
+		return;
+	if (unshare(CLONE_NEWNS) != 0 ||
+	    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("tmpfs", dir, "tmpfs", 0, "size=2m") != 0) {
+		rmdir(dir);
+		return;
+	}
+	snprintf(path, sizeof path, "%s/t.trace", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	fill_until_error(fd, -ENOSPC);
+	close(fd);
+	umount(dir);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_misuse)
+{
+	struct trace_header h = test_header();
+	struct trace_writer *w;
+	struct trace_reader *r;
+	int fd = memfd();
+
+	ck_assert_int_eq(write(fd, "x", 1), 1);
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &w), -EINVAL);
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), -EPROTO);
+	ck_assert_int_eq(trace_reader_open("/nonexistent/x", &r), -ENOENT);
+	close(fd);
+}
+END_TEST
+
+/* Many distinct strings: ids are dense and the reader resolves each. */
+START_TEST(test_many_strings)
+{
+	struct trace_header h = test_header();
+	struct trace_writer *w;
+	struct trace_reader *r;
+	const struct rec_hdr *rec;
+	char s[32];
+	uint32_t id, i, bad = 0;
+	int fd = memfd(), n;
+
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &w), 0);
+	for (i = 0; i < 50000; i++) {
+		n = snprintf(s, sizeof s, "kernel_%u", i);
+		bad += trace_writer_intern(w, s, (size_t)n, &id) != 0 ||
+		    id != i + 1;
+	}
+	for (i = 0; i < 50000; i += 7) {
+		n = snprintf(s, sizeof s, "kernel_%u", i);
+		bad += trace_writer_intern(w, s, (size_t)n, &id) != 0 ||
+		    id != i + 1;
+	}
+	ck_assert_uint_eq(bad, 0);
+	ck_assert_int_eq(trace_writer_intern(w, "", 0, &id), 0);
+	ck_assert_uint_eq(id, 0);
+	ck_assert_int_eq(trace_writer_close(w, NULL, NULL), 0);
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	while (trace_reader_next(r, &rec) == 1)
+		;
+	for (i = 0; i < 50000; i += 999) {
+		snprintf(s, sizeof s, "kernel_%u", i);
+		ck_assert_str_eq(trace_reader_string(r, i + 1), s);
+	}
+	ck_assert_ptr_null(trace_reader_string(r, 50001));
+	trace_reader_close(r);
+	close(fd);
+}
+END_TEST
+
+static Suite *
+trace_suite(void)
+{
+	Suite *s = suite_create("trace");
+	TCase *tc = tcase_create("trace");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_crc32c);
+	tcase_add_test(tc, test_header_round_trip);
+	tcase_add_test(tc, test_all_types_round_trip);
+	tcase_add_test(tc, test_million);
+	tcase_add_test(tc, test_truncated);
+	tcase_add_test(tc, test_corrupt);
+	tcase_add_test(tc, test_corrupt_strings);
+	tcase_add_test(tc, test_pipe);
+	tcase_add_test(tc, test_dev_full);
+	tcase_add_test(tc, test_file_size_limit);
+	tcase_add_test(tc, test_tmpfs_full);
+	tcase_add_test(tc, test_misuse);
+	tcase_add_test(tc, test_many_strings);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(trace_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
