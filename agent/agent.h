@@ -33,4 +33,14 @@ void		register_after_fork_child(void);
 void		register_note_device(uint32_t device);
 uint64_t	register_agent_id(void);
 
+/* session.c: capture for a daemon session (registration thread only). */
+int		session_start(uint64_t id, uint32_t kinds, char **domains_off,
+		    size_t ndomains_off, int ringfd, int *wakefdp,
+		    const char **why);
+int		session_update(uint64_t id, uint32_t kinds, char **domains_off,
+		    size_t ndomains_off);
+int		session_stop(uint64_t id, bool flush);
+uint64_t	session_current(void);
+void		session_after_fork_child(void);
+
 #endif

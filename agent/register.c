@@ -79,6 +79,7 @@ void
 register_after_fork_child(void)
 {
 	pthread_mutex_init(&reg.lock, NULL);
+	session_after_fork_child();
 	if (reg.sock >= 0)
 		close(reg.sock);
 	if (reg.ino >= 0)
@@ -290,6 +291,80 @@ register_send_update(int sock)
 	return frame_send(sock, MSPTI__MSG_TYPE__MSG_AGENT_UPDATE, &u.base, -1);
 }
 
+static void
+register_ack(int sock, uint64_t id, Mspti__CaptureOp op, int code,
+    const char *why, int fd)
+{
+	Mspti__CaptureAck ack = MSPTI__CAPTURE_ACK__INIT;
+
+	ack.session_id = id;
+	ack.op = op;
+	ack.code = code;
+	ack.message = (char *)(why ? why : "");
+	(void)frame_send(sock, MSPTI__MSG_TYPE__MSG_CAPTURE_ACK, &ack.base, fd);
+}
+
+/*
+ * Handles one daemon-initiated message; returns false when the connection
+ * should end.  fd is a descriptor that came with it (or -1), which this
+ * takes.
+ */
+static bool
+register_handle(const struct frame_hdr *h, ProtobufCMessage *msg, int fd)
+{
+	const char *why = NULL;
+	int wakefd = -1, rc;
+
+	switch (h->type) {
+	case MSPTI__MSG_TYPE__MSG_START_CAPTURE: {
+		Mspti__StartCapture *m = (Mspti__StartCapture *)msg;
+
+		if (fd < 0) {
+			register_ack(reg.sock, m->session_id,
+			    MSPTI__CAPTURE_OP__CAPTURE_START, 1,
+			    "StartCapture without a ring", -1);
+			return true;
+		}
+		rc = session_start(m->session_id, m->kinds, m->domains_off,
+		    m->n_domains_off, fd, &wakefd, &why);
+		register_ack(reg.sock, m->session_id,
+		    MSPTI__CAPTURE_OP__CAPTURE_START, rc == 0 ? 0 : 1, why,
+		    wakefd);
+		if (wakefd >= 0)
+			close(wakefd);
+		return true;
+	}
+	case MSPTI__MSG_TYPE__MSG_UPDATE_CAPTURE: {
+		Mspti__UpdateCapture *m = (Mspti__UpdateCapture *)msg;
+
+		rc = session_update(m->session_id, m->kinds, m->domains_off,
+		    m->n_domains_off);
+		register_ack(reg.sock, m->session_id,
+		    MSPTI__CAPTURE_OP__CAPTURE_UPDATE, rc == 0 ? 0 : 1,
+		    rc == 0 ? NULL : "no such session here", -1);
+		break;
+	}
+	case MSPTI__MSG_TYPE__MSG_STOP_CAPTURE: {
+		Mspti__StopCapture *m = (Mspti__StopCapture *)msg;
+
+		rc = session_stop(m->session_id, true);
+		register_ack(reg.sock, m->session_id,
+		    MSPTI__CAPTURE_OP__CAPTURE_STOP, rc == 0 ? 0 : 1,
+		    rc == 0 ? NULL : "no such session here", -1);
+		break;
+	}
+	case MSPTI__MSG_TYPE__MSG_ERROR:
+		break;
+	default:
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	if (fd >= 0)
+		close(fd);
+	return true;
+}
+
 /* Serves a registered connection until the daemon goes away. */
 static void
 register_serve(void)
@@ -298,7 +373,8 @@ register_serve(void)
 	struct frame_hdr h;
 	ProtobufCMessage *msg;
 	uint64_t v;
-	int rc;
+	bool go_on;
+	int rc, fd;
 
 	for (;;) {
 		if (atomic_load(&reg.devices) != reg.sent_devices &&
@@ -317,18 +393,20 @@ register_serve(void)
 			(void)!read(reg.wakefd, &v, sizeof(v));
 		if (pf[0].revents == 0)
 			continue;
-		rc = frame_recv(reg.sock, REG_IO_TIMEOUT_MS, &h, &msg, NULL);
+		fd = -1;
+		rc = frame_recv(reg.sock, REG_IO_TIMEOUT_MS, &h, &msg, &fd);
 		if (rc != 0) {
 			log_debug("daemon connection: %s", frame_strerror(rc));
 			break;
 		}
-		/* No daemon-initiated messages are defined yet besides
-		 * Error; anything unexpected ends the connection. */
 		log_debug("daemon sent %s", msg_name(h.type));
+		go_on = register_handle(&h, msg, fd);
 		protobuf_c_message_free_unpacked(msg, NULL);
-		if (h.type != MSPTI__MSG_TYPE__MSG_ERROR)
+		if (!go_on)
 			break;
 	}
+	/* The daemon is gone (or misbehaved): stop capturing silently. */
+	session_stop(0, false);
 	register_close();
 }
 

@@ -34,12 +34,44 @@ int	client_connect(struct client *);
 int	client_request(struct client *, uint16_t type,
 	    const ProtobufCMessage *req, uint16_t reply_type,
 	    ProtobufCMessage **reply);
+/* As client_request, with a descriptor passed along (fd >= 0) and a reply
+ * timeout in ms (-1: wait as long as it takes). */
+int	client_request_fd(struct client *, uint16_t type,
+	    const ProtobufCMessage *req, int fd, uint16_t reply_type,
+	    ProtobufCMessage **reply, int timeout_ms);
 void	client_usage_error(const struct cmd_entry *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 const char *client_user(uint32_t uid, char *buf, size_t len);
 
+/* cmd-sessions.c: shared by the session verbs. */
+void	client_print_session(const struct client *, const Mspti__SessionInfo *);
+void	client_print_acks(const struct client *, Mspti__TargetAck **, size_t);
+void	client_json_session(const Mspti__SessionInfo *);
+void	client_json_acks(Mspti__TargetAck **, size_t);
+int	client_parse_session(const struct cmd_entry *, const char *arg,
+	    uint64_t *id);
+int	client_parse_pids(const char *arg, uint32_t **pids, size_t *n);
+/* Splits "+a,-b,c" into on (a, c) and off (b) lists; 0 or -1. */
+int	client_split_signed(const char *arg, char ***on, size_t *non,
+	    char ***off, size_t *noff);
+
 /* cmd-*.c */
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_list_entry;
+extern const struct cmd_entry cmd_report_entry;
+extern const struct cmd_entry cmd_export_entry;
+
+/* cmd-report.c: loads argv[optind..] into an analysis and runs it. */
+struct analysis;
+struct analysis_opts;
+struct analysis	*client_analyse(const struct cmd_entry *,
+	    const struct analysis_opts *, int argc, char **argv);
+extern const struct cmd_entry cmd_start_entry;
+extern const struct cmd_entry cmd_stop_entry;
+extern const struct cmd_entry cmd_retarget_entry;
+extern const struct cmd_entry cmd_sessions_entry;
+extern const struct cmd_entry cmd_wait_entry;
+extern const struct cmd_entry cmd_snapshot_entry;
+extern const struct cmd_entry cmd_metrics_entry;
 
 #endif

@@ -19,6 +19,15 @@
 static const struct cmd_entry *cmd_table[] = {
 	&cmd_status_entry,
 	&cmd_list_entry,
+	&cmd_report_entry,
+	&cmd_export_entry,
+	&cmd_start_entry,
+	&cmd_stop_entry,
+	&cmd_retarget_entry,
+	&cmd_sessions_entry,
+	&cmd_wait_entry,
+	&cmd_snapshot_entry,
+	&cmd_metrics_entry,
 };
 
 static void
@@ -77,18 +86,26 @@ int
 client_request(struct client *c, uint16_t type, const ProtobufCMessage *req,
     uint16_t reply_type, ProtobufCMessage **reply)
 {
+	return client_request_fd(c, type, req, -1, reply_type, reply,
+	    CLIENT_TIMEOUT_MS);
+}
+
+int
+client_request_fd(struct client *c, uint16_t type, const ProtobufCMessage *req,
+    int fd, uint16_t reply_type, ProtobufCMessage **reply, int timeout_ms)
+{
 	struct frame_hdr h;
 	ProtobufCMessage *msg;
 	int rc;
 
 	if (c->sock < 0 && (rc = client_connect(c)) != EXIT_OK)
 		return rc;
-	if ((rc = frame_send(c->sock, type, req, -1)) != 0) {
+	if ((rc = frame_send(c->sock, type, req, fd)) != 0) {
 		fprintf(stderr, "msptictl: cannot send %s: %s\n", msg_name(type),
 		    frame_strerror(rc));
 		return EXIT_FAIL;
 	}
-	if ((rc = frame_recv(c->sock, CLIENT_TIMEOUT_MS, &h, &msg, NULL)) != 0) {
+	if ((rc = frame_recv(c->sock, timeout_ms, &h, &msg, NULL)) != 0) {
 		fprintf(stderr, "msptictl: no reply from msptid: %s\n",
 		    frame_strerror(rc));
 		return EXIT_FAIL;

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "msptid.h"
+#include "metrics.h"
 
 struct dispatch_entry {
 	dispatch_fn	handler;
@@ -22,6 +23,14 @@ static const struct dispatch_entry dispatch_table[MSG_TYPE_MAX] = {
 	[T(MSG_AGENT_UPDATE)] =	{ registry_update, PEER_AGENT },
 	[T(MSG_STATUS_REQ)] =	{ ctl_status, PEER_CTL },
 	[T(MSG_LIST_REQ)] =	{ ctl_list, PEER_CTL },
+	[T(MSG_START_SESSION)] = { session_start_req, PEER_CTL },
+	[T(MSG_STOP_SESSION)] =	{ session_stop_req, PEER_CTL },
+	[T(MSG_RETARGET_SESSION)] = { session_retarget_req, PEER_CTL },
+	[T(MSG_SESSIONS_REQ)] =	{ session_list_req, PEER_CTL },
+	[T(MSG_WAIT_SESSION)] =	{ session_wait_req, PEER_CTL },
+	[T(MSG_SNAPSHOT_SESSION)] = { session_snapshot_req, PEER_CTL },
+	[T(MSG_CAPTURE_ACK)] =	{ session_capture_ack, PEER_AGENT },
+	[T(MSG_METRICS_REQ)] =	{ metrics_request, PEER_CTL },
 };
 
 int

@@ -19,6 +19,13 @@
 
 #include "frame.h"
 
+#ifndef TAILQ_FOREACH_SAFE
+#define TAILQ_FOREACH_SAFE(var, head, field, tvar)			\
+	for ((var) = TAILQ_FIRST((head));				\
+	    (var) && ((tvar) = TAILQ_NEXT((var), field), 1);		\
+	    (var) = (tvar))
+#endif
+
 #define MSPTID_VERSION		PACKAGE_VERSION
 #define MSPTID_PROTOCOL		FRAME_VERSION
 
@@ -29,6 +36,11 @@
 
 struct daemon;
 struct peer;
+struct ring;
+struct trace_writer;
+struct sess_acks;
+struct devcol;		/* devcol.h */
+struct metrics;		/* metrics.h */
 
 /* Which socket a peer came from; a message type lists who may send it. */
 enum peer_kind {
@@ -92,6 +104,100 @@ struct peer {
 TAILQ_HEAD(peer_list, peer);
 TAILQ_HEAD(agent_list, agent);
 
+enum sess_state {
+	SESS_STARTING,
+	SESS_ACTIVE,
+	SESS_STOPPING,
+	SESS_FINALIZED,
+	SESS_FAILED,
+};
+
+enum sess_agent_state {
+	SA_STARTING,	/* StartCapture sent, no ack yet */
+	SA_ACTIVE,	/* capturing into its ring */
+	SA_STOPPING,	/* StopCapture sent */
+	SA_DONE,	/* left the capture; its records are in */
+	SA_FAILED,	/* never started */
+};
+
+/* One agent's part in one session: the ring the daemon created for it. */
+struct sess_agent {
+	TAILQ_ENTRY(sess_agent)	 entry;
+	struct session		*s;
+	struct agent		*agent;		/* NULL once it disconnected */
+	pid_t			 pid;
+	uid_t			 uid;
+	int32_t			 rank;
+	uint64_t		 agent_id;
+	enum sess_agent_state	 state;
+	bool			 pending;	/* an ack someone waits for */
+	bool			 corrupt;
+	char			*error;
+	struct ring		*ring;
+	size_t			 wake_threshold;
+	int			 evfd;		/* the agent's wake eventfd */
+	struct event		*ev;
+	uint32_t		*strmap;	/* producer id -> trace id */
+	char			**strs;		/* producer id -> string */
+	uint64_t		 records;
+	uint64_t		 rejects;	/* ours, beyond ring_drain's */
+	uint64_t		 ring_rejects;
+	uint64_t		 ring_drops;
+	/* Ring mode: the flight recorder, a circular buffer of records. */
+	uint8_t			*fr;
+	size_t			 frcap, frstart, frlen;
+	uint64_t		 fr_evicted;
+};
+TAILQ_HEAD(sess_agent_list, sess_agent);
+
+struct session {
+	TAILQ_ENTRY(session)	 entry;
+	struct daemon		*d;
+	uint64_t		 id;
+	enum sess_state		 state;
+	struct peer_cred	 owner;
+	/* Selector. */
+	char			*target_text;
+	char			*job_id;
+	int32_t			*ranks;
+	size_t			 nranks;
+	bool			 all;
+	bool			 elastic;	/* new matching agents join */
+	/* Config. */
+	uint32_t		 kinds;
+	char			**domains_off;
+	size_t			 ndomains_off;
+	uint64_t		 duration_ns;
+	uint32_t		 steps_max;
+	char			*step_name;
+	size_t			 buffer_size;
+	size_t			 ring_size;
+	bool			 ring_mode;
+	uint64_t		 max_size;
+	/* Output. */
+	int			 outfd;
+	char			*output;	/* display name from the CLI */
+	struct trace_writer	*w;
+	/* Progress. */
+	struct sess_agent_list	 agents;
+	uint64_t		 start_ns, end_ns;
+	uint64_t		 records, flushed_records, bytes;
+	uint64_t		 old_rejects, old_drops, disk_lost;
+	uint64_t		 ticks;
+	uint32_t		 steps_seen;
+	const char		*stop_reason;	/* static string */
+	char			*error;
+	/* Requests waiting on the session. */
+	struct peer		*reply_peer;	/* start or retarget reply */
+	uint16_t		 reply_type;
+	struct sess_acks	*pending_acks;
+	unsigned		 npending;
+	struct peer		**waiters;	/* stop and wait */
+	size_t			 nwaiters;
+	struct event		*drain_tv, *ack_tv, *dur_tv;
+};
+TAILQ_HEAD(session_list, session);
+
 struct daemon {
 	struct event_base	*base;
 	char			*rundir;
@@ -106,11 +212,15 @@ struct daemon {
 	uint64_t		 start_mono;
 	struct peer_list	 peers;
 	struct agent_list	 agents;
+	struct session_list	 sessions;
+	uint64_t		 next_session_id;
 	unsigned		 nagents;
 	unsigned		 nsessions;
 	uint64_t		 next_agent_id;
 	uint64_t		 frames_rejected;
 	uint64_t		 peers_dropped;
+	struct devcol		*devcol;	/* device channels */
+	struct metrics		*metrics;	/* metric sampling */
 	int			 exit_code;
 };
 
@@ -148,6 +258,23 @@ struct agent	*registry_find_pid(struct daemon *, pid_t);
 int		 ctl_status(struct peer *, const ProtobufCMessage *);
 int		 ctl_list(struct peer *, const ProtobufCMessage *);
 bool		 ctl_may_act_on(const struct peer_cred *caller, uid_t owner);
+
+/* session.c */
+int		 session_start_req(struct peer *, const ProtobufCMessage *);
+int		 session_stop_req(struct peer *, const ProtobufCMessage *);
+int		 session_retarget_req(struct peer *, const ProtobufCMessage *);
+int		 session_list_req(struct peer *, const ProtobufCMessage *);
+int		 session_wait_req(struct peer *, const ProtobufCMessage *);
+int		 session_snapshot_req(struct peer *, const ProtobufCMessage *);
+int		 session_capture_ack(struct peer *, const ProtobufCMessage *);
+int		 session_agent_registered(struct daemon *, struct agent *);
+void		 session_agent_gone(struct daemon *, struct agent *);
+void		 session_peer_gone(struct daemon *, struct peer *);
+void		 session_stop(struct session *, const char *reason);
+void		 session_fail(struct session *, int err, const char *what);
+void		 session_free(struct session *);
+void		 session_gc(struct daemon *);
+void		 session_shutdown(struct daemon *);
 
 /* sd.c: every use of libsystemd lives there. */
 void		 sd_ready(const char *status);

@@ -97,6 +97,8 @@ peer_free(struct peer *p)
 		return;
 	if (p->agent != NULL)
 		registry_remove(p->d, p->agent);
+	if (p->kind == PEER_CTL)
+		session_peer_gone(p->d, p);
 	if (p->rev != NULL) {
 		event_free(p->rev);
 		TAILQ_REMOVE(&p->d->peers, p, entry);

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "util.h"
 #include "msptid.h"
+#include "metrics.h"
 
 #define REG_MAX_STR	4096
 #define REG_MAX_DEVICES	64
@@ -110,11 +111,15 @@ registry_hello(struct peer *p, const ProtobufCMessage *m)
 	    (unsigned long long)a->id, (long)a->cred.pid,
 	    (unsigned long)a->cred.uid, a->job_id, a->rank, a->exe);
 	sd_status("%u agents, %u sessions", d->nagents, d->nsessions);
+	metrics_sync_agents(d->metrics, d);
 
 	welcome.agent_id = a->id;
 	welcome.daemon_version = (char *)MSPTID_VERSION;
 	welcome.protocol = MSPTID_PROTOCOL;
-	return peer_send(p, MSPTI__MSG_TYPE__MSG_WELCOME, &welcome.base, -1);
+	if (peer_send(p, MSPTI__MSG_TYPE__MSG_WELCOME, &welcome.base, -1) != 0)
+		return -1;
+	/* A session following this agent's job takes it (elastic restart). */
+	return session_agent_registered(d, a);
 nomem:
 	registry_agent_free(a);
 	peer_drop(p, "out of memory");
@@ -143,6 +148,7 @@ registry_update(struct peer *p, const ProtobufCMessage *m)
 	free(a->devices);
 	a->devices = devs;
 	a->ndevices = u->n_devices;
+	metrics_sync_agents(p->d->metrics, p->d);
 	return 0;
 }
 
@@ -152,11 +158,13 @@ registry_remove(struct daemon *d, struct agent *a)
 {
 	log_info("agent %llu (pid %ld) gone", (unsigned long long)a->id,
 	    (long)a->cred.pid);
+	session_agent_gone(d, a);
 	TAILQ_REMOVE(&d->agents, a, entry);
 	d->nagents--;
 	a->peer->agent = NULL;
 	registry_agent_free(a);
 	sd_status("%u agents, %u sessions", d->nagents, d->nsessions);
+	metrics_sync_agents(d->metrics, d);
 }
 
 struct agent *

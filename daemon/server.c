@@ -19,6 +19,8 @@
 #include "log.h"
 #include "util.h"
 #include "msptid.h"
+#include "devcol.h"
+#include "metrics.h"
 
 struct daemon *
 server_create(const char *rundir)
@@ -33,11 +35,21 @@ server_create(const char *rundir)
 	}
 	d->lockfd = d->agent_lfd = d->ctl_lfd = -1;
 	d->next_agent_id = 1;
+	d->next_session_id = 1;
+	TAILQ_INIT(&d->sessions);
 	d->start_ns = util_realtime_ns();
 	d->start_mono = util_monotonic_ns();
 	TAILQ_INIT(&d->peers);
 	TAILQ_INIT(&d->agents);
 	if ((d->base = event_base_new()) == NULL) {
+		free(d->rundir);
+		free(d);
+		return NULL;
+	}
+	if ((d->devcol = devcol_new(d->base)) == NULL ||
+	    (d->metrics = metrics_new(d->base)) == NULL) {
+		devcol_free(d->devcol);
+		event_base_free(d->base);
 		free(d->rundir);
 		free(d);
 		return NULL;
@@ -213,6 +225,7 @@ server_shutdown(struct daemon *d)
 	struct peer *p;
 
 	sd_stopping();
+	session_shutdown(d);
 	while ((p = TAILQ_FIRST(&d->peers)) != NULL)
 		peer_free(p);
 	if (!d->activated) {
@@ -245,6 +258,10 @@ server_free(struct daemon *d)
 		close(d->ctl_lfd);
 	if (d->lockfd >= 0)
 		close(d->lockfd);
+	metrics_free(d->metrics);
+	d->metrics = NULL;
+	devcol_free(d->devcol);
+	d->devcol = NULL;
 	event_base_free(d->base);
 	free(d->rundir);
 	free(d);

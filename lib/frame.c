@@ -25,6 +25,22 @@ const struct msg_desc msg_table[MSG_TYPE_MAX] = {
 	MSG(MSG_STATUS_REP, "StatusReply", mspti__status_reply__descriptor, 64 * 1024),
 	MSG(MSG_LIST_REQ, "ListRequest", mspti__list_request__descriptor, 256),
 	MSG(MSG_LIST_REP, "ListReply", mspti__list_reply__descriptor, FRAME_MAX_LEN),
+	MSG(MSG_METRICS_REQ, "MetricsRequest", mspti__metrics_request__descriptor, 256),
+	MSG(MSG_METRICS_REP, "MetricsReply", mspti__metrics_reply__descriptor, FRAME_MAX_LEN),
+	MSG(MSG_START_SESSION, "StartSession", mspti__start_session__descriptor, 64 * 1024),
+	MSG(MSG_START_SESSION_REP, "StartSessionReply", mspti__start_session_reply__descriptor, FRAME_MAX_LEN),
+	MSG(MSG_STOP_SESSION, "StopSession", mspti__stop_session__descriptor, 256),
+	MSG(MSG_SESSION_INFO, "SessionInfo", mspti__session_info__descriptor, FRAME_MAX_LEN),
+	MSG(MSG_RETARGET_SESSION, "RetargetSession", mspti__retarget_session__descriptor, 64 * 1024),
+	MSG(MSG_RETARGET_REP, "RetargetReply", mspti__retarget_reply__descriptor, FRAME_MAX_LEN),
+	MSG(MSG_SESSIONS_REQ, "SessionsRequest", mspti__sessions_request__descriptor, 256),
+	MSG(MSG_SESSIONS_REP, "SessionsReply", mspti__sessions_reply__descriptor, FRAME_MAX_LEN),
+	MSG(MSG_WAIT_SESSION, "WaitSession", mspti__wait_session__descriptor, 256),
+	MSG(MSG_SNAPSHOT_SESSION, "SnapshotSession", mspti__snapshot_session__descriptor, 8192),
+	MSG(MSG_START_CAPTURE, "StartCapture", mspti__start_capture__descriptor, 64 * 1024),
+	MSG(MSG_UPDATE_CAPTURE, "UpdateCapture", mspti__update_capture__descriptor, 64 * 1024),
+	MSG(MSG_STOP_CAPTURE, "StopCapture", mspti__stop_capture__descriptor, 256),
+	MSG(MSG_CAPTURE_ACK, "CaptureAck", mspti__capture_ack__descriptor, 4096),
 };
 
 const char *

@@ -32,7 +32,13 @@ sim_shm_open_map(const char *name, size_t *sizep, int *created)
 	*created = 0;
 	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd != -1) {
-		if (ftruncate(fd, (off_t)*sizep) == -1) {
+		/*
+		 * A device is node-wide, as /dev/davinci* is: processes of
+		 * any user may run on it and the daemon reads its channel.
+		 * fchmod, because the creation mode is cut by the umask.
+		 */
+		if (fchmod(fd, 0666) == -1 ||
+		    ftruncate(fd, (off_t)*sizep) == -1) {
 			close(fd);
 			shm_unlink(name);
 			return (NULL);

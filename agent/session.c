@@ -1,0 +1,477 @@
+/*
+ * The agent's side of a daemon session: the sink that encodes activity
+ * records into the session's shared-memory ring, and the start, update and
+ * stop steps the registration thread runs when msptid asks.
+ *
+ * Hot path (session_sink, any application thread): no lock, no allocation,
+ * no syscall except the rare eventfd write that wakes the daemon when the
+ * ring is past its wake threshold.  Strings are interned per producer by
+ * pointer (records carry api_intern'ed pointers) in a fixed open-addressing
+ * table; the id of a string is its slot + 1 and its STRING_DEF is written
+ * into the ring before the first record that uses it.
+ *
+ * Lifetime: only the registration thread starts and stops a session.  Stop
+ * clears the sink and the session kinds, marks the session inactive, then
+ * waits for threads still inside the sink (the 'inflight' counter, read
+ * with seq_cst after 'active' is cleared) before it unmaps the ring.  One
+ * session at a time per process.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include "log.h"
+#include "record.h"
+#include "ring.h"
+#include "api.h"
+#include "agent.h"
+
+#define SESS_STRINGS		4096	/* interned strings per ring */
+#define SESS_STRING_KEEP	400	/* longest string sent */
+#define SESS_MAX_DOMAINS_OFF	32
+
+struct sess_string {
+	const char *_Atomic	key;
+	_Atomic int		defined;
+};
+
+struct agent_session {
+	uint64_t		 id;
+	struct ring		*ring;
+	int			 wakefd;
+	_Atomic bool		 active;
+	_Atomic uint64_t	 inflight;
+	uint32_t		 pid;
+	_Atomic uint64_t	 wakes;
+	/* Marker domains switched off; NULL-terminated, replaced whole. */
+	_Atomic(char **)	 domains_off;
+	struct sess_string	 strings[SESS_STRINGS];
+};
+
+static struct agent_session *cur;	/* registration thread only */
+
+/* Interns s into this ring's string namespace; 0 when it cannot. */
+static uint32_t
+session_string(struct agent_session *s, const char *str)
+{
+	char buf[sizeof(struct rec_string_def) + SESS_STRING_KEEP + 16]
+	    __attribute__((aligned(8)));
+	uintptr_t h;
+	size_t i, n, len;
+
+	if (str == NULL || *str == '\0')
+		return 0;
+	h = (uintptr_t)str;
+	h ^= h >> 17;
+	h *= 0x9e3779b97f4a7c15ull;
+	i = (h >> 20) & (SESS_STRINGS - 1);
+	for (n = 0; n < 64; n++, i = (i + 1) & (SESS_STRINGS - 1)) {
+		struct sess_string *e = &s->strings[i];
+		const char *k = atomic_load_explicit(&e->key,
+		    memory_order_acquire);
+
+		if (k == NULL) {
+			const char *expect = NULL;
+
+			if (!atomic_compare_exchange_strong(&e->key, &expect,
+			    str) && expect != str)
+				continue;
+		} else if (k != str)
+			continue;
+		if (!atomic_load_explicit(&e->defined, memory_order_acquire)) {
+			/* A racing thread may define it too: the same id and
+			 * bytes twice is harmless. */
+			len = strnlen(str, SESS_STRING_KEEP);
+			if (record_string_def_encode(buf, sizeof(buf),
+			    (uint32_t)i + 1, str, len) == 0 ||
+			    ring_write(s->ring, buf) != 0)
+				return 0;
+			atomic_store_explicit(&e->defined, 1,
+			    memory_order_release);
+		}
+		return (uint32_t)i + 1;
+	}
+	return 0;
+}
+
+static bool
+session_domain_off(struct agent_session *s, const char *domain)
+{
+	char **off = atomic_load_explicit(&s->domains_off, memory_order_acquire);
+
+	if (off == NULL || domain == NULL)
+		return false;
+	for (; *off != NULL; off++)
+		if (strcmp(*off, domain) == 0)
+			return true;
+	return false;
+}
+
+/* Encodes one activity record into a ring record; returns its size or 0. */
+static size_t
+session_encode(struct agent_session *s, const msptiActivity *a, void *out)
+{
+	switch (a->kind) {
+	case MSPTI_ACTIVITY_KIND_API:
+	case MSPTI_ACTIVITY_KIND_ACL_API:
+	case MSPTI_ACTIVITY_KIND_NODE_API:
+	case MSPTI_ACTIVITY_KIND_RUNTIME_API: {
+		const msptiActivityApi *x = (const void *)a;
+		struct rec_api *r = out;
+
+		REC_INIT(r, REC_API, 0);
+		r->start = x->start;
+		r->end = x->end;
+		r->correlation_id = x->correlationId;
+		r->pid = x->pt.processId;
+		r->tid = x->pt.threadId;
+		r->name_id = session_string(s, x->name);
+		r->kind = (uint16_t)a->kind;
+		return sizeof(*r);
+	}
+	case MSPTI_ACTIVITY_KIND_KERNEL: {
+		const msptiActivityKernel *x = (const void *)a;
+		struct rec_kernel *r = out;
+
+		REC_INIT(r, REC_KERNEL, 0);
+		r->start = x->start;
+		r->end = x->end;
+		r->correlation_id = x->correlationId;
+		r->pid = s->pid;
+		r->device = x->ds.deviceId;
+		r->stream = x->ds.streamId;
+		r->task_id = REC_NONE;
+		r->name_id = session_string(s, x->name);
+		r->type_id = session_string(s, x->type);
+		return sizeof(*r);
+	}
+	case MSPTI_ACTIVITY_KIND_MEMCPY: {
+		const msptiActivityMemcpy *x = (const void *)a;
+		struct rec_memcpy *r = out;
+
+		REC_INIT(r, REC_MEMCPY, x->isAsync ? REC_F_ASYNC : 0);
+		r->start = x->start;
+		r->end = x->end;
+		r->correlation_id = x->correlationId;
+		r->bytes = x->bytes;
+		r->pid = s->pid;
+		r->device = x->deviceId;
+		r->stream = x->streamId;
+		r->task_id = REC_NONE;
+		r->copy_kind = x->copyKind <= 5 ? x->copyKind : 0;
+		return sizeof(*r);
+	}
+	case MSPTI_ACTIVITY_KIND_MEMSET: {
+		const msptiActivityMemset *x = (const void *)a;
+		struct rec_memset *r = out;
+
+		REC_INIT(r, REC_MEMSET, x->isAsync ? REC_F_ASYNC : 0);
+		r->start = x->start;
+		r->end = x->end;
+		r->correlation_id = x->correlationId;
+		r->bytes = x->bytes;
+		r->pid = s->pid;
+		r->device = x->deviceId;
+		r->stream = x->streamId;
+		r->task_id = REC_NONE;
+		r->value = x->value;
+		return sizeof(*r);
+	}
+	case MSPTI_ACTIVITY_KIND_MEMORY: {
+		const msptiActivityMemory *x = (const void *)a;
+		struct rec_memory *r = out;
+
+		REC_INIT(r, REC_MEMORY, 0);
+		r->start = x->start;
+		r->end = x->end;
+		r->correlation_id = x->correlationId;
+		r->address = x->address;
+		r->bytes = x->bytes;
+		r->pid = x->processId;
+		r->device = x->deviceId;
+		r->stream = x->streamId;
+		r->op = (uint16_t)(x->memoryOperationType <= 1 ?
+		    x->memoryOperationType : 0);
+		r->mem_kind = (uint16_t)(x->memoryKind <= 1 ? x->memoryKind : 0);
+		return sizeof(*r);
+	}
+	case MSPTI_ACTIVITY_KIND_HCCL: {
+		const msptiActivityHccl *x = (const void *)a;
+		struct rec_hccl *r = out;
+
+		REC_INIT(r, REC_HCCL, 0);
+		r->start = x->start;
+		r->end = x->end;
+		r->bandwidth = x->bandWidth == x->bandWidth ? x->bandWidth : 0;
+		r->pid = s->pid;
+		r->device = x->ds.deviceId;
+		r->stream = x->ds.streamId;
+		r->task_id = REC_NONE;
+		r->name_id = session_string(s, x->name);
+		r->comm_name_id = session_string(s, x->commName);
+		return sizeof(*r);
+	}
+	case MSPTI_ACTIVITY_KIND_COMMUNICATION: {
+		const msptiActivityCommunication *x = (const void *)a;
+		struct rec_communication *r = out;
+
+		REC_INIT(r, REC_COMMUNICATION, 0);
+		r->start = x->start;
+		r->end = x->end;
+		r->correlation_id = x->correlationId;
+		r->count = x->count;
+		r->pid = s->pid;
+		r->device = x->ds.deviceId;
+		r->stream = x->ds.streamId;
+		r->task_id = REC_NONE;
+		r->name_id = session_string(s, x->name);
+		r->comm_name_id = session_string(s, x->commName);
+		r->alg_type_id = session_string(s, x->algType);
+		r->data_type = (uint32_t)x->dataType;
+		return sizeof(*r);
+	}
+	case MSPTI_ACTIVITY_KIND_MARKER: {
+		const msptiActivityMarker *x = (const void *)a;
+		struct rec_marker *r = out;
+
+		if (session_domain_off(s, x->domain))
+			return 0;
+		REC_INIT(r, REC_MARKER, 0);
+		r->timestamp = x->timestamp;
+		r->id = x->id;
+		if (x->sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE) {
+			r->pid = REC_NONE;
+			r->tid = REC_NONE;
+			r->device = x->objectId.ds.deviceId;
+			r->stream = x->objectId.ds.streamId;
+			r->source_kind = 1;
+		} else {
+			r->pid = x->objectId.pt.processId;
+			r->tid = x->objectId.pt.threadId;
+			r->device = REC_NONE;
+			r->stream = REC_NONE;
+		}
+		r->name_id = session_string(s, x->name);
+		r->domain_id = session_string(s, x->domain);
+		r->flag = (uint32_t)x->flag;
+		return sizeof(*r);
+	}
+	case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+		const msptiActivityExternalCorrelation *x = (const void *)a;
+		struct rec_external_correlation *r = out;
+
+		REC_INIT(r, REC_EXTERNAL_CORRELATION, 0);
+		r->external_id = x->externalId;
+		r->correlation_id = x->correlationId;
+		r->external_kind = (uint32_t)x->externalKind;
+		r->pid = s->pid;
+		r->tid = api_tid();
+		return sizeof(*r);
+	}
+	default:
+		return 0;
+	}
+}
+
+/* The session sink: runs on the producing thread, never blocks. */
+static void
+session_sink(const msptiActivity *a, size_t len, void *arg)
+{
+	struct agent_session *s = arg;
+	uint64_t rec[REC_FIXED_MAX / 8];
+	uint64_t one = 1;
+
+	(void)len;
+	atomic_fetch_add(&s->inflight, 1);
+	if (!atomic_load(&s->active))
+		goto out;
+	if (session_encode(s, a, rec) == 0)
+		goto out;
+	ring_write(s->ring, rec);	/* a full ring counts its own drops */
+	if (ring_needs_wake(s->ring)) {
+		atomic_fetch_add_explicit(&s->wakes, 1, memory_order_relaxed);
+		(void)!write(s->wakefd, &one, sizeof(one));
+	}
+out:
+	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
+}
+
+static char **
+session_domains_dup(char **names, size_t n)
+{
+	char **out;
+
+	if (n > SESS_MAX_DOMAINS_OFF)
+		n = SESS_MAX_DOMAINS_OFF;
+	if ((out = calloc(n + 1, sizeof(*out))) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if ((out[i] = strdup(names[i] ? names[i] : "")) == NULL) {
+			out[i] = strdup("");
+			if (out[i] == NULL)
+				break;
+		}
+	return out;
+}
+
+/* The old list is kept until the session ends: a producer may read it. */
+static char **retired_domains[64];
+static size_t nretired;
+
+static void
+session_domains_free(char **off)
+{
+	if (off == NULL)
+		return;
+	for (char **p = off; *p != NULL; p++)
+		free(*p);
+	free(off);
+}
+
+uint64_t
+session_current(void)
+{
+	return cur != NULL ? cur->id : 0;
+}
+
+/*
+ * Starts capturing into the ring in ringfd (which this takes) for session
+ * id.  On success *wakefdp is an eventfd the caller passes to the daemon
+ * (and then closes; we keep our own copy).  Returns 0 or a negative errno
+ * with a reason in why.
+ */
+int
+session_start(uint64_t id, uint32_t kinds, char **domains_off,
+    size_t ndomains_off, int ringfd, int *wakefdp, const char **why)
+{
+	struct agent_session *s;
+	int rc;
+
+	*wakefdp = -1;
+	if (cur != NULL) {
+		close(ringfd);
+		*why = "already capturing for another session";
+		return -EBUSY;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		close(ringfd);
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	s->id = id;
+	s->pid = api_pid();
+	rc = ring_map(ringfd, &s->ring);
+	close(ringfd);
+	if (rc != 0) {
+		*why = "cannot map the ring";
+		free(s);
+		return rc;
+	}
+	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wakefd < 0 || (*wakefdp = dup(s->wakefd)) < 0) {
+		rc = -errno;
+		if (s->wakefd >= 0)
+			close(s->wakefd);
+		ring_unmap(s->ring);
+		free(s);
+		*why = "cannot create an eventfd";
+		return rc;
+	}
+	atomic_store(&s->domains_off, session_domains_dup(domains_off,
+	    ndomains_off));
+	atomic_store(&s->active, true);
+	cur = s;
+	api_session_set_sink(session_sink, s);
+	api_session_set_kinds(kinds);
+	log_debug("session %llu: capturing kinds 0x%x",
+	    (unsigned long long)id, kinds);
+	return 0;
+}
+
+int
+session_update(uint64_t id, uint32_t kinds, char **domains_off,
+    size_t ndomains_off)
+{
+	char **old;
+
+	if (cur == NULL || cur->id != id)
+		return -ENOENT;
+	old = atomic_exchange(&cur->domains_off,
+	    session_domains_dup(domains_off, ndomains_off));
+	if (old != NULL) {
+		if (nretired < sizeof(retired_domains) /
+		    sizeof(retired_domains[0]))
+			retired_domains[nretired++] = old;
+		/* else: leak rather than free under a reader */
+	}
+	api_session_set_kinds(kinds);
+	return 0;
+}
+
+/*
+ * Stops the current session (id 0: whatever is running): device records
+ * already launched are drained into the ring first when flush is set (a
+ * clean stop), then producers are fenced out and the ring is unmapped.
+ */
+int
+session_stop(uint64_t id, bool flush)
+{
+	struct agent_session *s = cur;
+	int spins = 0;
+
+	if (s == NULL || (id != 0 && s->id != id))
+		return -ENOENT;
+	if (flush)
+		devtime_drain();
+	api_session_set_kinds(0);
+	api_session_set_sink(NULL, NULL);
+	atomic_store(&s->active, false);
+	/* Threads already inside the sink finish within a few records; a
+	 * thread that never comes back (stopped by a debugger) must not make
+	 * us unmap under it, so give up and leak after ~2 s. */
+	while (atomic_load(&s->inflight) != 0) {
+		if (++spins > 2000) {
+			cur = NULL;
+			return 0;
+		}
+		if (spins < 100)
+			sched_yield();
+		else
+			usleep(1000);
+	}
+	cur = NULL;
+	ring_unmap(s->ring);
+	close(s->wakefd);
+	session_domains_free(atomic_load(&s->domains_off));
+	for (size_t i = 0; i < nretired; i++)
+		session_domains_free(retired_domains[i]);
+	nretired = 0;
+	log_debug("session %llu: stopped", (unsigned long long)s->id);
+	free(s);
+	return 0;
+}
+
+/*
+ * In a forked child: the parent's session is not ours.  Only this thread
+ * exists, so nothing is inside the sink; drop the mapping quietly.
+ */
+void
+session_after_fork_child(void)
+{
+	struct agent_session *s = cur;
+
+	if (s == NULL)
+		return;
+	api_session_set_kinds(0);
+	api_session_set_sink(NULL, NULL);
+	cur = NULL;
+	ring_unmap(s->ring);
+	close(s->wakefd);
+	free(s);
+}

@@ -1,0 +1,171 @@
+/* msptictl report: analysis tables and advice from trace files. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "client.h"
+
+/* Loads files into a new analysis and runs it; NULL after printing why. */
+struct analysis *
+client_analyse(const struct cmd_entry *e, const struct analysis_opts *o,
+    int argc, char **argv)
+{
+	struct analysis *a;
+	size_t nw;
+	const char *const *w;
+	int ok = 0;
+
+	if ((a = analysis_new(o)) == NULL) {
+		fprintf(stderr, "msptictl %s: out of memory\n", e->name);
+		return NULL;
+	}
+	for (int i = optind; i < argc; i++)
+		if (analysis_add_file(a, argv[i]) == 0)
+			ok++;
+	if (ok == 0 || analysis_run(a) != 0) {
+		fprintf(stderr, "msptictl %s: no readable trace\n", e->name);
+		analysis_free(a);
+		return NULL;
+	}
+	/* Never silently partial: every warning goes to stderr too. */
+	w = analysis_warnings(a, &nw);
+	for (size_t i = 0; i < nw; i++)
+		fprintf(stderr, "msptictl %s: WARNING: %s\n", e->name, w[i]);
+	return a;
+}
+
+static int
+cmd_report_exec(struct client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "csv", no_argument, NULL, 'c' },
+		{ "section", required_argument, NULL, 's' },
+		{ "top", required_argument, NULL, 't' },
+		{ "world-size", required_argument, NULL, 'w' },
+		{ "step-marker", required_argument, NULL, 'm' },
+		{ "align", required_argument, NULL, 'a' },
+		{ "strict", no_argument, NULL, 'S' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct analysis_opts o;
+	struct analysis *a;
+	struct analysis_totals tot;
+	enum table_format fmt = c->json ? TABLE_JSON : TABLE_TEXT;
+	bool want[ANALYSIS_SECTION_MAX], any = false, strict = false;
+	int ch, n = 0;
+
+	analysis_opts_init(&o);
+	memset(want, 0, sizeof(want));
+	/* Files and options may interleave: rescan (optind 0 re-inits
+	 * GNU getopt in its permuting mode) from the verb on. */
+	argc = argc - optind + 1;
+	argv += optind - 1;
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "jcs:t:w:m:a:S", opts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 'j':
+			fmt = TABLE_JSON;
+			break;
+		case 'c':
+			fmt = TABLE_CSV;
+			break;
+		case 's': {
+			char *dup = strdup(optarg), *tok, *save = NULL;
+
+			for (tok = strtok_r(dup, ",", &save); tok != NULL;
+			    tok = strtok_r(NULL, ",", &save)) {
+				int s = analysis_section_from_name(tok);
+
+				if (s < 0) {
+					client_usage_error(&cmd_report_entry,
+					    "unknown section '%s'", tok);
+					free(dup);
+					return EXIT_USAGE;
+				}
+				want[s] = any = true;
+			}
+			free(dup);
+			break;
+		}
+		case 't':
+			o.top_n = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'w':
+			o.world_size = atoi(optarg);
+			break;
+		case 'm':
+			o.step_marker = optarg;
+			break;
+		case 'a':
+			o.align = strcmp(optarg, "always") == 0 ?
+			    ANALYSIS_ALIGN_ALWAYS : strcmp(optarg, "never") ==
+			    0 ? ANALYSIS_ALIGN_NEVER : ANALYSIS_ALIGN_AUTO;
+			break;
+		case 'S':
+			strict = true;
+			break;
+		default:
+			client_usage_error(&cmd_report_entry, "bad option");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		client_usage_error(&cmd_report_entry, "no trace file");
+		return EXIT_USAGE;
+	}
+	if ((a = client_analyse(&cmd_report_entry, &o, argc, argv)) == NULL)
+		return EXIT_FAIL;
+	if (fmt == TABLE_JSON)
+		fputs("{", stdout);
+	for (int s = 0; s < ANALYSIS_SECTION_MAX; s++) {
+		const struct table *t = analysis_table(a, s);
+
+		if ((any && !want[s]) || t == NULL)
+			continue;
+		if (fmt == TABLE_JSON)
+			printf("%s\"%s\":", n ? ",\n" : "",
+			    analysis_section_name(s));
+		else if (fmt == TABLE_CSV)
+			printf("%s# %s\n", n ? "\n" : "",
+			    analysis_section_name(s));
+		else if (n)
+			putchar('\n');
+		table_print(t, fmt, stdout);
+		n++;
+	}
+	if (fmt == TABLE_JSON) {
+		size_t nw;
+		const char *const *w = analysis_warnings(a, &nw);
+
+		printf("%s\"warnings\":[", n ? ",\n" : "");
+		for (size_t i = 0; i < nw; i++) {
+			printf("%s\"", i ? "," : "");
+			for (const char *p = w[i]; *p; p++)
+				if (*p == '"' || *p == '\\')
+					printf("\\%c", *p);
+				else
+					putchar(*p);
+			putchar('"');
+		}
+		puts("]}");
+	}
+	analysis_get_totals(a, &tot);
+	analysis_free(a);
+	return strict && tot.partial ? EXIT_FAIL : EXIT_OK;
+}
+
+const struct cmd_entry cmd_report_entry = {
+	.name = "report",
+	.usage = "FILE... [--json|--csv] [--section LIST] [--top N] "
+	    "[--world-size N] [--step-marker NAME] "
+	    "[--align auto|always|never] [--strict]",
+	.summary = "op/kernel/API/memory/communication/step tables, "
+	    "slow ranks, advice",
+	.exec = cmd_report_exec,
+};

@@ -1,0 +1,112 @@
+/* msptictl retarget: changes the pids, kinds and marker domains of a live
+ * session without restarting it or its targets. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "util.h"
+#include "client.h"
+
+static int
+cmd_retarget_exec(struct client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "add-pid", required_argument, NULL, 'a' },
+		{ "remove-pid", required_argument, NULL, 'r' },
+		{ "kinds", required_argument, NULL, 'k' },
+		{ "domains", required_argument, NULL, 'D' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cmd_entry *e = &cmd_retarget_entry;
+	Mspti__RetargetSession req = MSPTI__RETARGET_SESSION__INIT;
+	Mspti__RetargetReply *rep;
+	ProtobufCMessage *msg;
+	size_t bad = 0;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "a:r:k:D:j", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'a':
+			if (client_parse_pids(optarg, &req.add_pids,
+			    &req.n_add_pids) != 0) {
+				client_usage_error(e, "bad pid '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'r':
+			if (client_parse_pids(optarg, &req.remove_pids,
+			    &req.n_remove_pids) != 0) {
+				client_usage_error(e, "bad pid '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'k':
+			if (client_split_signed(optarg, &req.kinds_on,
+			    &req.n_kinds_on, &req.kinds_off,
+			    &req.n_kinds_off) != 0) {
+				client_usage_error(e, "bad kind list '%s'",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'D':
+			if (client_split_signed(optarg, &req.domains_on,
+			    &req.n_domains_on, &req.domains_off,
+			    &req.n_domains_off) != 0) {
+				client_usage_error(e, "bad domain list '%s'",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			c->json = true;
+			break;
+		default:
+			client_usage_error(e, "bad option");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		client_usage_error(e, "give one SESSION");
+		return EXIT_USAGE;
+	}
+	if (client_parse_session(e, argv[optind], &req.session_id))
+		return EXIT_USAGE;
+	if (req.n_add_pids + req.n_remove_pids + req.n_kinds_on +
+	    req.n_kinds_off + req.n_domains_on + req.n_domains_off == 0) {
+		client_usage_error(e, "nothing to change");
+		return EXIT_USAGE;
+	}
+	rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_RETARGET_SESSION,
+	    &req.base, -1, MSPTI__MSG_TYPE__MSG_RETARGET_REP, &msg, 30000);
+	if (rc != EXIT_OK)
+		return rc;
+	rep = (Mspti__RetargetReply *)msg;
+	for (size_t i = 0; i < rep->n_acks; i++)
+		if (rep->acks[i]->code != 0)
+			bad++;
+	if (c->json) {
+		printf("{\"session\":%llu,\"acks\":",
+		    (unsigned long long)rep->session->session_id);
+		client_json_acks(rep->acks, rep->n_acks);
+		printf("}\n");
+	} else {
+		printf("session %llu retargeted\n",
+		    (unsigned long long)rep->session->session_id);
+		client_print_acks(c, rep->acks, rep->n_acks);
+	}
+	rc = bad == 0 ? EXIT_OK : bad == rep->n_acks ? EXIT_NOTFOUND : EXIT_FAIL;
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return rc;
+}
+
+const struct cmd_entry cmd_retarget_entry = {
+	.name = "retarget",
+	.usage = "[--add-pid N] [--remove-pid N] [--kinds +x,-y] "
+	    "[--domains +a,-b] [--json] SESSION",
+	.summary = "change the pids, kinds or marker domains of a live session",
+	.exec = cmd_retarget_exec,
+};

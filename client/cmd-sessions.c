@@ -1,0 +1,274 @@
+/*
+ * msptictl sessions: every session the daemon knows, live and recent; and
+ * the printing and parsing helpers the other session verbs share.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+#include "client.h"
+
+static const char *loss_names[] = {
+	"device_channel", "agent_ring", "daemon_reject", "disk", "agent_buffer",
+};
+
+void
+client_json_acks(Mspti__TargetAck **acks, size_t n)
+{
+	printf("[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{\"pid\":%u,\"rank\":%d,\"agent_id\":%llu,\"ok\":%s,"
+		    "\"code\":%d,\"message\":", i ? "," : "", acks[i]->pid,
+		    acks[i]->rank, (unsigned long long)acks[i]->agent_id,
+		    acks[i]->code == 0 ? "true" : "false", acks[i]->code);
+		util_json_str(stdout, acks[i]->message);
+		printf("}");
+	}
+	printf("]");
+}
+
+void
+client_json_session(const Mspti__SessionInfo *i)
+{
+	printf("{\"session\":%llu,\"state\":", (unsigned long long)i->session_id);
+	util_json_str(stdout, i->state);
+	printf(",\"uid\":%u,\"target\":", i->uid);
+	util_json_str(stdout, i->target);
+	printf(",\"output\":");
+	util_json_str(stdout, i->output);
+	printf(",\"mode\":");
+	util_json_str(stdout, i->mode);
+	printf(",\"kinds\":[");
+	for (size_t k = 0; k < i->n_kinds; k++) {
+		printf("%s", k ? "," : "");
+		util_json_str(stdout, i->kinds[k]);
+	}
+	printf("],\"start_ns\":%llu,\"end_ns\":%llu,\"records\":%llu,"
+	    "\"bytes\":%llu,\"steps\":%u,\"losses\":{",
+	    (unsigned long long)i->start_ns, (unsigned long long)i->end_ns,
+	    (unsigned long long)i->records, (unsigned long long)i->bytes,
+	    i->steps);
+	for (size_t k = 0; k < i->n_losses && k < nitems(loss_names); k++)
+		printf("%s\"%s\":%llu", k ? "," : "", loss_names[k],
+		    (unsigned long long)i->losses[k]);
+	printf("},\"stop_reason\":");
+	util_json_str(stdout, i->stop_reason);
+	printf(",\"error\":");
+	util_json_str(stdout, i->error);
+	printf(",\"targets\":");
+	client_json_acks(i->targets, i->n_targets);
+	printf("}");
+}
+
+void
+client_print_acks(const struct client *c, Mspti__TargetAck **acks, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const Mspti__TargetAck *a = acks[i];
+
+		if (a->pid == 0)
+			printf("  %s\n", a->message);
+		else
+			printf("  pid %-8u %s%s\n", a->pid,
+			    a->code == 0 ? "" : "FAILED: ", a->message);
+	}
+}
+
+void
+client_print_session(const struct client *c, const Mspti__SessionInfo *i)
+{
+	uint64_t lost = 0;
+
+	printf("session %llu %s", (unsigned long long)i->session_id, i->state);
+	if (i->stop_reason != NULL && *i->stop_reason)
+		printf(" (%s)", i->stop_reason);
+	printf(": %llu records, %llu bytes",
+	    (unsigned long long)i->records, (unsigned long long)i->bytes);
+	if (i->steps)
+		printf(", %u steps", i->steps);
+	printf("\n");
+	/* Only a file the session actually wrote is named. */
+	if (i->output != NULL && *i->output && (strcmp(i->state, "finalized") == 0 ||
+	    strcmp(i->state, "failed") == 0 || strcmp(i->state, "active") == 0 ||
+	    strcmp(i->state, "stopping") == 0))
+		printf("  file: %s\n", i->output);
+	for (size_t k = 0; k < i->n_losses; k++)
+		lost += i->losses[k];
+	if (lost == 0)
+		printf("  losses: none\n");
+	else {
+		printf("  losses:");
+		for (size_t k = 0; k < i->n_losses && k < nitems(loss_names); k++)
+			if (i->losses[k])
+				printf(" %s=%llu", loss_names[k],
+				    (unsigned long long)i->losses[k]);
+		printf("\n");
+	}
+	if (i->error != NULL && *i->error)
+		printf("  error: %s\n", i->error);
+}
+
+int
+client_parse_session(const struct cmd_entry *e, const char *arg, uint64_t *id)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno != 0 || *end != '\0' || v == 0 || *arg == '-') {
+		client_usage_error(e, "bad session id '%s'", arg);
+		return -1;
+	}
+	*id = v;
+	return 0;
+}
+
+int
+client_parse_pids(const char *arg, uint32_t **pids, size_t *n)
+{
+	char *copy = strdup(arg), *tok, *save = NULL, *end;
+	uint32_t *v;
+
+	if (copy == NULL)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		unsigned long l;
+
+		errno = 0;
+		l = strtoul(tok, &end, 10);
+		if (errno != 0 || *end != '\0' || l == 0 || l > INT32_MAX ||
+		    *tok == '-') {
+			free(copy);
+			return -1;
+		}
+		if ((v = realloc(*pids, (*n + 1) * sizeof(*v))) == NULL) {
+			free(copy);
+			return -1;
+		}
+		*pids = v;
+		v[(*n)++] = (uint32_t)l;
+	}
+	free(copy);
+	return *n > 0 ? 0 : -1;
+}
+
+static int
+push(char ***v, size_t *n, const char *s, size_t len)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+
+	if (nv == NULL)
+		return -1;
+	*v = nv;
+	if ((nv[*n] = strndup(s, len)) == NULL)
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+int
+client_split_signed(const char *arg, char ***on, size_t *non, char ***off,
+    size_t *noff)
+{
+	const char *p = arg, *e;
+
+	while (*p) {
+		bool neg = false;
+		size_t len;
+
+		e = strchr(p, ',');
+		len = e ? (size_t)(e - p) : strlen(p);
+		if (len > 0 && (*p == '+' || *p == '-')) {
+			neg = *p == '-';
+			p++;
+			len--;
+		}
+		if (len == 0)
+			return -1;
+		if (push(neg ? off : on, neg ? noff : non, p, len) != 0)
+			return -1;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+static int
+cmd_sessions_exec(struct client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	Mspti__SessionsRequest req = MSPTI__SESSIONS_REQUEST__INIT;
+	Mspti__SessionsReply *rep;
+	ProtobufCMessage *msg;
+	char user[64];
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
+		if (ch != 'j') {
+			client_usage_error(&cmd_sessions_entry, "bad option");
+			return EXIT_USAGE;
+		}
+		c->json = true;
+	}
+	if (optind != argc) {
+		client_usage_error(&cmd_sessions_entry,
+		    "unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	rc = client_request(c, MSPTI__MSG_TYPE__MSG_SESSIONS_REQ, &req.base,
+	    MSPTI__MSG_TYPE__MSG_SESSIONS_REP, &msg);
+	if (rc != EXIT_OK)
+		return rc;
+	rep = (Mspti__SessionsReply *)msg;
+	if (c->json) {
+		printf("[");
+		for (size_t i = 0; i < rep->n_sessions; i++) {
+			printf("%s", i ? "," : "");
+			client_json_session(rep->sessions[i]);
+		}
+		printf("]\n");
+	} else {
+		printf("%-7s %-10s %-8s %-7s %-10s %-12s %-8s %s\n", "SESSION",
+		    "STATE", "USER", "MODE", "TARGETS", "RECORDS", "LOST",
+		    "TARGET");
+		for (size_t i = 0; i < rep->n_sessions; i++) {
+			const Mspti__SessionInfo *s = rep->sessions[i];
+			uint64_t lost = 0;
+			size_t live = 0;
+
+			for (size_t k = 0; k < s->n_losses; k++)
+				lost += s->losses[k];
+			for (size_t k = 0; k < s->n_targets; k++)
+				if (strcmp(s->targets[k]->message,
+				    "capturing") == 0)
+					live++;
+			printf("%-7llu %-10s %-8s %-7s %zu/%-8zu %-12llu %-8llu "
+			    "%s\n", (unsigned long long)s->session_id,
+			    s->state, client_user(s->uid, user, sizeof(user)),
+			    s->mode, live, s->n_targets,
+			    (unsigned long long)s->records,
+			    (unsigned long long)lost, s->target);
+		}
+	}
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return EXIT_OK;
+}
+
+const struct cmd_entry cmd_sessions_entry = {
+	.name = "sessions",
+	.usage = "[--json]",
+	.summary = "live and recent capture sessions: state, targets, losses",
+	.exec = cmd_sessions_exec,
+};

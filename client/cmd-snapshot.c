@@ -1,0 +1,95 @@
+/* msptictl snapshot: writes a ring-mode session's flight recorder to a
+ * file the CLI opens (as the requester) and passes to the daemon. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "client.h"
+
+static int
+cmd_snapshot_exec(struct client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cmd_entry *e = &cmd_snapshot_entry;
+	Mspti__SnapshotSession req = MSPTI__SNAPSHOT_SESSION__INIT;
+	ProtobufCMessage *msg;
+	const char *output = NULL;
+	char path[PATH_MAX];
+	bool created;
+	int ch, rc, fd;
+
+	while ((ch = getopt_long(argc, argv, "o:j", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'j':
+			c->json = true;
+			break;
+		default:
+			client_usage_error(e, "bad option");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		client_usage_error(e, "give one SESSION");
+		return EXIT_USAGE;
+	}
+	if (client_parse_session(e, argv[optind], &req.session_id))
+		return EXIT_USAGE;
+	if (output == NULL) {
+		char stamp[32];
+		time_t now = time(NULL);
+		struct tm tm;
+
+		localtime_r(&now, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+		snprintf(path, sizeof(path), "mspti-%llu-snapshot-%s.mspti",
+		    (unsigned long long)req.session_id, stamp);
+	} else
+		snprintf(path, sizeof(path), "%s", output);
+	created = access(path, F_OK) != 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "msptictl: cannot create %s: %s\n", path,
+		    strerror(errno));
+		return EXIT_FAIL;
+	}
+	req.output = path;
+	rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_SNAPSHOT_SESSION,
+	    &req.base, fd, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &msg, 60000);
+	close(fd);
+	if (rc != EXIT_OK) {
+		if (created)
+			unlink(path);
+		return rc;
+	}
+	if (c->json) {
+		printf("{\"session\":%llu,\"snapshot\":",
+		    (unsigned long long)req.session_id);
+		util_json_str(stdout, path);
+		printf("}\n");
+	} else
+		printf("session %llu: snapshot written to %s\n",
+		    (unsigned long long)req.session_id, path);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return EXIT_OK;
+}
+
+const struct cmd_entry cmd_snapshot_entry = {
+	.name = "snapshot",
+	.usage = "[--output FILE] [--json] SESSION",
+	.summary = "write a ring-mode session's flight recorder to a file",
+	.exec = cmd_snapshot_exec,
+};

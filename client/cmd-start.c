@@ -1,0 +1,311 @@
+/*
+ * msptictl start: starts a capture session.  The CLI opens the output file
+ * itself, as the requester, and passes the descriptor: the daemon never
+ * opens a path for anyone.  A file we created for a session that captured
+ * nothing is removed again, so no path is ever printed for a file that
+ * does not hold a capture.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "client.h"
+
+static void
+split_list(const char *arg, char ***v, size_t *n)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+
+	if (copy == NULL)
+		return;
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		char **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+
+		if (nv == NULL)
+			break;
+		*v = nv;
+		nv[(*n)++] = strdup(tok);
+	}
+	free(copy);
+}
+
+static int
+start_ranks(const char *arg, int32_t **ranks, size_t *n)
+{
+	char *copy = strdup(arg), *tok, *save = NULL, *end;
+
+	if (copy == NULL)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		long l;
+		int32_t *v;
+
+		errno = 0;
+		l = strtol(tok, &end, 10);
+		if (errno != 0 || *end != '\0' || l < 0 || l > INT32_MAX ||
+		    (v = realloc(*ranks, (*n + 1) * sizeof(*v))) == NULL) {
+			free(copy);
+			return -1;
+		}
+		*ranks = v;
+		v[(*n)++] = (int32_t)l;
+	}
+	free(copy);
+	return *n > 0 ? 0 : -1;
+}
+
+static int
+cmd_start_exec(struct client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "job", required_argument, NULL, 'J' },
+		{ "rank", required_argument, NULL, 'R' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "kinds", required_argument, NULL, 'k' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "steps", required_argument, NULL, 's' },
+		{ "step-name", required_argument, NULL, 'N' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "domains", required_argument, NULL, 'D' },
+		{ "max-size", required_argument, NULL, 'M' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cmd_entry *e = &cmd_start_entry;
+	Mspti__StartSession req = MSPTI__START_SESSION__INIT;
+	Mspti__SessionTarget tg = MSPTI__SESSION_TARGET__INIT;
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	Mspti__StartSessionReply *rep;
+	ProtobufCMessage *msg;
+	const char *output = NULL;
+	char path[PATH_MAX], kinds[256] = "";
+	bool wait = false, created = false;
+	size_t started = 0, failed = 0, notfound = 0, elastic = 0;
+	int ch, rc, fd, ntargets = 0;
+	int64_t v;
+
+	while ((ch = getopt_long(argc, argv, "p:J:R:ak:d:s:N:o:b:m:D:M:wj",
+	    opts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			if (client_parse_pids(optarg, &tg.pids, &tg.n_pids)) {
+				client_usage_error(e, "bad pid list '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			ntargets++;
+			break;
+		case 'J':
+			tg.job_id = optarg;
+			ntargets++;
+			break;
+		case 'R':
+			if (start_ranks(optarg, &tg.ranks, &tg.n_ranks)) {
+				client_usage_error(e, "bad rank list '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'a':
+			tg.all = true;
+			ntargets++;
+			break;
+		case 'k':
+			split_list(optarg, &cfg.kinds, &cfg.n_kinds);
+			snprintf(kinds, sizeof(kinds), "%s", optarg);
+			break;
+		case 'd':
+			if ((v = util_parse_duration(optarg)) <= 0) {
+				client_usage_error(e, "bad duration '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			cfg.duration_ns = (uint64_t)v;
+			break;
+		case 's':
+			if ((v = util_parse_size(optarg)) <= 0 || v > UINT32_MAX) {
+				client_usage_error(e, "bad step count '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			cfg.steps = (uint32_t)v;
+			break;
+		case 'N':
+			cfg.step_name = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'b':
+			if ((v = util_parse_size(optarg)) <= 0) {
+				client_usage_error(e, "bad buffer size '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			cfg.buffer_size = (uint64_t)v;
+			break;
+		case 'm':
+			if (strcmp(optarg, "stream") != 0 &&
+			    strcmp(optarg, "ring") != 0) {
+				client_usage_error(e, "mode must be stream or ring");
+				return EXIT_USAGE;
+			}
+			cfg.mode = optarg;
+			break;
+		case 'D':
+			if (client_split_signed(optarg, &cfg.domains_on,
+			    &cfg.n_domains_on, &cfg.domains_off,
+			    &cfg.n_domains_off) != 0) {
+				client_usage_error(e, "bad domain list '%s'",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'M':
+			if ((v = util_parse_size(optarg)) <= 0) {
+				client_usage_error(e, "bad size '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			cfg.max_size = (uint64_t)v;
+			break;
+		case 'w':
+			wait = true;
+			break;
+		case 'j':
+			c->json = true;
+			break;
+		default:
+			client_usage_error(e, "bad option");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		client_usage_error(e, "unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (ntargets == 0 && tg.n_ranks == 0) {
+		client_usage_error(e, "no target: give --pid, --job, --rank or "
+		    "--all");
+		return EXIT_USAGE;
+	}
+	if (ntargets > 1 && !(tg.job_id != NULL && ntargets == 1)) {
+		client_usage_error(e, "give one of --pid, --job, --all");
+		return EXIT_USAGE;
+	}
+	if (output == NULL) {
+		char stamp[32];
+		time_t now = time(NULL);
+		struct tm tm;
+
+		localtime_r(&now, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+		snprintf(path, sizeof(path), "mspti-%s-%ld.mspti", stamp,
+		    (long)getpid());
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		created = fd >= 0;
+	} else {
+		snprintf(path, sizeof(path), "%s", output);
+		created = access(path, F_OK) != 0;
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	}
+	if (fd < 0) {
+		fprintf(stderr, "msptictl: cannot create %s: %s\n", path,
+		    strerror(errno));
+		return EXIT_FAIL;
+	}
+	req.target = &tg;
+	req.config = &cfg;
+	req.output = path;
+	rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_START_SESSION, &req.base,
+	    fd, MSPTI__MSG_TYPE__MSG_START_SESSION_REP, &msg, 30000);
+	close(fd);
+	if (rc != EXIT_OK) {
+		if (created)
+			unlink(path);
+		return rc;
+	}
+	rep = (Mspti__StartSessionReply *)msg;
+	for (size_t i = 0; i < rep->n_acks; i++) {
+		if (rep->acks[i]->code == 0 && rep->acks[i]->pid != 0)
+			started++;
+		else if (rep->acks[i]->code == 0)
+			elastic++;
+		else if (rep->acks[i]->code == EXIT_NOTFOUND)
+			notfound++;
+		else
+			failed++;
+	}
+	if (started == 0 && elastic == 0) {
+		if (created)
+			unlink(path);
+		if (c->json) {
+			printf("{\"started\":false,\"session\":%llu,\"acks\":",
+			    (unsigned long long)rep->session->session_id);
+			client_json_acks(rep->acks, rep->n_acks);
+			printf("}\n");
+		} else {
+			fprintf(stderr, "msptictl: no target could be captured\n");
+			client_print_acks(c, rep->acks, rep->n_acks);
+		}
+		rc = failed == 0 && notfound > 0 ? EXIT_NOTFOUND : EXIT_FAIL;
+		protobuf_c_message_free_unpacked(msg, NULL);
+		return rc;
+	}
+	if (c->json) {
+		printf("{\"started\":true,\"session\":%llu,\"output\":",
+		    (unsigned long long)rep->session->session_id);
+		util_json_str(stdout, path);
+		printf(",\"acks\":");
+		client_json_acks(rep->acks, rep->n_acks);
+		printf("}\n");
+	} else {
+		printf("session %llu started (%s%s%s), %zu of %zu target(s) "
+		    "capturing\n", (unsigned long long)rep->session->session_id,
+		    rep->session->mode, *kinds ? ", kinds " : "", kinds, started,
+		    started + failed + notfound);
+		client_print_acks(c, rep->acks, rep->n_acks);
+		printf("  output: %s\n", path);
+	}
+	fflush(stdout);
+	if (wait) {
+		Mspti__WaitSession w = MSPTI__WAIT_SESSION__INIT;
+		ProtobufCMessage *m2;
+		Mspti__SessionInfo *info;
+
+		w.session_id = rep->session->session_id;
+		rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_WAIT_SESSION,
+		    &w.base, -1, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &m2, -1);
+		if (rc == EXIT_OK) {
+			info = (Mspti__SessionInfo *)m2;
+			if (c->json) {
+				client_json_session(info);
+				printf("\n");
+			} else
+				client_print_session(c, info);
+			rc = strcmp(info->state, "finalized") == 0 ? EXIT_OK :
+			    EXIT_FAIL;
+			protobuf_c_message_free_unpacked(m2, NULL);
+		}
+	}
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return rc;
+}
+
+const struct cmd_entry cmd_start_entry = {
+	.name = "start",
+	.usage = "--pid N[,N] | --job ID [--rank R[,R]] | --rank R[,R] | --all\n"
+	    "    [--kinds LIST] [--duration D] [--steps N] [--step-name NAME]\n"
+	    "    [--output FILE] [--buffer 8M] [--mode stream|ring]\n"
+	    "    [--domains +a,-b] [--max-size S] [--wait] [--json]",
+	.summary = "start capturing running processes into a trace file",
+	.exec = cmd_start_exec,
+};

@@ -1,0 +1,81 @@
+/* msptictl stop: stops a session and prints its file, records and losses. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+#include "client.h"
+
+static int
+cmd_stop_exec(struct client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cmd_entry *e = &cmd_stop_entry;
+	Mspti__StopSession req = MSPTI__STOP_SESSION__INIT;
+	Mspti__SessionInfo *info;
+	ProtobufCMessage *msg;
+	uint32_t *pids = NULL;
+	size_t npids = 0;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "p:j", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			if (client_parse_pids(optarg, &pids, &npids) != 0 ||
+			    npids != 1) {
+				client_usage_error(e, "bad pid '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			req.pid = pids[0];
+			free(pids);
+			pids = NULL;
+			npids = 0;
+			break;
+		case 'j':
+			c->json = true;
+			break;
+		default:
+			client_usage_error(e, "bad option");
+			return EXIT_USAGE;
+		}
+	}
+	if (req.pid == 0) {
+		if (optind + 1 != argc) {
+			client_usage_error(e, "give a SESSION or --pid N");
+			return EXIT_USAGE;
+		}
+		if (client_parse_session(e, argv[optind], &req.session_id))
+			return EXIT_USAGE;
+	} else if (optind != argc) {
+		client_usage_error(e, "give a SESSION or --pid N, not both");
+		return EXIT_USAGE;
+	}
+	rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_STOP_SESSION, &req.base,
+	    -1, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &msg, 60000);
+	if (rc != EXIT_OK)
+		return rc;
+	info = (Mspti__SessionInfo *)msg;
+	if (c->json) {
+		client_json_session(info);
+		printf("\n");
+	} else
+		client_print_session(c, info);
+	rc = strcmp(info->state, "finalized") == 0 ? EXIT_OK : EXIT_FAIL;
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return rc;
+}
+
+const struct cmd_entry cmd_stop_entry = {
+	.name = "stop",
+	.usage = "[--json] SESSION | --pid N",
+	.summary = "stop a session: finalize its file, print records and losses",
+	.exec = cmd_stop_exec,
+};

@@ -1,0 +1,58 @@
+/* msptictl wait: blocks until a session is finalized (the daemon pushes
+ * the answer; nothing polls). */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+#include "client.h"
+
+static int
+cmd_wait_exec(struct client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cmd_entry *e = &cmd_wait_entry;
+	Mspti__WaitSession req = MSPTI__WAIT_SESSION__INIT;
+	Mspti__SessionInfo *info;
+	ProtobufCMessage *msg;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
+		if (ch != 'j') {
+			client_usage_error(e, "bad option");
+			return EXIT_USAGE;
+		}
+		c->json = true;
+	}
+	if (optind + 1 != argc) {
+		client_usage_error(e, "give one SESSION");
+		return EXIT_USAGE;
+	}
+	if (client_parse_session(e, argv[optind], &req.session_id))
+		return EXIT_USAGE;
+	rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_WAIT_SESSION, &req.base,
+	    -1, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &msg, -1);
+	if (rc != EXIT_OK)
+		return rc;
+	info = (Mspti__SessionInfo *)msg;
+	if (c->json) {
+		client_json_session(info);
+		printf("\n");
+	} else
+		client_print_session(c, info);
+	rc = strcmp(info->state, "finalized") == 0 ? EXIT_OK : EXIT_FAIL;
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return rc;
+}
+
+const struct cmd_entry cmd_wait_entry = {
+	.name = "wait",
+	.usage = "[--json] SESSION",
+	.summary = "wait until a session is finalized, then print its summary",
+	.exec = cmd_wait_exec,
+};

@@ -1,0 +1,1855 @@
+/*
+ * Capture sessions: start, retarget, stop, wait, snapshot; the per-agent
+ * rings, their draining and validation, and the trace file.
+ *
+ * A session owns one struct sess_agent per agent it captures, each with a
+ * ring the daemon created (lib/ring) and mapped, and whose memfd went to
+ * the agent with StartCapture.  The agent answers with CaptureAck and an
+ * eventfd it writes when the ring passes the wake threshold; the daemon
+ * drains on that wake and on a timer.  Records from a ring are untrusted:
+ * ring_drain validates each, and string ids are resolved only through the
+ * agent's own STRING_DEF records.
+ *
+ * States: starting (waiting for the agents' acks, the CLI waits for its
+ * reply) -> active -> stopping (StopCapture sent, waiting for acks) ->
+ * finalized | failed.  Every ctl peer that waits on a session (start
+ * reply, stop, wait) is remembered and forgotten in session_peer_gone when
+ * its connection closes first.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "util.h"
+#include "record.h"
+#include "ring.h"
+#include "trace.h"
+#include "msptid.h"
+
+#define SESS_ACK_TIMEOUT_MS	3000	/* agent acks of start and stop */
+#define SESS_DRAIN_MS		100	/* drain timer */
+#define SESS_DRAIN_BATCH	65536	/* records per ring per drain call */
+#define SESS_KEEP_DONE		64	/* finished sessions kept for `sessions` */
+#define SESS_STRINGS		4096	/* producer string ids 1..this */
+#define SESS_MAX_TARGETS	4096
+#define SESS_MAX_DOMAINS	32
+
+static const struct {
+	const char	*name;
+	uint32_t	 mask;
+} sess_kinds[] = {
+	{ "marker", 1u << 1 },
+	{ "kernel", 1u << 2 },
+	{ "api", (1u << 3) | (1u << 10) | (1u << 11) | (1u << 12) },
+	{ "hccl", 1u << 4 },
+	{ "memory", 1u << 5 },
+	{ "memset", 1u << 6 },
+	{ "memcpy", 1u << 7 },
+	{ "correlation", 1u << 8 },
+	{ "communication", 1u << 9 },
+};
+#define SESS_DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
+
+static const char *sess_state_names[] = {
+	[SESS_STARTING] = "starting",
+	[SESS_ACTIVE] = "active",
+	[SESS_STOPPING] = "stopping",
+	[SESS_FINALIZED] = "finalized",
+	[SESS_FAILED] = "failed",
+};
+
+static void	session_drain_cb(evutil_socket_t, short, void *);
+static void	session_wake_cb(evutil_socket_t, short, void *);
+static void	session_timeout_cb(evutil_socket_t, short, void *);
+static void	session_duration_cb(evutil_socket_t, short, void *);
+static void	session_check_done(struct session *);
+static void	session_agent_finish(struct sess_agent *, const char *why);
+static int	session_flush_tick(struct session *);
+
+/* Parses a kind name; returns its mask or 0. */
+static uint32_t
+session_kind_mask(const char *name)
+{
+	for (size_t i = 0; i < nitems(sess_kinds); i++)
+		if (strcmp(name, sess_kinds[i].name) == 0)
+			return sess_kinds[i].mask;
+	return 0;
+}
+
+/* Kind names of mask into out (pointers to static strings). */
+static size_t
+session_kind_names(uint32_t mask, char **out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nitems(sess_kinds); i++)
+		if ((mask & sess_kinds[i].mask) == sess_kinds[i].mask)
+			out[n++] = (char *)sess_kinds[i].name;
+	return n;
+}
+
+static struct session *
+session_find(struct daemon *d, uint64_t id)
+{
+	struct session *s;
+
+	TAILQ_FOREACH(s, &d->sessions, entry)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+static bool
+session_done(const struct session *s)
+{
+	return s->state == SESS_FINALIZED || s->state == SESS_FAILED;
+}
+
+/* The live session an agent is in, or NULL. */
+static struct sess_agent *
+session_agent_of(struct daemon *d, const struct agent *a)
+{
+	struct session *s;
+	struct sess_agent *sa;
+
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s))
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if (sa->agent == a)
+				return sa;
+	}
+	return NULL;
+}
+
+/* Appends a daemon-made record to the session's output. */
+static void
+session_emit(struct session *s, const void *rec)
+{
+	int rc;
+
+	if (s->w == NULL)
+		return;
+	if ((rc = trace_writer_add(s->w, rec)) != 0 && rc != -EBADMSG &&
+	    s->error == NULL) {
+		session_fail(s, rc, "writing the trace");
+	}
+}
+
+static uint32_t
+session_intern(struct session *s, const char *str)
+{
+	uint32_t id = 0;
+
+	if (s->w == NULL || str == NULL)
+		return 0;
+	if (trace_writer_intern(s->w, str, strlen(str), &id) != 0)
+		return 0;
+	return id;
+}
+
+static void
+session_event(struct session *s, unsigned ev, uint32_t pid, const char *detail)
+{
+	struct rec_session r;
+
+	REC_INIT(&r, REC_SESSION, ev);
+	r.timestamp = util_realtime_ns();
+	r.session_id = s->id;
+	r.pid = pid;
+	r.detail_id = session_intern(s, detail);
+	session_emit(s, &r);
+}
+
+static void
+session_process_record(struct session *s, const struct agent *a)
+{
+	struct rec_process r;
+
+	REC_INIT(&r, REC_PROCESS, 0);
+	r.start_ns = a->since_ns;
+	r.pid = (uint32_t)a->cred.pid;
+	r.uid = (uint32_t)a->cred.uid;
+	r.rank = a->rank;
+	r.local_rank = a->local_rank;
+	r.world_size = a->world_size;
+	r.job_id = session_intern(s, a->job_id);
+	r.exe_id = session_intern(s, a->exe);
+	r.cmdline_id = session_intern(s, a->cmdline);
+	session_emit(s, &r);
+}
+
+/*
+ * Marks the session failed with a clear error (disk full, ...) and stops
+ * it; the agents are told to stop, the application is never affected.
+ */
+void
+session_fail(struct session *s, int err, const char *what)
+{
+	char buf[256];
+
+	if (s->error != NULL)
+		return;
+	snprintf(buf, sizeof(buf), "%s: %s", what, strerror(-err));
+	s->error = strdup(buf);
+	log_warnx("session %llu failed: %s", (unsigned long long)s->id, buf);
+	if (!session_done(s))
+		session_stop(s, "error");
+}
+
+/* ---- ring draining ---- */
+
+struct drain_ctx {
+	struct sess_agent	*sa;
+	bool			 stop;
+};
+
+/* Copies len bytes at offset at of sa's flight recorder, wrapping. */
+static void
+session_flight_read(const struct sess_agent *sa, size_t at, void *dst,
+    size_t len)
+{
+	size_t first = sa->frcap - at < len ? sa->frcap - at : len;
+
+	memcpy(dst, sa->fr + at, first);
+	memcpy((uint8_t *)dst + first, sa->fr, len - first);
+}
+
+/* Ring mode: keeps the record, evicting the oldest ones to make room. */
+static void
+session_flight_add(struct sess_agent *sa, const struct rec_hdr *h)
+{
+	size_t len = h->size, end, first;
+
+	if (sa->fr == NULL || len > sa->frcap)
+		return;
+	while (sa->frlen + len > sa->frcap) {
+		struct rec_hdr oh;
+
+		session_flight_read(sa, sa->frstart, &oh, sizeof(oh));
+		sa->frstart = (sa->frstart + oh.size) % sa->frcap;
+		sa->frlen -= oh.size;
+		sa->fr_evicted++;
+	}
+	end = (sa->frstart + sa->frlen) % sa->frcap;
+	first = sa->frcap - end < len ? sa->frcap - end : len;
+	memcpy(sa->fr + end, h, first);
+	memcpy(sa->fr, (const uint8_t *)h + first, len - first);
+	sa->frlen += len;
+}
+
+/* Rewrites the producer string ids of rec (a private copy) to trace ids. */
+static bool
+session_remap(struct session *s, struct sess_agent *sa, struct rec_hdr *h)
+{
+	uint16_t offs[REC_MAX_STR_FIELDS];
+	int n = record_string_fields(h->type, offs);
+
+	for (int i = 0; i < n; i++) {
+		uint32_t id, tid = 0;
+
+		memcpy(&id, (uint8_t *)h + offs[i], sizeof(id));
+		if (id == 0)
+			continue;
+		if (id <= SESS_STRINGS) {
+			tid = sa->strmap[id];
+			if (tid == 0 && sa->strs[id] != NULL) {
+				tid = session_intern(s, sa->strs[id]);
+				sa->strmap[id] = tid;
+			}
+		}
+		memcpy((uint8_t *)h + offs[i], &tid, sizeof(tid));
+	}
+	return true;
+}
+
+/* Counts a finished step range of the configured name. */
+static void
+session_count_step(struct session *s, struct sess_agent *sa,
+    const struct rec_marker *m)
+{
+	const char *name;
+
+	if (s->steps_max == 0 || m->source_kind != 0 ||
+	    m->flag != 4 /* MARKER_END */ || m->name_id == 0 ||
+	    m->name_id > SESS_STRINGS)
+		return;
+	/* An END marker carries the range's message in our agent. */
+	name = sa->strs[m->name_id];
+	if (name == NULL || strcmp(name, s->step_name) != 0)
+		return;
+	s->steps_seen++;
+	if (s->steps_seen >= s->steps_max && !s->stop_reason)
+		s->stop_reason = "steps";
+}
+
+static int
+session_drain_one_cb(const struct rec_hdr *h, void *arg)
+{
+	struct drain_ctx *ctx = arg;
+	struct sess_agent *sa = ctx->sa;
+	struct session *s = sa->s;
+	uint64_t buf[REC_MAX_SIZE / 8];
+	struct rec_hdr *r = (struct rec_hdr *)buf;
+
+	if (h->type == REC_STRING_DEF) {
+		const struct rec_string_def *sd = (const void *)h;
+
+		if (sd->id == 0 || sd->id > SESS_STRINGS) {
+			sa->rejects++;
+			return 0;
+		}
+		free(sa->strs[sd->id]);
+		sa->strs[sd->id] = strndup(sd->bytes, sd->len);
+		sa->strmap[sd->id] = 0;
+		return 0;
+	}
+	/* Only activity records may come from an agent. */
+	if (h->type < REC_MARKER || h->type > REC_COMMUNICATION) {
+		sa->rejects++;
+		return 0;
+	}
+	/* With --steps, the capture ends at the last counted step's end. */
+	if (s->steps_max > 0 && s->steps_seen >= s->steps_max)
+		return 1;
+	if (h->type == REC_MARKER) {
+		session_count_step(s, sa, (const void *)h);
+		if (s->stop_reason != NULL)
+			ctx->stop = true;
+	}
+	sa->records++;
+	s->records++;
+	if (s->ring_mode) {
+		session_flight_add(sa, h);
+		return 0;
+	}
+	memcpy(buf, h, h->size);
+	session_remap(s, sa, r);
+	session_emit(s, r);
+	if (s->max_size > 0 && s->w != NULL && !s->stop_reason) {
+		struct trace_writer_stats st;
+
+		trace_writer_get_stats(s->w, &st);
+		if (st.file_bytes + st.raw_bytes / 4 >= s->max_size) {
+			s->stop_reason = "size limit";
+			ctx->stop = true;
+		}
+	}
+	return s->error != NULL;
+}
+
+/* Drains sa's ring completely (bounded) and updates loss counters. */
+static void
+session_drain_agent(struct sess_agent *sa)
+{
+	struct session *s = sa->s;
+	struct drain_ctx ctx = { sa, false };
+	struct ring_stats st;
+	int n, rounds = 0;
+
+	if (sa->ring == NULL)
+		return;
+	do {
+		n = ring_drain(sa->ring, session_drain_one_cb, &ctx,
+		    SESS_DRAIN_BATCH);
+	} while (n == SESS_DRAIN_BATCH && ++rounds < 64 && s->error == NULL);
+	ring_get_stats(sa->ring, &st);
+	sa->ring_rejects = st.rejects;
+	/* Producer-reported drops are untrusted: they only ever grow. */
+	if (st.drops > sa->ring_drops)
+		sa->ring_drops = st.drops;
+	if (n == -EBADMSG && !sa->corrupt) {
+		sa->corrupt = true;
+		log_warnx("session %llu: ring of pid %ld is corrupt, dropping "
+		    "its capture", (unsigned long long)s->id,
+		    (long)sa->pid);
+	}
+	if (ctx.stop && s->state == SESS_ACTIVE)
+		session_stop(s, s->stop_reason ? s->stop_reason : "limit");
+}
+
+static void
+session_losses(const struct session *s, uint64_t losses[LOSS_STAGE_MAX])
+{
+	const struct sess_agent *sa;
+
+	memset(losses, 0, sizeof(uint64_t) * LOSS_STAGE_MAX);
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		losses[LOSS_AGENT_RING] += sa->ring_drops;
+		losses[LOSS_DAEMON_REJECT] += sa->ring_rejects + sa->rejects;
+	}
+	losses[LOSS_DAEMON_REJECT] += s->old_rejects;
+	losses[LOSS_AGENT_RING] += s->old_drops;
+	if (s->w != NULL) {
+		struct trace_writer_stats st;
+
+		trace_writer_get_stats(s->w, &st);
+		losses[LOSS_DISK] = st.lost;
+	} else
+		losses[LOSS_DISK] = s->disk_lost;
+}
+
+static void
+session_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	struct sess_agent *sa, *next;
+
+	TAILQ_FOREACH_SAFE(sa, &s->agents, entry, next) {
+		session_drain_agent(sa);
+		if (sa->corrupt && sa->state == SA_ACTIVE)
+			session_agent_finish(sa, "ring corrupt");
+		if (session_done(s) || s->state != SESS_ACTIVE)
+			break;
+	}
+	if (s->w != NULL && s->state == SESS_ACTIVE)
+		(void)session_flush_tick(s);
+}
+
+static void
+session_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sess_agent *sa = arg;
+	uint64_t v;
+
+	while (read(fd, &v, sizeof(v)) > 0)
+		;
+	session_drain_agent(sa);
+	if (sa->ring != NULL)
+		ring_arm_wake(sa->ring, sa->wake_threshold);
+}
+
+/* ---- agents joining and leaving ---- */
+
+static void
+session_agent_free(struct sess_agent *sa)
+{
+	if (sa == NULL)
+		return;
+	if (sa->ev != NULL)
+		event_free(sa->ev);
+	if (sa->evfd >= 0)
+		close(sa->evfd);
+	ring_unmap(sa->ring);
+	for (size_t i = 0; i <= SESS_STRINGS && sa->strs != NULL; i++)
+		free(sa->strs[i]);
+	free(sa->strs);
+	free(sa->strmap);
+	free(sa->fr);
+	free(sa->error);
+	free(sa);
+}
+
+/* Releases what an agent no longer needs once it left the capture; its
+ * counters stay for the session's totals. */
+static void
+session_agent_release(struct sess_agent *sa)
+{
+	if (sa->ev != NULL) {
+		event_free(sa->ev);
+		sa->ev = NULL;
+	}
+	if (sa->evfd >= 0) {
+		close(sa->evfd);
+		sa->evfd = -1;
+	}
+	if (sa->ring != NULL && !sa->s->ring_mode) {
+		ring_unmap(sa->ring);
+		sa->ring = NULL;
+	}
+}
+
+/* The agent is out of the capture: drained, done, unmapped. */
+static void
+session_agent_finish(struct sess_agent *sa, const char *why)
+{
+	struct session *s = sa->s;
+
+	if (sa->state == SA_DONE || sa->state == SA_FAILED)
+		return;
+	session_drain_agent(sa);
+	if (why != NULL && sa->error == NULL)
+		sa->error = strdup(why);
+	sa->state = sa->state == SA_STARTING ? SA_FAILED : SA_DONE;
+	session_event(s, SESSION_EV_AGENT_LEAVE, (uint32_t)sa->pid, why);
+	session_agent_release(sa);
+	if (sa->agent != NULL && sa->agent->session_id == s->id)
+		sa->agent->session_id = 0;
+	session_check_done(s);
+}
+
+/*
+ * Creates the ring for a in s and sends StartCapture.  Returns 0, or -1
+ * with the reason in *why (the peer of a may have been dropped).
+ */
+static int
+session_attach(struct session *s, struct agent *a, const char **why)
+{
+	Mspti__StartCapture sc = MSPTI__START_CAPTURE__INIT;
+	struct sess_agent *sa;
+	int fd = -1, rc;
+
+	if (a->session_id != 0) {
+		*why = "already in another session";
+		return -1;
+	}
+	if ((sa = calloc(1, sizeof(*sa))) == NULL ||
+	    (sa->strmap = calloc(SESS_STRINGS + 1, sizeof(*sa->strmap))) ==
+	    NULL ||
+	    (sa->strs = calloc(SESS_STRINGS + 1, sizeof(*sa->strs))) == NULL) {
+		session_agent_free(sa);
+		*why = "daemon out of memory";
+		return -1;
+	}
+	sa->s = s;
+	sa->agent = a;
+	sa->pid = a->cred.pid;
+	sa->uid = a->cred.uid;
+	sa->rank = a->rank;
+	sa->agent_id = a->id;
+	sa->evfd = -1;
+	sa->state = SA_STARTING;
+	if (s->ring_mode) {
+		sa->frcap = s->buffer_size;
+		if ((sa->fr = malloc(sa->frcap)) == NULL) {
+			session_agent_free(sa);
+			*why = "daemon out of memory";
+			return -1;
+		}
+	}
+	if ((rc = ring_create(s->ring_size, &fd)) != 0 ||
+	    (rc = ring_map(fd, &sa->ring)) != 0) {
+		if (fd >= 0)
+			close(fd);
+		session_agent_free(sa);
+		*why = "cannot create the ring";
+		log_warnx("ring for pid %ld: %s", (long)a->cred.pid,
+		    ring_strerror(rc));
+		return -1;
+	}
+	sa->wake_threshold = s->ring_size / 2;
+	TAILQ_INSERT_TAIL(&s->agents, sa, entry);
+	a->session_id = s->id;
+	sa->pending = true;
+	s->npending++;
+	sc.session_id = s->id;
+	sc.kinds = s->kinds;
+	sc.domains_off = s->domains_off;
+	sc.n_domains_off = s->ndomains_off;
+	/* peer_send owns fd from here. */
+	if (peer_send(a->peer, MSPTI__MSG_TYPE__MSG_START_CAPTURE, &sc.base,
+	    fd) != 0) {
+		/* The peer is gone, and a with it; registry_remove already
+		 * finished sa. */
+		*why = "agent connection lost";
+		return -2;
+	}
+	return 0;
+}
+
+static void
+session_ack_info(Mspti__TargetAck *t, const struct sess_agent *sa)
+{
+	static const char *names[] = {
+		[SA_STARTING] = "starting",
+		[SA_ACTIVE] = "capturing",
+		[SA_STOPPING] = "stopping",
+		[SA_DONE] = "done",
+		[SA_FAILED] = "failed",
+	};
+
+	mspti__target_ack__init(t);
+	t->pid = (uint32_t)sa->pid;
+	t->agent_id = sa->agent_id;
+	t->rank = sa->rank;
+	t->code = sa->state == SA_FAILED ? 1 : 0;
+	t->message = sa->error != NULL ? sa->error : (char *)names[sa->state];
+}
+
+/* Fills info for s; *bufs hold what must be freed with session_info_free. */
+struct sess_info_bufs {
+	Mspti__TargetAck	*acks;
+	Mspti__TargetAck	**ptrs;
+	char			*kinds[16];
+	uint64_t		 losses[LOSS_STAGE_MAX];
+};
+
+static void
+session_info(struct session *s, Mspti__SessionInfo *i,
+    struct sess_info_bufs *b)
+{
+	struct sess_agent *sa;
+	size_t n = 0;
+
+	mspti__session_info__init(i);
+	memset(b, 0, sizeof(*b));
+	i->session_id = s->id;
+	i->state = (char *)sess_state_names[s->state];
+	i->uid = (uint32_t)s->owner.uid;
+	i->output = s->output;
+	i->error = s->error != NULL ? s->error : (char *)"";
+	i->start_ns = s->start_ns;
+	i->end_ns = s->end_ns;
+	i->n_kinds = session_kind_names(s->kinds, b->kinds);
+	i->kinds = b->kinds;
+	i->mode = (char *)(s->ring_mode ? "ring" : "stream");
+	i->records = s->records;
+	i->bytes = s->bytes;
+	if (s->w != NULL) {
+		struct trace_writer_stats st;
+
+		trace_writer_get_stats(s->w, &st);
+		i->bytes = st.file_bytes;
+	}
+	session_losses(s, b->losses);
+	i->losses = b->losses;
+	i->n_losses = LOSS_STAGE_MAX;
+	i->steps = s->steps_seen;
+	i->stop_reason = (char *)(s->stop_reason ? s->stop_reason : "");
+	i->target = s->target_text;
+	TAILQ_FOREACH(sa, &s->agents, entry)
+		n++;
+	if (n > 0) {
+		b->acks = calloc(n, sizeof(*b->acks));
+		b->ptrs = calloc(n, sizeof(*b->ptrs));
+		if (b->acks == NULL || b->ptrs == NULL)
+			n = 0;
+	}
+	i->n_targets = 0;
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		if (i->n_targets >= n)
+			break;
+		session_ack_info(&b->acks[i->n_targets], sa);
+		b->ptrs[i->n_targets] = &b->acks[i->n_targets];
+		i->n_targets++;
+	}
+	i->targets = b->ptrs;
+}
+
+static void
+session_info_free(struct sess_info_bufs *b)
+{
+	free(b->acks);
+	free(b->ptrs);
+}
+
+static int
+session_send_info(struct peer *p, struct session *s)
+{
+	Mspti__SessionInfo i;
+	struct sess_info_bufs b;
+	int rc;
+
+	session_info(s, &i, &b);
+	rc = peer_send(p, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &i.base, -1);
+	session_info_free(&b);
+	return rc;
+}
+
+/* Per-target errors collected while resolving a request's targets. */
+struct sess_acks {
+	Mspti__TargetAck	*v;
+	size_t			 n, cap;
+	char			*msgs[SESS_MAX_TARGETS];
+};
+
+static void
+session_acks_add(struct sess_acks *k, uint32_t pid, int code,
+    const struct agent *a, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void
+session_acks_add(struct sess_acks *k, uint32_t pid, int code,
+    const struct agent *a, const char *fmt, ...)
+{
+	Mspti__TargetAck *t;
+	va_list ap;
+	char buf[256];
+
+	if (k->n >= SESS_MAX_TARGETS)
+		return;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 16;
+		Mspti__TargetAck *v = realloc(k->v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return;
+		k->v = v;
+		k->cap = cap;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	t = &k->v[k->n];
+	mspti__target_ack__init(t);
+	t->pid = pid;
+	t->code = code;
+	t->agent_id = a ? a->id : 0;
+	t->rank = a ? a->rank : -1;
+	k->msgs[k->n] = strdup(buf);
+	t->message = k->msgs[k->n] ? k->msgs[k->n] : (char *)"";
+	k->n++;
+}
+
+static void
+session_acks_free(struct sess_acks *k)
+{
+	for (size_t i = 0; i < k->n; i++)
+		free(k->msgs[i]);
+	free(k->v);
+	k->v = NULL;
+	k->n = k->cap = 0;
+}
+
+/* Replaces the acks of agents we attached with their final state. */
+static void
+session_acks_final(struct session *s, struct sess_acks *k)
+{
+	struct sess_agent *sa;
+
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->v[i].code != 0)
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry) {
+			if ((uint32_t)sa->pid != k->v[i].pid)
+				continue;
+			if (sa->state == SA_FAILED) {
+				k->v[i].code = 1;
+				free(k->msgs[i]);
+				k->msgs[i] = strdup(sa->error ? sa->error :
+				    "capture failed");
+				k->v[i].message = k->msgs[i] ? k->msgs[i] :
+				    (char *)"capture failed";
+			} else if (sa->state == SA_ACTIVE) {
+				k->v[i].message = (char *)"capturing";
+			} else if (sa->state == SA_DONE) {
+				k->v[i].message = sa->error ? sa->error :
+				    (char *)"done";
+			}
+		}
+	}
+}
+
+/* Sends the pending start or retarget reply, if any. */
+static void
+session_reply_pending(struct session *s)
+{
+	struct sess_info_bufs b;
+	Mspti__SessionInfo i;
+	Mspti__TargetAck **ptrs = NULL;
+	struct peer *p = s->reply_peer;
+
+	if (p == NULL)
+		return;
+	s->reply_peer = NULL;
+	if (s->ack_tv != NULL)
+		evtimer_del(s->ack_tv);
+	session_acks_final(s, s->pending_acks);
+	if (s->pending_acks->n > 0 &&
+	    (ptrs = calloc(s->pending_acks->n, sizeof(*ptrs))) != NULL)
+		for (size_t k = 0; k < s->pending_acks->n; k++)
+			ptrs[k] = &s->pending_acks->v[k];
+	session_info(s, &i, &b);
+	if (s->reply_type == MSPTI__MSG_TYPE__MSG_START_SESSION_REP) {
+		Mspti__StartSessionReply r = MSPTI__START_SESSION_REPLY__INIT;
+
+		r.session = &i;
+		r.acks = ptrs;
+		r.n_acks = ptrs ? s->pending_acks->n : 0;
+		peer_send(p, s->reply_type, &r.base, -1);
+	} else {
+		Mspti__RetargetReply r = MSPTI__RETARGET_REPLY__INIT;
+
+		r.session = &i;
+		r.acks = ptrs;
+		r.n_acks = ptrs ? s->pending_acks->n : 0;
+		peer_send(p, s->reply_type, &r.base, -1);
+	}
+	session_info_free(&b);
+	free(ptrs);
+	session_acks_free(s->pending_acks);
+}
+
+/* Called when an agent's pending start or update resolved. */
+static void
+session_pending_done(struct session *s)
+{
+	if (s->npending > 0)
+		s->npending--;
+	if (s->npending > 0)
+		return;
+	if (s->state == SESS_STARTING) {
+		s->state = SESS_ACTIVE;
+		session_check_done(s);
+	}
+	session_reply_pending(s);
+}
+
+/* ---- the trace file ---- */
+
+static int
+session_open_writer(struct session *s, int fd, struct trace_writer **wp)
+{
+	struct trace_header h;
+	struct trace_kv kv[12];
+	char host[256], dur[32], steps[32], buf[32], maxs[32];
+	char kinds[256] = "";
+	char *names[16];
+	size_t nk, nkv = 0;
+
+	memset(&h, 0, sizeof(h));
+	if (gethostname(host, sizeof(host)) != 0)
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = '\0';
+	nk = session_kind_names(s->kinds, names);
+	for (size_t i = 0; i < nk; i++) {
+		strncat(kinds, names[i], sizeof(kinds) - strlen(kinds) - 2);
+		if (i + 1 < nk)
+			strcat(kinds, ",");
+	}
+	snprintf(dur, sizeof(dur), "%llu", (unsigned long long)s->duration_ns);
+	snprintf(steps, sizeof(steps), "%u", s->steps_max);
+	snprintf(buf, sizeof(buf), "%zu", s->ring_size);
+	snprintf(maxs, sizeof(maxs), "%llu", (unsigned long long)s->max_size);
+	kv[nkv++] = (struct trace_kv){ "target", s->target_text };
+	kv[nkv++] = (struct trace_kv){ "kinds", kinds };
+	kv[nkv++] = (struct trace_kv){ "mode", s->ring_mode ? "ring" :
+	    "stream" };
+	kv[nkv++] = (struct trace_kv){ "duration_ns", dur };
+	kv[nkv++] = (struct trace_kv){ "steps", steps };
+	kv[nkv++] = (struct trace_kv){ "step_name", s->step_name };
+	kv[nkv++] = (struct trace_kv){ "buffer_size", buf };
+	kv[nkv++] = (struct trace_kv){ "max_size", maxs };
+	/* Without daemon-side device collection the agents join device
+	 * timing in-process with their own clock model. */
+	kv[nkv++] = (struct trace_kv){ "clock_sync", "agent" };
+	h.created_ns = util_realtime_ns();
+	h.session_id = s->id;
+	h.hostname = host;
+	h.producer = "msptid " MSPTID_VERSION;
+	h.config = kv;
+	h.nconfig = nkv;
+	return trace_writer_open(fd, &h, 0, wp);
+}
+
+/* Ring mode: writes every agent's flight recorder to a new trace on fd. */
+static int
+session_write_flight(struct session *s, int fd, uint64_t *nrec)
+{
+	struct trace_writer *w, *saved = s->w;
+	struct trace_footer f;
+	struct sess_agent *sa;
+	uint64_t buf[REC_MAX_SIZE / 8];
+	int rc;
+
+	*nrec = 0;
+	if ((rc = session_open_writer(s, fd, &w)) != 0)
+		return rc;
+	s->w = w;
+	session_event(s, SESSION_EV_SNAPSHOT, 0, "snapshot");
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		size_t at = sa->frstart, left = sa->frlen;
+
+		if (sa->agent != NULL)
+			session_process_record(s, sa->agent);
+		memset(sa->strmap, 0, (SESS_STRINGS + 1) * sizeof(*sa->strmap));
+		while (left >= sizeof(struct rec_hdr) && sa->fr != NULL) {
+			struct rec_hdr h;
+
+			session_flight_read(sa, at, &h, sizeof(h));
+			if (h.size < sizeof(h) || h.size > left)
+				break;
+			session_flight_read(sa, at, buf, h.size);
+			session_remap(s, sa, (struct rec_hdr *)buf);
+			session_emit(s, buf);
+			(*nrec)++;
+			at = (at + h.size) % sa->frcap;
+			left -= h.size;
+		}
+		memset(sa->strmap, 0, (SESS_STRINGS + 1) * sizeof(*sa->strmap));
+	}
+	memset(&f, 0, sizeof(f));
+	f.end_ns = util_realtime_ns();
+	session_losses(s, f.losses);
+	s->w = saved;
+	return trace_writer_close(w, &f, NULL);
+}
+
+/* Writes out the writer's partial chunk about once a second, so a killed
+ * daemon leaves at most that much of the capture unwritten. */
+static int
+session_flush_tick(struct session *s)
+{
+	if (++s->ticks % (1000 / SESS_DRAIN_MS) != 0 ||
+	    s->records == s->flushed_records)
+		return 0;
+	s->flushed_records = s->records;
+	return trace_writer_flush(s->w);
+}
+
+/* ---- finalizing ---- */
+
+static void
+session_finalize(struct session *s)
+{
+	struct trace_footer f;
+	struct trace_writer_stats st;
+	struct sess_agent *sa;
+	int rc;
+
+	if (s->ack_tv != NULL)
+		evtimer_del(s->ack_tv);
+	if (s->drain_tv != NULL)
+		evtimer_del(s->drain_tv);
+	if (s->dur_tv != NULL)
+		evtimer_del(s->dur_tv);
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		session_drain_agent(sa);
+		session_agent_release(sa);
+	}
+	s->end_ns = util_realtime_ns();
+	if (s->ring_mode && s->outfd >= 0 && s->error == NULL) {
+		uint64_t n;
+
+		rc = session_write_flight(s, s->outfd, &n);
+		if (rc != 0)
+			session_fail(s, rc, "writing the trace");
+		s->bytes = (uint64_t)lseek(s->outfd, 0, SEEK_CUR);
+	}
+	if (s->w != NULL) {
+		session_event(s, SESSION_EV_STOP, 0,
+		    s->stop_reason ? s->stop_reason : "stopped");
+		memset(&f, 0, sizeof(f));
+		f.end_ns = s->end_ns;
+		session_losses(s, f.losses);
+		rc = trace_writer_close(s->w, &f, &st);
+		s->w = NULL;
+		s->bytes = st.file_bytes;
+		s->disk_lost = st.lost;
+		if (rc != 0 && s->error == NULL) {
+			char buf[256];
+
+			snprintf(buf, sizeof(buf), "writing the trace: %s",
+			    strerror(-rc));
+			s->error = strdup(buf);
+		}
+	}
+	/* Agents' rings are no longer needed in ring mode either. */
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		ring_unmap(sa->ring);
+		sa->ring = NULL;
+		free(sa->fr);
+		sa->fr = NULL;
+		if (sa->agent != NULL && sa->agent->session_id == s->id)
+			sa->agent->session_id = 0;
+	}
+	if (s->outfd >= 0) {
+		close(s->outfd);
+		s->outfd = -1;
+	}
+	s->state = s->error != NULL ? SESS_FAILED : SESS_FINALIZED;
+	s->d->nsessions--;
+	log_info("session %llu %s: %llu records, %llu bytes%s%s",
+	    (unsigned long long)s->id, sess_state_names[s->state],
+	    (unsigned long long)s->records, (unsigned long long)s->bytes,
+	    s->error ? ": " : "", s->error ? s->error : "");
+	sd_status("%u agents, %u sessions", s->d->nagents, s->d->nsessions);
+	session_reply_pending(s);
+	for (size_t i = 0; i < s->nwaiters; i++)
+		session_send_info(s->waiters[i], s);
+	s->nwaiters = 0;
+}
+
+/* Finalizes a stopping session once no agent is left to ack. */
+static void
+session_check_done(struct session *s)
+{
+	struct sess_agent *sa;
+	bool live = false, any_started = false;
+
+	if (session_done(s))
+		return;
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		if (sa->state == SA_STARTING || sa->state == SA_ACTIVE ||
+		    sa->state == SA_STOPPING)
+			live = true;
+		if (sa->state != SA_FAILED)
+			any_started = true;
+	}
+	if (s->state == SESS_STOPPING && !live) {
+		session_finalize(s);
+		return;
+	}
+	/* A pid-targeted session whose processes all left ends by itself;
+	 * a job selector waits for the job to come back (elastic). */
+	if (s->state == SESS_ACTIVE && !live && !s->elastic) {
+		if (!any_started && s->error == NULL)
+			s->error = strdup("no target could be captured");
+		session_stop(s, any_started ? "targets exited" : "no targets");
+	}
+}
+
+/*
+ * Stops s: StopCapture to every capturing agent; finalization follows
+ * their acks (or the ack timeout).
+ */
+void
+session_stop(struct session *s, const char *reason)
+{
+	Mspti__StopCapture sc = MSPTI__STOP_CAPTURE__INIT;
+	struct sess_agent *sa, *next;
+	struct timeval tv = { SESS_ACK_TIMEOUT_MS / 1000,
+	    (SESS_ACK_TIMEOUT_MS % 1000) * 1000 };
+
+	if (session_done(s) || s->state == SESS_STOPPING)
+		return;
+	if (s->stop_reason == NULL)
+		s->stop_reason = reason;
+	s->state = SESS_STOPPING;
+	log_info("session %llu stopping (%s)", (unsigned long long)s->id,
+	    s->stop_reason);
+	sc.session_id = s->id;
+	TAILQ_FOREACH_SAFE(sa, &s->agents, entry, next) {
+		if (sa->state != SA_ACTIVE && sa->state != SA_STARTING)
+			continue;
+		sa->state = SA_STOPPING;
+		if (sa->agent == NULL || peer_send(sa->agent->peer,
+		    MSPTI__MSG_TYPE__MSG_STOP_CAPTURE, &sc.base, -1) != 0)
+			continue;	/* finished by registry_remove */
+	}
+	if (session_done(s))
+		return;
+	evtimer_add(s->ack_tv, &tv);
+	session_check_done(s);
+}
+
+/* ---- lifetime ---- */
+
+void
+session_free(struct session *s)
+{
+	struct sess_agent *sa;
+
+	if (s == NULL)
+		return;
+	while ((sa = TAILQ_FIRST(&s->agents)) != NULL) {
+		TAILQ_REMOVE(&s->agents, sa, entry);
+		if (sa->agent != NULL && sa->agent->session_id == s->id)
+			sa->agent->session_id = 0;
+		session_agent_free(sa);
+	}
+	if (s->drain_tv != NULL)
+		event_free(s->drain_tv);
+	if (s->dur_tv != NULL)
+		event_free(s->dur_tv);
+	if (s->ack_tv != NULL)
+		event_free(s->ack_tv);
+	trace_writer_abort(s->w);
+	if (s->outfd >= 0)
+		close(s->outfd);
+	for (size_t i = 0; i < s->ndomains_off; i++)
+		free(s->domains_off[i]);
+	free(s->domains_off);
+	free(s->waiters);
+	free(s->ranks);
+	free(s->job_id);
+	free(s->output);
+	free(s->error);
+	free(s->target_text);
+	free(s->step_name);
+	if (s->pending_acks != NULL) {
+		session_acks_free(s->pending_acks);
+		free(s->pending_acks);
+	}
+	free(s);
+}
+
+/* Forgets finished sessions beyond the newest SESS_KEEP_DONE. */
+void
+session_gc(struct daemon *d)
+{
+	struct session *s, *next;
+	size_t done = 0;
+
+	TAILQ_FOREACH_REVERSE(s, &d->sessions, session_list, entry)
+		if (session_done(s) && ++done > SESS_KEEP_DONE)
+			break;
+	if (s == NULL)
+		return;
+	while (s != NULL) {
+		next = TAILQ_PREV(s, session_list, entry);
+		if (session_done(s) && s->reply_peer == NULL &&
+		    s->nwaiters == 0) {
+			TAILQ_REMOVE(&d->sessions, s, entry);
+			session_free(s);
+		}
+		s = next;
+	}
+}
+
+static void
+session_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	struct sess_agent *sa, *next;
+
+	/* Agents that did not ack in time: out of the capture. */
+	TAILQ_FOREACH_SAFE(sa, &s->agents, entry, next) {
+		sa->pending = false;
+		if (sa->state == SA_STARTING) {
+			session_agent_finish(sa, "agent did not answer");
+			if (session_done(s))
+				return;
+		} else if (sa->state == SA_STOPPING)
+			session_agent_finish(sa, "agent did not ack stop");
+		if (session_done(s))
+			return;
+	}
+	s->npending = 0;
+	if (s->state == SESS_STARTING) {
+		s->state = SESS_ACTIVE;
+		session_check_done(s);
+	}
+	session_reply_pending(s);
+}
+
+static void
+session_duration_cb(evutil_socket_t fd, short what, void *arg)
+{
+	session_stop(arg, "duration");
+}
+
+/* Does s's selector pick agent a (for --job/--rank/--all joins)? */
+static bool
+session_selects(const struct session *s, const struct agent *a)
+{
+	bool rank_ok = s->nranks == 0;
+
+	for (size_t i = 0; i < s->nranks; i++)
+		if (s->ranks[i] == a->rank)
+			rank_ok = true;
+	if (!rank_ok)
+		return false;
+	if (s->job_id != NULL && strcmp(s->job_id, a->job_id) != 0)
+		return false;
+	return s->all || s->job_id != NULL || s->nranks > 0;
+}
+
+/* ---- requests ---- */
+
+static int
+session_parse_kinds(char **names, size_t n, uint32_t *mask, char *bad,
+    size_t badlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t m = session_kind_mask(names[i]);
+
+		if (m == 0) {
+			snprintf(bad, badlen, "unknown kind '%.64s' (kinds: "
+			    "api, kernel, memcpy, memset, memory, hccl, "
+			    "communication, marker, correlation)", names[i]);
+			return -1;
+		}
+		*mask |= m;
+	}
+	return 0;
+}
+
+static int
+session_domains_set(struct session *s, char **on, size_t non, char **off,
+    size_t noff)
+{
+	for (size_t i = 0; i < non; i++)
+		for (size_t j = 0; j < s->ndomains_off; j++)
+			if (strcmp(s->domains_off[j], on[i]) == 0) {
+				free(s->domains_off[j]);
+				s->domains_off[j] =
+				    s->domains_off[--s->ndomains_off];
+				break;
+			}
+	for (size_t i = 0; i < noff; i++) {
+		bool have = false;
+		char **v;
+
+		for (size_t j = 0; j < s->ndomains_off; j++)
+			if (strcmp(s->domains_off[j], off[i]) == 0)
+				have = true;
+		if (have)
+			continue;
+		if (s->ndomains_off >= SESS_MAX_DOMAINS)
+			return -1;
+		v = realloc(s->domains_off, (s->ndomains_off + 1) *
+		    sizeof(*v));
+		if (v == NULL)
+			return -1;
+		s->domains_off = v;
+		if ((v[s->ndomains_off] = strndup(off[i], 256)) == NULL)
+			return -1;
+		s->ndomains_off++;
+	}
+	return 0;
+}
+
+/* Resolves explicit pids, attaching those the caller may capture. */
+static void
+session_add_pids(struct session *s, struct peer *p, uint32_t *pids,
+    size_t n, struct sess_acks *k)
+{
+	const char *why;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		struct agent *a = registry_find_pid(s->d, (pid_t)pids[i]);
+
+		if (a == NULL) {
+			session_acks_add(k, pids[i], 3, NULL,
+			    "no agent registered with pid %u", pids[i]);
+			continue;
+		}
+		if (!ctl_may_act_on(&p->cred, a->cred.uid)) {
+			session_acks_add(k, pids[i], 3, a,
+			    "permission denied: pid %u belongs to uid %lu",
+			    pids[i], (unsigned long)a->cred.uid);
+			continue;
+		}
+		if ((rc = session_attach(s, a, &why)) != 0) {
+			session_acks_add(k, pids[i], 1, rc == -2 ? NULL : a,
+			    "%s", why);
+			continue;
+		}
+		session_acks_add(k, pids[i], 0, a, "starting");
+	}
+}
+
+int
+session_start_req(struct peer *p, const ProtobufCMessage *m)
+{
+	const Mspti__StartSession *req = (const Mspti__StartSession *)m;
+	const Mspti__SessionConfig *cfg = req->config;
+	const Mspti__SessionTarget *tg = req->target;
+	struct daemon *d = p->d;
+	struct session *s = NULL;
+	struct sess_acks *k = NULL;
+	struct agent *a;
+	char bad[256], tt[256];
+	struct stat st;
+	int fd, fl, rc;
+	uint32_t kinds = 0;
+	const char *why;
+
+	fd = peer_take_fd(p);
+	if (tg == NULL || (tg->n_pids == 0 && !tg->all && tg->n_ranks == 0 &&
+	    (tg->job_id == NULL || *tg->job_id == '\0'))) {
+		if (fd >= 0)
+			close(fd);
+		return peer_send_error(p, 2, "start: no target given "
+		    "(--pid, --job, --rank or --all)");
+	}
+	if (tg->n_pids > SESS_MAX_TARGETS || tg->n_ranks > SESS_MAX_TARGETS) {
+		if (fd >= 0)
+			close(fd);
+		return peer_send_error(p, 2, "start: too many targets");
+	}
+	if (fd < 0)
+		return peer_send_error(p, 2, "start: no output file descriptor "
+		    "came with the request");
+	/* The CLI opened the file as the requester; we only write to it. */
+	if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) ||
+	    S_ISFIFO(st.st_mode)) || (fl = fcntl(fd, F_GETFL)) < 0 ||
+	    (fl & O_ACCMODE) == O_RDONLY) {
+		close(fd);
+		return peer_send_error(p, 2, "start: the output must be a "
+		    "regular file or a pipe open for writing");
+	}
+	if (cfg != NULL && session_parse_kinds(cfg->kinds, cfg->n_kinds,
+	    &kinds, bad, sizeof(bad)) != 0) {
+		close(fd);
+		return peer_send_error(p, 2, "start: %s", bad);
+	}
+	if (kinds == 0)
+		kinds = SESS_DEFAULT_KINDS;
+	if (cfg != NULL && cfg->mode != NULL && *cfg->mode != '\0' &&
+	    strcmp(cfg->mode, "stream") != 0 && strcmp(cfg->mode, "ring") != 0) {
+		close(fd);
+		return peer_send_error(p, 2, "start: unknown mode '%.32s' "
+		    "(stream or ring)", cfg->mode);
+	}
+	if (cfg != NULL && cfg->buffer_size != 0 &&
+	    (cfg->buffer_size < RING_MIN_CAPACITY ||
+	    cfg->buffer_size > RING_MAX_CAPACITY)) {
+		close(fd);
+		return peer_send_error(p, 2, "start: buffer size must be "
+		    "between 4K and 1G");
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (k = calloc(1, sizeof(*k))) == NULL)
+		goto nomem;
+	s->d = d;
+	s->id = d->next_session_id++;
+	s->owner = p->cred;
+	s->outfd = fd;
+	fd = -1;
+	s->kinds = kinds;
+	s->state = SESS_STARTING;
+	s->start_ns = util_realtime_ns();
+	s->pending_acks = k;
+	TAILQ_INIT(&s->agents);
+	s->output = strdup(req->output ? req->output : "");
+	s->ring_mode = cfg != NULL && cfg->mode != NULL &&
+	    strcmp(cfg->mode, "ring") == 0;
+	s->buffer_size = cfg && cfg->buffer_size ? cfg->buffer_size :
+	    RING_DEFAULT_CAPACITY;
+	/* The shared ring is a power of two no larger than the buffer. */
+	s->ring_size = RING_MIN_CAPACITY;
+	while (s->ring_size * 2 <= s->buffer_size &&
+	    s->ring_size * 2 <= RING_MAX_CAPACITY)
+		s->ring_size *= 2;
+	if (s->ring_mode && s->ring_size > (1u << 20))
+		s->ring_size = 1u << 20;
+	s->duration_ns = cfg ? cfg->duration_ns : 0;
+	s->steps_max = cfg ? cfg->steps : 0;
+	s->step_name = strdup(cfg && cfg->step_name && *cfg->step_name ?
+	    cfg->step_name : "step");
+	s->max_size = cfg ? cfg->max_size : 0;
+	if (cfg != NULL && session_domains_set(s, NULL, 0, cfg->domains_off,
+	    cfg->n_domains_off) != 0)
+		goto nomem;
+	s->all = tg->all;
+	if (tg->job_id != NULL && *tg->job_id != '\0' &&
+	    (s->job_id = strndup(tg->job_id, 256)) == NULL)
+		goto nomem;
+	if (tg->n_ranks > 0) {
+		if ((s->ranks = calloc(tg->n_ranks, sizeof(*s->ranks))) == NULL)
+			goto nomem;
+		memcpy(s->ranks, tg->ranks, tg->n_ranks * sizeof(*s->ranks));
+		s->nranks = tg->n_ranks;
+	}
+	s->elastic = tg->n_pids == 0;
+	if (tg->n_pids > 0)
+		snprintf(tt, sizeof(tt), "pid %u%s", tg->pids[0],
+		    tg->n_pids > 1 ? ",..." : "");
+	else if (s->job_id != NULL)
+		snprintf(tt, sizeof(tt), "job %s%s", s->job_id,
+		    s->nranks ? " ranks" : "");
+	else if (s->nranks > 0)
+		snprintf(tt, sizeof(tt), "rank %d%s", s->ranks[0],
+		    s->nranks > 1 ? ",..." : "");
+	else
+		snprintf(tt, sizeof(tt), "all");
+	s->target_text = strdup(tt);
+	s->drain_tv = event_new(d->base, -1, EV_PERSIST, session_drain_cb, s);
+	s->ack_tv = evtimer_new(d->base, session_timeout_cb, s);
+	s->dur_tv = evtimer_new(d->base, session_duration_cb, s);
+	if (s->output == NULL || s->step_name == NULL ||
+	    s->target_text == NULL || s->drain_tv == NULL ||
+	    s->ack_tv == NULL || s->dur_tv == NULL)
+		goto nomem;
+	if (!s->ring_mode && (rc = session_open_writer(s, s->outfd, &s->w)) !=
+	    0) {
+		session_free(s);
+		return peer_send_error(p, 1, "start: cannot write the trace: %s",
+		    strerror(-rc));
+	}
+	session_gc(d);
+	TAILQ_INSERT_TAIL(&d->sessions, s, entry);
+	d->nsessions++;
+	session_event(s, SESSION_EV_START, 0, s->target_text);
+
+	if (tg->n_pids > 0)
+		session_add_pids(s, p, tg->pids, tg->n_pids, k);
+	else {
+		struct agent *next;
+
+		TAILQ_FOREACH_SAFE(a, &d->agents, entry, next) {
+			if (!session_selects(s, a))
+				continue;
+			if (!ctl_may_act_on(&p->cred, a->cred.uid)) {
+				/* --all means "all of mine" to a non-root
+				 * user; a named job or rank is refused. */
+				if (!s->all || s->job_id != NULL)
+					session_acks_add(k, (uint32_t)
+					    a->cred.pid, 3, a,
+					    "permission denied: pid %ld belongs"
+					    " to uid %lu", (long)a->cred.pid,
+					    (unsigned long)a->cred.uid);
+				continue;
+			}
+			pid_t pid = a->cred.pid;
+
+			if ((rc = session_attach(s, a, &why)) != 0)
+				session_acks_add(k, (uint32_t)pid, 1,
+				    rc == -2 ? NULL : a, "%s", why);
+			else
+				session_acks_add(k, (uint32_t)a->cred.pid, 0,
+				    a, "starting");
+		}
+		if (k->n == 0)
+			session_acks_add(k, 0, 0, NULL, "no agent matches %s "
+			    "yet; new ones will join", s->target_text);
+	}
+	log_info("session %llu started by uid %lu: %s, %zu target(s)",
+	    (unsigned long long)s->id, (unsigned long)p->cred.uid,
+	    s->target_text, k->n);
+	{
+		struct timeval tv = { SESS_DRAIN_MS / 1000,
+		    (SESS_DRAIN_MS % 1000) * 1000 };
+
+		event_add(s->drain_tv, &tv);
+	}
+	if (s->duration_ns > 0) {
+		struct timeval tv = { (time_t)(s->duration_ns / 1000000000ull),
+		    (suseconds_t)(s->duration_ns % 1000000000ull / 1000) };
+
+		evtimer_add(s->dur_tv, &tv);
+	}
+	s->reply_peer = p;
+	s->reply_type = MSPTI__MSG_TYPE__MSG_START_SESSION_REP;
+	if (s->npending == 0) {
+		/* Nothing to wait for. */
+		s->state = SESS_ACTIVE;
+		session_reply_pending(s);
+		if (!s->elastic)
+			session_check_done(s);
+	} else {
+		struct timeval tv = { SESS_ACK_TIMEOUT_MS / 1000,
+		    (SESS_ACK_TIMEOUT_MS % 1000) * 1000 };
+
+		evtimer_add(s->ack_tv, &tv);
+	}
+	sd_status("%u agents, %u sessions", d->nagents, d->nsessions);
+	return 0;
+nomem:
+	if (fd >= 0)
+		close(fd);
+	if (s != NULL && s->pending_acks == NULL)
+		free(k);
+	session_free(s);
+	return peer_send_error(p, 1, "daemon out of memory");
+}
+
+/* Looks up the session of a request and checks the caller may act on it. */
+static struct session *
+session_lookup(struct peer *p, uint64_t id, uint32_t pid)
+{
+	struct session *s;
+	struct agent *a;
+	struct sess_agent *sa;
+
+	if (id == 0 && pid != 0) {
+		if ((a = registry_find_pid(p->d, (pid_t)pid)) == NULL ||
+		    (sa = session_agent_of(p->d, a)) == NULL) {
+			peer_send_error(p, 3, "no session captures pid %u", pid);
+			return NULL;
+		}
+		s = sa->s;
+	} else if ((s = session_find(p->d, id)) == NULL) {
+		peer_send_error(p, 3, "no session %llu", (unsigned long long)id);
+		return NULL;
+	}
+	if (!ctl_may_act_on(&p->cred, s->owner.uid)) {
+		peer_send_error(p, 3, "permission denied: session %llu belongs "
+		    "to uid %lu", (unsigned long long)s->id,
+		    (unsigned long)s->owner.uid);
+		return NULL;
+	}
+	return s;
+}
+
+static int
+session_add_waiter(struct session *s, struct peer *p)
+{
+	struct peer **v;
+
+	for (size_t i = 0; i < s->nwaiters; i++)
+		if (s->waiters[i] == p)
+			return 0;
+	v = realloc(s->waiters, (s->nwaiters + 1) * sizeof(*v));
+	if (v == NULL)
+		return peer_send_error(p, 1, "daemon out of memory");
+	s->waiters = v;
+	v[s->nwaiters++] = p;
+	return 0;
+}
+
+int
+session_stop_req(struct peer *p, const ProtobufCMessage *m)
+{
+	const Mspti__StopSession *req = (const Mspti__StopSession *)m;
+	struct session *s;
+
+	if ((s = session_lookup(p, req->session_id, req->pid)) == NULL)
+		return 0;
+	if (session_done(s))
+		return session_send_info(p, s);
+	if (session_add_waiter(s, p) != 0)
+		return 0;
+	session_stop(s, "stopped by command");
+	return 0;
+}
+
+int
+session_wait_req(struct peer *p, const ProtobufCMessage *m)
+{
+	const Mspti__WaitSession *req = (const Mspti__WaitSession *)m;
+	struct session *s;
+
+	if ((s = session_lookup(p, req->session_id, 0)) == NULL)
+		return 0;
+	if (session_done(s))
+		return session_send_info(p, s);
+	return session_add_waiter(s, p);
+}
+
+int
+session_list_req(struct peer *p, const ProtobufCMessage *m)
+{
+	Mspti__SessionsReply rep = MSPTI__SESSIONS_REPLY__INIT;
+	Mspti__SessionInfo *infos = NULL, **ptrs = NULL;
+	struct sess_info_bufs *bufs = NULL;
+	struct session *s;
+	size_t n = 0, i = 0;
+	int rc;
+
+	TAILQ_FOREACH(s, &p->d->sessions, entry)
+		n++;
+	if (n > 0) {
+		infos = calloc(n, sizeof(*infos));
+		ptrs = calloc(n, sizeof(*ptrs));
+		bufs = calloc(n, sizeof(*bufs));
+		if (infos == NULL || ptrs == NULL || bufs == NULL) {
+			free(infos);
+			free(ptrs);
+			free(bufs);
+			return peer_send_error(p, 1, "daemon out of memory");
+		}
+	}
+	/* Everyone sees every session, as list shows every agent. */
+	TAILQ_FOREACH(s, &p->d->sessions, entry) {
+		session_info(s, &infos[i], &bufs[i]);
+		ptrs[i] = &infos[i];
+		i++;
+	}
+	rep.sessions = ptrs;
+	rep.n_sessions = n;
+	rc = peer_send(p, MSPTI__MSG_TYPE__MSG_SESSIONS_REP, &rep.base, -1);
+	for (i = 0; i < n; i++)
+		session_info_free(&bufs[i]);
+	free(infos);
+	free(ptrs);
+	free(bufs);
+	return rc;
+}
+
+static void
+session_send_update(struct session *s)
+{
+	Mspti__UpdateCapture uc = MSPTI__UPDATE_CAPTURE__INIT;
+	struct sess_agent *sa, *next;
+
+	uc.session_id = s->id;
+	uc.kinds = s->kinds;
+	uc.domains_off = s->domains_off;
+	uc.n_domains_off = s->ndomains_off;
+	TAILQ_FOREACH_SAFE(sa, &s->agents, entry, next) {
+		if (sa->state != SA_ACTIVE || sa->agent == NULL)
+			continue;
+		sa->pending = true;
+		s->npending++;
+		peer_send(sa->agent->peer, MSPTI__MSG_TYPE__MSG_UPDATE_CAPTURE,
+		    &uc.base, -1);
+	}
+}
+
+int
+session_retarget_req(struct peer *p, const ProtobufCMessage *m)
+{
+	const Mspti__RetargetSession *req = (const Mspti__RetargetSession *)m;
+	Mspti__StopCapture sc = MSPTI__STOP_CAPTURE__INIT;
+	struct session *s;
+	struct sess_acks *k;
+	struct sess_agent *sa;
+	uint32_t on = 0, off = 0;
+	char bad[256], detail[512];
+	bool changed;
+
+	if ((s = session_lookup(p, req->session_id, 0)) == NULL)
+		return 0;
+	if (s->state != SESS_ACTIVE)
+		return peer_send_error(p, 1, "session %llu is %s, not active",
+		    (unsigned long long)s->id, sess_state_names[s->state]);
+	if (s->reply_peer != NULL)
+		return peer_send_error(p, 1, "session %llu is busy with another "
+		    "request; try again", (unsigned long long)s->id);
+	if (session_parse_kinds(req->kinds_on, req->n_kinds_on, &on, bad,
+	    sizeof(bad)) != 0 || session_parse_kinds(req->kinds_off,
+	    req->n_kinds_off, &off, bad, sizeof(bad)) != 0)
+		return peer_send_error(p, 2, "retarget: %s", bad);
+	if (req->n_add_pids > SESS_MAX_TARGETS ||
+	    req->n_domains_off > SESS_MAX_DOMAINS)
+		return peer_send_error(p, 2, "retarget: too many values");
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		return peer_send_error(p, 1, "daemon out of memory");
+	changed = on != 0 || off != 0 || req->n_domains_on > 0 ||
+	    req->n_domains_off > 0;
+	s->kinds = (s->kinds | on) & ~off;
+	if (session_domains_set(s, req->domains_on, req->n_domains_on,
+	    req->domains_off, req->n_domains_off) != 0) {
+		free(k);
+		return peer_send_error(p, 1, "retarget: too many domains");
+	}
+	snprintf(detail, sizeof(detail), "kinds 0x%x, %zu domain(s) off, "
+	    "+%zu -%zu pids", s->kinds, s->ndomains_off, req->n_add_pids,
+	    req->n_remove_pids);
+	session_event(s, SESSION_EV_RETARGET, 0, detail);
+	log_info("session %llu retarget: %s", (unsigned long long)s->id,
+	    detail);
+	free(s->pending_acks);
+	s->pending_acks = k;
+	s->reply_peer = p;
+	s->reply_type = MSPTI__MSG_TYPE__MSG_RETARGET_REP;
+	s->npending = 0;
+	/* Removed pids stop capturing; their records so far stay. */
+	sc.session_id = s->id;
+	for (size_t i = 0; i < req->n_remove_pids; i++) {
+		bool found = false;
+
+		TAILQ_FOREACH(sa, &s->agents, entry) {
+			if ((uint32_t)sa->pid != req->remove_pids[i] ||
+			    (sa->state != SA_ACTIVE && sa->state != SA_STARTING))
+				continue;
+			found = true;
+			sa->state = SA_STOPPING;
+			session_acks_add(k, req->remove_pids[i], 0, sa->agent,
+			    "removed");
+			if (sa->agent != NULL)
+				peer_send(sa->agent->peer,
+				    MSPTI__MSG_TYPE__MSG_STOP_CAPTURE, &sc.base,
+				    -1);
+			break;
+		}
+		if (!found)
+			session_acks_add(k, req->remove_pids[i], 3, NULL,
+			    "pid %u is not in session %llu",
+			    req->remove_pids[i], (unsigned long long)s->id);
+	}
+	if (changed)
+		session_send_update(s);
+	if (req->n_add_pids > 0)
+		session_add_pids(s, p, req->add_pids, req->n_add_pids, k);
+	if (s->npending == 0)
+		session_reply_pending(s);
+	else {
+		struct timeval tv = { SESS_ACK_TIMEOUT_MS / 1000,
+		    (SESS_ACK_TIMEOUT_MS % 1000) * 1000 };
+
+		evtimer_add(s->ack_tv, &tv);
+	}
+	return 0;
+}
+
+int
+session_snapshot_req(struct peer *p, const ProtobufCMessage *m)
+{
+	const Mspti__SnapshotSession *req = (const Mspti__SnapshotSession *)m;
+	struct session *s;
+	struct sess_agent *sa;
+	struct stat st;
+	uint64_t n;
+	int fd = peer_take_fd(p), rc;
+
+	if ((s = session_lookup(p, req->session_id, 0)) == NULL)
+		goto out;
+	if (!s->ring_mode) {
+		peer_send_error(p, 2, "session %llu is in stream mode; snapshot "
+		    "needs --mode ring", (unsigned long long)s->id);
+		goto out;
+	}
+	if (session_done(s)) {
+		peer_send_error(p, 1, "session %llu is %s",
+		    (unsigned long long)s->id, sess_state_names[s->state]);
+		goto out;
+	}
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		peer_send_error(p, 2, "snapshot: no regular output file came "
+		    "with the request");
+		goto out;
+	}
+	TAILQ_FOREACH(sa, &s->agents, entry)
+		session_drain_agent(sa);
+	if ((rc = session_write_flight(s, fd, &n)) != 0) {
+		peer_send_error(p, 1, "snapshot: writing the trace: %s",
+		    strerror(-rc));
+		goto out;
+	}
+	log_info("session %llu: snapshot of %llu records",
+	    (unsigned long long)s->id, (unsigned long long)n);
+	session_send_info(p, s);
+out:
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+/* Agent -> daemon: the answer to StartCapture, UpdateCapture, StopCapture. */
+int
+session_capture_ack(struct peer *p, const ProtobufCMessage *m)
+{
+	const Mspti__CaptureAck *ack = (const Mspti__CaptureAck *)m;
+	struct session *s = session_find(p->d, ack->session_id);
+	struct sess_agent *sa = NULL;
+	int fd = peer_take_fd(p);
+
+	if (s != NULL)
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if (sa->agent == p->agent)
+				break;
+	if (sa == NULL) {
+		/* A late ack for a session that is gone. */
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	switch (ack->op) {
+	case MSPTI__CAPTURE_OP__CAPTURE_START:
+		if (sa->state != SA_STARTING && sa->state != SA_STOPPING)
+			break;
+		if (ack->code != 0 || fd < 0) {
+			session_agent_finish(sa, ack->message && *ack->message ?
+			    ack->message : "agent refused the capture");
+		} else if (sa->state == SA_STARTING) {
+			sa->state = SA_ACTIVE;
+			sa->evfd = fd;
+			fd = -1;
+			sa->ev = event_new(p->d->base, sa->evfd,
+			    EV_READ | EV_PERSIST, session_wake_cb, sa);
+			if (sa->ev != NULL)
+				event_add(sa->ev, NULL);
+			ring_arm_wake(sa->ring, sa->wake_threshold);
+			session_process_record(s, p->agent);
+			session_event(s, SESSION_EV_AGENT_JOIN,
+			    (uint32_t)sa->pid, "capturing");
+		}
+		if (sa->pending && !session_done(s)) {
+			sa->pending = false;
+			session_pending_done(s);
+		}
+		break;
+	case MSPTI__CAPTURE_OP__CAPTURE_UPDATE:
+		if (sa->pending) {
+			sa->pending = false;
+			session_pending_done(s);
+		}
+		break;
+	case MSPTI__CAPTURE_OP__CAPTURE_STOP:
+		if (sa->state == SA_STOPPING || sa->state == SA_ACTIVE)
+			session_agent_finish(sa, NULL);
+		break;
+	default:
+		break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+/* A new agent registered: job selectors with room take it (elastic).
+ * Returns -1 when the agent's peer was dropped meanwhile. */
+int
+session_agent_registered(struct daemon *d, struct agent *a)
+{
+	struct session *s;
+	const char *why;
+
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (s->state != SESS_ACTIVE || !s->elastic ||
+		    !session_selects(s, a) ||
+		    !ctl_may_act_on(&s->owner, a->cred.uid))
+			continue;
+		pid_t pid = a->cred.pid;
+		int rc;
+
+		if ((rc = session_attach(s, a, &why)) != 0) {
+			log_warnx("session %llu: pid %ld cannot join: %s",
+			    (unsigned long long)s->id, (long)pid, why);
+			/* -2: a and its peer are gone. */
+			return rc == -2 ? -1 : 0;
+		}
+		/* Its ack is not awaited by anyone. */
+		TAILQ_LAST(&s->agents, sess_agent_list)->pending = false;
+		s->npending--;
+		log_info("session %llu: pid %ld joins",
+		    (unsigned long long)s->id, (long)a->cred.pid);
+		return 0;
+	}
+	return 0;
+}
+
+/* The agent's connection closed (the process exited or was killed): its
+ * ring stays mapped here, so every record it wrote is still drained. */
+void
+session_agent_gone(struct daemon *d, struct agent *a)
+{
+	struct session *s, *next;
+	struct sess_agent *sa;
+	bool pending;
+
+	TAILQ_FOREACH_SAFE(s, &d->sessions, entry, next) {
+		TAILQ_FOREACH(sa, &s->agents, entry) {
+			if (sa->agent != a)
+				continue;
+			sa->agent = NULL;
+			pending = sa->pending;
+			sa->pending = false;
+			session_agent_finish(sa, "agent exited");
+			if (pending && !session_done(s))
+				session_pending_done(s);
+			break;
+		}
+	}
+}
+
+/* A ctl connection closed: forget it wherever it waits. */
+void
+session_peer_gone(struct daemon *d, struct peer *p)
+{
+	struct session *s;
+
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (s->reply_peer == p)
+			s->reply_peer = NULL;
+		for (size_t i = 0; i < s->nwaiters; i++)
+			if (s->waiters[i] == p)
+				s->waiters[i--] = s->waiters[--s->nwaiters];
+	}
+}
+
+/* Daemon shutdown: finalize every live session so their files are whole. */
+void
+session_shutdown(struct daemon *d)
+{
+	struct session *s;
+
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s))
+			continue;
+		if (s->stop_reason == NULL)
+			s->stop_reason = "daemon shutdown";
+		s->state = SESS_STOPPING;
+		session_finalize(s);
+	}
+	while ((s = TAILQ_FIRST(&d->sessions)) != NULL) {
+		TAILQ_REMOVE(&d->sessions, s, entry);
+		free(s->waiters);
+		s->waiters = NULL;
+		session_free(s);
+	}
+}

@@ -1,0 +1,240 @@
+/*
+ * Private structures of the analysis engine (lib/analysis*.c) and the
+ * exporters (lib/export*.c).  Not for other users: see analysis.h.
+ */
+#ifndef MSPTI_ANALYSIS_INT_H
+#define MSPTI_ANALYSIS_INT_H
+
+#include "analysis.h"
+
+#define AN_HIDDEN	__attribute__((visibility("hidden")))
+
+/* analysis-table.c */
+struct table {
+	char		*name;
+	char		*title;
+	size_t		 ncols;
+	char		**cols;
+	size_t		 nrows, cap;
+	char		**cells;	/* nrows * ncols */
+	unsigned char	*numeric;	/* nrows * ncols */
+	size_t		 cur;		/* cells filled in the last row */
+};
+
+struct table	*table_new(const char *name, const char *title, size_t ncols,
+		    const char *const *cols);
+void		 table_free(struct table *t);
+void		 table_row(struct table *t);
+void		 table_str(struct table *t, const char *s);
+void		 table_num(struct table *t, double v, int prec);
+void		 table_u64(struct table *t, uint64_t v);
+void		 table_i64(struct table *t, int64_t v);
+
+/* Running statistics of one duration series (ns). */
+struct an_stat {
+	uint64_t	count;
+	uint64_t	total;
+	uint64_t	min;
+	uint64_t	max;
+	double		sumsq;		/* of us, for variance */
+};
+
+static inline void
+an_stat_add(struct an_stat *s, uint64_t v)
+{
+	double us = (double)v / 1e3;
+
+	if (s->count == 0 || v < s->min)
+		s->min = v;
+	if (v > s->max)
+		s->max = v;
+	s->count++;
+	s->total += v;
+	s->sumsq += us * us;
+}
+
+/* Device interval classes for the step breakdown. */
+enum an_cls {
+	AN_COMPUTE = 0,
+	AN_COMM_C = 1,		/* from COMMUNICATION records */
+	AN_COMM_H = 2,		/* from HCCL records */
+	AN_MEMCPY = 3,
+	AN_DATA = 4,		/* host data-loading marker range */
+};
+
+struct an_ival {
+	uint64_t	start;
+	uint32_t	dur;		/* ns, clamped */
+	uint32_t	cls;
+};
+
+/* One collective on one rank. */
+struct an_coll {
+	uint64_t	start, end;
+	uint64_t	bytes;
+	uint32_t	name;		/* global string ids */
+	uint32_t	comm;
+	uint32_t	alg;
+	uint32_t	seq;
+	uint64_t	wait, transit;	/* after matching */
+};
+
+struct an_step {
+	uint64_t	start, end;
+	int64_t		step;
+};
+
+/* Disjoint sorted intervals with prefix sums. */
+struct an_union {
+	uint64_t	*s, *e, *pre;
+	size_t		 n;
+};
+
+/* Step breakdown row. */
+struct an_stepres {
+	int64_t		step;
+	uint64_t	start, end;
+	uint64_t	compute, comm, overlap, free, memcpy, data;
+	uint64_t	wait, transit;
+};
+
+/* One process (rank) of one source. */
+struct an_proc {
+	struct analysis_source *src;
+	uint32_t	 pid;
+	int32_t		 rank, local_rank, world_size;
+	uint32_t	 job, exe;		/* global string ids */
+	int64_t		 offset;		/* ns added to align clocks */
+	int64_t		 skew;			/* measured offset to the reference */
+	bool		 aligned;		/* skew measured */
+	int		 cw;			/* coll[] in use: 0 or 1 */
+	size_t		 cur;			/* matching cursor */
+	uint64_t	 first_ts, last_ts;
+	struct an_ival	*iv;
+	size_t		 niv, civ;
+	struct an_coll	*coll[2];		/* [0] COMMUNICATION, [1] HCCL */
+	size_t		 ncoll[2], ccoll[2];
+	struct an_step	*steps;
+	size_t		 nsteps, csteps;
+	struct {
+		uint64_t id, ts;
+		uint32_t name;
+	}		 open[64];		/* open marker ranges */
+	size_t		 nopen;
+	struct an_union	 u_comp, u_comm, u_both;
+	struct an_stepres *res;
+	size_t		 nres;
+	uint64_t	 votes;
+	uint64_t	 kernel_time, api_time, sync_calls;
+};
+
+struct an_dev {
+	uint32_t	device;
+	uint64_t	allocs, frees, alloc_bytes, free_bytes;
+	int64_t		cur, peak;
+	uint64_t	peak_ts;
+};
+
+struct analysis_source {
+	struct analysis	*a;
+	char		*name;
+	char		*path;		/* NULL for direct feeds */
+	char		*host;
+	uint32_t	*map;		/* local string id -> global */
+	size_t		 nmap;
+	uint32_t	*op_of;		/* local name id -> op index + 1 */
+	size_t		 nop_of;
+	uint32_t	*api_of;	/* local name id -> api index + 1 */
+	size_t		 napi_of;
+	struct an_proc	*last;		/* cache of proc_get */
+	struct rec_clock_sync clocks[64];
+	size_t		 nclocks;
+	/* Launch join: direct-mapped by correlation id. */
+	struct an_pend	*pend;
+	uint64_t	 losses[LOSS_STAGE_MAX];
+	uint64_t	 loss_records[LOSS_STAGE_MAX];
+	uint64_t	 records;
+	bool		 truncated;
+	uint64_t	 corrupt;
+};
+
+#define AN_PEND_SIZE	65536u
+struct an_pend {
+	uint64_t	corr;
+	uint64_t	start, end;	/* API or device op */
+	uint32_t	name;		/* global: API name or kernel name */
+	uint8_t		is_dev;
+};
+
+struct an_op {
+	uint32_t	name, type;	/* global ids */
+	struct an_stat	st;
+};
+
+struct an_launch_out {
+	uint64_t	corr;
+	uint32_t	api, kernel;
+	uint64_t	runtime, dur, delay;
+	int32_t		rank;
+};
+
+struct an_str {
+	char		**v;		/* id -> string; v[0] = "" */
+	size_t		 n, cap;
+	uint32_t	*ht;		/* open addressing: id or 0 */
+	size_t		 htcap;
+};
+
+struct analysis {
+	struct analysis_opts	 o;
+	struct an_str		 str;
+	struct analysis_source	**src;
+	size_t			 nsrc;
+	struct an_proc		**proc;
+	size_t			 nproc;
+	struct an_op		*ops;
+	size_t			 nops, cops;
+	struct an_op		*apis;
+	size_t			 napis, capis;
+	struct an_stat		 memcpy_st[6];
+	uint64_t		 memcpy_bytes[6];
+	struct an_dev		 devs[65];
+	size_t			 ndevs;
+	/* Launch statistics. */
+	uint64_t		 launches;
+	struct an_stat		 l_runtime, l_dur, l_delay;
+	uint64_t		 l_slow_runtime, l_slow_delay, l_short;
+	struct an_launch_out	 l_top[32];
+	size_t			 nl_top;
+	uint64_t		 counts[REC_TYPE_MAX];
+	uint64_t		 records;
+	uint64_t		 aicpu_time, aicpu_count, kernel_time;
+	char			**warn;
+	size_t			 nwarn;
+	struct analysis_advice	*adv;
+	size_t			 nadv;
+	struct analysis_verdict	 verdict;
+	struct table		*tables[ANALYSIS_SECTION_MAX];
+	int			 world_size;
+	unsigned		 files;
+	bool			 ran;
+	bool			 partial;
+	uint64_t		 base_ts;	/* earliest aligned timestamp */
+};
+
+/* analysis.c */
+AN_HIDDEN const char	*an_str_get(const struct analysis *a, uint32_t id);
+AN_HIDDEN uint32_t	 an_str_intern(struct analysis *a, const char *s);
+AN_HIDDEN void		 an_warn(struct analysis *a, const char *fmt, ...)
+			    __attribute__((format(printf, 2, 3)));
+AN_HIDDEN struct an_proc *an_proc_find(struct analysis_source *src,
+			    uint32_t pid);
+AN_HIDDEN uint64_t	 an_dev_time(const struct analysis_source *src,
+			    uint32_t device, uint64_t t);
+AN_HIDDEN uint64_t	 an_union_measure(const struct an_union *u,
+			    uint64_t a, uint64_t b);
+/* analysis-sections.c */
+AN_HIDDEN int		 an_sections(struct analysis *a);
+AN_HIDDEN int		 an_steps(struct analysis *a);
+
+#endif

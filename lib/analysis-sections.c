@@ -1,0 +1,667 @@
+/* Report tables and advisor rules, built from the aggregates. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis-int.h"
+
+#define US(ns)	((double)(ns) / 1e3)
+
+static const char *const sec_memcpy_kind[6] = { "UNKNOWN", "HTOH", "HTOD",
+    "DTOH", "DTOD", "DEFAULT" };
+
+static int
+sec_cmp_op(const void *x, const void *y)
+{
+	const struct an_op *a = x, *b = y;
+
+	return a->st.total > b->st.total ? -1 : a->st.total < b->st.total;
+}
+
+static void
+sec_advise(struct analysis *a, const char *sev, const char *rule,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+sec_advise(struct analysis *a, const char *sev, const char *rule,
+    const char *fmt, ...)
+{
+	va_list ap;
+	char *m;
+
+	va_start(ap, fmt);
+	if (vasprintf(&m, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	a->adv = realloc(a->adv, (a->nadv + 1) * sizeof(*a->adv));
+	if (a->adv == NULL)
+		abort();
+	a->adv[a->nadv++] = (struct analysis_advice){ sev, rule, m };
+}
+
+static int
+sec_sev_rank(const char *s)
+{
+	return s[0] == 'H' ? 0 : s[0] == 'M' ? 1 : 2;
+}
+
+static int
+sec_cmp_adv(const void *x, const void *y)
+{
+	const struct analysis_advice *a = x, *b = y;
+
+	return sec_sev_rank(a->severity) - sec_sev_rank(b->severity);
+}
+
+static void
+sec_stat_cols(struct table *t, const struct an_stat *s)
+{
+	table_num(t, US(s->total), 3);
+	table_num(t, US(s->min), 3);
+	table_num(t, s->count ? US(s->total) / (double)s->count : 0, 3);
+	table_num(t, US(s->max), 3);
+}
+
+/* Per-op communication aggregate over ranks and instances. */
+struct sec_comm {
+	uint32_t	name;
+	struct an_stat	st;
+	uint64_t	bytes, wait, transit, small, misaligned, retrans;
+};
+
+struct sec_link {
+	uint32_t	name, comm;
+	int		src, dst;
+	uint64_t	bytes, time;
+	bool		remote;
+};
+
+static double
+sec_ring_factor(const char *op, int n)
+{
+	if (n < 2)
+		return 0;
+	if (strcasestr(op, "allreduce"))
+		return 2.0 * (n - 1) / n;
+	if (strcasestr(op, "broadcast") || strcasestr(op, "reduce") ==
+	    op + strlen(op) - 6)
+		return 1.0;
+	if (strcasestr(op, "send") || strcasestr(op, "recv"))
+		return 0;
+	return (double)(n - 1) / n;
+}
+
+static void
+sec_comm(struct analysis *a, uint64_t *comm_total)
+{
+	static const char *const cols[] = { "OP Type", "Count",
+	    "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
+	    "Ratio(%)", "Transit Size(MB)", "Bandwidth(GB/s)",
+	    "Wait Time(us)", "Transit Time(us)", "Idle Time(us)",
+	    "Wait Ratio" };
+	static const char *const mcols[] = { "OP Type", "Group", "Src Rank",
+	    "Dst Rank", "Transport", "Transit Size(MB)", "Transit Time(us)",
+	    "Bandwidth(GB/s)" };
+	struct sec_comm *v = NULL;
+	struct sec_link *l = NULL;
+	size_t nv = 0, nl = 0;
+	uint64_t total = 0;
+	struct table *t;
+
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+
+		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
+			struct an_coll *c = &p->coll[p->cw][k];
+			uint64_t dur = c->end - c->start;
+			size_t j;
+
+			for (j = 0; j < nv && v[j].name != c->name; j++)
+				;
+			if (j == nv) {
+				v = realloc(v, (nv + 1) * sizeof(*v));
+				if (v == NULL)
+					abort();
+				memset(&v[nv++], 0, sizeof(*v));
+				v[j].name = c->name;
+			}
+			an_stat_add(&v[j].st, dur);
+			v[j].bytes += c->bytes;
+			v[j].wait += c->wait;
+			v[j].transit += c->transit;
+			if (c->bytes < (16u << 20))
+				v[j].small++;
+			if (c->bytes % 512)
+				v[j].misaligned++;
+			if ((double)dur > a->o.comm_retrans_s * 1e9)
+				v[j].retrans++;
+			total += dur;
+		}
+	}
+	*comm_total = total;
+	t = table_new("communication", "Communication (per op type, all "
+	    "ranks)", sizeof(cols) / sizeof(cols[0]), cols);
+	for (size_t j = 0; j < nv; j++) {
+		struct sec_comm *c = &v[j];
+		uint64_t idle = c->st.total - c->wait - c->transit;
+
+		table_row(t);
+		table_str(t, an_str_get(a, c->name));
+		table_u64(t, c->st.count);
+		sec_stat_cols(t, &c->st);
+		table_num(t, total ? 100.0 * (double)c->st.total /
+		    (double)total : 0, 2);
+		table_num(t, (double)c->bytes / 1048576.0, 3);
+		table_num(t, c->transit ? (double)c->bytes /
+		    (double)c->transit : 0, 3);
+		table_num(t, US(c->wait), 3);
+		table_num(t, US(c->transit), 3);
+		table_num(t, US(idle), 3);
+		table_num(t, c->wait + c->transit ? (double)c->wait /
+		    (double)(c->wait + c->transit) : 0, 4);
+		if (c->st.count > 4 && c->small * 5 > c->st.count)
+			sec_advise(a, "Low", "small_packets", "%s: %" PRIu64
+			    " of %" PRIu64 " transfers are under 16 MB (avg "
+			    "%.2f MB): fuse gradients into larger buckets",
+			    an_str_get(a, c->name), c->small, c->st.count,
+			    (double)c->bytes / (double)c->st.count / 1048576.0);
+		if (c->misaligned)
+			sec_advise(a, "Low", "byte_alignment", "%s: %" PRIu64
+			    " transfers are not a multiple of 512 bytes",
+			    an_str_get(a, c->name), c->misaligned);
+		if (c->retrans)
+			sec_advise(a, "High", "retransmission", "%s: %" PRIu64
+			    " ops took over %.0f s (max %.3f s): suspect link "
+			    "retransmission", an_str_get(a, c->name),
+			    c->retrans, a->o.comm_retrans_s,
+			    (double)c->st.max / 1e9);
+	}
+	a->tables[ANALYSIS_COMM] = t;
+
+	/* Communication matrix: ring algorithms, rank r -> next rank. */
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+
+		if (p->rank < 0)
+			continue;
+		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
+			struct an_coll *c = &p->coll[p->cw][k];
+			const char *op = an_str_get(a, c->name);
+			int n = 0, pos = 0, dst = -1, first = -1;
+			double f;
+			size_t j;
+
+			/* Ranks in this communicator, in rank order. */
+			for (size_t q = 0; q < a->nproc; q++) {
+				struct an_proc *o = a->proc[q];
+				bool in = false;
+
+				if (o->rank < 0)
+					continue;
+				for (size_t m = 0; m < o->ncoll[o->cw] && !in;
+				    m++)
+					in = o->coll[o->cw][m].comm == c->comm;
+				if (!in)
+					continue;
+				if (first < 0)
+					first = o->rank;
+				if (o == p)
+					pos = n;
+				else if (n == pos + 1 && dst < 0 && n > 0 &&
+				    o->rank > p->rank)
+					dst = o->rank;
+				n++;
+			}
+			if (dst < 0)
+				dst = first;
+			(void)pos;
+			f = sec_ring_factor(op, n);
+			if (f == 0 || dst == p->rank)
+				continue;
+			for (j = 0; j < nl; j++)
+				if (l[j].name == c->name && l[j].comm ==
+				    c->comm && l[j].src == p->rank)
+					break;
+			if (j == nl) {
+				l = realloc(l, (nl + 1) * sizeof(*l));
+				if (l == NULL)
+					abort();
+				memset(&l[nl++], 0, sizeof(*l));
+				l[j].name = c->name;
+				l[j].comm = c->comm;
+				l[j].src = p->rank;
+				l[j].dst = dst;
+				for (size_t q = 0; q < a->nproc; q++)
+					if (a->proc[q]->rank == dst)
+						l[j].remote = strcmp(
+						    a->proc[q]->src->host,
+						    p->src->host) != 0;
+			}
+			l[j].bytes += (uint64_t)((double)c->bytes * f);
+			l[j].time += c->transit;
+		}
+	}
+	t = table_new("communication_matrix", "Communication matrix "
+	    "(ring algorithms: rank -> next rank)",
+	    sizeof(mcols) / sizeof(mcols[0]), mcols);
+	for (size_t j = 0; j < nl; j++) {
+		table_row(t);
+		table_str(t, an_str_get(a, l[j].name));
+		table_str(t, an_str_get(a, l[j].comm));
+		table_i64(t, l[j].src);
+		table_i64(t, l[j].dst);
+		table_str(t, l[j].remote ? "RDMA" : "HCCS");
+		table_num(t, (double)l[j].bytes / 1048576.0, 3);
+		table_num(t, US(l[j].time), 3);
+		table_num(t, l[j].time ? (double)l[j].bytes /
+		    (double)l[j].time : 0, 3);
+	}
+	a->tables[ANALYSIS_COMM_MATRIX] = t;
+	free(v);
+	free(l);
+}
+
+static void
+sec_summary(struct analysis *a)
+{
+	static const char *const cols[] = { "Item", "Value" };
+	struct table *t = table_new("summary", "Capture summary", 2, cols);
+	struct analysis_totals tot;
+	char buf[64];
+
+	analysis_get_totals(a, &tot);
+	table_row(t); table_str(t, "files"); table_u64(t, a->files);
+	table_row(t); table_str(t, "records"); table_u64(t, a->records);
+	table_row(t); table_str(t, "processes"); table_u64(t, a->nproc);
+	table_row(t); table_str(t, "ranks seen"); table_u64(t, tot.ranks_seen);
+	table_row(t); table_str(t, "world size");
+	table_i64(t, a->world_size);
+	table_row(t); table_str(t, "records lost"); table_u64(t, tot.lost);
+	table_row(t); table_str(t, "complete");
+	table_str(t, a->partial ? "NO (see warnings)" : "yes");
+	for (size_t i = 0; i < a->nwarn; i++) {
+		snprintf(buf, sizeof(buf), "warning %zu", i + 1);
+		table_row(t);
+		table_str(t, buf);
+		table_str(t, a->warn[i]);
+	}
+	a->tables[ANALYSIS_SUMMARY] = t;
+}
+
+static void
+sec_ops(struct analysis *a)
+{
+	static const char *const cols[] = { "OP Type", "Core Type", "Count",
+	    "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
+	    "Ratio(%)" };
+	static const char *const tcols[] = { "Rank", "Kernel", "Core Type",
+	    "Count", "Total Time(us)", "Avg Time(us)", "Ratio(%)" };
+	struct table *t;
+	uint64_t total = 0;
+
+	qsort(a->ops, a->nops, sizeof(*a->ops), sec_cmp_op);
+	for (size_t i = 0; i < a->nops; i++)
+		total += a->ops[i].st.total;
+	t = table_new("op_statistic", "Operators (op statistic, all ranks)",
+	    8, cols);
+	for (size_t i = 0; i < a->nops; i++) {
+		struct an_op *o = &a->ops[i];
+
+		table_row(t);
+		table_str(t, an_str_get(a, o->name));
+		table_str(t, an_str_get(a, o->type));
+		table_u64(t, o->st.count);
+		sec_stat_cols(t, &o->st);
+		table_num(t, total ? 100.0 * (double)o->st.total /
+		    (double)total : 0, 2);
+	}
+	a->tables[ANALYSIS_OPS] = t;
+	t = table_new("top_kernels", "Top kernels by total device time", 7,
+	    tcols);
+	for (size_t i = 0; i < a->nops && i < a->o.top_n; i++) {
+		struct an_op *o = &a->ops[i];
+
+		table_row(t);
+		table_u64(t, i + 1);
+		table_str(t, an_str_get(a, o->name));
+		table_str(t, an_str_get(a, o->type));
+		table_u64(t, o->st.count);
+		table_num(t, US(o->st.total), 3);
+		table_num(t, o->st.count ? US(o->st.total) /
+		    (double)o->st.count : 0, 3);
+		table_num(t, total ? 100.0 * (double)o->st.total /
+		    (double)total : 0, 2);
+	}
+	/* "Rank" here is the position in the list. */
+	free(t->cols[0]);
+	t->cols[0] = strdup("#");
+	a->tables[ANALYSIS_TOP_KERNELS] = t;
+	if (a->aicpu_count > 0)
+		sec_advise(a, a->kernel_time && a->aicpu_time * 10 >
+		    a->kernel_time ? "High" : "Medium", "aicpu_ops",
+		    "%" PRIu64 " AI_CPU kernels took %.3f ms (%.1f%% of device "
+		    "kernel time): replace them with AI_CORE/AI_VECTOR ops",
+		    a->aicpu_count, (double)a->aicpu_time / 1e6,
+		    a->kernel_time ? 100.0 * (double)a->aicpu_time /
+		    (double)a->kernel_time : 0);
+}
+
+static void
+sec_apis(struct analysis *a)
+{
+	static const char *const cols[] = { "Level", "API Name", "Time(us)",
+	    "Count", "Avg(us)", "Min(us)", "Max(us)", "Variance" };
+	struct table *t = table_new("api_statistic", "APIs (api statistic)",
+	    8, cols);
+	uint64_t mall = 0, sync = 0;
+
+	qsort(a->apis, a->napis, sizeof(*a->apis), sec_cmp_op);
+	for (size_t i = 0; i < a->napis; i++) {
+		struct an_op *o = &a->apis[i];
+		const char *n = an_str_get(a, o->name);
+		double avg = o->st.count ? US(o->st.total) /
+		    (double)o->st.count : 0;
+		double var = o->st.count ? o->st.sumsq / (double)o->st.count -
+		    avg * avg : 0;
+
+		table_row(t);
+		table_str(t, strncmp(n, "Hccl", 4) == 0 ? "hccl" : "acl");
+		table_str(t, n);
+		table_num(t, US(o->st.total), 3);
+		table_u64(t, o->st.count);
+		table_num(t, avg, 3);
+		table_num(t, US(o->st.min), 3);
+		table_num(t, US(o->st.max), 3);
+		table_num(t, var > 0 ? var : 0, 3);
+		if (strstr(n, "Malloc") || strstr(n, "Free"))
+			mall += o->st.total;
+		if (strstr(n, "Synchronize"))
+			sync += o->st.count;
+	}
+	a->tables[ANALYSIS_APIS] = t;
+	if ((double)mall > a->o.malloc_ms * 1e6)
+		sec_advise(a, "Medium", "malloc_free", "memory allocation APIs "
+		    "(aclrtMalloc/Free) took %.3f ms in total (> %.0f ms): "
+		    "use a caching allocator", (double)mall / 1e6,
+		    a->o.malloc_ms);
+	if (sync > 0 && a->launches > 0 && sync * 20 > a->launches)
+		sec_advise(a, "Low", "sync_stream", "%" PRIu64 " stream "
+		    "synchronizations for %" PRIu64 " launches: each stalls the "
+		    "host until the device drains", sync, a->launches);
+}
+
+static void
+sec_launch(struct analysis *a)
+{
+	static const char *const cols[] = { "Launches",
+	    "CPU Runtime Avg(us)", "CPU Runtime Max(us)",
+	    "Device Duration Avg(us)", "Launch Delay Avg(us)",
+	    "Launch Delay Max(us)", "Runtime > thr", "Delay > thr",
+	    "Short Kernels" };
+	static const char *const ocols[] = { "Correlation ID", "Rank", "API",
+	    "Kernel", "CPU Runtime(us)", "Device Duration(us)",
+	    "Launch Delay(us)" };
+	struct table *t = table_new("launch", "Launch statistics "
+	    "(by correlation id)", 9, cols);
+	double n = (double)(a->launches ? a->launches : 1);
+
+	table_row(t);
+	table_u64(t, a->launches);
+	table_num(t, US(a->l_runtime.total) / n, 3);
+	table_num(t, US(a->l_runtime.max), 3);
+	table_num(t, US(a->l_dur.total) / n, 3);
+	table_num(t, US(a->l_delay.total) / n, 3);
+	table_num(t, US(a->l_delay.max), 3);
+	table_u64(t, a->l_slow_runtime);
+	table_u64(t, a->l_slow_delay);
+	table_u64(t, a->l_short);
+	a->tables[ANALYSIS_LAUNCH] = t;
+	t = table_new("launch_outliers", "Worst launch delays", 7, ocols);
+	for (size_t i = 0; i < a->nl_top && i < a->o.top_n; i++) {
+		struct an_launch_out *o = &a->l_top[i];
+
+		table_row(t);
+		table_u64(t, o->corr);
+		table_i64(t, o->rank);
+		table_str(t, an_str_get(a, o->api));
+		table_str(t, an_str_get(a, o->kernel));
+		table_num(t, US(o->runtime), 3);
+		table_num(t, US(o->dur), 3);
+		table_num(t, US(o->delay), 3);
+	}
+	a->tables[ANALYSIS_LAUNCH_OUTLIERS] = t;
+	if (a->l_slow_runtime > 0)
+		sec_advise(a, a->l_slow_runtime * 10 > a->launches ? "Medium" :
+		    "Low", "launch_runtime", "%" PRIu64 " of %" PRIu64
+		    " launches spent over %.0f us in the runtime (max %.1f us)",
+		    a->l_slow_runtime, a->launches, a->o.launch_runtime_us,
+		    US(a->l_runtime.max));
+	if (a->l_slow_delay > 0)
+		sec_advise(a, a->l_slow_delay * 10 > a->launches ? "Medium" :
+		    "Low", "launch_delay", "%" PRIu64 " of %" PRIu64
+		    " launches started over %.0f us after the launch call "
+		    "returned (max %.1f us): the device queue is deep or "
+		    "stalled", a->l_slow_delay, a->launches,
+		    a->o.launch_delay_us, US(a->l_delay.max));
+}
+
+static void
+sec_memory(struct analysis *a)
+{
+	static const char *const cols[] = { "Direction", "Count",
+	    "Size(MB)", "Total Time(us)", "Avg Time(us)", "Bandwidth(GB/s)" };
+	static const char *const mcols[] = { "Device_id", "Allocations",
+	    "Frees", "Allocated(MB)", "Freed(MB)", "In Use at End(MB)",
+	    "Peak(MB)", "Peak Time(us)" };
+	struct table *t = table_new("memcpy", "Memcpy by direction", 6, cols);
+
+	for (int k = 0; k < 6; k++) {
+		struct an_stat *s = &a->memcpy_st[k];
+
+		if (s->count == 0)
+			continue;
+		table_row(t);
+		table_str(t, sec_memcpy_kind[k]);
+		table_u64(t, s->count);
+		table_num(t, (double)a->memcpy_bytes[k] / 1048576.0, 3);
+		table_num(t, US(s->total), 3);
+		table_num(t, US(s->total) / (double)s->count, 3);
+		table_num(t, s->total ? (double)a->memcpy_bytes[k] /
+		    (double)s->total : 0, 3);
+	}
+	a->tables[ANALYSIS_MEMCPY] = t;
+	t = table_new("memory", "Device memory (allocations, peak)", 8, mcols);
+	for (size_t i = 0; i < a->ndevs; i++) {
+		struct an_dev *d = &a->devs[i];
+
+		table_row(t);
+		table_i64(t, d->device == REC_NONE ? -1 : (int64_t)d->device);
+		table_u64(t, d->allocs);
+		table_u64(t, d->frees);
+		table_num(t, (double)d->alloc_bytes / 1048576.0, 3);
+		table_num(t, (double)d->free_bytes / 1048576.0, 3);
+		table_num(t, (double)d->cur / 1048576.0, 3);
+		table_num(t, (double)d->peak / 1048576.0, 3);
+		table_num(t, d->peak_ts > a->base_ts ?
+		    US(d->peak_ts - a->base_ts) : 0, 3);
+	}
+	a->tables[ANALYSIS_MEMORY] = t;
+}
+
+static void
+sec_steps(struct analysis *a)
+{
+	static const char *const cols[] = { "Rank", "Step", "Step Time(us)",
+	    "Computing(us)", "Communication(Not Overlapped)(us)",
+	    "Overlapped(us)", "Communication(us)", "Free(us)", "Wait(us)",
+	    "Transit(us)", "Memcpy(us)", "Data Loading(us)" };
+	static const char *const rcols[] = { "Rank", "Pid", "Host",
+	    "Clock Skew(us)", "Aligned", "Steps", "Step Time Avg(us)",
+	    "Computing Avg(us)", "Communication Avg(us)", "Wait Avg(us)",
+	    "Free Avg(us)", "Slow Votes" };
+	struct table *t = table_new("steps", "Steps (per rank and step)", 12,
+	    cols);
+	struct table *r = table_new("ranks", "Ranks", 12, rcols);
+	uint64_t gap_max = 0, dl_total = 0, dl_steps = 0;
+	double nov = 0, stept = 0;
+
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+		double sum[6] = { 0 };
+
+		for (size_t j = 0; j < p->nres; j++) {
+			struct an_stepres *s = &p->res[j];
+			uint64_t len = s->end - s->start;
+
+			table_row(t);
+			table_i64(t, p->rank);
+			if (s->step < 0)
+				table_str(t, "all");
+			else
+				table_i64(t, s->step);
+			table_num(t, US(len), 3);
+			table_num(t, US(s->compute), 3);
+			table_num(t, US(s->comm - s->overlap), 3);
+			table_num(t, US(s->overlap), 3);
+			table_num(t, US(s->comm), 3);
+			table_num(t, US(s->free), 3);
+			table_num(t, US(s->wait), 3);
+			table_num(t, US(s->transit), 3);
+			table_num(t, US(s->memcpy), 3);
+			table_num(t, US(s->data), 3);
+			sum[0] += (double)len;
+			sum[1] += (double)s->compute;
+			sum[2] += (double)s->comm;
+			sum[3] += (double)s->wait;
+			sum[4] += (double)s->free;
+			nov += (double)(s->comm - s->overlap);
+			stept += (double)len;
+			if (s->free > gap_max)
+				gap_max = s->free;
+			if (s->step >= 0) {
+				dl_total += s->data;
+				dl_steps++;
+			}
+		}
+		table_row(r);
+		table_i64(r, p->rank);
+		table_u64(r, p->pid);
+		table_str(r, p->src->host);
+		table_num(r, (double)p->skew / 1e3, 3);
+		table_str(r, p->offset ? "yes" : "no");
+		table_u64(r, p->nsteps);
+		for (int k = 0; k < 5; k++)
+			table_num(r, p->nres ? sum[k] / 1e3 /
+			    (double)p->nres : 0, 3);
+		table_u64(r, p->votes);
+	}
+	a->tables[ANALYSIS_STEPS] = t;
+	a->tables[ANALYSIS_RANKS] = r;
+	if (stept > 0 && nov / stept > 0.2)
+		sec_advise(a, nov / stept > 0.4 ? "High" : "Medium",
+		    "comm_not_overlapped", "communication not overlapped with "
+		    "computation is %.1f%% of step time: overlap gradient "
+		    "all-reduce with backward compute", 100.0 * nov / stept);
+	if ((double)gap_max > a->o.host_gap_ms * 1e6)
+		sec_advise(a, "High", "host_gap", "the device was idle for "
+		    "%.1f ms within one step (> %.0f ms): host-side stall (GC, "
+		    "I/O, Python)", (double)gap_max / 1e6, a->o.host_gap_ms);
+	if (dl_steps && (double)dl_total / (double)dl_steps >
+	    a->o.dataloader_ms * 1e6)
+		sec_advise(a, "Medium", "dataloader", "data loading takes "
+		    "%.2f ms per step (> %.0f ms): add dataloader workers or "
+		    "prefetch", (double)dl_total / (double)dl_steps / 1e6,
+		    a->o.dataloader_ms);
+}
+
+static void
+sec_slow(struct analysis *a)
+{
+	static const char *const cols[] = { "Verdict", "Rank", "Cause",
+	    "Share of Step(%)", "Imbalance(%)", "Threshold(%)", "Votes",
+	    "Detail" };
+	struct table *t = table_new("slow_rank", "Slow rank", 8, cols);
+	struct analysis_verdict *v = &a->verdict;
+	uint64_t votes = 0, all = 0;
+	char detail[256];
+
+	for (size_t i = 0; i < a->nproc; i++) {
+		all += a->proc[i]->votes;
+		if (a->proc[i]->rank == v->rank)
+			votes = a->proc[i]->votes;
+	}
+	table_row(t);
+	if (v->rank >= 0) {
+		snprintf(detail, sizeof(detail), "rank %d is slow: %s "
+		    "accounts for %.1f%% of its step time more than the "
+		    "median rank; the others wait for it in collectives",
+		    v->rank, v->cause ? v->cause : "?", 100.0 * v->share);
+		table_str(t, "slow rank");
+		table_i64(t, v->rank);
+		table_str(t, v->cause ? v->cause : "");
+		table_num(t, 100.0 * v->share, 2);
+	} else {
+		snprintf(detail, sizeof(detail), "%s", a->nproc > 1 ?
+		    "ranks are balanced" : "needs two or more ranks");
+		table_str(t, "none");
+		table_i64(t, -1);
+		table_str(t, "");
+		table_num(t, 0, 2);
+	}
+	table_num(t, 100.0 * v->imbalance, 2);
+	table_num(t, 100.0 * a->o.rank_imbalance, 2);
+	table_str(t, "");
+	free(t->cells[t->ncols * (t->nrows - 1) + 6]);
+	t->cells[t->ncols * (t->nrows - 1) + 6] = NULL;
+	t->cur--;
+	{
+		char vb[64];
+
+		snprintf(vb, sizeof(vb), "%" PRIu64 "/%" PRIu64, votes, all);
+		table_str(t, vb);
+	}
+	table_str(t, detail);
+	a->tables[ANALYSIS_SLOW_RANK] = t;
+	if (v->rank >= 0)
+		sec_advise(a, "High", "slow_rank", "rank %d is slow (%s, "
+		    "%.1f%% of its step time; busy-time spread across ranks "
+		    "%.1f%% > %.0f%%)", v->rank, v->cause ? v->cause : "?",
+		    100.0 * v->share, 100.0 * v->imbalance,
+		    100.0 * a->o.rank_imbalance);
+}
+
+int
+an_sections(struct analysis *a)
+{
+	static const char *const acols[] = { "Severity", "Rule", "Finding" };
+	uint64_t comm_total;
+	struct table *t;
+
+	if (a->partial)
+		sec_advise(a, "High", "partial_input", "the input is "
+		    "incomplete (%zu warnings): numbers below cover only "
+		    "what was captured", a->nwarn);
+	sec_summary(a);
+	sec_ops(a);
+	sec_apis(a);
+	sec_launch(a);
+	sec_memory(a);
+	sec_comm(a, &comm_total);
+	sec_steps(a);
+	sec_slow(a);
+	qsort(a->adv, a->nadv, sizeof(*a->adv), sec_cmp_adv);
+	t = table_new("advice", "Advisor", 3, acols);
+	for (size_t i = 0; i < a->nadv; i++) {
+		table_row(t);
+		table_str(t, a->adv[i].severity);
+		table_str(t, a->adv[i].rule);
+		table_str(t, a->adv[i].message);
+	}
+	a->tables[ANALYSIS_ADVICE] = t;
+	return 0;
+}

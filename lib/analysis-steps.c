@@ -1,0 +1,599 @@
+/*
+ * Cross-record analysis, run once after ingestion: completeness checks,
+ * clock alignment across ranks (collective end times are a shared event),
+ * matching of collective instances across ranks (wait/transit split and
+ * slow-rank votes), interval unions and the per-step breakdown, and the
+ * slow-rank verdict.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis-int.h"
+
+static int
+st_cmp_ival(const void *x, const void *y)
+{
+	const struct an_ival *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static int
+st_cmp_coll_start(const void *x, const void *y)
+{
+	const struct an_coll *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static int
+st_cmp_coll_key(const void *x, const void *y)
+{
+	const struct an_coll *a = x, *b = y;
+
+	if (a->comm != b->comm)
+		return a->comm < b->comm ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int
+st_cmp_step(const void *x, const void *y)
+{
+	const struct an_step *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static int
+st_cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static int
+st_cmp_dbl(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static void *
+st_alloc(size_t n)
+{
+	void *p = calloc(n ? n : 1, 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+/* Builds the union of p's intervals whose class is in mask. */
+static void
+st_union(struct an_proc *p, unsigned mask, struct an_union *u)
+{
+	size_t n = 0;
+
+	u->s = st_alloc((p->niv + 1) * sizeof(uint64_t));
+	u->e = st_alloc((p->niv + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < p->niv; i++) {
+		uint64_t s = p->iv[i].start, e = s + p->iv[i].dur;
+
+		if (!(mask & (1u << p->iv[i].cls)) || e <= s)
+			continue;
+		if (n > 0 && s <= u->e[n - 1]) {
+			if (e > u->e[n - 1])
+				u->e[n - 1] = e;
+			continue;
+		}
+		u->s[n] = s;
+		u->e[n] = e;
+		n++;
+	}
+	u->n = n;
+	u->pre = st_alloc((n + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < n; i++)
+		u->pre[i + 1] = u->pre[i] + (u->e[i] - u->s[i]);
+}
+
+/* Intersection of two unions. */
+static void
+st_intersect(const struct an_union *x, const struct an_union *y,
+    struct an_union *u)
+{
+	size_t i = 0, j = 0, n = 0, cap = x->n + y->n + 1;
+
+	u->s = st_alloc(cap * sizeof(uint64_t));
+	u->e = st_alloc(cap * sizeof(uint64_t));
+	while (i < x->n && j < y->n) {
+		uint64_t s = x->s[i] > y->s[j] ? x->s[i] : y->s[j];
+		uint64_t e = x->e[i] < y->e[j] ? x->e[i] : y->e[j];
+
+		if (s < e) {
+			u->s[n] = s;
+			u->e[n] = e;
+			n++;
+		}
+		if (x->e[i] < y->e[j])
+			i++;
+		else
+			j++;
+	}
+	u->n = n;
+	u->pre = st_alloc((n + 1) * sizeof(uint64_t));
+	for (size_t k = 0; k < n; k++)
+		u->pre[k + 1] = u->pre[k] + (u->e[k] - u->s[k]);
+}
+
+/* Covered length of u before t. */
+static uint64_t
+st_cover(const struct an_union *u, uint64_t t)
+{
+	size_t lo = 0, hi = u->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (u->e[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < u->n && t > u->s[lo])
+		return u->pre[lo] + (t - u->s[lo]);
+	return u->pre[lo];
+}
+
+/* Covered length of u within [a, b). */
+uint64_t
+an_union_measure(const struct an_union *u, uint64_t a, uint64_t b)
+{
+	if (b <= a || u->n == 0)
+		return 0;
+	return st_cover(u, b) - st_cover(u, a);
+}
+
+static void
+st_union_free(struct an_union *u)
+{
+	free(u->s);
+	free(u->e);
+	free(u->pre);
+	memset(u, 0, sizeof(*u));
+}
+
+static void
+st_shift(struct an_proc *p, int64_t d)
+{
+	for (size_t i = 0; i < p->niv; i++)
+		p->iv[i].start += (uint64_t)d;
+	for (size_t i = 0; i < p->ncoll[p->cw]; i++) {
+		p->coll[p->cw][i].start += (uint64_t)d;
+		p->coll[p->cw][i].end += (uint64_t)d;
+	}
+	for (size_t i = 0; i < p->nsteps; i++) {
+		p->steps[i].start += (uint64_t)d;
+		p->steps[i].end += (uint64_t)d;
+	}
+	if (p->first_ts)
+		p->first_ts += (uint64_t)d;
+	if (p->last_ts)
+		p->last_ts += (uint64_t)d;
+	p->offset = d;
+}
+
+/* Loud completeness checks: losses, truncation, missing ranks. */
+static void
+st_check(struct analysis *a)
+{
+	int ws = a->o.world_size, maxrank = -1;
+	unsigned char *seen;
+
+	for (size_t i = 0; i < a->nsrc; i++) {
+		struct analysis_source *s = a->src[i];
+		uint64_t lost = 0;
+
+		for (int j = 0; j < LOSS_STAGE_MAX; j++) {
+			uint64_t n = s->losses[j] ? s->losses[j] :
+			    s->loss_records[j];
+
+			if (n == 0)
+				continue;
+			lost += n;
+			an_warn(a, "%s: %" PRIu64 " records lost at %s", s->name,
+			    n, record_loss_stage_name((unsigned)j));
+		}
+		if (s->truncated)
+			an_warn(a, "%s: truncated trace (no footer): the "
+			    "capture was cut short, results are partial",
+			    s->name);
+		if (s->corrupt)
+			an_warn(a, "%s: %" PRIu64 " corrupt chunks skipped",
+			    s->name, s->corrupt);
+		if (lost || s->truncated || s->corrupt)
+			a->partial = true;
+	}
+	for (size_t i = 0; i < a->nproc; i++) {
+		if (ws <= 0 && a->proc[i]->world_size > 0)
+			ws = a->proc[i]->world_size;
+		if (a->proc[i]->world_size > ws && a->o.world_size <= 0)
+			ws = a->proc[i]->world_size;
+		if (a->proc[i]->rank > maxrank)
+			maxrank = a->proc[i]->rank;
+	}
+	if (ws <= 0)
+		ws = maxrank + 1;
+	a->world_size = ws;
+	if (ws <= 0)
+		return;
+	seen = st_alloc((size_t)ws + (size_t)maxrank + 2);
+	for (size_t i = 0; i < a->nproc; i++) {
+		int r = a->proc[i]->rank;
+
+		if (r < 0)
+			continue;
+		if (r >= ws) {
+			an_warn(a, "rank %d is outside the world size %d", r, ws);
+			continue;
+		}
+		if (seen[r])
+			an_warn(a, "rank %d appears in more than one process",
+			    r);
+		seen[r] = 1;
+	}
+	{
+		char buf[512];
+		size_t off = 0;
+		int missing = 0;
+
+		buf[0] = '\0';
+		for (int r = 0; r < ws; r++) {
+			if (seen[r])
+				continue;
+			missing++;
+			if (off < sizeof(buf) - 16)
+				off += (size_t)snprintf(buf + off,
+				    sizeof(buf) - off, "%s%d", missing > 1 ?
+				    "," : "", r);
+		}
+		if (missing) {
+			an_warn(a, "MISSING RANKS: %d of %d ranks have no "
+			    "trace (rank %s); cross-rank results are partial",
+			    missing, ws, buf);
+			a->partial = true;
+		}
+	}
+	free(seen);
+}
+
+/* Order procs by rank (unknown ranks last, by pid). */
+static int
+st_cmp_proc(const void *x, const void *y)
+{
+	const struct an_proc *a = *(struct an_proc *const *)x;
+	const struct an_proc *b = *(struct an_proc *const *)y;
+	int ra = a->rank < 0 ? 1 << 30 : a->rank;
+	int rb = b->rank < 0 ? 1 << 30 : b->rank;
+
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+/* Offsets from collective end times: median of (ref end - p end). */
+static void
+st_align(struct analysis *a)
+{
+	struct an_proc *ref = NULL;
+
+	for (size_t i = 0; i < a->nproc; i++)
+		if (a->proc[i]->ncoll[a->proc[i]->cw] > 0) {
+			ref = a->proc[i];
+			break;
+		}
+	if (ref == NULL)
+		return;
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+		struct an_coll *pc = p->coll[p->cw], *rc = ref->coll[ref->cw];
+		size_t np = p->ncoll[p->cw], nr = ref->ncoll[ref->cw];
+		size_t x = 0, y = 0, n = 0;
+		int64_t *d;
+		bool apply;
+
+		if (p == ref || np == 0)
+			continue;
+		d = st_alloc((np < nr ? np : nr) * sizeof(int64_t) + 8);
+		while (x < np && y < nr) {
+			int c = st_cmp_coll_key(&pc[x], &rc[y]);
+
+			if (c == 0) {
+				if (pc[x].name == rc[y].name)
+					d[n++] = (int64_t)(rc[y].end - pc[x].end);
+				x++;
+				y++;
+			} else if (c < 0)
+				x++;
+			else
+				y++;
+		}
+		if (n > 0) {
+			qsort(d, n, sizeof(int64_t), st_cmp_i64);
+			p->skew = d[n / 2];
+			p->aligned = true;
+			apply = a->o.align == ANALYSIS_ALIGN_ALWAYS ||
+			    (a->o.align == ANALYSIS_ALIGN_AUTO &&
+			    strcmp(p->src->host, ref->src->host) != 0);
+			if (apply && p->skew != 0)
+				st_shift(p, p->skew);
+		}
+		free(d);
+	}
+}
+
+/* Walks collective instances (comm, seq) across procs: wait/transit and
+ * votes (the rank with the shortest time is the one the others waited
+ * for). */
+static void
+st_match(struct analysis *a)
+{
+	struct an_coll **grp = st_alloc(a->nproc * sizeof(*grp));
+	struct an_proc **gp = st_alloc(a->nproc * sizeof(*gp));
+
+	for (size_t i = 0; i < a->nproc; i++)
+		a->proc[i]->cur = 0;
+	for (;;) {
+		struct an_coll *min = NULL;
+		size_t ng = 0, vote = 0;
+		uint64_t last = 0, mind = UINT64_MAX;
+
+		for (size_t i = 0; i < a->nproc; i++) {
+			struct an_proc *p = a->proc[i];
+
+			if (p->cur < p->ncoll[p->cw] && (min == NULL ||
+			    st_cmp_coll_key(&p->coll[p->cw][p->cur], min) < 0))
+				min = &p->coll[p->cw][p->cur];
+		}
+		if (min == NULL)
+			break;
+		for (size_t i = 0; i < a->nproc; i++) {
+			struct an_proc *p = a->proc[i];
+			struct an_coll *c;
+
+			if (p->cur >= p->ncoll[p->cw])
+				continue;
+			c = &p->coll[p->cw][p->cur];
+			if (c != min && st_cmp_coll_key(c, min) != 0)
+				continue;
+			grp[ng] = c;
+			gp[ng++] = p;
+			if (c->start > last)
+				last = c->start;
+			if (c->end - c->start < mind) {
+				mind = c->end - c->start;
+				vote = ng - 1;
+			}
+		}
+		for (size_t i = 0; i < ng; i++) {
+			struct an_coll *c = grp[i];
+			uint64_t dur = c->end - c->start;
+			uint64_t w = last > c->start ? last - c->start : 0;
+			uint64_t t = c->end > last ? c->end - last : 0;
+
+			if (w > dur)
+				w = dur;
+			if (t > dur - w)
+				t = dur - w;
+			if (ng == 1) {
+				w = 0;
+				t = dur;
+			}
+			c->wait = w;
+			c->transit = t;
+			gp[i]->cur++;
+		}
+		if (ng > 1)
+			gp[vote]->votes++;
+	}
+	free(grp);
+	free(gp);
+}
+
+static void
+st_breakdown(struct analysis *a, struct an_proc *p)
+{
+	unsigned comm_mask = 1u << (p->cw == 0 ? AN_COMM_C : AN_COMM_H);
+	struct an_union u_mem, u_data;
+	struct an_coll *cl = p->coll[p->cw];
+	size_t ncl = p->ncoll[p->cw], nsteps;
+
+	qsort(p->iv, p->niv, sizeof(*p->iv), st_cmp_ival);
+	st_union(p, 1u << AN_COMPUTE, &p->u_comp);
+	st_union(p, comm_mask, &p->u_comm);
+	st_intersect(&p->u_comp, &p->u_comm, &p->u_both);
+	st_union(p, 1u << AN_MEMCPY, &u_mem);
+	st_union(p, 1u << AN_DATA, &u_data);
+	qsort(p->steps, p->nsteps, sizeof(*p->steps), st_cmp_step);
+	nsteps = p->nsteps ? p->nsteps : 1;
+	p->res = st_alloc(nsteps * sizeof(*p->res));
+	p->nres = nsteps;
+	for (size_t i = 0; i < nsteps; i++) {
+		struct an_stepres *r = &p->res[i];
+		uint64_t s, e, busy;
+
+		if (p->nsteps) {
+			s = p->steps[i].start;
+			e = p->steps[i].end;
+			r->step = p->steps[i].step >= 0 ? p->steps[i].step :
+			    (int64_t)i + 1;
+		} else {
+			s = p->first_ts;
+			e = p->last_ts;
+			r->step = -1;	/* no step markers: the whole capture */
+		}
+		r->start = s;
+		r->end = e;
+		r->compute = an_union_measure(&p->u_comp, s, e);
+		r->comm = an_union_measure(&p->u_comm, s, e);
+		r->overlap = an_union_measure(&p->u_both, s, e);
+		busy = r->compute + r->comm - r->overlap;
+		r->free = e - s > busy ? e - s - busy : 0;
+		r->memcpy = an_union_measure(&u_mem, s, e);
+		r->data = an_union_measure(&u_data, s, e);
+		for (size_t k = 0; k < ncl; k++)
+			if (cl[k].start >= s && cl[k].start < e) {
+				r->wait += cl[k].wait;
+				r->transit += cl[k].transit;
+			}
+	}
+	st_union_free(&u_mem);
+	st_union_free(&u_data);
+	(void)a;
+}
+
+static double
+st_median(double *v, size_t n)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(double), st_cmp_dbl);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * The verdict: the rank with the most time of its own (step time minus
+ * the time it waited for others in collectives) is the slow one when the
+ * spread exceeds the threshold; its cause is the category where it
+ * exceeds the median of the other ranks most, as a share of its step.
+ */
+static void
+st_verdict(struct analysis *a)
+{
+	enum { T, C, X, W, H, D, NF };
+	size_t n = 0, slow = 0;
+	double (*v)[NF], *tmp, maxb = -1, minb = 1e300, sumt = 0;
+	struct an_proc **rp;
+
+	a->verdict.rank = -1;
+	rp = st_alloc(a->nproc * sizeof(*rp));
+	v = st_alloc(a->nproc * sizeof(*v));
+	tmp = st_alloc(a->nproc * sizeof(double) + 8);
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+		double k = (double)p->nres;
+
+		if (p->rank < 0 || p->nres == 0)
+			continue;
+		memset(v[n], 0, sizeof(v[n]));
+		for (size_t j = 0; j < p->nres; j++) {
+			struct an_stepres *r = &p->res[j];
+			double fr = (double)r->free - (double)r->data;
+
+			v[n][T] += (double)(r->end - r->start) / k;
+			v[n][C] += (double)r->compute / k;
+			v[n][X] += (double)r->transit / k;
+			v[n][W] += (double)r->wait / k;
+			v[n][H] += (fr > 0 ? fr : 0) / k;
+			v[n][D] += (double)r->data / k;
+		}
+		rp[n++] = p;
+	}
+	if (n >= 2) {
+		static const char *const causes[NF] = { [C] = "compute",
+		    [X] = "link", [H] = "host/launch", [D] = "data loading" };
+		static const int cat[] = { C, X, H, D };
+		double best = -1;
+
+		for (size_t i = 0; i < n; i++) {
+			double b = v[i][T] - v[i][W];
+
+			sumt += v[i][T];
+			if (b > maxb) {
+				maxb = b;
+				slow = i;
+			}
+			if (b < minb)
+				minb = b;
+		}
+		a->verdict.imbalance = sumt > 0 ? (maxb - minb) /
+		    (sumt / (double)n) : 0;
+		if (a->verdict.imbalance > a->o.rank_imbalance) {
+			a->verdict.rank = rp[slow]->rank;
+			for (size_t c = 0; c < sizeof(cat) / sizeof(cat[0]);
+			    c++) {
+				size_t m = 0;
+				double ex;
+
+				for (size_t i = 0; i < n; i++)
+					if (i != slow)
+						tmp[m++] = v[i][cat[c]];
+				ex = v[slow][cat[c]] - st_median(tmp, m);
+				if (ex > best) {
+					best = ex;
+					a->verdict.cause = causes[cat[c]];
+					a->verdict.share = v[slow][T] > 0 ?
+					    ex / v[slow][T] : 0;
+				}
+			}
+		}
+	}
+	free(tmp);
+	free(v);
+	free(rp);
+}
+
+int
+an_steps(struct analysis *a)
+{
+	qsort(a->proc, a->nproc, sizeof(*a->proc), st_cmp_proc);
+	st_check(a);
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+		uint32_t *seq = NULL, *comms = NULL;
+		size_t ncomms = 0;
+
+		p->cw = p->ncoll[0] > 0 ? 0 : 1;
+		qsort(p->coll[p->cw], p->ncoll[p->cw], sizeof(struct an_coll),
+		    st_cmp_coll_start);
+		/* Sequence number per communicator. */
+		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
+			struct an_coll *c = &p->coll[p->cw][k];
+			size_t j;
+
+			for (j = 0; j < ncomms && comms[j] != c->comm; j++)
+				;
+			if (j == ncomms) {
+				comms = realloc(comms, (ncomms + 1) * 4);
+				seq = realloc(seq, (ncomms + 1) * 4);
+				if (comms == NULL || seq == NULL)
+					abort();
+				comms[ncomms] = c->comm;
+				seq[ncomms++] = 0;
+			}
+			c->seq = seq[j]++;
+		}
+		free(comms);
+		free(seq);
+		qsort(p->coll[p->cw], p->ncoll[p->cw], sizeof(struct an_coll),
+		    st_cmp_coll_key);
+	}
+	if (a->o.align != ANALYSIS_ALIGN_NEVER)
+		st_align(a);
+	st_match(a);
+	a->base_ts = 0;
+	for (size_t i = 0; i < a->nproc; i++) {
+		st_breakdown(a, a->proc[i]);
+		if (a->proc[i]->first_ts && (a->base_ts == 0 ||
+		    a->proc[i]->first_ts < a->base_ts))
+			a->base_ts = a->proc[i]->first_ts;
+	}
+	st_verdict(a);
+	return 0;
+}

@@ -1,0 +1,267 @@
+/* Tables of the analysis: cells as text, printed as TEXT, JSON or CSV. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis-int.h"
+
+/* Allocation failures in table building abort the program: tables are
+ * small and a partial table would be silently wrong. */
+static void *
+tab_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (p == NULL) {
+		fputs("analysis: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+static char *
+tab_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(tab_xrealloc(NULL, n), s, n);
+}
+
+struct table *
+table_new(const char *name, const char *title, size_t ncols,
+    const char *const *cols)
+{
+	struct table *t = tab_xrealloc(NULL, sizeof(*t));
+
+	memset(t, 0, sizeof(*t));
+	t->name = tab_xstrdup(name);
+	t->title = tab_xstrdup(title);
+	t->ncols = ncols;
+	t->cols = tab_xrealloc(NULL, ncols * sizeof(char *));
+	for (size_t i = 0; i < ncols; i++)
+		t->cols[i] = tab_xstrdup(cols[i]);
+	t->cur = ncols;
+	return t;
+}
+
+void
+table_free(struct table *t)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	for (size_t i = 0; i < t->ncols; i++)
+		free(t->cols[i]);
+	free(t->cells);
+	free(t->numeric);
+	free(t->cols);
+	free(t->name);
+	free(t->title);
+	free(t);
+}
+
+/* Starts a row; missing cells of the previous row stay empty. */
+void
+table_row(struct table *t)
+{
+	while (t->nrows > 0 && t->cur < t->ncols)
+		table_str(t, "");
+	if (t->nrows == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->cells = tab_xrealloc(t->cells,
+		    t->cap * t->ncols * sizeof(char *));
+		t->numeric = tab_xrealloc(t->numeric, t->cap * t->ncols);
+	}
+	t->nrows++;
+	t->cur = 0;
+}
+
+static void
+tab_put(struct table *t, char *s, int numeric)
+{
+	size_t i;
+
+	if (t->nrows == 0 || t->cur >= t->ncols) {
+		free(s);
+		return;
+	}
+	i = (t->nrows - 1) * t->ncols + t->cur++;
+	t->cells[i] = s;
+	t->numeric[i] = (unsigned char)numeric;
+}
+
+void
+table_str(struct table *t, const char *s)
+{
+	tab_put(t, tab_xstrdup(s ? s : ""), 0);
+}
+
+void
+table_num(struct table *t, double v, int prec)
+{
+	char buf[64];
+
+	if (!isfinite(v))
+		v = 0;
+	snprintf(buf, sizeof(buf), "%.*f", prec, v);
+	tab_put(t, tab_xstrdup(buf), 1);
+}
+
+void
+table_u64(struct table *t, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	tab_put(t, tab_xstrdup(buf), 1);
+}
+
+void
+table_i64(struct table *t, int64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	tab_put(t, tab_xstrdup(buf), 1);
+}
+
+const char *table_name(const struct table *t) { return t->name; }
+const char *table_title(const struct table *t) { return t->title; }
+size_t table_ncols(const struct table *t) { return t->ncols; }
+size_t table_nrows(const struct table *t) { return t->nrows; }
+
+const char *
+table_col(const struct table *t, size_t col)
+{
+	return col < t->ncols ? t->cols[col] : "";
+}
+
+const char *
+table_cell(const struct table *t, size_t row, size_t col, bool *numeric)
+{
+	size_t i = row * t->ncols + col;
+
+	if (numeric != NULL)
+		*numeric = false;
+	if (row >= t->nrows || col >= t->ncols ||
+	    (row == t->nrows - 1 && col >= t->cur))
+		return "";
+	if (numeric != NULL)
+		*numeric = t->numeric[i] != 0;
+	return t->cells[i];
+}
+
+static void
+tab_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void
+tab_csv_str(FILE *f, const char *s)
+{
+	if (strpbrk(s, ",\"\n\r") == NULL) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+int
+table_print(const struct table *t, enum table_format fmt, FILE *f)
+{
+	size_t *w, r, c;
+	bool num;
+
+	switch (fmt) {
+	case TABLE_JSON:
+		fputc('[', f);
+		for (r = 0; r < t->nrows; r++) {
+			fputs(r ? ",\n {" : "{", f);
+			for (c = 0; c < t->ncols; c++) {
+				const char *v = table_cell(t, r, c, &num);
+
+				if (c)
+					fputc(',', f);
+				tab_json_str(f, t->cols[c]);
+				fputc(':', f);
+				if (num)
+					fputs(v, f);
+				else
+					tab_json_str(f, v);
+			}
+			fputc('}', f);
+		}
+		fputs("]", f);
+		break;
+	case TABLE_CSV:
+		for (c = 0; c < t->ncols; c++) {
+			if (c)
+				fputc(',', f);
+			tab_csv_str(f, t->cols[c]);
+		}
+		fputc('\n', f);
+		for (r = 0; r < t->nrows; r++) {
+			for (c = 0; c < t->ncols; c++) {
+				if (c)
+					fputc(',', f);
+				tab_csv_str(f, table_cell(t, r, c, NULL));
+			}
+			fputc('\n', f);
+		}
+		break;
+	default:
+		w = tab_xrealloc(NULL, t->ncols * sizeof(size_t));
+		for (c = 0; c < t->ncols; c++) {
+			w[c] = strlen(t->cols[c]);
+			for (r = 0; r < t->nrows; r++) {
+				size_t l = strlen(table_cell(t, r, c, NULL));
+
+				if (l > w[c])
+					w[c] = l;
+			}
+			if (w[c] > 60)
+				w[c] = 60;
+		}
+		fprintf(f, "== %s\n", t->title);
+		for (c = 0; c < t->ncols; c++)
+			fprintf(f, "%s%-*s", c ? "  " : "", (int)w[c], t->cols[c]);
+		fputc('\n', f);
+		for (r = 0; r < t->nrows; r++) {
+			for (c = 0; c < t->ncols; c++) {
+				const char *v = table_cell(t, r, c, &num);
+
+				fprintf(f, num ? "%s%*s" : "%s%-*s", c ? "  " : "",
+				    (int)w[c], v);
+			}
+			fputc('\n', f);
+		}
+		if (t->nrows == 0)
+			fputs("(none)\n", f);
+		free(w);
+		break;
+	}
+	return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,913 @@
+/*
+ * The analysis engine: ingestion.  Every record is folded into running
+ * aggregates as it is read (per-name statistics through per-source arrays
+ * indexed by the source's string ids, so the hot path does no hashing);
+ * only compact device intervals, steps and collectives are kept for the
+ * cross-record work done by analysis_run (analysis-sections.c).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis-int.h"
+#include "trace.h"
+
+#define AN_ATTR	__attribute__((visibility("default")))
+
+static void *
+an_realloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (p == NULL) {
+		fputs("analysis: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+/* Grows *v (elements of sz bytes, *cap of them) to hold n + 1. */
+static void
+an_grow(void *vp, size_t *cap, size_t n, size_t sz)
+{
+	void **v = vp;
+
+	if (n < *cap)
+		return;
+	*cap = *cap ? *cap * 2 : 64;
+	*v = an_realloc(*v, *cap * sz);
+}
+
+void
+analysis_opts_init(struct analysis_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->top_n = 10;
+	o->step_marker = "step";
+	o->data_marker = "data";
+	o->launch_runtime_us = 50;
+	o->launch_delay_us = 100;
+	o->rank_imbalance = 0.05;
+	o->dataloader_ms = 10;
+	o->malloc_ms = 10;
+	o->host_gap_ms = 200;
+	o->comm_retrans_s = 4;
+}
+
+static uint32_t
+an_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+const char *
+an_str_get(const struct analysis *a, uint32_t id)
+{
+	return id < a->str.n ? a->str.v[id] : "";
+}
+
+/* The global id of s (interned on first use); 0 for "". */
+uint32_t
+an_str_intern(struct analysis *a, const char *s)
+{
+	struct an_str *t = &a->str;
+	size_t i;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	if (t->n * 2 >= t->htcap) {
+		size_t ncap = t->htcap ? t->htcap * 2 : 1024;
+		uint32_t *nh = an_realloc(NULL, ncap * sizeof(uint32_t));
+
+		memset(nh, 0, ncap * sizeof(uint32_t));
+		for (uint32_t id = 1; id < t->n; id++) {
+			i = an_hash(t->v[id]) & (ncap - 1);
+			while (nh[i] != 0)
+				i = (i + 1) & (ncap - 1);
+			nh[i] = id;
+		}
+		free(t->ht);
+		t->ht = nh;
+		t->htcap = ncap;
+	}
+	i = an_hash(s) & (t->htcap - 1);
+	while (t->ht[i] != 0) {
+		if (strcmp(t->v[t->ht[i]], s) == 0)
+			return t->ht[i];
+		i = (i + 1) & (t->htcap - 1);
+	}
+	an_grow(&t->v, &t->cap, t->n, sizeof(char *));
+	t->v[t->n] = strdup(s);
+	if (t->v[t->n] == NULL)
+		abort();
+	t->ht[i] = (uint32_t)t->n;
+	return (uint32_t)t->n++;
+}
+
+void
+an_warn(struct analysis *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	for (size_t i = 0; i < a->nwarn; i++)
+		if (strcmp(a->warn[i], s) == 0) {
+			free(s);
+			return;
+		}
+	a->warn = an_realloc(a->warn, (a->nwarn + 2) * sizeof(char *));
+	a->warn[a->nwarn++] = s;
+	a->warn[a->nwarn] = NULL;
+}
+
+AN_ATTR struct analysis *
+analysis_new(const struct analysis_opts *opts)
+{
+	struct analysis *a = calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		return NULL;
+	if (opts != NULL)
+		a->o = *opts;
+	else
+		analysis_opts_init(&a->o);
+	if (a->o.top_n == 0)
+		a->o.top_n = 10;
+	if (a->o.step_marker == NULL)
+		a->o.step_marker = "step";
+	if (a->o.data_marker == NULL)
+		a->o.data_marker = "data";
+	an_grow(&a->str.v, &a->str.cap, 0, sizeof(char *));
+	a->str.v[0] = strdup("");
+	a->str.n = 1;
+	return a;
+}
+
+static void
+an_union_free(struct an_union *u)
+{
+	free(u->s);
+	free(u->e);
+	free(u->pre);
+}
+
+AN_ATTR void
+analysis_free(struct analysis *a)
+{
+	if (a == NULL)
+		return;
+	for (size_t i = 0; i < a->nsrc; i++) {
+		struct analysis_source *s = a->src[i];
+
+		free(s->name);
+		free(s->path);
+		free(s->host);
+		free(s->map);
+		free(s->op_of);
+		free(s->api_of);
+		free(s->pend);
+		free(s);
+	}
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+
+		free(p->iv);
+		free(p->coll[0]);
+		free(p->coll[1]);
+		free(p->steps);
+		free(p->res);
+		an_union_free(&p->u_comp);
+		an_union_free(&p->u_comm);
+		an_union_free(&p->u_both);
+		free(p);
+	}
+	for (size_t i = 0; i < a->str.n; i++)
+		free(a->str.v[i]);
+	free(a->str.v);
+	free(a->str.ht);
+	for (size_t i = 0; i < a->nwarn; i++)
+		free(a->warn[i]);
+	free(a->warn);
+	for (size_t i = 0; i < a->nadv; i++)
+		free((char *)a->adv[i].message);
+	free(a->adv);
+	for (int i = 0; i < ANALYSIS_SECTION_MAX; i++)
+		table_free(a->tables[i]);
+	free(a->src);
+	free(a->proc);
+	free(a->ops);
+	free(a->apis);
+	free(a);
+}
+
+AN_ATTR struct analysis_source *
+analysis_source_new(struct analysis *a, const char *name, const char *host)
+{
+	struct analysis_source *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->a = a;
+	s->name = strdup(name ? name : "-");
+	s->host = strdup(host ? host : "");
+	s->pend = calloc(AN_PEND_SIZE, sizeof(struct an_pend));
+	if (s->name == NULL || s->host == NULL || s->pend == NULL) {
+		free(s->name);
+		free(s->host);
+		free(s->pend);
+		free(s);
+		return NULL;
+	}
+	a->src = an_realloc(a->src, (a->nsrc + 1) * sizeof(*a->src));
+	a->src[a->nsrc++] = s;
+	return s;
+}
+
+AN_ATTR int
+analysis_source_string(struct analysis_source *src, uint32_t id,
+    const char *str)
+{
+	if (id == 0)
+		return 0;
+	if (id >= src->nmap) {
+		size_t n = src->nmap ? src->nmap : 256;
+
+		while (n <= id)
+			n *= 2;
+		src->map = an_realloc(src->map, n * sizeof(uint32_t));
+		memset(src->map + src->nmap, 0,
+		    (n - src->nmap) * sizeof(uint32_t));
+		src->nmap = n;
+	}
+	src->map[id] = an_str_intern(src->a, str);
+	return 0;
+}
+
+static inline uint32_t
+an_gid(const struct analysis_source *src, uint32_t id)
+{
+	return id < src->nmap ? src->map[id] : 0;
+}
+
+AN_ATTR void
+analysis_source_losses(struct analysis_source *src,
+    const uint64_t losses[LOSS_STAGE_MAX])
+{
+	for (int i = 0; i < LOSS_STAGE_MAX; i++)
+		src->losses[i] += losses[i];
+}
+
+/* The process record of pid in src (created on first sight). */
+struct an_proc *
+an_proc_find(struct analysis_source *src, uint32_t pid)
+{
+	struct analysis *a = src->a;
+	struct an_proc *p;
+
+	if (src->last != NULL && (src->last->pid == pid || pid == 0))
+		return src->last;
+	for (size_t i = 0; i < a->nproc; i++)
+		if (a->proc[i]->src == src && a->proc[i]->pid == pid) {
+			src->last = a->proc[i];
+			return src->last;
+		}
+	p = an_realloc(NULL, sizeof(*p));
+	memset(p, 0, sizeof(*p));
+	p->src = src;
+	p->pid = pid;
+	p->rank = p->local_rank = p->world_size = -1;
+	a->proc = an_realloc(a->proc, (a->nproc + 1) * sizeof(*a->proc));
+	a->proc[a->nproc++] = p;
+	src->last = p;
+	return p;
+}
+
+/* Converts device time t of device to host time with the source's model. */
+uint64_t
+an_dev_time(const struct analysis_source *src, uint32_t device, uint64_t t)
+{
+	for (size_t i = src->nclocks; i-- > 0;) {
+		const struct rec_clock_sync *c = &src->clocks[i];
+
+		if (c->device != device)
+			continue;
+		return (uint64_t)((double)c->host_ref_ns + ((double)t -
+		    (double)c->device_ref_ns) * (1.0 + c->drift));
+	}
+	return t;
+}
+
+static void
+an_proc_ts(struct an_proc *p, uint64_t s, uint64_t e)
+{
+	if (p->first_ts == 0 || s < p->first_ts)
+		p->first_ts = s;
+	if (e > p->last_ts)
+		p->last_ts = e;
+}
+
+static void
+an_ival(struct an_proc *p, uint64_t s, uint64_t e, enum an_cls cls)
+{
+	uint64_t d = e - s;
+
+	an_grow(&p->iv, &p->civ, p->niv, sizeof(*p->iv));
+	p->iv[p->niv].start = s;
+	p->iv[p->niv].dur = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+	p->iv[p->niv].cls = cls;
+	p->niv++;
+}
+
+/* Folds a kernel duration into the op statistics via the source's cache. */
+static void
+an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
+    uint64_t dur)
+{
+	struct analysis *a = src->a;
+	uint32_t gname = an_gid(src, name_id), gtype = an_gid(src, type_id);
+	uint32_t idx = 0;
+	struct an_op *op;
+
+	if (name_id < src->nop_of)
+		idx = src->op_of[name_id];
+	if (idx == 0 || a->ops[idx - 1].name != gname ||
+	    a->ops[idx - 1].type != gtype) {
+		size_t i;
+
+		for (i = 0; i < a->nops; i++)
+			if (a->ops[i].name == gname && a->ops[i].type == gtype)
+				break;
+		if (i == a->nops) {
+			an_grow(&a->ops, &a->cops, a->nops, sizeof(*a->ops));
+			memset(&a->ops[i], 0, sizeof(a->ops[i]));
+			a->ops[i].name = gname;
+			a->ops[i].type = gtype;
+			a->nops++;
+		}
+		if (name_id >= src->nop_of) {
+			size_t n = src->nop_of ? src->nop_of : 256;
+
+			while (n <= name_id)
+				n *= 2;
+			src->op_of = an_realloc(src->op_of, n * sizeof(uint32_t));
+			memset(src->op_of + src->nop_of, 0,
+			    (n - src->nop_of) * sizeof(uint32_t));
+			src->nop_of = n;
+		}
+		src->op_of[name_id] = (uint32_t)i + 1;
+		idx = (uint32_t)i + 1;
+	}
+	op = &a->ops[idx - 1];
+	an_stat_add(&op->st, dur);
+}
+
+static void
+an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
+{
+	struct analysis *a = src->a;
+	uint32_t g = an_gid(src, name_id), idx = 0;
+
+	if (name_id < src->napi_of)
+		idx = src->api_of[name_id];
+	if (idx == 0 || a->apis[idx - 1].name != g) {
+		size_t i;
+
+		for (i = 0; i < a->napis; i++)
+			if (a->apis[i].name == g)
+				break;
+		if (i == a->napis) {
+			an_grow(&a->apis, &a->capis, a->napis, sizeof(*a->apis));
+			memset(&a->apis[i], 0, sizeof(a->apis[i]));
+			a->apis[i].name = g;
+			a->napis++;
+		}
+		if (name_id >= src->napi_of) {
+			size_t n = src->napi_of ? src->napi_of : 256;
+
+			while (n <= name_id)
+				n *= 2;
+			src->api_of = an_realloc(src->api_of,
+			    n * sizeof(uint32_t));
+			memset(src->api_of + src->napi_of, 0,
+			    (n - src->napi_of) * sizeof(uint32_t));
+			src->napi_of = n;
+		}
+		src->api_of[name_id] = (uint32_t)i + 1;
+		idx = (uint32_t)i + 1;
+	}
+	an_stat_add(&a->apis[idx - 1].st, dur);
+}
+
+/* A launch joined: API [as, ae] launched device work [ds, de]. */
+static void
+an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
+    const struct an_pend *api, const struct an_pend *dev)
+{
+	struct analysis *a = src->a;
+	uint64_t rt = api->end - api->start, dur = dev->end - dev->start;
+	uint64_t delay = dev->start > api->end ? dev->start - api->end : 0;
+	size_t i;
+
+	a->launches++;
+	an_stat_add(&a->l_runtime, rt);
+	an_stat_add(&a->l_dur, dur);
+	an_stat_add(&a->l_delay, delay);
+	if ((double)rt > a->o.launch_runtime_us * 1e3)
+		a->l_slow_runtime++;
+	if ((double)delay > a->o.launch_delay_us * 1e3)
+		a->l_slow_delay++;
+	if (dur < rt)
+		a->l_short++;
+	/* Keep the worst launch delays (small insertion-sorted array). */
+	if (a->nl_top == 32 && delay <= a->l_top[31].delay)
+		return;
+	i = a->nl_top < 32 ? a->nl_top++ : 31;
+	while (i > 0 && a->l_top[i - 1].delay < delay) {
+		a->l_top[i] = a->l_top[i - 1];
+		i--;
+	}
+	a->l_top[i] = (struct an_launch_out){ corr, api->name, dev->name, rt,
+	    dur, delay, p->rank };
+}
+
+static void
+an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
+    uint64_t s, uint64_t e, uint32_t gname, int is_dev)
+{
+	struct an_pend *slot, me;
+
+	if (corr == 0)
+		return;
+	slot = &src->pend[corr & (AN_PEND_SIZE - 1)];
+	me = (struct an_pend){ corr, s, e, gname, (uint8_t)is_dev };
+	if (slot->corr == corr && slot->is_dev != is_dev) {
+		if (is_dev)
+			an_launch(src, p, corr, slot, &me);
+		else
+			an_launch(src, p, corr, &me, slot);
+		/* 1:N launches: keep the API for further device work. */
+		if (is_dev)
+			return;
+	}
+	*slot = me;
+}
+
+static void
+an_coll_add(struct an_proc *p, int which, uint64_t s, uint64_t e,
+    uint64_t bytes, uint32_t name, uint32_t comm, uint32_t alg)
+{
+	struct an_coll *c;
+
+	an_grow(&p->coll[which], &p->ccoll[which], p->ncoll[which],
+	    sizeof(struct an_coll));
+	c = &p->coll[which][p->ncoll[which]++];
+	memset(c, 0, sizeof(*c));
+	c->start = s;
+	c->end = e;
+	c->bytes = bytes;
+	c->name = name;
+	c->comm = comm;
+	c->alg = alg;
+}
+
+static size_t
+an_dtype_size(uint32_t t)
+{
+	static const unsigned char sz[] = { 1, 2, 4, 2, 4, 8, 8, 1, 2, 4, 8,
+	    2, 16, 0, 1, 1, 1, 1 };
+
+	return t < sizeof(sz) && sz[t] ? sz[t] : 1;
+}
+
+static struct an_dev *
+an_dev_get(struct analysis *a, uint32_t device)
+{
+	for (size_t i = 0; i < a->ndevs; i++)
+		if (a->devs[i].device == device)
+			return &a->devs[i];
+	if (a->ndevs == 65)
+		return &a->devs[64];
+	memset(&a->devs[a->ndevs], 0, sizeof(a->devs[0]));
+	a->devs[a->ndevs].device = device;
+	return &a->devs[a->ndevs++];
+}
+
+static void
+an_marker(struct analysis_source *src, const struct rec_marker *m)
+{
+	struct analysis *a = src->a;
+	struct an_proc *p;
+	const char *name;
+
+	if (m->source_kind != 0)
+		return;		/* device-side copies of host ranges */
+	p = an_proc_find(src, m->pid);
+	an_proc_ts(p, m->timestamp, m->timestamp);
+	if (m->flag & 2u) {		/* MARKER_START */
+		if (p->nopen == 64)
+			memmove(p->open, p->open + 1, 63 * sizeof(p->open[0]));
+		else
+			p->nopen++;
+		p->open[p->nopen - 1].id = m->id;
+		p->open[p->nopen - 1].ts = m->timestamp;
+		p->open[p->nopen - 1].name = an_gid(src, m->name_id);
+		return;
+	}
+	if (!(m->flag & 4u))
+		return;
+	for (size_t i = p->nopen; i-- > 0;) {
+		if (p->open[i].id != m->id)
+			continue;
+		name = an_str_get(a, p->open[i].name);
+		if (strcmp(name, a->o.step_marker) == 0) {
+			an_grow(&p->steps, &p->csteps, p->nsteps,
+			    sizeof(*p->steps));
+			p->steps[p->nsteps].start = p->open[i].ts;
+			p->steps[p->nsteps].end = m->timestamp;
+			p->steps[p->nsteps].step = -1;
+			p->nsteps++;
+		} else if (*a->o.data_marker != '\0' &&
+		    strncmp(name, a->o.data_marker,
+		    strlen(a->o.data_marker)) == 0 &&
+		    m->timestamp >= p->open[i].ts) {
+			an_ival(p, p->open[i].ts, m->timestamp, AN_DATA);
+		}
+		memmove(p->open + i, p->open + i + 1,
+		    (p->nopen - i - 1) * sizeof(p->open[0]));
+		p->nopen--;
+		break;
+	}
+}
+
+/* Device timestamps of a work record, in host time. */
+static inline void
+an_work_time(const struct analysis_source *src, uint32_t aux, uint32_t dev,
+    uint64_t *s, uint64_t *e)
+{
+	if (aux & REC_F_DEVICE_CLOCK) {
+		*s = an_dev_time(src, dev, *s);
+		*e = an_dev_time(src, dev, *e);
+		if (*e < *s)
+			*e = *s;
+	}
+}
+
+AN_ATTR int
+analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
+{
+	struct analysis *a = src->a;
+	struct an_proc *p;
+	uint64_t s, e;
+
+	if (h->type >= REC_TYPE_MAX)
+		return -EBADMSG;
+	a->counts[h->type]++;
+	a->records++;
+	src->records++;
+	switch (h->type) {
+	case REC_KERNEL: {
+		const struct rec_kernel *k = (const void *)h;
+
+		if (h->aux & REC_F_HOST_LAUNCH)
+			break;
+		s = k->start;
+		e = k->end;
+		an_work_time(src, h->aux, k->device, &s, &e);
+		p = an_proc_find(src, k->pid);
+		an_proc_ts(p, s, e);
+		an_op_add(src, k->name_id, k->type_id, e - s);
+		a->kernel_time += e - s;
+		p->kernel_time += e - s;
+		if (k->type_id < src->nmap &&
+		    strstr(an_str_get(a, src->map[k->type_id]), "CPU") != NULL) {
+			a->aicpu_count++;
+			a->aicpu_time += e - s;
+		}
+		an_ival(p, s, e, AN_COMPUTE);
+		an_join(src, p, k->correlation_id, s, e,
+		    an_gid(src, k->name_id), 1);
+		break;
+	}
+	case REC_API: {
+		const struct rec_api *r = (const void *)h;
+
+		p = an_proc_find(src, r->pid);
+		an_proc_ts(p, r->start, r->end);
+		an_api_add(src, r->name_id, r->end - r->start);
+		p->api_time += r->end - r->start;
+		an_join(src, p, r->correlation_id, r->start, r->end,
+		    an_gid(src, r->name_id), 0);
+		break;
+	}
+	case REC_MEMCPY: {
+		const struct rec_memcpy *r = (const void *)h;
+		unsigned k = r->copy_kind < 6 ? r->copy_kind : 0;
+
+		if (h->aux & REC_F_HOST_LAUNCH)
+			break;
+		s = r->start;
+		e = r->end;
+		an_work_time(src, h->aux, r->device, &s, &e);
+		p = an_proc_find(src, r->pid);
+		an_proc_ts(p, s, e);
+		an_stat_add(&a->memcpy_st[k], e - s);
+		a->memcpy_bytes[k] += r->bytes;
+		an_ival(p, s, e, AN_MEMCPY);
+		an_join(src, p, r->correlation_id, s, e, 0, 1);
+		break;
+	}
+	case REC_MEMSET: {
+		const struct rec_memset *r = (const void *)h;
+
+		if (h->aux & REC_F_HOST_LAUNCH)
+			break;
+		s = r->start;
+		e = r->end;
+		an_work_time(src, h->aux, r->device, &s, &e);
+		p = an_proc_find(src, r->pid);
+		an_proc_ts(p, s, e);
+		an_ival(p, s, e, AN_MEMCPY);
+		break;
+	}
+	case REC_MEMORY: {
+		const struct rec_memory *r = (const void *)h;
+		struct an_dev *d = an_dev_get(a, r->device);
+
+		p = an_proc_find(src, r->pid);
+		an_proc_ts(p, r->start, r->end);
+		if (r->op == 0) {
+			d->allocs++;
+			d->alloc_bytes += r->bytes;
+			d->cur += (int64_t)r->bytes;
+		} else {
+			d->frees++;
+			d->free_bytes += r->bytes;
+			d->cur -= (int64_t)r->bytes;
+		}
+		if (d->cur > d->peak) {
+			d->peak = d->cur;
+			d->peak_ts = r->end;
+		}
+		break;
+	}
+	case REC_HCCL: {
+		const struct rec_hccl *r = (const void *)h;
+
+		if (h->aux & REC_F_HOST_LAUNCH)
+			break;
+		s = r->start;
+		e = r->end;
+		an_work_time(src, h->aux, r->device, &s, &e);
+		p = an_proc_find(src, r->pid);
+		an_proc_ts(p, s, e);
+		an_ival(p, s, e, AN_COMM_H);
+		an_coll_add(p, 1, s, e, (uint64_t)(r->bandwidth *
+		    (double)(e - s)), an_gid(src, r->name_id),
+		    an_gid(src, r->comm_name_id), 0);
+		break;
+	}
+	case REC_COMMUNICATION: {
+		const struct rec_communication *r = (const void *)h;
+
+		if (h->aux & REC_F_HOST_LAUNCH)
+			break;
+		s = r->start;
+		e = r->end;
+		an_work_time(src, h->aux, r->device, &s, &e);
+		p = an_proc_find(src, r->pid);
+		an_proc_ts(p, s, e);
+		an_ival(p, s, e, AN_COMM_C);
+		an_coll_add(p, 0, s, e, r->count * an_dtype_size(r->data_type),
+		    an_gid(src, r->name_id), an_gid(src, r->comm_name_id),
+		    an_gid(src, r->alg_type_id));
+		an_join(src, p, r->correlation_id, s, e,
+		    an_gid(src, r->name_id), 1);
+		break;
+	}
+	case REC_MARKER:
+		an_marker(src, (const void *)h);
+		break;
+	case REC_STRING_DEF: {
+		const struct rec_string_def *d = (const void *)h;
+
+		return analysis_source_string(src, d->id, d->bytes);
+	}
+	case REC_PROCESS: {
+		const struct rec_process *r = (const void *)h;
+
+		p = an_proc_find(src, r->pid);
+		p->rank = r->rank;
+		p->local_rank = r->local_rank;
+		p->world_size = r->world_size;
+		p->job = an_gid(src, r->job_id);
+		p->exe = an_gid(src, r->exe_id);
+		break;
+	}
+	case REC_CLOCK_SYNC:
+		if (src->nclocks == 64)
+			memmove(src->clocks, src->clocks + 1,
+			    63 * sizeof(src->clocks[0]));
+		else
+			src->nclocks++;
+		memcpy(&src->clocks[src->nclocks - 1], h,
+		    sizeof(struct rec_clock_sync));
+		break;
+	case REC_LOSS: {
+		const struct rec_loss *r = (const void *)h;
+
+		if (r->stage < LOSS_STAGE_MAX)
+			src->loss_records[r->stage] += r->count;
+		break;
+	}
+	case REC_STEP: {
+		const struct rec_step *r = (const void *)h;
+
+		p = an_proc_find(src, r->pid);
+		an_grow(&p->steps, &p->csteps, p->nsteps, sizeof(*p->steps));
+		p->steps[p->nsteps].start = r->start;
+		p->steps[p->nsteps].end = r->end;
+		p->steps[p->nsteps].step = (int64_t)r->step;
+		p->nsteps++;
+		break;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
+AN_ATTR int
+analysis_add_file(struct analysis *a, const char *path)
+{
+	struct trace_reader *r;
+	struct analysis_source *src;
+	const struct trace_header *th;
+	const struct trace_footer *ft;
+	struct trace_reader_stats st;
+	const struct rec_hdr *h;
+	int rc;
+
+	a->files++;
+	if ((rc = trace_reader_open(path, &r)) != 0) {
+		an_warn(a, "%s: cannot read: %s", path, trace_strerror(rc));
+		a->partial = true;
+		return rc;
+	}
+	th = trace_reader_header(r);
+	src = analysis_source_new(a, path, th->hostname);
+	if (src == NULL) {
+		trace_reader_close(r);
+		return -ENOMEM;
+	}
+	src->path = strdup(path);
+	for (size_t i = 0; i < th->nclocks && src->nclocks < 64; i++)
+		src->clocks[src->nclocks++] = th->clocks[i];
+	for (;;) {
+		rc = trace_reader_next(r, &h);
+		if (rc == 1) {
+			analysis_source_add(src, h);
+			continue;
+		}
+		if (rc == -EBADMSG) {
+			an_warn(a, "%s: %s (chunk skipped)", path,
+			    trace_reader_error(r));
+			src->corrupt++;
+			continue;
+		}
+		if (rc < 0)
+			an_warn(a, "%s: read error: %s", path,
+			    trace_strerror(rc));
+		break;
+	}
+	trace_reader_get_stats(r, &st);
+	ft = trace_reader_footer(r);
+	if (ft != NULL)
+		analysis_source_losses(src, ft->losses);
+	else if (st.truncated || rc < 0)
+		src->truncated = true;
+	if (st.bad_records > 0)
+		an_warn(a, "%s: %" PRIu64 " malformed records skipped", path,
+		    st.bad_records);
+	trace_reader_close(r);
+	return rc < 0 ? rc : 0;
+}
+
+AN_ATTR const struct table *
+analysis_table(struct analysis *a, enum analysis_section s)
+{
+	if (!a->ran || (unsigned)s >= ANALYSIS_SECTION_MAX)
+		return NULL;
+	return a->tables[s];
+}
+
+static const char *const an_section_names[ANALYSIS_SECTION_MAX] = {
+	[ANALYSIS_SUMMARY] = "summary",
+	[ANALYSIS_OPS] = "ops",
+	[ANALYSIS_TOP_KERNELS] = "top_kernels",
+	[ANALYSIS_APIS] = "apis",
+	[ANALYSIS_LAUNCH] = "launch",
+	[ANALYSIS_LAUNCH_OUTLIERS] = "launch_outliers",
+	[ANALYSIS_MEMCPY] = "memcpy",
+	[ANALYSIS_MEMORY] = "memory",
+	[ANALYSIS_COMM] = "communication",
+	[ANALYSIS_COMM_MATRIX] = "communication_matrix",
+	[ANALYSIS_STEPS] = "steps",
+	[ANALYSIS_RANKS] = "ranks",
+	[ANALYSIS_SLOW_RANK] = "slow_rank",
+	[ANALYSIS_ADVICE] = "advice",
+};
+
+AN_ATTR const char *
+analysis_section_name(enum analysis_section s)
+{
+	return (unsigned)s < ANALYSIS_SECTION_MAX ? an_section_names[s] : NULL;
+}
+
+AN_ATTR int
+analysis_section_from_name(const char *name)
+{
+	for (int i = 0; i < ANALYSIS_SECTION_MAX; i++)
+		if (strcmp(an_section_names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+AN_ATTR const char *const *
+analysis_warnings(const struct analysis *a, size_t *n)
+{
+	static const char *const none[] = { NULL };
+
+	if (n != NULL)
+		*n = a->nwarn;
+	return a->nwarn ? (const char *const *)a->warn : none;
+}
+
+AN_ATTR const struct analysis_advice *
+analysis_advice(const struct analysis *a, size_t *n)
+{
+	*n = a->nadv;
+	return a->adv;
+}
+
+AN_ATTR void
+analysis_verdict(const struct analysis *a, struct analysis_verdict *v)
+{
+	*v = a->verdict;
+}
+
+AN_ATTR void
+analysis_get_totals(const struct analysis *a, struct analysis_totals *t)
+{
+	unsigned ranks = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->records = a->records;
+	for (size_t i = 0; i < a->nsrc; i++)
+		for (int j = 0; j < LOSS_STAGE_MAX; j++)
+			t->lost += a->src[i]->losses[j] ?
+			    a->src[i]->losses[j] : a->src[i]->loss_records[j];
+	for (size_t i = 0; i < a->nproc; i++)
+		if (a->proc[i]->rank >= 0)
+			ranks++;
+	t->ranks_seen = ranks;
+	t->world_size = a->world_size > 0 ? (unsigned)a->world_size : 0;
+	t->files = a->files;
+	t->partial = a->partial;
+}
+
+AN_ATTR const char *
+analysis_strerror(int err)
+{
+	if (err == -ENOMEM)
+		return "out of memory";
+	if (err == -EBADMSG)
+		return "malformed record";
+	return trace_strerror(err);
+}
+
+AN_ATTR int
+analysis_run(struct analysis *a)
+{
+	int rc;
+
+	if (a->ran)
+		return 0;
+	if ((rc = an_steps(a)) != 0)
+		return rc;
+	if ((rc = an_sections(a)) != 0)
+		return rc;
+	a->ran = true;
+	return 0;
+}

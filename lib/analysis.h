@@ -1,0 +1,194 @@
+/*
+ * The analysis engine behind `msptictl report` and `export`, and the
+ * Python Profile class: aggregates trace records on the fly (bounded by the
+ * number of distinct names, steps and collectives, plus 16 bytes per device
+ * interval for the step breakdown) and turns them into tables.
+ *
+ * Typical use:
+ *
+ *	struct analysis_opts o;
+ *	analysis_opts_init(&o);
+ *	struct analysis *a = analysis_new(&o);
+ *	analysis_add_file(a, "rank0.trace");	   (any number of files)
+ *	analysis_run(a);
+ *	table_print(analysis_table(a, ANALYSIS_OPS), TABLE_TEXT, stdout);
+ *	analysis_free(a);
+ *
+ * Records can also be fed without a file: analysis_source_new(), then
+ * analysis_source_string() for each string id and analysis_source_add()
+ * for each record (validated with record_validate first).
+ *
+ * Functions return 0 or a negative errno-style code; analysis_strerror().
+ * Problems with the input (missing ranks, lost records, truncated files)
+ * are not errors: they are collected as warnings (analysis_warnings) and
+ * shown by every output.
+ */
+#ifndef MSPTI_ANALYSIS_H
+#define MSPTI_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "record.h"
+
+/* Report sections; each is one table. */
+enum analysis_section {
+	ANALYSIS_SUMMARY = 0,	/* inputs, ranks, records, losses */
+	ANALYSIS_OPS,		/* op_statistic */
+	ANALYSIS_TOP_KERNELS,	/* top-N kernels by total time */
+	ANALYSIS_APIS,		/* api_statistic */
+	ANALYSIS_LAUNCH,	/* launch statistics (HTA) */
+	ANALYSIS_LAUNCH_OUTLIERS,	/* worst launches */
+	ANALYSIS_MEMCPY,	/* memcpy by direction */
+	ANALYSIS_MEMORY,	/* allocations per device, peak */
+	ANALYSIS_COMM,		/* communication_statistic + wait/transit */
+	ANALYSIS_COMM_MATRIX,	/* src -> dst rank */
+	ANALYSIS_STEPS,		/* per rank and step breakdown */
+	ANALYSIS_RANKS,		/* per rank: clock offset, averages, votes */
+	ANALYSIS_SLOW_RANK,	/* verdict and cause */
+	ANALYSIS_ADVICE,	/* advisor findings */
+	ANALYSIS_SECTION_MAX,
+};
+
+enum table_format {
+	TABLE_TEXT = 0,
+	TABLE_JSON,
+	TABLE_CSV,
+};
+
+/* Clock alignment across ranks from collective end times. */
+enum analysis_align {
+	ANALYSIS_ALIGN_AUTO = 0,	/* only between different hosts */
+	ANALYSIS_ALIGN_ALWAYS,
+	ANALYSIS_ALIGN_NEVER,
+};
+
+struct analysis_opts {
+	unsigned	 top_n;		/* rows of the top tables (10) */
+	const char	*step_marker;	/* marker range that is a step ("step") */
+	const char	*data_marker;	/* marker range prefix for data loading
+					   ("data") */
+	int		 world_size;	/* expected ranks; 0: from the traces */
+	enum analysis_align align;
+	/* Advisor thresholds (defaults from ANALYSIS.md). */
+	double		 launch_runtime_us;	/* 50 */
+	double		 launch_delay_us;	/* 100 */
+	double		 rank_imbalance;	/* 0.05: (max-min)/mean */
+	double		 dataloader_ms;		/* 10 per step */
+	double		 malloc_ms;		/* 10 in total */
+	double		 host_gap_ms;		/* 200 */
+	double		 comm_retrans_s;	/* 4 */
+};
+
+struct analysis;
+struct analysis_source;
+struct table;
+
+/* Fills o with the defaults. */
+void	analysis_opts_init(struct analysis_opts *o);
+
+/* A new, empty analysis (opts copied; NULL: defaults), or NULL (ENOMEM).
+ * Freed with analysis_free. */
+struct analysis	*analysis_new(const struct analysis_opts *opts);
+void	analysis_free(struct analysis *a);
+
+/*
+ * Streams every record of the trace file at path into the analysis.  A
+ * truncated file, corrupt chunks and footer losses become warnings.
+ * Returns 0, or a negative errno when the file cannot be read at all
+ * (then also a warning).  The path is kept for the exporters.
+ */
+int	analysis_add_file(struct analysis *a, const char *path);
+
+/*
+ * Direct feeding (no file).  A source is one record stream with its own
+ * string id namespace (one trace file, or one process's records); name is
+ * shown in the summary.  hostname may be NULL.  The source belongs to a.
+ */
+struct analysis_source	*analysis_source_new(struct analysis *a,
+	    const char *name, const char *hostname);
+/* Defines string id (non-zero) of src as s. 0 or -ENOMEM. */
+int	analysis_source_string(struct analysis_source *src, uint32_t id,
+	    const char *s);
+/* Adds one record (it must pass record_validate; STRING_DEF records are
+ * handled too).  Returns 0 or -EBADMSG. */
+int	analysis_source_add(struct analysis_source *src,
+	    const struct rec_hdr *rec);
+/* Adds losses known for the source (e.g. a footer's). */
+void	analysis_source_losses(struct analysis_source *src,
+	    const uint64_t losses[LOSS_STAGE_MAX]);
+
+/* Finishes the analysis: clock alignment, cross-rank matching, steps,
+ * slow rank, advice and all tables.  Call once, after all input.  0 or
+ * -ENOMEM. */
+int	analysis_run(struct analysis *a);
+
+/* The table of a section after analysis_run (NULL before); owned by a. */
+const struct table	*analysis_table(struct analysis *a,
+	    enum analysis_section s);
+
+/* A section's short name ("ops", "steps", ...) or NULL; and the reverse
+ * (-1 when unknown). */
+const char	*analysis_section_name(enum analysis_section s);
+int		 analysis_section_from_name(const char *name);
+
+/* Warnings about the input, NULL-terminated, owned by a. */
+const char *const	*analysis_warnings(const struct analysis *a,
+	    size_t *n);
+
+/* One advisor finding (the ADVICE table holds the same). */
+struct analysis_advice {
+	const char	*severity;	/* "High", "Medium", "Low" */
+	const char	*rule;		/* "slow_rank", "launch_delay", ... */
+	const char	*message;	/* with the numbers */
+};
+/* The findings, most severe first; owned by a. */
+const struct analysis_advice	*analysis_advice(const struct analysis *a,
+	    size_t *n);
+
+/* Verdict of the slow-rank analysis: rank -1 when none. */
+struct analysis_verdict {
+	int		 rank;
+	const char	*cause;		/* "compute", "host/launch",
+					   "data loading", "link", or NULL */
+	double		 share;		/* of the slow rank's step time, 0..1 */
+	double		 imbalance;	/* (max-min)/mean of busy time */
+};
+void	analysis_verdict(const struct analysis *a,
+	    struct analysis_verdict *v);
+
+/* Totals for tests and tools. */
+struct analysis_totals {
+	uint64_t	records;
+	uint64_t	lost;		/* footer + LOSS records */
+	unsigned	ranks_seen;
+	unsigned	world_size;	/* largest declared, 0 unknown */
+	unsigned	files;
+	bool		partial;	/* missing ranks, losses or truncation */
+};
+void	analysis_get_totals(const struct analysis *a,
+	    struct analysis_totals *t);
+
+const char	*analysis_strerror(int err);
+
+/*
+ * Tables: named columns of cells.  Numeric cells print unquoted in JSON.
+ * table_print writes TEXT (aligned columns with a title line), JSON (an
+ * array of objects keyed by column name) or CSV (header row, RFC 4180
+ * quoting).  Returns 0 or -EIO.
+ */
+const char	*table_name(const struct table *t);
+const char	*table_title(const struct table *t);
+size_t		 table_ncols(const struct table *t);
+size_t		 table_nrows(const struct table *t);
+const char	*table_col(const struct table *t, size_t col);
+/* The cell's text ("" when out of range); *numeric (may be NULL) says
+ * whether it is a number. */
+const char	*table_cell(const struct table *t, size_t row, size_t col,
+	    bool *numeric);
+int		 table_print(const struct table *t, enum table_format f,
+	    FILE *out);
+
+#endif

@@ -1,0 +1,158 @@
+/* CSV export: msprof-named tables, one file each, into a directory. */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "analysis-int.h"
+#include "trace.h"
+
+#define CSV_ATTR	__attribute__((visibility("default")))
+
+static FILE *
+csv_open(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/%s.csv", dir, name) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	return fopen(path, "w");
+}
+
+static void
+csv_q(FILE *f, const char *s)
+{
+	if (strpbrk(s, ",\"\n") == NULL) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* op_summary: one row per kernel, streamed from the files again. */
+static int
+csv_op_summary(struct analysis *a, FILE *f)
+{
+	int rc = 0;
+
+	fputs("Rank,Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,"
+	    "OP State,Task Type,Task Start Time(us),Task Duration(us),"
+	    "Task Wait Time(us),Block Num,Correlation ID\n", f);
+	for (size_t i = 0; i < a->nsrc; i++) {
+		struct analysis_source *src = a->src[i];
+		struct trace_reader *r;
+		const struct rec_hdr *h;
+		uint64_t last_end[64] = { 0 };
+		uint32_t last_stream[64];
+
+		memset(last_stream, 0xff, sizeof(last_stream));
+		if (src->path == NULL)
+			continue;
+		if ((rc = trace_reader_open(src->path, &r)) != 0)
+			return rc;
+		while ((rc = trace_reader_next(r, &h)) != 0) {
+			const struct rec_kernel *k = (const void *)h;
+			struct an_proc *p;
+			const char *n, *ty;
+			uint64_t s, e, wait = 0;
+			size_t slot;
+
+			if (rc < 0) {
+				if (rc == -EBADMSG)
+					continue;
+				break;
+			}
+			if (h->type != REC_KERNEL ||
+			    (h->aux & REC_F_HOST_LAUNCH))
+				continue;
+			s = k->start;
+			e = k->end;
+			if (h->aux & REC_F_DEVICE_CLOCK) {
+				s = an_dev_time(src, k->device, s);
+				e = an_dev_time(src, k->device, e);
+			}
+			p = an_proc_find(src, k->pid);
+			s += (uint64_t)p->offset;
+			e += (uint64_t)p->offset;
+			slot = (k->device * 31u + k->stream) % 64;
+			if (last_stream[slot] == k->stream && s > last_end[slot])
+				wait = s - last_end[slot];
+			last_stream[slot] = k->stream;
+			last_end[slot] = e;
+			n = trace_reader_string(r, k->name_id);
+			ty = trace_reader_string(r, k->type_id);
+			fprintf(f, "%d,%u,N/A,%u,%u,", p->rank, k->device,
+			    k->task_id, k->stream);
+			csv_q(f, n ? n : "");
+			fputc(',', f);
+			csv_q(f, n ? n : "");
+			fputs(",N/A,", f);
+			csv_q(f, ty ? ty : "");
+			fprintf(f, ",%" PRIu64 ".%03u,%.3f,%.3f,N/A,%" PRIu64
+			    "\n", s / 1000, (unsigned)(s % 1000),
+			    (double)(e - s) / 1e3, (double)wait / 1e3,
+			    k->correlation_id);
+		}
+		trace_reader_close(r);
+		if (rc < 0 && rc != -EBADMSG)
+			return rc;
+	}
+	return 0;
+}
+
+CSV_ATTR int
+export_csv(struct analysis *a, const char *dir)
+{
+	static const struct {
+		const char *file;
+		enum analysis_section s;
+	} files[] = {
+		{ "op_statistic", ANALYSIS_OPS },
+		{ "api_statistic", ANALYSIS_APIS },
+		{ "communication_statistic", ANALYSIS_COMM },
+		{ "communication_matrix", ANALYSIS_COMM_MATRIX },
+		{ "step_trace", ANALYSIS_STEPS },
+		{ "memcpy_statistic", ANALYSIS_MEMCPY },
+		{ "memory_statistic", ANALYSIS_MEMORY },
+		{ "launch_statistic", ANALYSIS_LAUNCH },
+		{ "slow_rank", ANALYSIS_SLOW_RANK },
+		{ "advice", ANALYSIS_ADVICE },
+		{ "summary", ANALYSIS_SUMMARY },
+	};
+	FILE *f;
+	int rc;
+
+	if (!a->ran)
+		return -EINVAL;
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if ((f = csv_open(dir, files[i].file)) == NULL)
+			return -errno;
+		table_print(analysis_table(a, files[i].s), TABLE_CSV, f);
+		if (fclose(f) != 0)
+			return -EIO;
+	}
+	if ((f = csv_open(dir, "op_summary")) == NULL)
+		return -errno;
+	rc = csv_op_summary(a, f);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -EIO;
+	return rc;
+}

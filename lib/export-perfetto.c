@@ -1,0 +1,257 @@
+/*
+ * Perfetto protobuf export: the protobuf encoding is written by hand (a
+ * varint writer), following proto/perfetto/trace.proto.  Each record is
+ * one or two TracePackets; a TrackDescriptor precedes a track's first use.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "export-int.h"
+
+#define PF_ATTR	__attribute__((visibility("default")))
+#define PF_SEQ	1
+
+struct pf_buf {
+	uint8_t	b[4096];
+	size_t	n;
+};
+
+struct pf {
+	uint64_t	*seen;		/* open addressing of track uuids */
+	size_t		 nseen, cap;
+};
+
+static void
+pf_varint(struct pf_buf *b, uint64_t v)
+{
+	while (v >= 0x80 && b->n < sizeof(b->b)) {
+		b->b[b->n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	if (b->n < sizeof(b->b))
+		b->b[b->n++] = (uint8_t)v;
+}
+
+static void
+pf_tag(struct pf_buf *b, unsigned field, unsigned wt)
+{
+	pf_varint(b, (uint64_t)field << 3 | wt);
+}
+
+static void
+pf_uint(struct pf_buf *b, unsigned field, uint64_t v)
+{
+	pf_tag(b, field, 0);
+	pf_varint(b, v);
+}
+
+static void
+pf_fixed64(struct pf_buf *b, unsigned field, uint64_t v)
+{
+	pf_tag(b, field, 1);
+	for (int i = 0; i < 8 && b->n < sizeof(b->b); i++)
+		b->b[b->n++] = (uint8_t)(v >> (8 * i));
+}
+
+static void
+pf_double(struct pf_buf *b, unsigned field, double d)
+{
+	uint64_t v;
+
+	memcpy(&v, &d, sizeof(v));
+	pf_fixed64(b, field, v);
+}
+
+static void
+pf_bytes(struct pf_buf *b, unsigned field, const void *p, size_t n)
+{
+	if (b->n + n + 16 > sizeof(b->b))
+		n = sizeof(b->b) > b->n + 16 ? sizeof(b->b) - b->n - 16 : 0;
+	pf_tag(b, field, 2);
+	pf_varint(b, n);
+	memcpy(b->b + b->n, p, n);
+	b->n += n;
+}
+
+static void
+pf_str(struct pf_buf *b, unsigned field, const char *s)
+{
+	pf_bytes(b, field, s, strlen(s));
+}
+
+/* Writes one TracePacket (body in pkt) as Trace.packet (field 1). */
+static void
+pf_packet(struct ex *x, const struct pf_buf *pkt)
+{
+	struct pf_buf h = { .n = 0 };
+
+	pf_tag(&h, 1, 2);
+	pf_varint(&h, pkt->n);
+	fwrite(h.b, 1, h.n, x->out);
+	fwrite(pkt->b, 1, pkt->n, x->out);
+}
+
+static uint64_t
+pf_hash(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static bool
+pf_first(struct pf *p, uint64_t key)
+{
+	size_t i;
+
+	if (p->nseen * 2 >= p->cap) {
+		size_t nc = p->cap ? p->cap * 2 : 256;
+		uint64_t *nv = calloc(nc, sizeof(uint64_t));
+
+		if (nv == NULL)
+			abort();
+		for (size_t j = 0; j < p->cap; j++)
+			if (p->seen[j]) {
+				i = p->seen[j] & (nc - 1);
+				while (nv[i])
+					i = (i + 1) & (nc - 1);
+				nv[i] = p->seen[j];
+			}
+		free(p->seen);
+		p->seen = nv;
+		p->cap = nc;
+	}
+	i = key & (p->cap - 1);
+	while (p->seen[i]) {
+		if (p->seen[i] == key)
+			return false;
+		i = (i + 1) & (p->cap - 1);
+	}
+	p->seen[i] = key;
+	p->nseen++;
+	return true;
+}
+
+/* The uuid of t (declaring it and its process on first use). */
+static uint64_t
+pf_track(struct ex *x, const struct ex_track *t, const char *counter)
+{
+	struct pf *p = x->priv;
+	uint64_t puid = (0x5000000000000000ull | t->pid) * 0x100000001b3ull;
+	uint64_t uid = pf_hash(puid ^ ((uint64_t)t->tid << 1),
+	    counter ? counter : "");
+	struct pf_buf b, d, pd;
+
+	puid |= 1;
+	uid |= 1;
+	if (pf_first(p, puid)) {
+		b.n = d.n = pd.n = 0;
+		pf_uint(&pd, 1, t->pid & 0x7fffffff);
+		pf_str(&pd, 6, t->pname);
+		pf_uint(&d, 1, puid);
+		pf_bytes(&d, 3, pd.b, pd.n);
+		pf_uint(&b, 10, PF_SEQ);
+		pf_bytes(&b, 60, d.b, d.n);
+		pf_packet(x, &b);
+	}
+	if (pf_first(p, uid)) {
+		b.n = d.n = pd.n = 0;
+		pf_uint(&d, 1, uid);
+		pf_str(&d, 2, counter ? counter : t->tname);
+		pf_uint(&d, 5, puid);
+		if (counter)
+			pf_bytes(&d, 8, "", 0);
+		pf_uint(&b, 10, PF_SEQ);
+		pf_bytes(&b, 60, d.b, d.n);
+		pf_packet(x, &b);
+	}
+	return uid;
+}
+
+static void
+pf_event(struct ex *x, uint64_t ts, const struct pf_buf *ev)
+{
+	struct pf_buf b = { .n = 0 };
+
+	pf_uint(&b, 8, ts);
+	pf_uint(&b, 10, PF_SEQ);
+	pf_bytes(&b, 11, ev->b, ev->n);
+	pf_packet(x, &b);
+	x->events++;
+}
+
+static void
+pf_slice(struct ex *x, const struct ex_track *t, const char *name,
+    const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
+    uint64_t flow_in, const char *args)
+{
+	uint64_t uid = pf_track(x, t, NULL);
+	struct pf_buf ev = { .n = 0 };
+
+	pf_uint(&ev, 9, 1);
+	pf_uint(&ev, 11, uid);
+	pf_str(&ev, 22, cat);
+	pf_str(&ev, 23, name);
+	if (flow_out) {
+		pf_fixed64(&ev, 47, flow_out);
+		x->flows++;
+	}
+	if (flow_in)
+		pf_fixed64(&ev, 48, flow_in);
+	pf_event(x, ts, &ev);
+	ev.n = 0;
+	pf_uint(&ev, 9, 2);
+	pf_uint(&ev, 11, uid);
+	pf_event(x, ts + dur, &ev);
+}
+
+static void
+pf_instant(struct ex *x, const struct ex_track *t, const char *name,
+    uint64_t ts)
+{
+	struct pf_buf ev = { .n = 0 };
+
+	pf_uint(&ev, 9, 3);
+	pf_uint(&ev, 11, pf_track(x, t, NULL));
+	pf_str(&ev, 23, name);
+	pf_event(x, ts, &ev);
+}
+
+static void
+pf_counter(struct ex *x, const struct ex_track *t, const char *name,
+    uint64_t ts, double v)
+{
+	struct pf_buf ev = { .n = 0 };
+
+	pf_uint(&ev, 9, 4);
+	pf_uint(&ev, 11, pf_track(x, t, name));
+	pf_double(&ev, 44, v);
+	pf_event(x, ts, &ev);
+}
+
+static const struct ex_emit pf_emit = { pf_slice, pf_instant, pf_counter };
+
+PF_ATTR int
+export_perfetto(struct analysis *a, FILE *out)
+{
+	struct pf p;
+	struct ex x;
+	int rc;
+
+	memset(&x, 0, sizeof(x));
+	memset(&p, 0, sizeof(p));
+	x.a = a;
+	x.out = out;
+	x.em = &pf_emit;
+	x.priv = &p;
+	rc = ex_walk(&x);
+	free(p.seen);
+	if (rc == 0 && (fflush(out) != 0 || ferror(out)))
+		rc = -EIO;
+	return rc;
+}

@@ -1,0 +1,337 @@
+/*
+ * join: two waiting tables (launches, device tasks), each a chained hash on
+ * (device, stream, task id) plus an age list in insertion order, so that
+ * expiry and eviction take the oldest entry in O(1).  The emit callback
+ * must not call back into the same join.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "join.h"
+
+#define JOIN_MAX_NTASKS		4096	/* tasks one launch may declare */
+#define JOIN_MIN_BUCKETS	256
+
+struct jent {
+	TAILQ_ENTRY(jent)	 age;
+	struct jent		*next;		/* hash chain */
+	uint32_t		 device;
+	uint32_t		 stream;
+	uint32_t		 task;
+	uint64_t		 added;
+	struct join_launch	 launch;	/* host table */
+	unsigned char		 data[];	/* dev table: dev_size bytes */
+};
+
+TAILQ_HEAD(jent_list, jent);
+
+struct jtable {
+	struct jent	**buckets;
+	size_t		  nbuckets;	/* power of two */
+	size_t		  n;
+	size_t		  max;
+	struct jent_list  ages;
+};
+
+struct join {
+	struct join_config	 cfg;
+	join_emit_cb		 emit;
+	void			*arg;
+	struct jtable		 host;
+	struct jtable		 dev;
+	struct join_stats	 st;
+};
+
+static size_t
+jhash(uint32_t device, uint32_t stream, uint32_t task)
+{
+	uint64_t k = ((uint64_t)stream << 32 | task) ^
+	    ((uint64_t)device * 0x9e3779b97f4a7c15ull);
+
+	k ^= k >> 31;
+	k *= 0xbf58476d1ce4e5b9ull;
+	k ^= k >> 29;
+	return (size_t)k;
+}
+
+static int
+jtable_init(struct jtable *t, size_t max)
+{
+	t->nbuckets = JOIN_MIN_BUCKETS;
+	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	t->n = 0;
+	t->max = max;
+	TAILQ_INIT(&t->ages);
+	return t->buckets == NULL ? -ENOMEM : 0;
+}
+
+static void
+jtable_free(struct jtable *t)
+{
+	struct jent *e;
+
+	while ((e = TAILQ_FIRST(&t->ages)) != NULL) {
+		TAILQ_REMOVE(&t->ages, e, age);
+		free(e);
+	}
+	free(t->buckets);
+	t->buckets = NULL;
+}
+
+static struct jent **
+jtable_slot(struct jtable *t, uint32_t device, uint32_t stream, uint32_t task)
+{
+	struct jent **pp = &t->buckets[jhash(device, stream, task) &
+	    (t->nbuckets - 1)];
+
+	while (*pp != NULL && ((*pp)->device != device ||
+	    (*pp)->stream != stream || (*pp)->task != task))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Doubles the bucket array when chains get long; failure just keeps the
+ * old (still correct) array. */
+static void
+jtable_grow(struct jtable *t)
+{
+	size_t nb = t->nbuckets * 2, i;
+	struct jent **b, *e, *next;
+
+	if (t->n <= t->nbuckets * 2 || (b = calloc(nb, sizeof(*b))) == NULL)
+		return;
+	for (i = 0; i < t->nbuckets; i++)
+		for (e = t->buckets[i]; e != NULL; e = next) {
+			size_t h = jhash(e->device, e->stream, e->task) &
+			    (nb - 1);
+
+			next = e->next;
+			e->next = b[h];
+			b[h] = e;
+		}
+	free(t->buckets);
+	t->buckets = b;
+	t->nbuckets = nb;
+}
+
+/* Unlinks e from t (hash chain and age list); the caller frees it. */
+static void
+jtable_unlink(struct jtable *t, struct jent *e)
+{
+	struct jent **pp = jtable_slot(t, e->device, e->stream, e->task);
+
+	if (*pp == e)
+		*pp = e->next;
+	TAILQ_REMOVE(&t->ages, e, age);
+	t->n--;
+}
+
+static void
+jtable_insert(struct jtable *t, struct jent **slot, struct jent *e)
+{
+	e->next = NULL;
+	*slot = e;
+	TAILQ_INSERT_TAIL(&t->ages, e, age);
+	t->n++;
+}
+
+static struct jent *
+jent_new(size_t data, uint32_t device, uint32_t stream, uint32_t task,
+    uint64_t now)
+{
+	struct jent *e = malloc(sizeof(*e) + data);
+
+	if (e == NULL)
+		return NULL;
+	e->device = device;
+	e->stream = stream;
+	e->task = task;
+	e->added = now;
+	return e;
+}
+
+struct join *
+join_new(const struct join_config *cfg, join_emit_cb emit, void *arg)
+{
+	struct join *j;
+
+	if (cfg == NULL || cfg->dev_size == 0 || emit == NULL)
+		return NULL;
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		return NULL;
+	j->cfg = *cfg;
+	if (j->cfg.dev_timeout_ns == 0)
+		j->cfg.dev_timeout_ns = JOIN_DEV_TIMEOUT_NS;
+	if (j->cfg.host_timeout_ns == 0)
+		j->cfg.host_timeout_ns = JOIN_HOST_TIMEOUT_NS;
+	if (j->cfg.max_dev == 0)
+		j->cfg.max_dev = JOIN_MAX_DEV;
+	if (j->cfg.max_host == 0)
+		j->cfg.max_host = JOIN_MAX_HOST;
+	j->emit = emit;
+	j->arg = arg;
+	if (jtable_init(&j->host, j->cfg.max_host) != 0 ||
+	    jtable_init(&j->dev, j->cfg.max_dev) != 0) {
+		join_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+void
+join_free(struct join *j)
+{
+	if (j == NULL)
+		return;
+	jtable_free(&j->host);
+	jtable_free(&j->dev);
+	free(j);
+}
+
+/* Emits and frees a waiting device task with launch l (NULL: alone). */
+static void
+join_emit_dev(struct join *j, struct jent *e, const struct join_launch *l)
+{
+	jtable_unlink(&j->dev, e);
+	j->emit(e->data, l, j->arg);
+	free(e);
+}
+
+static int
+join_add_one(struct join *j, const struct join_launch *l, uint32_t task,
+    uint64_t now)
+{
+	struct jent **pp, *e;
+
+	pp = jtable_slot(&j->dev, l->device, l->stream, task);
+	if (*pp != NULL) {
+		j->st.matched++;
+		join_emit_dev(j, *pp, l);
+		return 0;
+	}
+	pp = jtable_slot(&j->host, l->device, l->stream, task);
+	if (*pp != NULL) {
+		/* Task ids wrapped, or the same launch twice: keep the new one. */
+		(*pp)->launch = *l;
+		(*pp)->added = now;
+		TAILQ_REMOVE(&j->host.ages, *pp, age);
+		TAILQ_INSERT_TAIL(&j->host.ages, *pp, age);
+		j->st.host_replaced++;
+		return 0;
+	}
+	if (j->host.n >= j->host.max) {
+		e = TAILQ_FIRST(&j->host.ages);
+		jtable_unlink(&j->host, e);
+		free(e);
+		j->st.host_evicted++;
+		pp = jtable_slot(&j->host, l->device, l->stream, task);
+	}
+	if ((e = jent_new(0, l->device, l->stream, task, now)) == NULL)
+		return -ENOMEM;
+	e->launch = *l;
+	jtable_insert(&j->host, pp, e);
+	jtable_grow(&j->host);
+	return 0;
+}
+
+int
+join_add_launch(struct join *j, const struct join_launch *l, uint64_t now)
+{
+	uint32_t n = l->ntasks == 0 ? 1 : l->ntasks, k;
+	int rc = 0;
+
+	if (n > JOIN_MAX_NTASKS)
+		n = JOIN_MAX_NTASKS;
+	for (k = 0; k < n; k++)
+		if (join_add_one(j, l, l->task_id + k, now) != 0)
+			rc = -ENOMEM;
+	return rc;
+}
+
+int
+join_add_task(struct join *j, uint32_t device, uint32_t stream,
+    uint32_t task_id, const void *dev_task, uint64_t now)
+{
+	struct jent **pp, *e;
+	struct join_launch l;
+
+	pp = jtable_slot(&j->host, device, stream, task_id);
+	if (*pp != NULL) {
+		e = *pp;
+		l = e->launch;
+		jtable_unlink(&j->host, e);
+		free(e);
+		j->st.matched++;
+		j->emit(dev_task, &l, j->arg);
+		return 0;
+	}
+	pp = jtable_slot(&j->dev, device, stream, task_id);
+	if (*pp != NULL) {
+		j->st.dev_duplicate++;
+		j->st.dev_unmatched++;
+		join_emit_dev(j, *pp, NULL);
+		pp = jtable_slot(&j->dev, device, stream, task_id);
+	}
+	if (j->dev.n >= j->dev.max) {
+		j->st.dev_evicted++;
+		join_emit_dev(j, TAILQ_FIRST(&j->dev.ages), NULL);
+		pp = jtable_slot(&j->dev, device, stream, task_id);
+	}
+	if ((e = jent_new(j->cfg.dev_size, device, stream, task_id, now)) ==
+	    NULL) {
+		j->st.dev_unmatched++;
+		j->emit(dev_task, NULL, j->arg);
+		return -ENOMEM;
+	}
+	memset(&e->launch, 0, sizeof(e->launch));
+	memcpy(e->data, dev_task, j->cfg.dev_size);
+	jtable_insert(&j->dev, pp, e);
+	jtable_grow(&j->dev);
+	return 0;
+}
+
+void
+join_expire(struct join *j, uint64_t now)
+{
+	struct jent *e;
+
+	while ((e = TAILQ_FIRST(&j->dev.ages)) != NULL &&
+	    now >= e->added && now - e->added >= j->cfg.dev_timeout_ns) {
+		j->st.dev_unmatched++;
+		join_emit_dev(j, e, NULL);
+	}
+	while ((e = TAILQ_FIRST(&j->host.ages)) != NULL &&
+	    now >= e->added && now - e->added >= j->cfg.host_timeout_ns) {
+		jtable_unlink(&j->host, e);
+		free(e);
+		j->st.host_only++;
+	}
+}
+
+void
+join_flush(struct join *j)
+{
+	struct jent *e;
+
+	while ((e = TAILQ_FIRST(&j->dev.ages)) != NULL) {
+		j->st.dev_unmatched++;
+		join_emit_dev(j, e, NULL);
+	}
+	while ((e = TAILQ_FIRST(&j->host.ages)) != NULL) {
+		jtable_unlink(&j->host, e);
+		free(e);
+		j->st.host_only++;
+	}
+}
+
+void
+join_get_stats(const struct join *j, struct join_stats *out)
+{
+	*out = j->st;
+	out->dev_waiting = j->dev.n;
+	out->host_waiting = j->host.n;
+}

@@ -1,0 +1,159 @@
+/*
+ * trace-dump: prints a trace file as JSON lines for the session tests:
+ * one {"type":...} object per record (strings resolved), then one
+ * {"end":...} object with the header config, footer and reader stats.
+ * Exit 0 when the file was readable (truncated or not), 1 otherwise.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "record.h"
+#include "trace.h"
+
+static void
+jstr(const char *s)
+{
+	putchar('"');
+	for (; s != NULL && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static const char *
+str(const struct trace_reader *r, uint32_t id)
+{
+	const char *s = trace_reader_string(r, id);
+
+	return s != NULL ? s : "";
+}
+
+int
+main(int argc, char **argv)
+{
+	struct trace_reader *r;
+	const struct rec_hdr *h;
+	const struct trace_header *th;
+	const struct trace_footer *f;
+	struct trace_reader_stats st;
+	int rc;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: trace-dump FILE\n");
+		return 2;
+	}
+	if ((rc = trace_reader_open(argv[1], &r)) != 0) {
+		fprintf(stderr, "trace-dump: %s: %s\n", argv[1],
+		    trace_strerror(rc));
+		return 1;
+	}
+	while ((rc = trace_reader_next(r, &h)) != 0) {
+		if (rc < 0) {
+			fprintf(stderr, "trace-dump: %s\n", trace_reader_error(r));
+			continue;
+		}
+		if (h->type == REC_STRING_DEF)
+			continue;
+		printf("{\"type\":\"%s\",\"ts\":%llu,\"pid\":%u",
+		    record_type_name(h->type),
+		    (unsigned long long)record_timestamp(h), record_pid(h));
+		switch (h->type) {
+		case REC_KERNEL: {
+			const struct rec_kernel *k = (const void *)h;
+
+			printf(",\"end\":%llu,\"corr\":%llu,\"name\":",
+			    (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id);
+			jstr(str(r, k->name_id));
+			break;
+		}
+		case REC_API: {
+			const struct rec_api *k = (const void *)h;
+
+			printf(",\"end\":%llu,\"corr\":%llu,\"name\":",
+			    (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id);
+			jstr(str(r, k->name_id));
+			break;
+		}
+		case REC_HCCL: {
+			const struct rec_hccl *k = (const void *)h;
+
+			printf(",\"end\":%llu,\"name\":",
+			    (unsigned long long)k->end);
+			jstr(str(r, k->name_id));
+			break;
+		}
+		case REC_COMMUNICATION: {
+			const struct rec_communication *k = (const void *)h;
+
+			printf(",\"end\":%llu,\"name\":",
+			    (unsigned long long)k->end);
+			jstr(str(r, k->name_id));
+			break;
+		}
+		case REC_MARKER: {
+			const struct rec_marker *k = (const void *)h;
+
+			printf(",\"flag\":%u,\"id\":%llu,\"name\":", k->flag,
+			    (unsigned long long)k->id);
+			jstr(str(r, k->name_id));
+			printf(",\"domain\":");
+			jstr(str(r, k->domain_id));
+			break;
+		}
+		case REC_SESSION: {
+			const struct rec_session *k = (const void *)h;
+
+			printf(",\"event\":%u,\"detail\":", h->aux);
+			jstr(str(r, k->detail_id));
+			break;
+		}
+		case REC_PROCESS: {
+			const struct rec_process *k = (const void *)h;
+
+			printf(",\"rank\":%d,\"exe\":", k->rank);
+			jstr(str(r, k->exe_id));
+			break;
+		}
+		default:
+			break;
+		}
+		printf("}\n");
+	}
+	trace_reader_get_stats(r, &st);
+	th = trace_reader_header(r);
+	f = trace_reader_footer(r);
+	printf("{\"end\":true,\"truncated\":%s,\"records\":%llu,"
+	    "\"corrupt_chunks\":%llu,\"session\":%llu,\"host\":",
+	    st.truncated ? "true" : "false", (unsigned long long)st.records,
+	    (unsigned long long)st.corrupt_chunks,
+	    (unsigned long long)th->session_id);
+	jstr(th->hostname);
+	printf(",\"config\":{");
+	for (size_t i = 0; i < th->nconfig; i++) {
+		printf("%s", i ? "," : "");
+		jstr(th->config[i].key);
+		putchar(':');
+		jstr(th->config[i].value);
+	}
+	printf("}");
+	if (f != NULL) {
+		printf(",\"footer\":{\"records\":%llu,\"losses\":[",
+		    (unsigned long long)f->records);
+		for (int i = 0; i < LOSS_STAGE_MAX; i++)
+			printf("%s%llu", i ? "," : "",
+			    (unsigned long long)f->losses[i]);
+		printf("]}");
+	}
+	printf("}\n");
+	trace_reader_close(r);
+	return 0;
+}

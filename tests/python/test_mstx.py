@@ -1,0 +1,111 @@
+"""MSTX from Python and MstxMonitor's pairing of range ends."""
+
+import collections
+import os
+import threading
+
+import pytest
+
+import mspti
+import mspti.npusim as sim
+
+Source = mspti.MsptiActivitySourceKind
+Flag = mspti.MsptiActivityFlag
+
+
+@pytest.fixture(scope="module")
+def stream():
+    sim.set_device(0)
+    s = sim.Stream()
+    yield s
+    s.destroy()
+
+
+def test_host_ranges_and_marks():
+    marks, ranges = [], []
+    mon = mspti.MstxMonitor()
+    assert mon.start(marks.append, ranges.append) == mspti.MsptiResult.SUCCESS
+    mspti.mstx.mark("hello")
+    ids = [mspti.mstx.range_start("r%d" % i) for i in range(3)]
+    for rid in reversed(ids):
+        mspti.mstx.range_end(rid)
+    with mspti.mstx.range("ctx") as rid:
+        assert rid > 0
+    mon.stop()
+    assert [m.name for m in marks] == ["hello"]
+    m = marks[0]
+    assert m.flag == Flag.MARKER_INSTANTANEOUS
+    assert m.source_kind == Source.HOST and m.domain == "default"
+    assert m.object_id.process_id == os.getpid()
+    assert m.object_id.device_id == -1
+    assert sorted(r.name for r in ranges) == ["ctx", "r0", "r1", "r2"]
+    for r in ranges:
+        assert isinstance(r, mspti.RangeMarkerData)
+        assert r.start <= r.end and r.source_kind == Source.HOST
+        assert r.object_id.process_id == os.getpid()
+    assert {r.id for r in ranges if r.name != "ctx"} == set(ids)
+    assert mon.open_ranges == 0
+
+
+def test_device_ranges_pair_by_id_and_source(stream):
+    ranges = []
+    k = sim.Kernel("PyRangeKernel", sim.AI_CORE, fixed_ns=50000)
+    mon = mspti.MstxMonitor()
+    mon.start(range_cb=ranges.append)
+    for i in range(2):
+        rid = mspti.mstx.range_start("dev%d" % i, stream)
+        k.launch(stream)
+        mspti.mstx.range_end(rid)
+    stream.synchronize()
+    mon.stop()
+    by = collections.Counter((r.name, Source(r.source_kind)) for r in ranges)
+    assert by == {("dev0", Source.HOST): 1, ("dev0", Source.DEVICE): 1,
+                  ("dev1", Source.HOST): 1, ("dev1", Source.DEVICE): 1}
+    for r in ranges:
+        if r.source_kind == Source.DEVICE:
+            assert r.object_id.device_id == 0
+            assert r.object_id.stream_id == stream.id
+            assert r.object_id.process_id == -1
+            # The device range covers the kernel.
+            assert r.end - r.start >= 50000
+    host = {r.id for r in ranges if r.source_kind == Source.HOST}
+    dev = {r.id for r in ranges if r.source_kind == Source.DEVICE}
+    assert host == dev
+
+
+def test_range_across_threads():
+    ranges = []
+    mon = mspti.MstxMonitor()
+    mon.start(range_cb=ranges.append)
+    rid = mspti.mstx.range_start("cross")
+    t = threading.Thread(target=mspti.mstx.range_end, args=(rid,))
+    t.start()
+    t.join()
+    mon.stop()
+    assert [(r.name, r.id) for r in ranges] == [("cross", rid)]
+
+
+def test_domains():
+    marks, ranges = [], []
+    mon = mspti.MstxMonitor()
+    mon.start(marks.append, ranges.append)
+    d = mspti.mstx.Domain("pydom")
+    d.mark("on")
+    assert mon.disable_domain("pydom") == mspti.MsptiResult.SUCCESS
+    d.mark("off")
+    with d.range("dropped"):
+        pass
+    assert mon.enable_domain("pydom") == mspti.MsptiResult.SUCCESS
+    with d.range("kept"):
+        pass
+    mon.stop()
+    d.destroy()
+    assert [(m.name, m.domain) for m in marks] == [("on", "pydom")]
+    assert [(r.name, r.domain) for r in ranges] == [("kept", "pydom")]
+
+
+def test_no_callbacks_is_fine():
+    mon = mspti.MstxMonitor()
+    assert mon.start() == mspti.MsptiResult.SUCCESS
+    mspti.mstx.mark("nobody listens")
+    mon.stop()

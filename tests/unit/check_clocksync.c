@@ -1,0 +1,149 @@
+/* lib/clocksync: exact fits on synthetic pairs, and recovery of a known
+ * offset and drift from the simulator's device clock. */
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <npusim/npusim.h>
+
+#include "clocksync.h"
+
+/* host = 1.7e18 + t, device = 5e9 + t * (1 + 25e-6): drift of the model
+ * (host per device ns) is 1 / (1 + 25e-6) - 1. */
+START_TEST(synthetic_exact)
+{
+	struct clocksync cs;
+	const double dd = 25e-6;
+	uint64_t h0 = 1700000000000000000ull, d0 = 5000000000ull, t;
+	int i;
+
+	clocksync_init(&cs);
+	ck_assert(!clocksync_ready(&cs));
+	ck_assert_uint_eq(clock_model_to_host(&cs.model, 123), 123);
+	for (i = 0; i < 100; i++) {
+		t = (uint64_t)i * 50000000ull;		/* 5 s in all */
+		ck_assert(clocksync_add(&cs, h0 + t,
+		    d0 + t + (uint64_t)llround((double)t * dd)));
+	}
+	ck_assert(clocksync_ready(&cs));
+	ck_assert_uint_eq(cs.model.samples, CLOCKSYNC_SAMPLES);
+	ck_assert_double_eq_tol(cs.model.drift, 1.0 / (1.0 + dd) - 1.0, 1e-9);
+	ck_assert_double_lt(cs.model.error_ns, 2.0);
+	/* Map a device time 10 s after the start, beyond the samples. */
+	t = 10000000000ull;
+	ck_assert_int_lt(llabs((long long)(clock_model_to_host(&cs.model,
+	    d0 + t + (uint64_t)llround((double)t * dd)) - (h0 + t))), 3);
+}
+END_TEST
+
+START_TEST(short_span_offset_only)
+{
+	struct clocksync cs;
+
+	clocksync_init(&cs);
+	/* 100 ms of samples: too short for a slope, offset only. */
+	for (int i = 0; i < 10; i++)
+		clocksync_add(&cs, 1000000000000ull + i * 10000000ull,
+		    77 + i * 10000000ull + i * 1000);
+	ck_assert_double_eq(cs.model.drift, 0.0);
+	ck_assert_uint_eq(cs.model.samples, 10);
+	/* The line passes through the mean of the pairs. */
+	ck_assert_int_lt(llabs((long long)(clock_model_to_host(&cs.model,
+	    77 + 45000000ull + 4500) - (1000000000000ull + 45000000ull))), 10);
+}
+END_TEST
+
+START_TEST(duplicates_and_reset)
+{
+	struct clocksync cs;
+
+	clocksync_init(&cs);
+	ck_assert(clocksync_add(&cs, 1000, 2000));
+	ck_assert(!clocksync_add(&cs, 1000, 2000));	/* same header sample */
+	ck_assert(!clocksync_add(&cs, 0, 3000));
+	ck_assert(!clocksync_add(&cs, 1000, 0));
+	ck_assert_uint_eq(cs.rejected, 3);
+	ck_assert(clocksync_add(&cs, 1500, 2500));
+	ck_assert_uint_eq(cs.model.samples, 2);
+	/* Device clock went back: reset, new epoch. */
+	ck_assert(clocksync_add(&cs, 10000, 100));
+	ck_assert_uint_eq(cs.model.samples, 1);
+	ck_assert_uint_eq(clock_model_to_host(&cs.model, 150), 10050);
+}
+END_TEST
+
+START_TEST(absurd_slope_rejected)
+{
+	struct clocksync cs;
+
+	clocksync_init(&cs);
+	/* A device running 2x fast is not a clock we believe: drift 0. */
+	for (int i = 0; i < 10; i++)
+		clocksync_add(&cs, 1000000000000ull + i * 100000000ull,
+		    1 + i * 200000000ull);
+	ck_assert_double_eq(cs.model.drift, 0.0);
+}
+END_TEST
+
+/* The simulator's device clock (NPUSIM_CLOCK_OFFSET_NS, _DRIFT_PPM set in
+ * main before its first call): pairs 50 ms apart over 2 s give the drift
+ * within a few ppm and map a fresh pair within tens of µs. */
+START_TEST(sim_clock)
+{
+	struct clocksync cs;
+	struct timespec ts = { 0, 50000000 };
+	uint64_t h, d;
+	double want;
+	int64_t off, ppb;
+
+	ck_assert_int_eq(npusimClockParams(1, &off, &ppb), ACL_SUCCESS);
+	ck_assert_int_eq(off, 3000000000ll + 137000);
+	ck_assert_int_eq(ppb, 40000 + 1000);
+	want = 1.0 / (1.0 + (double)ppb * 1e-9) - 1.0;
+	clocksync_init(&cs);
+	for (int i = 0; i < 41; i++) {
+		ck_assert_int_eq(npusimReadClock(1, &h, &d), ACL_SUCCESS);
+		clocksync_add(&cs, h, d);
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_double_eq_tol(cs.model.drift, want, 10e-6);
+	ck_assert_int_eq(npusimReadClock(1, &h, &d), ACL_SUCCESS);
+	ck_assert_int_lt(llabs((long long)(clock_model_to_host(&cs.model, d) -
+	    h)), 200000);
+	/* Offset only would be off by the drift times the device time. */
+	fprintf(stderr, "sim clock: drift %.3f ppm (want %.3f), rms %.0f ns\n",
+	    cs.model.drift * 1e6, want * 1e6, cs.model.error_ns);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("clocksync");
+	TCase *tc = tcase_create("clocksync");
+	SRunner *sr;
+	char prefix[64];
+	int failed;
+
+	snprintf(prefix, sizeof(prefix), "check-clocksync-%ld", (long)getpid());
+	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
+	setenv("NPUSIM_CLOCK_OFFSET_NS", "3000000000", 1);
+	setenv("NPUSIM_CLOCK_DRIFT_PPM", "40", 1);
+	tcase_add_test(tc, synthetic_exact);
+	tcase_add_test(tc, short_span_offset_only);
+	tcase_add_test(tc, duplicates_and_reset);
+	tcase_add_test(tc, absurd_slope_rejected);
+	tcase_add_test(tc, sim_clock);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

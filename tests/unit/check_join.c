@@ -1,0 +1,284 @@
+/* lib/join: both arrival orders, multi-task launches, timeouts, bounds. */
+#include "config.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "join.h"
+
+struct dtask {
+	uint32_t	device, stream, task;
+	uint64_t	value;
+};
+
+#define MAXOUT	64
+struct out {
+	size_t		n;
+	struct dtask	dev[MAXOUT];
+	uint64_t	corr[MAXOUT];	/* 0: unmatched */
+};
+
+static void
+emit(const void *d, const struct join_launch *l, void *arg)
+{
+	struct out *o = arg;
+
+	ck_assert_uint_lt(o->n, MAXOUT);
+	memcpy(&o->dev[o->n], d, sizeof(struct dtask));
+	o->corr[o->n] = l != NULL ? l->correlation_id : 0;
+	o->n++;
+}
+
+static struct join *
+mk(struct out *o, size_t max_dev, size_t max_host)
+{
+	struct join_config cfg = {
+		.dev_size = sizeof(struct dtask),
+		.dev_timeout_ns = 100,
+		.host_timeout_ns = 1000,
+		.max_dev = max_dev,
+		.max_host = max_host,
+	};
+	struct join *j;
+
+	memset(o, 0, sizeof(*o));
+	j = join_new(&cfg, emit, o);
+	ck_assert_ptr_nonnull(j);
+	return j;
+}
+
+static struct join_launch
+launch(uint32_t dev, uint32_t stream, uint32_t task, uint64_t corr)
+{
+	struct join_launch l;
+
+	memset(&l, 0, sizeof(l));
+	l.device = dev;
+	l.stream = stream;
+	l.task_id = task;
+	l.correlation_id = corr;
+	l.pid = 42;
+	return l;
+}
+
+static void
+add_task(struct join *j, uint32_t dev, uint32_t stream, uint32_t task,
+    uint64_t value, uint64_t now)
+{
+	struct dtask d = { dev, stream, task, value };
+
+	ck_assert_int_eq(join_add_task(j, dev, stream, task, &d, now), 0);
+}
+
+START_TEST(host_first)
+{
+	struct out o;
+	struct join *j = mk(&o, 0, 0);
+	struct join_launch l = launch(1, 2, 3, 77);
+	struct join_stats st;
+
+	ck_assert_int_eq(join_add_launch(j, &l, 0), 0);
+	ck_assert_uint_eq(o.n, 0);
+	add_task(j, 1, 2, 3, 1000, 5);
+	ck_assert_uint_eq(o.n, 1);
+	ck_assert_uint_eq(o.corr[0], 77);
+	ck_assert_uint_eq(o.dev[0].value, 1000);
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.matched, 1);
+	ck_assert_uint_eq(st.dev_waiting + st.host_waiting, 0);
+	join_free(j);
+}
+END_TEST
+
+START_TEST(device_first)
+{
+	struct out o;
+	struct join *j = mk(&o, 0, 0);
+	struct join_launch l = launch(1, 2, 3, 78);
+
+	add_task(j, 1, 2, 3, 1001, 0);
+	add_task(j, 1, 2, 4, 1002, 0);
+	ck_assert_uint_eq(o.n, 0);
+	ck_assert_int_eq(join_add_launch(j, &l, 10), 0);
+	ck_assert_uint_eq(o.n, 1);
+	ck_assert_uint_eq(o.corr[0], 78);
+	ck_assert_uint_eq(o.dev[0].task, 3);
+	/* Same key on another device or stream does not match. */
+	l = launch(2, 2, 4, 79);
+	join_add_launch(j, &l, 10);
+	l = launch(1, 3, 4, 80);
+	join_add_launch(j, &l, 10);
+	ck_assert_uint_eq(o.n, 1);
+	l = launch(1, 2, 4, 81);
+	join_add_launch(j, &l, 10);
+	ck_assert_uint_eq(o.n, 2);
+	ck_assert_uint_eq(o.corr[1], 81);
+	join_free(j);
+}
+END_TEST
+
+START_TEST(multi_task_launch)
+{
+	struct out o;
+	struct join *j = mk(&o, 0, 0);
+	struct join_launch l = launch(0, 5, 10, 90);
+	struct join_stats st;
+
+	add_task(j, 0, 5, 11, 1, 0);		/* before the launch */
+	l.ntasks = 3;
+	join_add_launch(j, &l, 1);
+	ck_assert_uint_eq(o.n, 1);
+	add_task(j, 0, 5, 10, 2, 2);
+	add_task(j, 0, 5, 12, 3, 2);
+	add_task(j, 0, 5, 13, 4, 2);		/* not part of it */
+	ck_assert_uint_eq(o.n, 3);
+	for (size_t i = 0; i < 3; i++)
+		ck_assert_uint_eq(o.corr[i], 90);
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.matched, 3);
+	ck_assert_uint_eq(st.dev_waiting, 1);
+	join_free(j);
+}
+END_TEST
+
+START_TEST(timeouts)
+{
+	struct out o;
+	struct join *j = mk(&o, 0, 0);
+	struct join_launch l = launch(0, 1, 1, 5);
+	struct join_stats st;
+
+	add_task(j, 0, 1, 100, 7, 0);
+	join_add_launch(j, &l, 0);
+	join_expire(j, 99);
+	ck_assert_uint_eq(o.n, 0);
+	join_expire(j, 100);			/* device side: 100 ns */
+	ck_assert_uint_eq(o.n, 1);
+	ck_assert_uint_eq(o.corr[0], 0);
+	ck_assert_uint_eq(o.dev[0].value, 7);
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.dev_unmatched, 1);
+	ck_assert_uint_eq(st.host_waiting, 1);
+	join_expire(j, 1000);			/* host side: 1000 ns */
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_only, 1);
+	ck_assert_uint_eq(st.host_waiting, 0);
+	/* A task arriving after its launch expired goes out alone. */
+	add_task(j, 0, 1, 1, 8, 1001);
+	join_flush(j);
+	ck_assert_uint_eq(o.n, 2);
+	ck_assert_uint_eq(o.corr[1], 0);
+	join_free(j);
+}
+END_TEST
+
+START_TEST(bounded)
+{
+	struct out o;
+	struct join *j = mk(&o, 4, 3);
+	struct join_launch l;
+	struct join_stats st;
+	uint32_t i;
+
+	for (i = 0; i < 6; i++)
+		add_task(j, 0, 0, i, i, i);
+	/* Two oldest evicted (emitted alone) to stay within 4. */
+	ck_assert_uint_eq(o.n, 2);
+	ck_assert_uint_eq(o.dev[0].task, 0);
+	ck_assert_uint_eq(o.dev[1].task, 1);
+	for (i = 0; i < 5; i++) {
+		l = launch(1, 0, i, 100 + i);
+		join_add_launch(j, &l, i);
+	}
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.dev_evicted, 2);
+	ck_assert_uint_eq(st.host_evicted, 2);
+	ck_assert_uint_eq(st.host_waiting, 3);
+	ck_assert_uint_eq(st.dev_waiting, 4);
+	/* The surviving launches still join. */
+	add_task(j, 1, 0, 4, 44, 10);
+	ck_assert_uint_eq(o.corr[o.n - 1], 104);
+	join_flush(j);
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_only, 2);
+	ck_assert_uint_eq(st.dev_waiting + st.host_waiting, 0);
+	ck_assert_uint_eq(o.n, 2 + 1 + 4);
+	join_free(j);
+}
+END_TEST
+
+START_TEST(many)
+{
+	/* Growth of the tables and matching at scale, interleaved orders. */
+	static struct out o;	/* counts only */
+	struct join_config cfg = { .dev_size = sizeof(struct dtask) };
+	struct join *j;
+	struct join_stats st;
+	uint32_t i;
+
+	(void)o;
+	j = join_new(&cfg, emit, &o);
+	ck_assert_ptr_nonnull(j);
+	for (i = 0; i < 100000; i++) {
+		struct dtask d = { i % 8, i % 13, i, i };
+		struct join_launch l = launch(i % 8, i % 13, i, i + 1);
+
+		if (i & 1) {
+			join_add_task(j, d.device, d.stream, d.task, &d, 0);
+		} else
+			join_add_launch(j, &l, 0);
+	}
+	for (i = 0; i < 100000; i++) {
+		struct dtask d = { i % 8, i % 13, i, i };
+		struct join_launch l = launch(i % 8, i % 13, i, i + 1);
+
+		o.n = 0;
+		if (i & 1)
+			join_add_launch(j, &l, 0);
+		else
+			join_add_task(j, d.device, d.stream, d.task, &d, 0);
+		ck_assert_uint_eq(o.n, 1);
+		ck_assert_uint_eq(o.corr[0], i + 1);
+	}
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.matched, 100000);
+	ck_assert_uint_eq(st.dev_waiting + st.host_waiting, 0);
+	join_free(j);
+}
+END_TEST
+
+START_TEST(bad_config)
+{
+	struct join_config cfg = { .dev_size = 0 };
+
+	ck_assert_ptr_null(join_new(&cfg, emit, NULL));
+	cfg.dev_size = 8;
+	ck_assert_ptr_null(join_new(&cfg, NULL, NULL));
+	join_free(NULL);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("join");
+	TCase *tc = tcase_create("join");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, host_first);
+	tcase_add_test(tc, device_first);
+	tcase_add_test(tc, multi_task_launch);
+	tcase_add_test(tc, timeouts);
+	tcase_add_test(tc, bounded);
+	tcase_add_test(tc, many);
+	tcase_add_test(tc, bad_config);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
