@@ -37,7 +37,8 @@
 #define DEVTIME_MAP		(1u << 16)	/* pending map slots */
 #define DEVTIME_BATCH		256
 #define DEVTIME_DEFER		4096
-#define DEVTIME_DEFER_NS	200000000ull	/* unmatched: emit after */
+#define DEVTIME_DEFER_NS	2000000000ull	/* unmatched: emit after (a
+						 * descheduled launcher may be late) */
 #define DEVTIME_EXPIRE_NS	30000000000ull	/* stale pending entries */
 #define CLOCK_SAMPLES		64
 #define CLOCK_EVERY_NS		10000000ull
