@@ -95,6 +95,7 @@ struct peer {
 	struct evbuffer		*in;
 	int			 rxfds[PEER_MAX_RXFDS];
 	int			 nrxfds;
+	bool			 rxbad;		/* sent too many descriptors */
 	TAILQ_HEAD(, peer_out)	 outq;
 	size_t			 queued;
 	struct agent		*agent;		/* PEER_AGENT after Hello */

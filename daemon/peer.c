@@ -146,6 +146,20 @@ peer_take_fd(struct peer *p)
 	return fd;
 }
 
+/* Queues a received descriptor; more than PEER_MAX_RXFDS breaks a rule. */
+static void
+peer_keep_fd(int fd, void *arg)
+{
+	struct peer *p = arg;
+
+	if (p->nrxfds < PEER_MAX_RXFDS)
+		p->rxfds[p->nrxfds++] = fd;
+	else {
+		close(fd);
+		p->rxbad = true;
+	}
+}
+
 /* Reads what is available; returns -1 if the peer is gone or broke a rule. */
 static int
 peer_fill(struct peer *p, const char **why)
@@ -158,9 +172,7 @@ peer_fill(struct peer *p, const char **why)
 	struct iovec iov = { buf, sizeof(buf) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 	    .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
-	struct cmsghdr *c;
 	ssize_t n;
-	int bad = 0;
 
 	n = recvmsg(p->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0) {
@@ -173,25 +185,9 @@ peer_fill(struct peer *p, const char **why)
 		*why = NULL;	/* orderly close */
 		return -1;
 	}
-	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < nfd; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (p->nrxfds < PEER_MAX_RXFDS)
-				p->rxfds[p->nrxfds++] = fd;
-			else {
-				close(fd);
-				bad = 1;
-			}
-		}
-	}
-	if (mh.msg_flags & MSG_CTRUNC)
-		bad = 1;
-	if (bad) {
+	p->rxbad = 0;
+	frame_collect_fds(&mh, peer_keep_fd, p);
+	if ((mh.msg_flags & MSG_CTRUNC) || p->rxbad) {
 		*why = "too many passed descriptors";
 		return -1;
 	}
@@ -252,22 +248,11 @@ peer_flush(struct peer *p)
 	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
 		struct iovec iov = { o->buf + o->off, o->len - o->off };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		union {
-			struct cmsghdr	hdr;
-			char		buf[CMSG_SPACE(sizeof(int))];
-		} cm;
+		union frame_cmsg1 cm;
 		ssize_t n;
 
-		if (o->fd >= 0 && o->off == 0) {
-			memset(&cm, 0, sizeof(cm));
-			mh.msg_control = cm.buf;
-			mh.msg_controllen = sizeof(cm.buf);
-			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(c), &o->fd, sizeof(int));
-		}
+		if (o->fd >= 0 && o->off == 0)
+			frame_attach_fd(&mh, &cm, o->fd);
 		n = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)

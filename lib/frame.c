@@ -137,22 +137,11 @@ frame_send(int sock, uint16_t type, const ProtobufCMessage *msg, int fd)
 	while (off < len) {
 		struct iovec iov = { buf + off, len - off };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		union {
-			struct cmsghdr	hdr;
-			char		buf[CMSG_SPACE(sizeof(int))];
-		} cm;
+		union frame_cmsg1 cm;
 		ssize_t n;
 
-		if (fd >= 0 && off == 0) {
-			memset(&cm, 0, sizeof(cm));
-			mh.msg_control = cm.buf;
-			mh.msg_controllen = sizeof(cm.buf);
-			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(c), &fd, sizeof(int));
-		}
+		if (fd >= 0 && off == 0)
+			frame_attach_fd(&mh, &cm, fd);
 		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -184,6 +173,51 @@ now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
+void
+frame_attach_fd(struct msghdr *mh, union frame_cmsg1 *cm, int fd)
+{
+	struct cmsghdr *c;
+
+	memset(cm, 0, sizeof(*cm));
+	mh->msg_control = cm->buf;
+	mh->msg_controllen = sizeof(cm->buf);
+	c = CMSG_FIRSTHDR(mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+}
+
+void
+frame_collect_fds(struct msghdr *mh, void (*fn)(int fd, void *arg), void *arg)
+{
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfd; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			fn(fd, arg);
+		}
+	}
+}
+
+/* Keeps the first descriptor in *arg (an int *, may be NULL); closes others. */
+static void
+keep_first_fd(int fd, void *arg)
+{
+	int *fdp = arg;
+
+	if (fdp != NULL && *fdp < 0)
+		*fdp = fd;
+	else
+		close(fd);
+}
+
 /* Reads exactly len bytes before the deadline, collecting one passed fd. */
 static int
 read_full(int sock, uint8_t *p, size_t len, long deadline, int *fdp)
@@ -198,7 +232,6 @@ read_full(int sock, uint8_t *p, size_t len, long deadline, int *fdp)
 		struct iovec iov = { p + off, len - off };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 		    .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
-		struct cmsghdr *c;
 		ssize_t n;
 
 		if (deadline >= 0) {
@@ -222,19 +255,7 @@ read_full(int sock, uint8_t *p, size_t len, long deadline, int *fdp)
 		}
 		if (n == 0)
 			return -ECONNRESET;
-		for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t i = 0; i < nfd; i++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (fdp != NULL && *fdp < 0)
-					*fdp = fd;
-				else
-					close(fd);
-			}
-		}
+		frame_collect_fds(&mh, keep_first_fd, fdp);
 		off += (size_t)n;
 	}
 	return 0;

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <protobuf-c/protobuf-c.h>
 
 #include "mspti.pb-c.h"
@@ -62,6 +63,17 @@ int	frame_unpack(const struct frame_hdr *h, const uint8_t *payload,
 int	frame_send(int sock, uint16_t type, const ProtobufCMessage *msg, int fd);
 int	frame_recv(int sock, int timeout_ms, struct frame_hdr *h,
 	    ProtobufCMessage **msg, int *fdp);
+
+/* Descriptor passing.  frame_attach_fd puts fd in mh's control data,
+ * using cm as storage; frame_collect_fds calls fn for every descriptor
+ * that came with a received mh (the callee owns it). */
+union frame_cmsg1 {
+	struct cmsghdr	hdr;
+	char		buf[CMSG_SPACE(sizeof(int))];
+};
+void	frame_attach_fd(struct msghdr *mh, union frame_cmsg1 *cm, int fd);
+void	frame_collect_fds(struct msghdr *mh, void (*fn)(int fd, void *arg),
+	    void *arg);
 
 /* Text for the negative errno-style codes above. */
 const char	*frame_strerror(int err);
