@@ -1,11 +1,18 @@
-/* bench-report: analysis throughput (records/s, one core) and export time
- * and size against record count.  Prints figures; never fails on time. */
+/* bench-report: analysis throughput (records/s, one core), fed directly and
+ * read from a trace file, and export time and size against record count.
+ * Prints figures; never fails on time.  Files go to $TMPDIR (/tmp) and are
+ * removed. */
 #include "config.h"
 
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "export.h"
@@ -20,52 +27,268 @@ now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void
-feed(struct analysis_source *src, uint64_t n)
-{
-	struct rec_kernel k;
-	struct rec_api api;
-	uint64_t t = 1700000000000000000ull;
+/* Where the synthetic records go: a direct source or a trace writer. */
+struct sink {
+	struct analysis_source	*src;
+	struct trace_writer	*w;
+};
 
-	analysis_source_string(src, 1, "MatMul");
-	analysis_source_string(src, 2, "KERNEL_AICORE");
-	analysis_source_string(src, 3, "aclrtLaunchKernel");
-	REC_INIT(&k, REC_KERNEL, 0);
-	REC_INIT(&api, REC_API, 0);
-	k.pid = api.pid = 1;
-	k.name_id = 1;
-	k.type_id = 2;
-	api.name_id = 3;
-	for (uint64_t i = 0; i < n; i += 2) {
-		api.start = t;
-		api.end = t + 2000;
-		api.correlation_id = k.correlation_id = i + 1;
-		k.start = t + 5000;
-		k.end = t + 15000;
-		t += 10000;
-		analysis_source_add(src, &api.hdr);
-		analysis_source_add(src, &k.hdr);
+static void
+put(struct sink *k, const void *rec)
+{
+	if (k->src != NULL)
+		analysis_source_add(k->src, rec);
+	else {
+		int rc = trace_writer_add(k->w, rec);
+
+		if (rc != 0) {
+			fprintf(stderr, "bench-report: trace write failed "
+			    "(type %u): %s\n", ((const struct rec_hdr *)rec)->type,
+			    trace_strerror(rc));
+			exit(1);
+		}
 	}
+}
+
+static const char *const names[] = { NULL, "step", "MatMul", "AI_CORE",
+    "Add", "AI_VECTOR", "aclrtLaunchKernel", "HcclAllReduce", "comm0",
+    "ring" };
+
+/*
+ * About n records of a training-like mix: per step a "step" range, 32
+ * launches (API + kernel, two op types), one all-reduce.  Rank 0 of 1.
+ */
+static void
+workload(struct sink *k, uint64_t n)
+{
+	struct rec_process pr;
+	struct rec_kernel kr;
+	struct rec_api api;
+	struct rec_marker m;
+	struct rec_communication c;
+	uint64_t t = 1700000000000000000ull, done = 0, corr = 1, step = 1;
+
+	REC_INIT(&pr, REC_PROCESS, 0);
+	pr.pid = 1;
+	pr.rank = 0;
+	pr.local_rank = 0;
+	pr.world_size = 1;
+	put(k, &pr);
+	REC_INIT(&kr, REC_KERNEL, 0);
+	REC_INIT(&api, REC_API, 0);
+	REC_INIT(&m, REC_MARKER, 0);
+	REC_INIT(&c, REC_COMMUNICATION, 0);
+	kr.pid = api.pid = m.pid = c.pid = 1;
+	api.name_id = 6;
+	api.kind = 3;
+	m.name_id = 1;
+	c.name_id = 7;
+	c.comm_name_id = 8;
+	c.alg_type_id = 9;
+	c.count = 1 << 20;
+	while (done < n) {
+		m.id = step;
+		m.timestamp = t;
+		m.flag = 2;
+		put(k, &m);
+		for (int i = 0; i < 32; i++) {
+			api.start = t;
+			api.end = t + 2000;
+			api.correlation_id = kr.correlation_id = corr++;
+			kr.start = t + 5000;
+			kr.end = t + 15000;
+			kr.name_id = i % 4 ? 2 : 4;
+			kr.type_id = i % 4 ? 3 : 5;
+			t += 10000;
+			put(k, &api);
+			put(k, &kr);
+		}
+		c.start = t + 6000;
+		c.end = t + 50000;
+		c.correlation_id = corr++;
+		put(k, &c);
+		t += 60000;
+		m.timestamp = t;
+		m.flag = 4;
+		put(k, &m);
+		step++;
+		done += 67;
+	}
+}
+
+static void
+direct(uint64_t n)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = analysis_source_new(a, "bench", NULL);
+	struct sink k = { src, NULL };
+	struct analysis_totals tot;
+	double t0, t1;
+
+	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
+		analysis_source_string(src, i, names[i]);
+	t0 = now();
+	workload(&k, n);
+	analysis_run(a);
+	t1 = now();
+	analysis_get_totals(a, &tot);
+	printf("report, fed directly: %9llu records in %7.3f s: %6.1f M "
+	    "records/s\n", (unsigned long long)tot.records, t1 - t0,
+	    (double)tot.records / (t1 - t0) / 1e6);
+	analysis_free(a);
+}
+
+/* Writes the workload to path; the ids match names[] (interned first). */
+static void
+write_trace(const char *path, uint64_t n)
+{
+	struct trace_header h;
+	struct sink k = { NULL, NULL };
+	uint32_t id;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	memset(&h, 0, sizeof(h));
+	h.hostname = "bench";
+	h.producer = "bench-report";
+	if (fd < 0 || trace_writer_open(fd, &h, 0, &k.w) != 0) {
+		perror(path);
+		exit(1);
+	}
+	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
+		if (trace_writer_intern(k.w, names[i], strlen(names[i]),
+		    &id) != 0 || id != i) {
+			fputs("bench-report: unexpected string id\n", stderr);
+			exit(1);
+		}
+	workload(&k, n);
+	if (trace_writer_close(k.w, NULL, NULL) != 0 || close(fd) != 0) {
+		perror(path);
+		exit(1);
+	}
+}
+
+static long long
+fsize(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+static long long
+dsize(const char *dir)
+{
+	static const char *const f[] = { "op_summary", "op_statistic",
+	    "api_statistic", "communication_statistic",
+	    "communication_matrix", "step_trace", "memcpy", "memory",
+	    "launch_statistic", "slow_rank", "advice", "summary" };
+	char p[600];
+	long long s = 0, x;
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if ((size_t)snprintf(p, sizeof(p), "%.500s/%s.csv", dir,
+		    f[i]) >= sizeof(p))
+			continue;
+		if ((x = fsize(p)) > 0)
+			s += x;
+	}
+	return s;
+}
+
+static void
+rmdir_csv(const char *dir)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench-report: cannot remove %s\n", dir);
+}
+
+static void
+from_file(const char *path, uint64_t n, bool exports)
+{
+	struct analysis_opts o;
+	struct analysis *a;
+	struct analysis_totals tot;
+	char out[512];
+	double t0, t1;
+
+	analysis_opts_init(&o);
+	o.keep_segments = exports;
+	t0 = now();
+	write_trace(path, n);
+	t1 = now();
+	printf("trace written:        %9llu records in %7.3f s, %lld bytes\n",
+	    (unsigned long long)n, t1 - t0, fsize(path));
+	a = analysis_new(&o);
+	t0 = now();
+	analysis_add_file(a, path);
+	analysis_run(a);
+	t1 = now();
+	analysis_get_totals(a, &tot);
+	printf("report, from file:    %9llu records in %7.3f s: %6.1f M "
+	    "records/s\n", (unsigned long long)tot.records, t1 - t0,
+	    (double)tot.records / (t1 - t0) / 1e6);
+	if (exports) {
+		static const char *const fmt[] = { "chrome", "perfetto",
+		    "csv" };
+
+		for (int i = 0; i < 3; i++) {
+			FILE *f = NULL;
+			long long sz;
+			int rc;
+
+			snprintf(out, sizeof(out), "%s.%s", path, fmt[i]);
+			t0 = now();
+			if (i == 2)
+				rc = export_csv(a, out);
+			else if ((f = fopen(out, "wb")) == NULL)
+				rc = -errno;
+			else {
+				rc = i == 0 ? export_chrome(a, f) :
+				    export_perfetto(a, f);
+				if (fclose(f) != 0 && rc == 0)
+					rc = -EIO;
+			}
+			t1 = now();
+			sz = i == 2 ? dsize(out) : fsize(out);
+			printf("export %-8s      %9llu records in %7.3f s: "
+			    "%lld bytes (%.1f bytes/record)%s\n", fmt[i],
+			    (unsigned long long)tot.records, t1 - t0, sz,
+			    (double)sz / (double)tot.records,
+			    rc ? " FAILED" : "");
+			if (i == 2)
+				rmdir_csv(out);
+			else
+				unlink(out);
+		}
+	}
+	analysis_free(a);
+	unlink(path);
 }
 
 int
 main(void)
 {
 	static const uint64_t sizes[] = { 1000000, 4000000 };
+	static const uint64_t ex_sizes[] = { 100000, 1000000 };
+	const char *tmp = getenv("TMPDIR");
+	char path[512];
 
+	if (tmp == NULL || *tmp == '\0')
+		tmp = "/tmp";
+	for (size_t i = 0; i < 2; i++)
+		direct(sizes[i]);
 	for (size_t i = 0; i < 2; i++) {
-		struct analysis *a = analysis_new(NULL);
-		struct analysis_source *src = analysis_source_new(a, "bench",
-		    NULL);
-		double t0 = now(), t1;
-
-		feed(src, sizes[i]);
-		analysis_run(a);
-		t1 = now();
-		printf("report (direct feed): %llu records in %.3f s: %.1f M "
-		    "records/s\n", (unsigned long long)sizes[i], t1 - t0,
-		    (double)sizes[i] / (t1 - t0) / 1e6);
-		analysis_free(a);
+		snprintf(path, sizeof(path), "%s/bench-report-%d-%llu.trace",
+		    tmp, (int)getpid(), (unsigned long long)sizes[i]);
+		from_file(path, sizes[i], false);
+	}
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/bench-report-ex-%d-%llu.trace",
+		    tmp, (int)getpid(), (unsigned long long)ex_sizes[i]);
+		from_file(path, ex_sizes[i], true);
 	}
 	return 0;
 }

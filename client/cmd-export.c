@@ -18,11 +18,15 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "world-size", required_argument, NULL, 'w' },
+		{ "strict", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct analysis_opts o;
 	struct analysis *a;
 	const char *fmt = "chrome", *out = NULL;
+	struct analysis_totals tot;
+	bool strict = false;
 	FILE *f;
 	int ch, rc;
 
@@ -32,7 +36,7 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 	argc = argc - optind + 1;
 	argv += optind - 1;
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "f:o:w:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "f:o:w:Sh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
 			fmt = optarg;
@@ -43,6 +47,13 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		case 'w':
 			o.world_size = atoi(optarg);
 			break;
+		case 'S':
+			strict = true;
+			break;
+		case 'h':
+			printf("usage: msptictl export %s\n",
+			    cmd_export_entry.usage);
+			return EXIT_OK;
 		default:
 			client_usage_error(&cmd_export_entry, "bad option");
 			return EXIT_USAGE;
@@ -59,6 +70,8 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		    "no trace file" : "-o OUT is required");
 		return EXIT_USAGE;
 	}
+	/* The overlap track needs the compute/communication unions. */
+	o.keep_segments = strcmp(fmt, "csv") != 0;
 	if ((a = client_analyse(&cmd_export_entry, &o, argc, argv)) == NULL)
 		return EXIT_FAIL;
 	if (strcmp(fmt, "csv") == 0)
@@ -72,18 +85,21 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		if (f != stdout && fclose(f) != 0 && rc == 0)
 			rc = -EIO;
 	}
+	analysis_get_totals(a, &tot);
 	analysis_free(a);
 	if (rc != 0) {
 		fprintf(stderr, "msptictl export: %s: %s\n", out,
 		    strerror(-rc));
 		return EXIT_FAIL;
 	}
-	return EXIT_OK;
+	return strict && tot.partial ? EXIT_FAIL : EXIT_OK;
 }
 
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "FILE... --format chrome|perfetto|csv -o OUT",
+	.usage = "FILE... --format chrome|perfetto|csv -o OUT [--world-size N] "
+	    "[--strict]\n  The output records any missing rank or loss; "
+	    "--strict exits 1 when the input is partial.",
 	.summary = "write a timeline (Chrome JSON, Perfetto) or CSV tables",
 	.exec = cmd_export_exec,
 };

@@ -17,6 +17,7 @@ client_analyse(const struct cmd_entry *e, const struct analysis_opts *o,
 	struct analysis *a;
 	size_t nw;
 	const char *const *w;
+	struct analysis_totals tot;
 	int ok = 0;
 
 	if ((a = analysis_new(o)) == NULL) {
@@ -31,8 +32,15 @@ client_analyse(const struct cmd_entry *e, const struct analysis_opts *o,
 		analysis_free(a);
 		return NULL;
 	}
-	/* Never silently partial: every warning goes to stderr too. */
+	/* Never silently partial: a banner, then every warning, on stderr
+	 * (the exit status stays 0 unless --strict). */
 	w = analysis_warnings(a, &nw);
+	analysis_get_totals(a, &tot);
+	if (tot.partial)
+		fprintf(stderr, "msptictl %s: ****** INCOMPLETE INPUT: %u of "
+		    "%u ranks seen, %llu records lost; results are PARTIAL "
+		    "******\n", e->name, tot.ranks_seen, tot.world_size,
+		    (unsigned long long)tot.lost);
 	for (size_t i = 0; i < nw; i++)
 		fprintf(stderr, "msptictl %s: WARNING: %s\n", e->name, w[i]);
 	return a;
@@ -50,6 +58,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		{ "step-marker", required_argument, NULL, 'm' },
 		{ "align", required_argument, NULL, 'a' },
 		{ "strict", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct analysis_opts o;
@@ -66,7 +75,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	argc = argc - optind + 1;
 	argv += optind - 1;
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "jcs:t:w:m:a:S", opts, NULL)) !=
+	while ((ch = getopt_long(argc, argv, "jcs:t:w:m:a:Sh", opts, NULL)) !=
 	    -1) {
 		switch (ch) {
 		case 'j':
@@ -110,6 +119,10 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		case 'S':
 			strict = true;
 			break;
+		case 'h':
+			printf("usage: msptictl report %s\n",
+			    cmd_report_entry.usage);
+			return EXIT_OK;
 		default:
 			client_usage_error(&cmd_report_entry, "bad option");
 			return EXIT_USAGE;
@@ -164,7 +177,10 @@ const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.usage = "FILE... [--json|--csv] [--section LIST] [--top N] "
 	    "[--world-size N] [--step-marker NAME] "
-	    "[--align auto|always|never] [--strict]",
+	    "[--align auto|always|never] [--strict]\n"
+	    "  Missing ranks, lost records and truncated files are printed "
+	    "on stderr\n  under an INCOMPLETE INPUT banner; the exit status "
+	    "is 0 unless --strict\n  (then 1 when the input is partial).",
 	.summary = "op/kernel/API/memory/communication/step tables, "
 	    "slow ranks, advice",
 	.exec = cmd_report_exec,

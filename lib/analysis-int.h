@@ -58,8 +58,22 @@ enum an_cls {
 	AN_COMPUTE = 0,
 	AN_COMM_C = 1,		/* from COMMUNICATION records */
 	AN_COMM_H = 2,		/* from HCCL records */
-	AN_MEMCPY = 3,
-	AN_DATA = 4,		/* host data-loading marker range */
+	AN_MEMCPY = 3,		/* memcpy and memset */
+};
+
+/*
+ * Union groups swept per rank (analysis-sweep.c): each device interval
+ * feeds the groups its class belongs to; overlap within a window is
+ * |compute| + |comm| - |compute u comm|, so no intersection is kept.
+ */
+enum an_group {
+	AN_G_COMP = 0,
+	AN_G_COMMC,
+	AN_G_COMMH,
+	AN_G_CC,		/* compute u COMMUNICATION */
+	AN_G_CH,		/* compute u HCCL */
+	AN_G_MEM,
+	AN_G_MAX,
 };
 
 struct an_ival {
@@ -67,6 +81,20 @@ struct an_ival {
 	uint32_t	dur;		/* ns, clamped */
 	uint32_t	cls;
 };
+
+/* A closed union segment waiting for its steps to be known. */
+struct an_seg {
+	uint64_t	s, e;
+	uint32_t	g;
+};
+
+/* Bounds of the step-breakdown sweep, per rank. */
+#define AN_REORDER_NS	1000000000ull	/* device intervals may arrive this
+					   much out of start order */
+#define AN_REORDER_MAX	(1u << 18)	/* intervals (16 bytes each) */
+#define AN_PENDING_MAX	(1u << 18)	/* segments (24 bytes each) */
+#define AN_HOST_WINDOW_NS 1000000000ull	/* host records may trail device
+					   records this much */
 
 /* One collective on one rank. */
 struct an_coll {
@@ -82,6 +110,8 @@ struct an_coll {
 struct an_step {
 	uint64_t	start, end;
 	int64_t		step;
+	uint64_t	acc[AN_G_MAX];	/* covered time of each group */
+	uint64_t	first;		/* first device activity, 0: none */
 };
 
 /* Disjoint sorted intervals with prefix sums. */
@@ -110,8 +140,28 @@ struct an_proc {
 	int		 cw;			/* coll[] in use: 0 or 1 */
 	size_t		 cur;			/* matching cursor */
 	uint64_t	 first_ts, last_ts;
-	struct an_ival	*iv;
-	size_t		 niv, civ;
+	uint64_t	 host_ts;		/* latest host timestamp */
+	/* Step-breakdown sweep (analysis-sweep.c). */
+	struct an_ival	*rb;			/* reorder ring */
+	size_t		 rb_head, rb_n, rb_cap, rb_next_sort;
+	uint64_t	 rb_max, rb_last;
+	bool		 rb_unsorted;
+	uint64_t	 lo;			/* latest released start */
+	uint64_t	 late;			/* beyond the reorder window */
+	uint64_t	 sw_s[AN_G_MAX], sw_e[AN_G_MAX]; /* open segments */
+	uint64_t	 whole[AN_G_MAX];	/* whole-capture totals */
+	uint64_t	 gap_last[AN_G_MAX], gap_max[AN_G_MAX]; /* longest
+						   idle gap between segments */
+	uint64_t	 gap_from[AN_G_MAX];	/* where it started */
+	struct an_seg	*pq;			/* pending segments */
+	size_t		 pq_head, pq_n, pq_cap;
+	uint64_t	 forced;		/* attributed before safe */
+	uint64_t	 safe_static;		/* no step opened before */
+	bool		 step_recs;		/* REC_STEP seen */
+	struct an_union	 seg[3];		/* kept for export:
+						   comp, commC, commH */
+	struct an_ival	*data;			/* data-loading ranges */
+	size_t		 ndata, cdata;
 	struct an_coll	*coll[2];		/* [0] COMMUNICATION, [1] HCCL */
 	size_t		 ncoll[2], ccoll[2];
 	struct an_step	*steps;
@@ -121,11 +171,14 @@ struct an_proc {
 		uint32_t name;
 	}		 open[64];		/* open marker ranges */
 	size_t		 nopen;
-	struct an_union	 u_comp, u_comm, u_both;
+	struct an_union	 u_comp, u_comm;	/* export: chosen unions */
 	struct an_stepres *res;
 	size_t		 nres;
 	uint64_t	 votes;
 	uint64_t	 kernel_time, api_time, sync_calls;
+	uint64_t	 gap, gap_at;		/* longest device idle gap */
+	uint64_t	 lead_total;		/* step start -> first work */
+	uint64_t	 lead_max;
 };
 
 struct an_dev {
@@ -168,6 +221,7 @@ struct an_pend {
 
 struct an_op {
 	uint32_t	name, type;	/* global ids */
+	bool		aicpu;		/* type names an AI_CPU core */
 	struct an_stat	st;
 };
 
@@ -198,6 +252,7 @@ struct analysis {
 	size_t			 napis, capis;
 	struct an_stat		 memcpy_st[6];
 	uint64_t		 memcpy_bytes[6];
+	uint64_t		 memcpy_misaligned[6];
 	struct an_dev		 devs[65];
 	size_t			 ndevs;
 	/* Launch statistics. */
@@ -219,6 +274,7 @@ struct analysis {
 	unsigned		 files;
 	bool			 ran;
 	bool			 partial;
+	uint32_t		 step_gid;	/* interned o.step_marker */
 	uint64_t		 base_ts;	/* earliest aligned timestamp */
 };
 
@@ -233,6 +289,16 @@ AN_HIDDEN uint64_t	 an_dev_time(const struct analysis_source *src,
 			    uint32_t device, uint64_t t);
 AN_HIDDEN uint64_t	 an_union_measure(const struct an_union *u,
 			    uint64_t a, uint64_t b);
+/* analysis-sweep.c */
+AN_HIDDEN void		 an_sweep_add(struct analysis *a, struct an_proc *p,
+			    uint64_t s, uint64_t e, enum an_cls cls);
+AN_HIDDEN void		 an_sweep_step(struct analysis *a, struct an_proc *p,
+			    uint64_t s, uint64_t e, int64_t step);
+AN_HIDDEN void		 an_sweep_markers(struct analysis *a,
+			    struct an_proc *p);
+AN_HIDDEN void		 an_sweep_finish(struct analysis *a,
+			    struct an_proc *p);
+AN_HIDDEN void		 an_sweep_free(struct an_proc *p);
 /* analysis-sections.c */
 AN_HIDDEN int		 an_sections(struct analysis *a);
 AN_HIDDEN int		 an_steps(struct analysis *a);

@@ -72,6 +72,7 @@ struct sec_comm {
 	uint32_t	name;
 	struct an_stat	st;
 	uint64_t	bytes, wait, transit, small, misaligned, retrans;
+	uint64_t	remote;
 };
 
 struct sec_link {
@@ -96,6 +97,46 @@ sec_ring_factor(const char *op, int n)
 	return (double)(n - 1) / n;
 }
 
+/* Communicators and whether their ranks span hosts (RDMA) or not. */
+struct sec_cinfo {
+	uint32_t	 comm;
+	const char	*host;
+	bool		 remote;
+};
+
+static struct sec_cinfo *
+sec_comm_hosts(struct analysis *a, size_t *np)
+{
+	struct sec_cinfo *ci = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+		uint32_t last = 0;
+
+		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
+			uint32_t cm = p->coll[p->cw][k].comm;
+			size_t j;
+
+			if (k > 0 && cm == last)
+				continue;
+			last = cm;
+			for (j = 0; j < n && ci[j].comm != cm; j++)
+				;
+			if (j == n) {
+				ci = realloc(ci, (n + 1) * sizeof(*ci));
+				if (ci == NULL)
+					abort();
+				ci[n++] = (struct sec_cinfo){ cm, p->src->host,
+				    false };
+			} else if (strcmp(ci[j].host, p->src->host) != 0)
+				ci[j].remote = true;
+		}
+	}
+	*np = n;
+	return ci;
+}
+
 static void
 sec_comm(struct analysis *a, uint64_t *comm_total)
 {
@@ -109,7 +150,8 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	    "Bandwidth(GB/s)" };
 	struct sec_comm *v = NULL;
 	struct sec_link *l = NULL;
-	size_t nv = 0, nl = 0;
+	size_t nv = 0, nl = 0, nci;
+	struct sec_cinfo *ci = sec_comm_hosts(a, &nci);
 	uint64_t total = 0;
 	struct table *t;
 
@@ -121,6 +163,11 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 			uint64_t dur = c->end - c->start;
 			size_t j;
 
+			bool remote = false;
+
+			for (j = 0; j < nci; j++)
+				if (ci[j].comm == c->comm)
+					remote = ci[j].remote;
 			for (j = 0; j < nv && v[j].name != c->name; j++)
 				;
 			if (j == nv) {
@@ -134,8 +181,11 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 			v[j].bytes += c->bytes;
 			v[j].wait += c->wait;
 			v[j].transit += c->transit;
-			if (c->bytes < (16u << 20))
+			/* msprof-analyze: SDMA under 16 MB, RDMA under 1 MB. */
+			if (c->bytes < (remote ? 1u << 20 : 16u << 20))
 				v[j].small++;
+			if (remote)
+				v[j].remote++;
 			if (c->bytes % 512)
 				v[j].misaligned++;
 			if ((double)dur > a->o.comm_retrans_s * 1e9)
@@ -164,16 +214,24 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 		table_num(t, US(idle), 3);
 		table_num(t, c->wait + c->transit ? (double)c->wait /
 		    (double)(c->wait + c->transit) : 0, 4);
-		if (c->st.count > 4 && c->small * 5 > c->st.count)
-			sec_advise(a, "Low", "small_packets", "%s: %" PRIu64
-			    " of %" PRIu64 " transfers are under 16 MB (avg "
-			    "%.2f MB): fuse gradients into larger buckets",
+		if ((double)c->small > a->o.small_packet_ratio *
+		    (double)c->st.count)
+			sec_advise(a, c->small * 2 > c->st.count ? "Medium" :
+			    "Low", "small_packets", "%s: %" PRIu64 " of %"
+			    PRIu64 " transfers (%.0f%% > %.0f%%) are under %s "
+			    "(avg %.3f MB): fuse gradients into larger buckets",
 			    an_str_get(a, c->name), c->small, c->st.count,
+			    100.0 * (double)c->small / (double)c->st.count,
+			    100.0 * a->o.small_packet_ratio, c->remote ?
+			    "1 MB (RDMA)" : "16 MB (SDMA)",
 			    (double)c->bytes / (double)c->st.count / 1048576.0);
 		if (c->misaligned)
-			sec_advise(a, "Low", "byte_alignment", "%s: %" PRIu64
-			    " transfers are not a multiple of 512 bytes",
-			    an_str_get(a, c->name), c->misaligned);
+			sec_advise(a, c->misaligned * 2 > c->st.count ?
+			    "Medium" : "Low", "byte_alignment", "%s: %" PRIu64
+			    " of %" PRIu64 " transfers are not a multiple of "
+			    "512 bytes: pad buffers to 512 bytes",
+			    an_str_get(a, c->name), c->misaligned,
+			    c->st.count);
 		if (c->retrans)
 			sec_advise(a, "High", "retransmission", "%s: %" PRIu64
 			    " ops took over %.0f s (max %.3f s): suspect link "
@@ -264,6 +322,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	a->tables[ANALYSIS_COMM_MATRIX] = t;
 	free(v);
 	free(l);
+	free(ci);
 }
 
 static void
@@ -475,6 +534,15 @@ sec_memory(struct analysis *a)
 		    (double)s->total : 0, 3);
 	}
 	a->tables[ANALYSIS_MEMCPY] = t;
+	for (int k = 0; k < 6; k++)
+		if (a->memcpy_misaligned[k] > 0)
+			sec_advise(a, a->memcpy_misaligned[k] * 2 >
+			    a->memcpy_st[k].count ? "Medium" : "Low",
+			    "byte_alignment", "memcpy %s: %" PRIu64 " of %" PRIu64
+			    " copies are not a multiple of 512 bytes: align "
+			    "buffers and sizes to 512 bytes",
+			    sec_memcpy_kind[k], a->memcpy_misaligned[k],
+			    a->memcpy_st[k].count);
 	t = table_new("memory", "Device memory (allocations, peak)", 8, mcols);
 	for (size_t i = 0; i < a->ndevs; i++) {
 		struct an_dev *d = &a->devs[i];
@@ -507,7 +575,9 @@ sec_steps(struct analysis *a)
 	struct table *t = table_new("steps", "Steps (per rank and step)", 12,
 	    cols);
 	struct table *r = table_new("ranks", "Ranks", 12, rcols);
-	uint64_t gap_max = 0, dl_total = 0, dl_steps = 0;
+	uint64_t gap_max = 0, gap_at = 0, dl_total = 0, dl_steps = 0;
+	uint64_t lead_total = 0, lead_max = 0;
+	int gap_rank = -1;
 	double nov = 0, stept = 0;
 
 	for (size_t i = 0; i < a->nproc; i++) {
@@ -541,13 +611,19 @@ sec_steps(struct analysis *a)
 			sum[4] += (double)s->free;
 			nov += (double)(s->comm - s->overlap);
 			stept += (double)len;
-			if (s->free > gap_max)
-				gap_max = s->free;
 			if (s->step >= 0) {
 				dl_total += s->data;
 				dl_steps++;
 			}
 		}
+		if (p->gap > gap_max) {
+			gap_max = p->gap;
+			gap_at = p->gap_at;
+			gap_rank = p->rank;
+		}
+		lead_total += p->lead_total;
+		if (p->lead_max > lead_max)
+			lead_max = p->lead_max;
 		table_row(r);
 		table_i64(r, p->rank);
 		table_u64(r, p->pid);
@@ -568,15 +644,29 @@ sec_steps(struct analysis *a)
 		    "computation is %.1f%% of step time: overlap gradient "
 		    "all-reduce with backward compute", 100.0 * nov / stept);
 	if ((double)gap_max > a->o.host_gap_ms * 1e6)
-		sec_advise(a, "High", "host_gap", "the device was idle for "
-		    "%.1f ms within one step (> %.0f ms): host-side stall (GC, "
-		    "I/O, Python)", (double)gap_max / 1e6, a->o.host_gap_ms);
-	if (dl_steps && (double)dl_total / (double)dl_steps >
-	    a->o.dataloader_ms * 1e6)
-		sec_advise(a, "Medium", "dataloader", "data loading takes "
-		    "%.2f ms per step (> %.0f ms): add dataloader workers or "
-		    "prefetch", (double)dl_total / (double)dl_steps / 1e6,
-		    a->o.dataloader_ms);
+		sec_advise(a, (double)gap_max > 5 * a->o.host_gap_ms * 1e6 ?
+		    "High" : "Medium", "host_gap", "rank %d: the device was "
+		    "idle for %.1f ms at %.3f ms into the capture (> %.0f ms): "
+		    "host-side stall (GC pause, I/O, Python)", gap_rank,
+		    (double)gap_max / 1e6, gap_at > a->base_ts ?
+		    (double)(gap_at - a->base_ts) / 1e6 : 0,
+		    a->o.host_gap_ms);
+	/* Data loading per step: the "data*" ranges, or else the time from
+	 * the step's start to its first device work, whichever is larger. */
+	if (dl_steps) {
+		double dl = (double)dl_total / (double)dl_steps;
+		double lead = (double)lead_total / (double)dl_steps;
+		double v = dl > lead ? dl : lead;
+
+		if (v > a->o.dataloader_ms * 1e6)
+			sec_advise(a, v > 5 * a->o.dataloader_ms * 1e6 ?
+			    "High" : "Medium", "dataloader", "data loading "
+			    "takes %.2f ms per step (> %.0f ms; data ranges "
+			    "%.2f ms, step start to first device work %.2f ms, "
+			    "max %.2f ms): add dataloader workers or prefetch",
+			    v / 1e6, a->o.dataloader_ms, dl / 1e6, lead / 1e6,
+			    (double)lead_max / 1e6);
+	}
 }
 
 static void

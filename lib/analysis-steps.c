@@ -32,6 +32,15 @@ st_cmp_coll_start(const void *x, const void *y)
 }
 
 static int
+st_cmp_pcoll(const void *x, const void *y)
+{
+	const struct an_coll *a = *(struct an_coll *const *)x;
+	const struct an_coll *b = *(struct an_coll *const *)y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static int
 st_cmp_coll_key(const void *x, const void *y)
 {
 	const struct an_coll *a = x, *b = y;
@@ -39,14 +48,6 @@ st_cmp_coll_key(const void *x, const void *y)
 	if (a->comm != b->comm)
 		return a->comm < b->comm ? -1 : 1;
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-static int
-st_cmp_step(const void *x, const void *y)
-{
-	const struct an_step *a = x, *b = y;
-
-	return a->start < b->start ? -1 : a->start > b->start;
 }
 
 static int
@@ -75,18 +76,19 @@ st_alloc(size_t n)
 	return p;
 }
 
-/* Builds the union of p's intervals whose class is in mask. */
+/* Builds the union of n intervals (sorted here). */
 static void
-st_union(struct an_proc *p, unsigned mask, struct an_union *u)
+st_union(struct an_ival *iv, size_t niv, struct an_union *u)
 {
 	size_t n = 0;
 
-	u->s = st_alloc((p->niv + 1) * sizeof(uint64_t));
-	u->e = st_alloc((p->niv + 1) * sizeof(uint64_t));
-	for (size_t i = 0; i < p->niv; i++) {
-		uint64_t s = p->iv[i].start, e = s + p->iv[i].dur;
+	qsort(iv, niv, sizeof(*iv), st_cmp_ival);
+	u->s = st_alloc((niv + 1) * sizeof(uint64_t));
+	u->e = st_alloc((niv + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < niv; i++) {
+		uint64_t s = iv[i].start, e = s + iv[i].dur;
 
-		if (!(mask & (1u << p->iv[i].cls)) || e <= s)
+		if (e <= s)
 			continue;
 		if (n > 0 && s <= u->e[n - 1]) {
 			if (e > u->e[n - 1])
@@ -103,33 +105,16 @@ st_union(struct an_proc *p, unsigned mask, struct an_union *u)
 		u->pre[i + 1] = u->pre[i] + (u->e[i] - u->s[i]);
 }
 
-/* Intersection of two unions. */
+/* Moves the swept segments of group g (sorted, disjoint) into u, with
+ * prefix sums. */
 static void
-st_intersect(const struct an_union *x, const struct an_union *y,
-    struct an_union *u)
+st_take(struct an_union *from, struct an_union *u)
 {
-	size_t i = 0, j = 0, n = 0, cap = x->n + y->n + 1;
-
-	u->s = st_alloc(cap * sizeof(uint64_t));
-	u->e = st_alloc(cap * sizeof(uint64_t));
-	while (i < x->n && j < y->n) {
-		uint64_t s = x->s[i] > y->s[j] ? x->s[i] : y->s[j];
-		uint64_t e = x->e[i] < y->e[j] ? x->e[i] : y->e[j];
-
-		if (s < e) {
-			u->s[n] = s;
-			u->e[n] = e;
-			n++;
-		}
-		if (x->e[i] < y->e[j])
-			i++;
-		else
-			j++;
-	}
-	u->n = n;
-	u->pre = st_alloc((n + 1) * sizeof(uint64_t));
-	for (size_t k = 0; k < n; k++)
-		u->pre[k + 1] = u->pre[k] + (u->e[k] - u->s[k]);
+	*u = *from;
+	memset(from, 0, sizeof(*from));
+	u->pre = st_alloc((u->n + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < u->n; i++)
+		u->pre[i + 1] = u->pre[i] + (u->e[i] - u->s[i]);
 }
 
 /* Covered length of u before t. */
@@ -172,8 +157,16 @@ st_union_free(struct an_union *u)
 static void
 st_shift(struct an_proc *p, int64_t d)
 {
-	for (size_t i = 0; i < p->niv; i++)
-		p->iv[i].start += (uint64_t)d;
+	for (size_t i = 0; i < p->ndata; i++)
+		p->data[i].start += (uint64_t)d;
+	for (int g = 0; g < AN_G_MAX; g++)
+		if (p->gap_from[g])
+			p->gap_from[g] += (uint64_t)d;
+	for (int g = 0; g < 3; g++)
+		for (size_t i = 0; i < p->seg[g].n; i++) {
+			p->seg[g].s[i] += (uint64_t)d;
+			p->seg[g].e[i] += (uint64_t)d;
+		}
 	for (size_t i = 0; i < p->ncoll[p->cw]; i++) {
 		p->coll[p->cw][i].start += (uint64_t)d;
 		p->coll[p->cw][i].end += (uint64_t)d;
@@ -181,6 +174,8 @@ st_shift(struct an_proc *p, int64_t d)
 	for (size_t i = 0; i < p->nsteps; i++) {
 		p->steps[i].start += (uint64_t)d;
 		p->steps[i].end += (uint64_t)d;
+		if (p->steps[i].first)
+			p->steps[i].first += (uint64_t)d;
 	}
 	if (p->first_ts)
 		p->first_ts += (uint64_t)d;
@@ -219,6 +214,16 @@ st_check(struct analysis *a)
 			    s->name, s->corrupt);
 		if (lost || s->truncated || s->corrupt)
 			a->partial = true;
+	}
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+
+		if (p->late || p->forced)
+			an_warn(a, "rank %d (pid %u): %" PRIu64 " device "
+			    "intervals out of order beyond the reorder window, "
+			    "%" PRIu64 " over the memory cap: the step "
+			    "breakdown is approximate", p->rank, p->pid,
+			    p->late, p->forced);
 	}
 	for (size_t i = 0; i < a->nproc; i++) {
 		if (ws <= 0 && a->proc[i]->world_size > 0)
@@ -406,56 +411,78 @@ st_match(struct analysis *a)
 	free(gp);
 }
 
+/* Per-step rows from the swept group totals (analysis-sweep.c), the
+ * data-loading ranges and the matched collectives. */
 static void
 st_breakdown(struct analysis *a, struct an_proc *p)
 {
-	unsigned comm_mask = 1u << (p->cw == 0 ? AN_COMM_C : AN_COMM_H);
-	struct an_union u_mem, u_data;
+	uint32_t gm = p->cw == 0 ? AN_G_COMMC : AN_G_COMMH;
+	uint32_t gu = p->cw == 0 ? AN_G_CC : AN_G_CH;
+	struct an_union u_data;
 	struct an_coll *cl = p->coll[p->cw];
-	size_t ncl = p->ncoll[p->cw], nsteps;
+	size_t ncl = p->ncoll[p->cw], nsteps, k = 0;
+	struct an_coll **by_start;
 
-	qsort(p->iv, p->niv, sizeof(*p->iv), st_cmp_ival);
-	st_union(p, 1u << AN_COMPUTE, &p->u_comp);
-	st_union(p, comm_mask, &p->u_comm);
-	st_intersect(&p->u_comp, &p->u_comm, &p->u_both);
-	st_union(p, 1u << AN_MEMCPY, &u_mem);
-	st_union(p, 1u << AN_DATA, &u_data);
-	qsort(p->steps, p->nsteps, sizeof(*p->steps), st_cmp_step);
+	/* Collectives are sorted by (comm, seq); index them by start. */
+	by_start = st_alloc((ncl + 1) * sizeof(*by_start));
+	for (size_t j = 0; j < ncl; j++)
+		by_start[j] = &cl[j];
+	qsort(by_start, ncl, sizeof(*by_start), st_cmp_pcoll);
+	st_union(p->data, p->ndata, &u_data);
+	if (a->o.keep_segments) {
+		st_take(&p->seg[AN_G_COMP], &p->u_comp);
+		st_take(&p->seg[gm], &p->u_comm);
+	}
+	p->gap = p->gap_max[gu];
+	p->gap_at = p->gap_from[gu];
 	nsteps = p->nsteps ? p->nsteps : 1;
 	p->res = st_alloc(nsteps * sizeof(*p->res));
 	p->nres = nsteps;
 	for (size_t i = 0; i < nsteps; i++) {
 		struct an_stepres *r = &p->res[i];
+		const uint64_t *acc;
 		uint64_t s, e, busy;
 
 		if (p->nsteps) {
 			s = p->steps[i].start;
 			e = p->steps[i].end;
+			acc = p->steps[i].acc;
 			r->step = p->steps[i].step >= 0 ? p->steps[i].step :
 			    (int64_t)i + 1;
 		} else {
 			s = p->first_ts;
 			e = p->last_ts;
+			acc = p->whole;
 			r->step = -1;	/* no step markers: the whole capture */
 		}
 		r->start = s;
 		r->end = e;
-		r->compute = an_union_measure(&p->u_comp, s, e);
-		r->comm = an_union_measure(&p->u_comm, s, e);
-		r->overlap = an_union_measure(&p->u_both, s, e);
-		busy = r->compute + r->comm - r->overlap;
+		r->compute = acc[AN_G_COMP];
+		r->comm = acc[gm];
+		busy = acc[gu];
+		r->overlap = r->compute + r->comm > busy ?
+		    r->compute + r->comm - busy : 0;
 		r->free = e - s > busy ? e - s - busy : 0;
-		r->memcpy = an_union_measure(&u_mem, s, e);
+		r->memcpy = acc[AN_G_MEM];
 		r->data = an_union_measure(&u_data, s, e);
-		for (size_t k = 0; k < ncl; k++)
-			if (cl[k].start >= s && cl[k].start < e) {
-				r->wait += cl[k].wait;
-				r->transit += cl[k].transit;
-			}
+		if (p->nsteps && p->steps[i].first > s) {
+			uint64_t lead = p->steps[i].first - s;
+
+			p->lead_total += lead;
+			if (lead > p->lead_max)
+				p->lead_max = lead;
+		}
+		/* Steps are sorted by start and do not overlap: one pass
+		 * over the collectives in start order. */
+		while (k < ncl && by_start[k]->start < s)
+			k++;
+		for (size_t j = k; j < ncl && by_start[j]->start < e; j++) {
+			r->wait += by_start[j]->wait;
+			r->transit += by_start[j]->transit;
+		}
 	}
-	st_union_free(&u_mem);
 	st_union_free(&u_data);
-	(void)a;
+	free(by_start);
 }
 
 static double
@@ -472,36 +499,50 @@ st_median(double *v, size_t n)
  * the time it waited for others in collectives) is the slow one when the
  * spread exceeds the threshold; its cause is the category where it
  * exceeds the median of the other ranks most, as a share of its step.
+ * Each rank's figures are medians over its steps, so one warm-up step
+ * (first allocations, first collective rendezvous) does not decide.
  */
 static void
 st_verdict(struct analysis *a)
 {
-	enum { T, C, X, W, H, D, NF };
-	size_t n = 0, slow = 0;
-	double (*v)[NF], *tmp, maxb = -1, minb = 1e300, sumt = 0;
+	enum { T, C, X, W, H, D, O, NF };
+	size_t n = 0, slow = 0, maxres = 1;
+	double (*v)[NF], *tmp, *col, maxb = -1, minb = 1e300, sumt = 0;
 	struct an_proc **rp;
 
 	a->verdict.rank = -1;
+	a->verdict.cause = NULL;
+	a->verdict.share = 0;
+	a->verdict.imbalance = 0;
+	for (size_t i = 0; i < a->nproc; i++)
+		if (a->proc[i]->nres > maxres)
+			maxres = a->proc[i]->nres;
 	rp = st_alloc(a->nproc * sizeof(*rp));
 	v = st_alloc(a->nproc * sizeof(*v));
 	tmp = st_alloc(a->nproc * sizeof(double) + 8);
+	col = st_alloc(maxres * sizeof(double));
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
-		double k = (double)p->nres;
 
 		if (p->rank < 0 || p->nres == 0)
 			continue;
-		memset(v[n], 0, sizeof(v[n]));
-		for (size_t j = 0; j < p->nres; j++) {
-			struct an_stepres *r = &p->res[j];
-			double fr = (double)r->free - (double)r->data;
+		for (int f = 0; f < NF; f++) {
+			for (size_t j = 0; j < p->nres; j++) {
+				struct an_stepres *r = &p->res[j];
+				double len = (double)(r->end - r->start);
+				double fr = (double)r->free - (double)r->data;
 
-			v[n][T] += (double)(r->end - r->start) / k;
-			v[n][C] += (double)r->compute / k;
-			v[n][X] += (double)r->transit / k;
-			v[n][W] += (double)r->wait / k;
-			v[n][H] += (fr > 0 ? fr : 0) / k;
-			v[n][D] += (double)r->data / k;
+				switch (f) {
+				case T: col[j] = len; break;
+				case C: col[j] = (double)r->compute; break;
+				case X: col[j] = (double)r->transit; break;
+				case W: col[j] = (double)r->wait; break;
+				case H: col[j] = fr > 0 ? fr : 0; break;
+				case D: col[j] = (double)r->data; break;
+				default: col[j] = len - (double)r->wait; break;
+				}
+			}
+			v[n][f] = st_median(col, p->nres);
 		}
 		rp[n++] = p;
 	}
@@ -512,7 +553,7 @@ st_verdict(struct analysis *a)
 		double best = -1;
 
 		for (size_t i = 0; i < n; i++) {
-			double b = v[i][T] - v[i][W];
+			double b = v[i][O];
 
 			sumt += v[i][T];
 			if (b > maxb) {
@@ -544,6 +585,7 @@ st_verdict(struct analysis *a)
 			}
 		}
 	}
+	free(col);
 	free(tmp);
 	free(v);
 	free(rp);
@@ -553,6 +595,8 @@ int
 an_steps(struct analysis *a)
 {
 	qsort(a->proc, a->nproc, sizeof(*a->proc), st_cmp_proc);
+	for (size_t i = 0; i < a->nproc; i++)
+		an_sweep_finish(a, a->proc[i]);
 	st_check(a);
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];

@@ -149,9 +149,12 @@ analysis_new(const struct analysis_opts *opts)
 		a->o.step_marker = "step";
 	if (a->o.data_marker == NULL)
 		a->o.data_marker = "data";
+	if (a->o.small_packet_ratio <= 0)
+		a->o.small_packet_ratio = 0.2;
 	an_grow(&a->str.v, &a->str.cap, 0, sizeof(char *));
 	a->str.v[0] = strdup("");
 	a->str.n = 1;
+	a->step_gid = an_str_intern(a, a->o.step_marker);
 	return a;
 }
 
@@ -183,14 +186,13 @@ analysis_free(struct analysis *a)
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 
-		free(p->iv);
 		free(p->coll[0]);
 		free(p->coll[1]);
 		free(p->steps);
 		free(p->res);
+		an_sweep_free(p);
 		an_union_free(&p->u_comp);
 		an_union_free(&p->u_comm);
-		an_union_free(&p->u_both);
 		free(p);
 	}
 	for (size_t i = 0; i < a->str.n; i++)
@@ -288,6 +290,7 @@ an_proc_find(struct analysis_source *src, uint32_t pid)
 	p->src = src;
 	p->pid = pid;
 	p->rank = p->local_rank = p->world_size = -1;
+	p->safe_static = UINT64_MAX;
 	a->proc = an_realloc(a->proc, (a->nproc + 1) * sizeof(*a->proc));
 	a->proc[a->nproc++] = p;
 	src->last = p;
@@ -318,20 +321,16 @@ an_proc_ts(struct an_proc *p, uint64_t s, uint64_t e)
 		p->last_ts = e;
 }
 
-static void
-an_ival(struct an_proc *p, uint64_t s, uint64_t e, enum an_cls cls)
+static inline void
+an_host_ts(struct an_proc *p, uint64_t t)
 {
-	uint64_t d = e - s;
-
-	an_grow(&p->iv, &p->civ, p->niv, sizeof(*p->iv));
-	p->iv[p->niv].start = s;
-	p->iv[p->niv].dur = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
-	p->iv[p->niv].cls = cls;
-	p->niv++;
+	if (t > p->host_ts)
+		p->host_ts = t;
 }
 
-/* Folds a kernel duration into the op statistics via the source's cache. */
-static void
+/* Folds a kernel duration into the op statistics via the source's cache;
+ * returns the op. */
+static struct an_op *
 an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
     uint64_t dur)
 {
@@ -354,6 +353,8 @@ an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
 			memset(&a->ops[i], 0, sizeof(a->ops[i]));
 			a->ops[i].name = gname;
 			a->ops[i].type = gtype;
+			a->ops[i].aicpu = strstr(an_str_get(a, gtype), "CPU") !=
+			    NULL;
 			a->nops++;
 		}
 		if (name_id >= src->nop_of) {
@@ -371,6 +372,7 @@ an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
 	}
 	op = &a->ops[idx - 1];
 	an_stat_add(&op->st, dur);
+	return op;
 }
 
 static void
@@ -515,6 +517,7 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 		return;		/* device-side copies of host ranges */
 	p = an_proc_find(src, m->pid);
 	an_proc_ts(p, m->timestamp, m->timestamp);
+	an_host_ts(p, m->timestamp);
 	if (m->flag & 2u) {		/* MARKER_START */
 		if (p->nopen == 64)
 			memmove(p->open, p->open + 1, 63 * sizeof(p->open[0]));
@@ -523,6 +526,8 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 		p->open[p->nopen - 1].id = m->id;
 		p->open[p->nopen - 1].ts = m->timestamp;
 		p->open[p->nopen - 1].name = an_gid(src, m->name_id);
+		if (p->open[p->nopen - 1].name == a->step_gid)
+			an_sweep_markers(a, p);
 		return;
 	}
 	if (!(m->flag & 4u))
@@ -530,23 +535,29 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 	for (size_t i = p->nopen; i-- > 0;) {
 		if (p->open[i].id != m->id)
 			continue;
-		name = an_str_get(a, p->open[i].name);
-		if (strcmp(name, a->o.step_marker) == 0) {
-			an_grow(&p->steps, &p->csteps, p->nsteps,
-			    sizeof(*p->steps));
-			p->steps[p->nsteps].start = p->open[i].ts;
-			p->steps[p->nsteps].end = m->timestamp;
-			p->steps[p->nsteps].step = -1;
-			p->nsteps++;
-		} else if (*a->o.data_marker != '\0' &&
-		    strncmp(name, a->o.data_marker,
-		    strlen(a->o.data_marker)) == 0 &&
-		    m->timestamp >= p->open[i].ts) {
-			an_ival(p, p->open[i].ts, m->timestamp, AN_DATA);
-		}
+		uint64_t ts = p->open[i].ts;
+		uint32_t gname = p->open[i].name;
+
+		name = an_str_get(a, gname);
 		memmove(p->open + i, p->open + i + 1,
 		    (p->nopen - i - 1) * sizeof(p->open[0]));
 		p->nopen--;
+		if (gname == a->step_gid && m->timestamp >= ts) {
+			an_sweep_step(a, p, ts, m->timestamp, -1);
+		} else if (*a->o.data_marker != '\0' &&
+		    strncmp(name, a->o.data_marker,
+		    strlen(a->o.data_marker)) == 0 &&
+		    m->timestamp > ts) {
+			an_grow(&p->data, &p->cdata, p->ndata,
+			    sizeof(*p->data));
+			p->data[p->ndata].start = ts;
+			p->data[p->ndata].dur = m->timestamp - ts >
+			    UINT32_MAX ? UINT32_MAX :
+			    (uint32_t)(m->timestamp - ts);
+			p->data[p->ndata++].cls = 0;
+		}
+		if (gname == a->step_gid)
+			an_sweep_markers(a, p);
 		break;
 	}
 }
@@ -587,15 +598,13 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		an_work_time(src, h->aux, k->device, &s, &e);
 		p = an_proc_find(src, k->pid);
 		an_proc_ts(p, s, e);
-		an_op_add(src, k->name_id, k->type_id, e - s);
 		a->kernel_time += e - s;
 		p->kernel_time += e - s;
-		if (k->type_id < src->nmap &&
-		    strstr(an_str_get(a, src->map[k->type_id]), "CPU") != NULL) {
+		if (an_op_add(src, k->name_id, k->type_id, e - s)->aicpu) {
 			a->aicpu_count++;
 			a->aicpu_time += e - s;
 		}
-		an_ival(p, s, e, AN_COMPUTE);
+		an_sweep_add(a, p, s, e, AN_COMPUTE);
 		an_join(src, p, k->correlation_id, s, e,
 		    an_gid(src, k->name_id), 1);
 		break;
@@ -605,6 +614,7 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 
 		p = an_proc_find(src, r->pid);
 		an_proc_ts(p, r->start, r->end);
+		an_host_ts(p, r->end);
 		an_api_add(src, r->name_id, r->end - r->start);
 		p->api_time += r->end - r->start;
 		an_join(src, p, r->correlation_id, r->start, r->end,
@@ -624,7 +634,9 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		an_proc_ts(p, s, e);
 		an_stat_add(&a->memcpy_st[k], e - s);
 		a->memcpy_bytes[k] += r->bytes;
-		an_ival(p, s, e, AN_MEMCPY);
+		if (r->bytes % 512)
+			a->memcpy_misaligned[k]++;
+		an_sweep_add(a, p, s, e, AN_MEMCPY);
 		an_join(src, p, r->correlation_id, s, e, 0, 1);
 		break;
 	}
@@ -638,7 +650,7 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		an_work_time(src, h->aux, r->device, &s, &e);
 		p = an_proc_find(src, r->pid);
 		an_proc_ts(p, s, e);
-		an_ival(p, s, e, AN_MEMCPY);
+		an_sweep_add(a, p, s, e, AN_MEMCPY);
 		break;
 	}
 	case REC_MEMORY: {
@@ -672,7 +684,7 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		an_work_time(src, h->aux, r->device, &s, &e);
 		p = an_proc_find(src, r->pid);
 		an_proc_ts(p, s, e);
-		an_ival(p, s, e, AN_COMM_H);
+		an_sweep_add(a, p, s, e, AN_COMM_H);
 		an_coll_add(p, 1, s, e, (uint64_t)(r->bandwidth *
 		    (double)(e - s)), an_gid(src, r->name_id),
 		    an_gid(src, r->comm_name_id), 0);
@@ -688,7 +700,7 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		an_work_time(src, h->aux, r->device, &s, &e);
 		p = an_proc_find(src, r->pid);
 		an_proc_ts(p, s, e);
-		an_ival(p, s, e, AN_COMM_C);
+		an_sweep_add(a, p, s, e, AN_COMM_C);
 		an_coll_add(p, 0, s, e, r->count * an_dtype_size(r->data_type),
 		    an_gid(src, r->name_id), an_gid(src, r->comm_name_id),
 		    an_gid(src, r->alg_type_id));
@@ -735,11 +747,11 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		const struct rec_step *r = (const void *)h;
 
 		p = an_proc_find(src, r->pid);
-		an_grow(&p->steps, &p->csteps, p->nsteps, sizeof(*p->steps));
-		p->steps[p->nsteps].start = r->start;
-		p->steps[p->nsteps].end = r->end;
-		p->steps[p->nsteps].step = (int64_t)r->step;
-		p->nsteps++;
+		p->step_recs = true;
+		an_host_ts(p, r->end);
+		if (r->end >= r->start)
+			an_sweep_step(a, p, r->start, r->end,
+			    (int64_t)r->step);
 		break;
 	}
 	default:

@@ -1,8 +1,10 @@
 /*
  * The analysis engine behind `msptictl report` and `export`, and the
- * Python Profile class: aggregates trace records on the fly (bounded by the
- * number of distinct names, steps and collectives, plus 16 bytes per device
- * interval for the step breakdown) and turns them into tables.
+ * Python Profile class: aggregates trace records on the fly and turns them
+ * into tables.  Memory is bounded by the number of distinct names, steps,
+ * data-loading ranges and collectives, plus, per rank, a reorder window of
+ * device intervals and the union segments of one open step (see
+ * doc/report.md); never by the number of kernels.
  *
  * Typical use:
  *
@@ -80,6 +82,10 @@ struct analysis_opts {
 	double		 malloc_ms;		/* 10 in total */
 	double		 host_gap_ms;		/* 200 */
 	double		 comm_retrans_s;	/* 4 */
+	double		 small_packet_ratio;	/* 0.2 of transfers */
+	/* Keep the per-rank compute/communication unions for the
+	 * exporters' overlap track (memory grows with the trace). */
+	bool		 keep_segments;
 };
 
 struct analysis;

@@ -302,7 +302,7 @@ ex_overlap(struct ex *x, struct an_proc *p)
 	snprintf(t.tname, sizeof(t.tname), "Communication");
 	for (size_t i = 0; i < p->u_comm.n; i++) {
 		uint64_t s = p->u_comm.s[i], e = p->u_comm.e[i];
-		uint64_t ov = an_union_measure(&p->u_both, s, e);
+		uint64_t ov = an_union_measure(&p->u_comp, s, e);
 
 		x->em->slice(x, &t, ov == 0 ? "Communication(Not Overlapped)" :
 		    ov < e - s ? "Communication(Partly Overlapped)" :

@@ -26,7 +26,7 @@ assert len(steps) == 5, steps
 PY
 
 # Slow rank: 4 ranks, rank 2 computes 4x slower.
-NPUSIM_SLOW_RANK=2 "$b/tests/integ/capture-inproc" -n 4 -s 4 -o "$t/slow" \
+NPUSIM_TIME_SCALE=10 NPUSIM_SLOW_RANK=2 "$b/tests/integ/capture-inproc" -n 4 -s 4 -o "$t/slow" \
 	|| fail capture4
 "$ctl" report --json "$t"/slow.rank*.trace > "$t/slow.json" || fail report4
 python3 - "$t/slow.json" <<'PY' || fail "slow rank"
@@ -60,6 +60,12 @@ test -s "$t/csv/op_summary.csv" || fail op_summary
 "$ctl" report "$t/slow.rank0.trace" "$t/slow.rank1.trace" \
 	>/dev/null 2>"$t/err" || fail report-missing
 grep -q "MISSING RANKS" "$t/err" || fail "missing rank not reported"
+grep -q "INCOMPLETE INPUT" "$t/err" || fail "no partial banner"
+if "$ctl" report --strict "$t/slow.rank0.trace" >/dev/null 2>&1; then
+	fail "--strict exits 0 on partial input"
+fi
+"$ctl" report --strict "$t"/slow.rank*.trace >/dev/null 2>&1 \
+	|| fail "--strict fails on complete input"
 sz=$(wc -c < "$t/slow.rank3.trace")
 head -c $((sz / 2)) "$t/slow.rank3.trace" > "$t/trunc.trace"
 "$ctl" report "$t/trunc.trace" >/dev/null 2>"$t/err2" || true

@@ -1,0 +1,328 @@
+/*
+ * The step breakdown in bounded memory.  Device intervals of one rank go
+ * through a reorder ring (they arrive roughly in start order: records are
+ * written as work completes), are released in start order once they are
+ * AN_REORDER_NS older than the newest start seen, and are swept into
+ * unions per group (analysis-int.h).  A closed union segment is added to
+ * the steps it overlaps as soon as those steps are known: no step marker
+ * opened before its end is still open and the host records have moved
+ * AN_HOST_WINDOW_NS past it.  Until then it waits in a pending queue.
+ * Both queues have a hard cap; past it the oldest entry is processed
+ * anyway and counted (a warning says the breakdown is approximate).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis-int.h"
+
+/* Groups fed by each class. */
+static const unsigned sw_mask[] = {
+	[AN_COMPUTE] = 1u << AN_G_COMP | 1u << AN_G_CC | 1u << AN_G_CH,
+	[AN_COMM_C] = 1u << AN_G_COMMC | 1u << AN_G_CC,
+	[AN_COMM_H] = 1u << AN_G_COMMH | 1u << AN_G_CH,
+	[AN_MEMCPY] = 1u << AN_G_MEM,
+};
+
+static void *
+sw_realloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (p == NULL) {
+		fputs("analysis: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+/* The time up to which every step overlapping a segment is known. */
+static uint64_t
+sw_safe(const struct an_proc *p)
+{
+	uint64_t h = p->host_ts > AN_HOST_WINDOW_NS ?
+	    p->host_ts - AN_HOST_WINDOW_NS : 0;
+
+	return h < p->safe_static ? h : p->safe_static;
+}
+
+/* Adds segment [s, e) of group g to every step it overlaps.  Steps are
+ * sorted by start and do not overlap each other. */
+static void
+sw_attribute(struct an_proc *p, uint32_t g, uint64_t s, uint64_t e)
+{
+	size_t lo = 0, hi = p->nsteps;
+
+	while (lo < hi) {		/* first step starting at or after e */
+		size_t mid = (lo + hi) / 2;
+
+		if (p->steps[mid].start < e)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t j = lo; j-- > 0;) {
+		struct an_step *st = &p->steps[j];
+		uint64_t a = s > st->start ? s : st->start;
+		uint64_t b = e < st->end ? e : st->end;
+
+		if (st->end <= s)
+			break;
+		if (a < b) {
+			st->acc[g] += b - a;
+			if (st->first == 0 || a < st->first)
+				st->first = a;
+		}
+	}
+}
+
+static void
+sw_drain(struct an_proc *p, bool force)
+{
+	uint64_t safe = sw_safe(p);
+
+	while (p->pq_n > 0) {
+		struct an_seg *q = &p->pq[p->pq_head];
+
+		if (!force && q->e > safe)
+			break;
+		sw_attribute(p, q->g, q->s, q->e);
+		p->pq_head++;
+		p->pq_n--;
+	}
+	if (p->pq_n == 0)
+		p->pq_head = 0;
+}
+
+/* A union segment of group g closed. */
+static void
+sw_emit(struct analysis *a, struct an_proc *p, uint32_t g, uint64_t s,
+    uint64_t e)
+{
+	p->whole[g] += e - s;
+	if (p->gap_last[g] != 0 && s - p->gap_last[g] > p->gap_max[g]) {
+		p->gap_max[g] = s - p->gap_last[g];
+		p->gap_from[g] = p->gap_last[g];
+	}
+	p->gap_last[g] = e;
+	if (a->o.keep_segments && g < 3) {
+		struct an_union *u = &p->seg[g];
+
+		if (u->n == 0 || (u->n >= 64 && (u->n & (u->n - 1)) == 0)) {
+			size_t c = u->n ? u->n * 2 : 64;
+
+			u->s = sw_realloc(u->s, c * sizeof(uint64_t));
+			u->e = sw_realloc(u->e, c * sizeof(uint64_t));
+		}
+		u->s[u->n] = s;
+		u->e[u->n++] = e;
+	}
+	if (p->pq_n == 0 && e <= sw_safe(p)) {
+		sw_attribute(p, g, s, e);
+		return;
+	}
+	if (p->pq_n == AN_PENDING_MAX) {
+		p->forced++;
+		sw_attribute(p, p->pq[p->pq_head].g, p->pq[p->pq_head].s,
+		    p->pq[p->pq_head].e);
+		p->pq_head++;
+		p->pq_n--;
+	}
+	if (p->pq_head + p->pq_n == p->pq_cap) {
+		if (p->pq_head > 0) {
+			memmove(p->pq, p->pq + p->pq_head,
+			    p->pq_n * sizeof(*p->pq));
+			p->pq_head = 0;
+		}
+		if (p->pq_n == p->pq_cap) {
+			p->pq_cap = p->pq_cap ? p->pq_cap * 2 : 256;
+			p->pq = sw_realloc(p->pq, p->pq_cap * sizeof(*p->pq));
+		}
+	}
+	p->pq[p->pq_head + p->pq_n++] = (struct an_seg){ s, e, g };
+	sw_drain(p, false);
+}
+
+/* One interval leaves the reorder ring, in start order. */
+static void
+sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
+{
+	uint64_t s = iv->start, e = s + iv->dur;
+	unsigned m = sw_mask[iv->cls];
+
+	if (s < p->lo) {		/* beyond the reorder window */
+		p->late++;
+		if (e <= p->lo)
+			return;
+		s = p->lo;
+	}
+	p->lo = s;
+	for (uint32_t g = 0; g < AN_G_MAX; g++) {
+		if (!(m & (1u << g)))
+			continue;
+		if (p->sw_e[g] != 0 && s <= p->sw_e[g]) {
+			if (e > p->sw_e[g])
+				p->sw_e[g] = e;
+			continue;
+		}
+		if (p->sw_e[g] != 0)
+			sw_emit(a, p, g, p->sw_s[g], p->sw_e[g]);
+		p->sw_s[g] = s;
+		p->sw_e[g] = e;
+	}
+}
+
+static int
+sw_cmp_ival(const void *x, const void *y)
+{
+	const struct an_ival *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Makes the ring contiguous from index 0 with capacity cap, sorted. */
+static void
+sw_linearize(struct an_proc *p, size_t cap, bool sort)
+{
+	struct an_ival *n = sw_realloc(NULL, cap * sizeof(*n));
+
+	for (size_t i = 0; i < p->rb_n; i++)
+		n[i] = p->rb[(p->rb_head + i) & (p->rb_cap - 1)];
+	free(p->rb);
+	p->rb = n;
+	p->rb_cap = cap;
+	p->rb_head = 0;
+	if (sort && p->rb_unsorted) {
+		qsort(p->rb, p->rb_n, sizeof(*p->rb), sw_cmp_ival);
+		p->rb_unsorted = false;
+		if (p->rb_n > 0)	/* order is checked against the tail */
+			p->rb_last = p->rb[p->rb_n - 1].start;
+	}
+}
+
+static void
+sw_pop(struct analysis *a, struct an_proc *p)
+{
+	struct an_ival iv = p->rb[p->rb_head];
+
+	p->rb_head = (p->rb_head + 1) & (p->rb_cap - 1);
+	p->rb_n--;
+	sw_release(a, p, &iv);
+}
+
+void
+an_sweep_add(struct analysis *a, struct an_proc *p, uint64_t s, uint64_t e,
+    enum an_cls cls)
+{
+	uint64_t d = e > s ? e - s : 0;
+	struct an_ival *iv;
+
+	if (d == 0)
+		return;
+	if (p->rb_n == p->rb_cap) {
+		if (p->rb_cap < AN_REORDER_MAX)
+			sw_linearize(p, p->rb_cap ? p->rb_cap * 2 : 1024,
+			    false);
+		else {
+			if (p->rb_unsorted)
+				sw_linearize(p, p->rb_cap, true);
+			p->forced++;
+			sw_pop(a, p);
+		}
+	}
+	if (p->rb_n > 0 && s < p->rb_last)
+		p->rb_unsorted = true;
+	iv = &p->rb[(p->rb_head + p->rb_n++) & (p->rb_cap - 1)];
+	iv->start = s;
+	iv->dur = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+	iv->cls = cls;
+	p->rb_last = s;
+	if (s > p->rb_max)
+		p->rb_max = s;
+	if (p->rb_unsorted) {
+		if (p->rb_n < p->rb_next_sort)
+			return;
+		sw_linearize(p, p->rb_cap, true);
+		p->rb_next_sort = p->rb_n + 4096;
+	}
+	while (p->rb_n > 0 &&
+	    p->rb[p->rb_head].start + AN_REORDER_NS < p->rb_max)
+		sw_pop(a, p);
+}
+
+/* Recomputes the earliest start of an open step marker range. */
+void
+an_sweep_markers(struct analysis *a, struct an_proc *p)
+{
+	uint64_t safe = UINT64_MAX;
+
+	for (size_t i = 0; i < p->nopen; i++)
+		if (p->open[i].name == a->step_gid && p->open[i].ts < safe)
+			safe = p->open[i].ts;
+	/* STEP records arrive when their step ends: what follows the last
+	 * one may belong to the next. */
+	if (p->step_recs && p->nsteps > 0 &&
+	    p->steps[p->nsteps - 1].end < safe)
+		safe = p->steps[p->nsteps - 1].end;
+	p->safe_static = safe;
+	sw_drain(p, false);
+}
+
+/* A step became known: insert it in start order. */
+void
+an_sweep_step(struct analysis *a, struct an_proc *p, uint64_t s, uint64_t e,
+    int64_t step)
+{
+	size_t i = p->nsteps;
+
+	if (p->nsteps == p->csteps) {
+		p->csteps = p->csteps ? p->csteps * 2 : 64;
+		p->steps = sw_realloc(p->steps, p->csteps * sizeof(*p->steps));
+	}
+	while (i > 0 && p->steps[i - 1].start > s) {
+		p->steps[i] = p->steps[i - 1];
+		i--;
+	}
+	memset(&p->steps[i], 0, sizeof(p->steps[i]));
+	p->steps[i].start = s;
+	p->steps[i].end = e;
+	p->steps[i].step = step;
+	p->nsteps++;
+	an_sweep_markers(a, p);
+}
+
+/* End of input: release, close and attribute everything. */
+void
+an_sweep_finish(struct analysis *a, struct an_proc *p)
+{
+	if (p->rb_unsorted)
+		sw_linearize(p, p->rb_cap, true);
+	while (p->rb_n > 0)
+		sw_pop(a, p);
+	for (uint32_t g = 0; g < AN_G_MAX; g++)
+		if (p->sw_e[g] != 0) {
+			sw_emit(a, p, g, p->sw_s[g], p->sw_e[g]);
+			p->sw_e[g] = 0;
+		}
+	sw_drain(p, true);
+	free(p->rb);
+	p->rb = NULL;
+	p->rb_cap = 0;
+	free(p->pq);
+	p->pq = NULL;
+	p->pq_cap = 0;
+}
+
+void
+an_sweep_free(struct an_proc *p)
+{
+	free(p->rb);
+	free(p->pq);
+	free(p->data);
+	for (int i = 0; i < 3; i++) {
+		free(p->seg[i].s);
+		free(p->seg[i].e);
+		free(p->seg[i].pre);
+	}
+}
