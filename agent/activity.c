@@ -322,6 +322,17 @@ activity_emit(const void *rec, size_t len)
 	}
 }
 
+/* Emits to the in-process API only: device records devtime.c joined in
+ * the agent (a daemon session gets its own, joined in msptid). */
+void
+activity_emit_api(const void *rec, size_t len)
+{
+	uint64_t m = atomic_load_explicit(&api_kind_masks, memory_order_relaxed);
+
+	if ((m >> ((const msptiActivity *)rec)->kind) & 1)
+		abuf_append(rec, len);
+}
+
 /* Takes t's buffer away from it (waiting out a record copy) and delivers
  * it if it holds records. */
 static void

@@ -50,6 +50,9 @@ agent_init(void)
 	}
 	strcpy(agent_config.rundir, dir);
 	pthread_atfork(NULL, NULL, agent_atfork_child);
-	if (register_start() != 0)
+	gate_init();
+	if (register_start() != 0) {
+		gate_open();
 		log_warnx("cannot start the registration thread");
+	}
 }

@@ -33,6 +33,20 @@ void		register_after_fork_child(void);
 void		register_note_device(uint32_t device);
 uint64_t	register_agent_id(void);
 
+/* gate.c: under `msptictl run` (MSPTI_RUN_GATE_MS), the first runtime
+ * call waits, bounded, until the session config has arrived. */
+extern _Atomic bool gate_closed;
+void		gate_init(void);
+void		gate_after_fork_child(void);
+void		gate_hold_hello(int hold_ms);
+bool		gate_is_closed(void);
+void		gate_open(void);
+void		gate_wait(void);
+uint64_t	gate_device_ticket(void);
+void		gate_device_wait(uint64_t ticket);
+bool		gate_device_sync_due(uint64_t *cookie);
+void		gate_device_acked(uint64_t cookie);
+
 /* session.c: capture for a daemon session (registration thread only). */
 int		session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		    size_t ndomains_off, int ringfd, int *wakefdp,
@@ -41,6 +55,9 @@ int		session_update(uint64_t id, uint32_t kinds, char **domains_off,
 		    size_t ndomains_off);
 int		session_stop(uint64_t id, bool flush);
 uint64_t	session_current(void);
+/* Writes a host launch (device, stream, task id) into the session ring. */
+struct pending;
+bool		session_launch(const struct pending *p);
 void		session_after_fork_child(void);
 
 #endif

@@ -75,6 +75,22 @@ extern _Atomic uint64_t api_kind_masks;
 	(1u << MSPTI_ACTIVITY_KIND_COMMUNICATION) | \
 	(1u << MSPTI_ACTIVITY_KIND_MARKER))
 
+/* The in-process API half alone (devtime.c serves only that consumer). */
+static inline uint32_t
+api_kinds_api(void)
+{
+	return (uint32_t)atomic_load_explicit(&api_kind_masks,
+	    memory_order_relaxed);
+}
+
+/* The daemon-session half alone. */
+static inline uint32_t
+api_kinds_session(void)
+{
+	return (uint32_t)(atomic_load_explicit(&api_kind_masks,
+	    memory_order_relaxed) >> API_MASK_SESSION_SHIFT);
+}
+
 /* Union of both masks, from one load. */
 static inline uint32_t
 api_kinds_wanted(void)
@@ -98,6 +114,8 @@ void		api_session_set_kinds(uint32_t mask);
 /* The one emit point; rec is sizeof its struct (len), at most
  * API_RECORD_MAX bytes. */
 void		activity_emit(const void *rec, size_t len);
+/* The same, to the in-process API's buffers only. */
+void		activity_emit_api(const void *rec, size_t len);
 size_t		activity_record_size(uint32_t kind);
 uint64_t	activity_dropped(void);
 /* Next process-wide correlation id (from 1). */
@@ -182,9 +200,13 @@ struct pending {
 	uint32_t	 copy_kind;	/* MEMCPY: msptiActivityMemcpyKind */
 	uint32_t	 data_type;	/* HCCL */
 	uint8_t		 is_async;
+	uint64_t	 start;		/* the launch call, host ns */
+	uint64_t	 end;
 };
-/* Records the ids of the calling thread's last submitted task and queues
- * p for the join; false when the runtime cannot tell (no device record
+/* Records the ids of the calling thread's last submitted task, writes
+ * the launch into a daemon session's ring (session_launch) when the
+ * session wants the kind, and queues p for the in-process join when the
+ * msPTI API wants it; false when the runtime cannot tell (no device record
  * will come, emit a host-timed one instead). */
 bool		devtime_submit(struct pending *p);
 /* Whether device records can be produced (channel helpers present). */

@@ -195,10 +195,13 @@ devtime_submit(struct pending *p)
 {
 	task_ids_fn ids = (task_ids_fn)api_optional(&h_taskids,
 	    "rtGetTaskIdAndStreamID");
-	uint32_t task, stream;
+	uint32_t task, stream, kinds = 1u << p->kind;
+	bool ok = true;
 
-	if (ids == NULL || !devtime_available() ||
-	    ids(&task, &stream) != RT_ERROR_NONE || task == NPUSIM_ID_NONE)
+	if (p->kind == MSPTI_ACTIVITY_KIND_HCCL)
+		kinds |= 1u << MSPTI_ACTIVITY_KIND_COMMUNICATION;
+	if (ids == NULL || ids(&task, &stream) != RT_ERROR_NONE ||
+	    task == NPUSIM_ID_NONE)
 		return false;
 	/* Same ids as last time: the call queued no task of its own. */
 	if (task == tls_last_task && stream == tls_last_stream)
@@ -207,7 +210,13 @@ devtime_submit(struct pending *p)
 	tls_last_stream = stream;
 	p->task = task;
 	p->stream = stream;
-	return queue_push(p);
+	/* Two independent consumers: a daemon session joins device timing
+	 * in msptid from the launch record; the in-process API joins here. */
+	if (api_kinds_session() & kinds)
+		ok = session_launch(p);
+	if (api_kinds_api() & kinds)
+		ok = devtime_available() && queue_push(p) && ok;
+	return ok;
 }
 
 bool
@@ -269,7 +278,7 @@ devtime_open_locked(void)
 void
 devtime_kick(void)
 {
-	bool want = (api_kinds_wanted() & API_DEVICE_KINDS) != 0;
+	bool want = (api_kinds_api() & API_DEVICE_KINDS) != 0;
 
 	if (!want && !dt_started)
 		return;
@@ -320,7 +329,7 @@ devtime_drain(void)
 	struct timespec ts;
 	uint64_t mine;
 
-	if (!dt_started || (api_kinds_wanted() & API_DEVICE_KINDS) == 0)
+	if (!dt_started || (api_kinds_api() & API_DEVICE_KINDS) == 0)
 		return;
 	timespec_after(&ts, 1000000000ull);
 	pthread_mutex_lock(&dt_mtx);
@@ -547,7 +556,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 	uint64_t start = devtime_to_host(dev, rec->start_ns);
 	uint64_t end = devtime_to_host(dev, rec->end_ns);
 	uint64_t corr = p != NULL ? p->corr : MSPTI_INVALID_CORRELATION_ID;
-	uint32_t w = api_kinds_wanted();
+	uint32_t w = api_kinds_api();
 	char name[NPUSIM_NAME_LEN], comm[NPUSIM_COMM_NAME_LEN];
 
 	memcpy(name, rec->name, sizeof(name));
@@ -568,7 +577,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.correlationId = corr;
 			r.type = kernel_type_name(rec->kernel_type);
 			r.name = api_intern(name);
-			activity_emit(&r, sizeof(r));
+			activity_emit_api(&r, sizeof(r));
 		}
 		break;
 	case NPUSIM_TASK_MEMCPY:
@@ -588,7 +597,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.streamId = rec->stream_id;
 			r.correlationId = corr;
 			r.isAsync = p != NULL ? p->is_async : 1;
-			activity_emit(&r, sizeof(r));
+			activity_emit_api(&r, sizeof(r));
 		}
 		break;
 	case NPUSIM_TASK_MEMSET:
@@ -605,7 +614,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.streamId = rec->stream_id;
 			r.correlationId = corr;
 			r.isAsync = p != NULL ? p->is_async : 1;
-			activity_emit(&r, sizeof(r));
+			activity_emit_api(&r, sizeof(r));
 		}
 		break;
 	case NPUSIM_TASK_COMM:
@@ -624,7 +633,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			    (double)rec->bytes / (double)(end - start) : 0;
 			r.name = api_intern(name);
 			r.commName = api_intern(comm);
-			activity_emit(&r, sizeof(r));
+			activity_emit_api(&r, sizeof(r));
 		}
 		if (w & (1u << MSPTI_ACTIVITY_KIND_COMMUNICATION)) {
 			msptiActivityCommunication r;
@@ -641,7 +650,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.name = api_intern(name);
 			r.commName = api_intern(comm);
 			r.correlationId = corr;
-			activity_emit(&r, sizeof(r));
+			activity_emit_api(&r, sizeof(r));
 		}
 		break;
 	case NPUSIM_TASK_MARKER:
@@ -660,7 +669,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.objectId.ds.streamId = rec->stream_id;
 			r.name = mname;
 			r.domain = mdom;
-			activity_emit(&r, sizeof(r));
+			activity_emit_api(&r, sizeof(r));
 		}
 		break;
 	default:
@@ -797,13 +806,13 @@ devtime_main(void *arg)
 	pthread_mutex_lock(&dt_mtx);
 	for (;;) {
 		req = dt_drain_req;
-		if ((api_kinds_wanted() & API_DEVICE_KINDS) == 0) {
+		if ((api_kinds_api() & API_DEVICE_KINDS) == 0) {
 			pthread_mutex_unlock(&dt_mtx);
 			devtime_close_all();
 			pthread_mutex_lock(&dt_mtx);
 			dt_drain_done = req;
 			pthread_cond_broadcast(&dt_cond);
-			if ((api_kinds_wanted() & API_DEVICE_KINDS) == 0 &&
+			if ((api_kinds_api() & API_DEVICE_KINDS) == 0 &&
 			    dt_drain_req == req)
 				pthread_cond_wait(&dt_cond, &dt_mtx);
 			continue;

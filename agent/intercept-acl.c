@@ -167,6 +167,8 @@ memcpy_submit(const struct icall *c, aclrtMemcpyKind kind, size_t count,
 	p.kind = MSPTI_ACTIVITY_KIND_MEMCPY;
 	p.device = icall_stream_device(stream);
 	p.corr = c->corr;
+	p.start = c->start;
+	p.end = c->end;
 	p.bytes = count;
 	p.copy_kind = memcpy_kind(kind);
 	p.is_async = async;
@@ -196,6 +198,8 @@ memset_submit(const struct icall *c, int32_t value, size_t count,
 	p.kind = MSPTI_ACTIVITY_KIND_MEMSET;
 	p.device = icall_stream_device(stream);
 	p.corr = c->corr;
+	p.start = c->start;
+	p.end = c->end;
 	p.bytes = count;
 	p.value = (uint32_t)value;
 	p.is_async = async;
@@ -487,6 +491,8 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 		pd.kind = MSPTI_ACTIVITY_KIND_KERNEL;
 		pd.device = icall_stream_device(stream);
 		pd.corr = c.corr;
+		pd.start = c.start;
+		pd.end = c.end;
 		devtime_submit(&pd);
 	}
 	icall_exit(&c, &ret);

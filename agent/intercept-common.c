@@ -10,6 +10,7 @@
 #include <acl/acl.h>
 
 #include "api.h"
+#include "agent.h"
 
 #define API_KINDS	((1u << MSPTI_ACTIVITY_KIND_API) | \
 	(1u << MSPTI_ACTIVITY_KIND_RUNTIME_API) | \
@@ -67,8 +68,17 @@ icall_enter(struct icall *c, msptiCallbackDomain d, msptiCallbackId cbid,
 	bool cb = callback_wanted(d, cbid);
 	msptiCallbackData data;
 
-	if (API_LIKELY(w == 0 && !cb))
-		return false;
+	if (API_LIKELY(w == 0 && !cb)) {
+		/* Under msptictl run, the first call waits for the config. */
+		if (API_LIKELY(!atomic_load_explicit(&gate_closed,
+		    memory_order_relaxed)))
+			return false;
+		gate_wait();
+		w = api_kinds_wanted();
+		cb = callback_wanted(d, cbid);
+		if (w == 0 && !cb)
+			return false;
+	}
 	c->wanted = w;
 	c->cb = cb;
 	c->domain = d;

@@ -76,6 +76,8 @@ hccl_submit(const struct icall *c, aclrtStream stream)
 	p.kind = MSPTI_ACTIVITY_KIND_HCCL;
 	p.device = icall_stream_device(stream);
 	p.corr = c->corr;
+	p.start = c->start;
+	p.end = c->end;
 	devtime_submit(&p);
 }
 

@@ -38,6 +38,7 @@
 #define REG_BACKOFF_MAX_MS	5000
 #define REG_WATCH_WAIT_MS	30000	/* safety net when inotify watches */
 #define REG_IO_TIMEOUT_MS	2000
+#define REG_FORK_HOLD_MS	50	/* forked child under run: gate.c */
 #define REG_MAX_ARGS		256
 #define REG_MAX_CMDLINE		8192
 
@@ -58,6 +59,7 @@ static struct reg {
 };
 
 static void	*register_main(void *);
+static int	 register_send_sync(int, uint64_t);
 
 static void
 register_prepare_fork(void)
@@ -79,6 +81,7 @@ void
 register_after_fork_child(void)
 {
 	pthread_mutex_init(&reg.lock, NULL);
+	gate_after_fork_child();
 	session_after_fork_child();
 	if (reg.sock >= 0)
 		close(reg.sock);
@@ -90,8 +93,10 @@ register_after_fork_child(void)
 	reg.started = false;
 	atomic_store(&reg.agent_id, 0);
 	reg.sent_devices = 0;
-	if (register_start() != 0)
+	if (register_start() != 0) {
+		gate_open();
 		log_warnx("child: cannot start the registration thread");
+	}
 }
 
 int
@@ -130,8 +135,15 @@ register_note_device(uint32_t device)
 		return;
 	bit = 1ull << device;
 	old = atomic_fetch_or(&reg.devices, bit);
-	if ((old & bit) == 0 && reg.wakefd >= 0)
+	if ((old & bit) == 0 && reg.wakefd >= 0) {
+		/* Under run: wait until the daemon has seen the device. */
+		uint64_t ticket = atomic_load(&reg.agent_id) != 0 ?
+		    gate_device_ticket() : 0;
+
 		(void)!write(reg.wakefd, &one, sizeof(one));
+		if (ticket != 0)
+			gate_device_wait(ticket);
+	}
 }
 
 static size_t
@@ -273,10 +285,24 @@ register_connect(void)
 	log_debug("registered as agent %llu",
 	    (unsigned long long)((Mspti__Welcome *)msg)->agent_id);
 	protobuf_c_message_free_unpacked(msg, NULL);
+	/* Under msptictl run: the answer to Sync follows any StartCapture
+	 * the daemon sends us at registration, and opens the start gate. */
+	if (gate_is_closed() && register_send_sync(fd, 0) != 0)
+		goto fail;
 	return 0;
 fail:
 	register_close();
 	return -EPROTO;
+}
+
+/* AgentSync: cookie 0 for the start gate, else a device ticket (gate.c). */
+static int
+register_send_sync(int sock, uint64_t cookie)
+{
+	Mspti__AgentSync sync = MSPTI__AGENT_SYNC__INIT;
+
+	sync.cookie = cookie;
+	return frame_send(sock, MSPTI__MSG_TYPE__MSG_AGENT_SYNC, &sync.base, -1);
 }
 
 static int
@@ -353,6 +379,12 @@ register_handle(const struct frame_hdr *h, ProtobufCMessage *msg, int fd)
 		    rc == 0 ? NULL : "no such session here", -1);
 		break;
 	}
+	case MSPTI__MSG_TYPE__MSG_AGENT_SYNC_REP:
+		if (((Mspti__AgentSyncReply *)msg)->cookie == 0)
+			gate_open();
+		else
+			gate_device_acked(((Mspti__AgentSyncReply *)msg)->cookie);
+		break;
 	case MSPTI__MSG_TYPE__MSG_ERROR:
 		break;
 	default:
@@ -377,8 +409,13 @@ register_serve(void)
 	int rc, fd;
 
 	for (;;) {
+		uint64_t cookie;
+
 		if (atomic_load(&reg.devices) != reg.sent_devices &&
 		    register_send_update(reg.sock) != 0)
+			break;
+		if (gate_device_sync_due(&cookie) &&
+		    register_send_sync(reg.sock, cookie) != 0)
 			break;
 		pf[0].fd = reg.sock;
 		pf[0].events = POLLIN;
@@ -408,6 +445,8 @@ register_serve(void)
 	/* The daemon is gone (or misbehaved): stop capturing silently. */
 	session_stop(0, false);
 	register_close();
+	gate_open();
+	gate_device_acked(0);
 }
 
 /* Makes sure inotify watches the runtime dir; returns false if it cannot. */
@@ -454,6 +493,7 @@ register_main(void *arg)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	gate_hold_hello(REG_FORK_HOLD_MS);
 	for (;;) {
 		/* Watch before connecting so a bind in between is not missed. */
 		bool watching = register_watch();
@@ -466,6 +506,8 @@ register_main(void *arg)
 			poll(NULL, 0, REG_BACKOFF_MIN_MS);
 			continue;
 		}
+		/* No daemon to wait for: the application goes on. */
+		gate_open();
 		/* A stale socket (daemon killed) also retries on a timer. */
 		register_wait(watching && rc == -ENOENT ? REG_WATCH_WAIT_MS :
 		    backoff);

@@ -11,7 +11,8 @@
  * into the ring before the first record that uses it.
  *
  * Lifetime: only the registration thread starts and stops a session.  Stop
- * clears the sink and the session kinds, marks the session inactive, then
+ * clears the sink, the launch pointer and the session kinds, marks the
+ * session inactive, then
  * waits for threads still inside the sink (the 'inflight' counter, read
  * with seq_cst after 'active' is cleared) before it unmaps the ring.  One
  * session at a time per process.
@@ -55,6 +56,8 @@ struct agent_session {
 };
 
 static struct agent_session *cur;	/* registration thread only */
+/* cur while capturing, for session_launch on application threads. */
+static struct agent_session *_Atomic live;
 
 /* Interns s into this ring's string namespace; 0 when it cannot. */
 static uint32_t
@@ -302,6 +305,104 @@ out:
 	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
 }
 
+/*
+ * Writes a host launch record (REC_F_HOST_LAUNCH: start/end are the launch
+ * call; device, stream and task id key the device task msptid joins to
+ * it) for p into the ring.  Any thread; the same fencing as session_sink.
+ * Returns false when no session captures or the ring was full.
+ */
+bool
+session_launch(const struct pending *p)
+{
+	struct agent_session *s = atomic_load(&live);
+	uint64_t rec[REC_FIXED_MAX / 8];
+	uint64_t one = 1;
+	bool ok = false;
+
+	if (s == NULL)
+		return false;
+	atomic_fetch_add(&s->inflight, 1);
+	if (!atomic_load(&s->active))
+		goto out;
+	switch (p->kind) {
+	case MSPTI_ACTIVITY_KIND_KERNEL: {
+		struct rec_kernel *r = (void *)rec;
+
+		REC_INIT(r, REC_KERNEL, REC_F_HOST_LAUNCH);
+		r->start = p->start;
+		r->end = p->end;
+		r->correlation_id = p->corr;
+		r->pid = s->pid;
+		r->tid = api_tid();
+		r->device = p->device;
+		r->stream = p->stream;
+		r->task_id = p->task;
+		r->name_id = session_string(s, p->name);
+		break;
+	}
+	case MSPTI_ACTIVITY_KIND_MEMCPY: {
+		struct rec_memcpy *r = (void *)rec;
+
+		REC_INIT(r, REC_MEMCPY, REC_F_HOST_LAUNCH |
+		    (p->is_async ? REC_F_ASYNC : 0));
+		r->start = p->start;
+		r->end = p->end;
+		r->correlation_id = p->corr;
+		r->bytes = p->bytes;
+		r->pid = s->pid;
+		r->tid = api_tid();
+		r->device = p->device;
+		r->stream = p->stream;
+		r->task_id = p->task;
+		r->copy_kind = p->copy_kind <= 5 ? p->copy_kind : 0;
+		break;
+	}
+	case MSPTI_ACTIVITY_KIND_MEMSET: {
+		struct rec_memset *r = (void *)rec;
+
+		REC_INIT(r, REC_MEMSET, REC_F_HOST_LAUNCH |
+		    (p->is_async ? REC_F_ASYNC : 0));
+		r->start = p->start;
+		r->end = p->end;
+		r->correlation_id = p->corr;
+		r->bytes = p->bytes;
+		r->pid = s->pid;
+		r->tid = api_tid();
+		r->device = p->device;
+		r->stream = p->stream;
+		r->task_id = p->task;
+		r->value = p->value;
+		break;
+	}
+	case MSPTI_ACTIVITY_KIND_HCCL: {
+		struct rec_hccl *r = (void *)rec;
+
+		REC_INIT(r, REC_HCCL, REC_F_HOST_LAUNCH);
+		r->start = p->start;
+		r->end = p->end;
+		r->correlation_id = p->corr;
+		r->pid = s->pid;
+		r->tid = api_tid();
+		r->device = p->device;
+		r->stream = p->stream;
+		r->task_id = p->task;
+		r->name_id = session_string(s, p->name);
+		r->comm_name_id = session_string(s, p->comm_name);
+		break;
+	}
+	default:
+		goto out;
+	}
+	ok = ring_write(s->ring, rec) == 0;
+	if (ring_needs_wake(s->ring)) {
+		atomic_fetch_add_explicit(&s->wakes, 1, memory_order_relaxed);
+		(void)!write(s->wakefd, &one, sizeof(one));
+	}
+out:
+	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
+	return ok;
+}
+
 static char **
 session_domains_dup(char **names, size_t n)
 {
@@ -387,6 +488,7 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 	    ndomains_off));
 	atomic_store(&s->active, true);
 	cur = s;
+	atomic_store(&live, s);
 	api_session_set_sink(session_sink, s);
 	api_session_set_kinds(kinds);
 	log_debug("session %llu: capturing kinds 0x%x",
@@ -427,10 +529,13 @@ session_stop(uint64_t id, bool flush)
 
 	if (s == NULL || (id != 0 && s->id != id))
 		return -ENOENT;
+	/* Device timing of a session is joined in msptid; this only drains
+	 * what the in-process API still waits for. */
 	if (flush)
 		devtime_drain();
 	api_session_set_kinds(0);
 	api_session_set_sink(NULL, NULL);
+	atomic_store(&live, NULL);
 	atomic_store(&s->active, false);
 	/* Threads already inside the sink finish within a few records; a
 	 * thread that never comes back (stopped by a debugger) must not make
@@ -470,6 +575,7 @@ session_after_fork_child(void)
 		return;
 	api_session_set_kinds(0);
 	api_session_set_sink(NULL, NULL);
+	atomic_store(&live, NULL);
 	cur = NULL;
 	ring_unmap(s->ring);
 	close(s->wakefd);

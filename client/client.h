@@ -55,6 +55,24 @@ int	client_parse_pids(const char *arg, uint32_t **pids, size_t *n);
 int	client_split_signed(const char *arg, char ***on, size_t *non,
 	    char ***off, size_t *noff);
 
+/* cmd-start.c: the session config options start and run share. */
+#define CLIENT_CONFIG_OPTSTRING	"k:d:s:N:o:b:m:D:M:"
+#define CLIENT_CONFIG_OPTIONS						\
+	{ "kinds", required_argument, NULL, 'k' },			\
+	{ "duration", required_argument, NULL, 'd' },			\
+	{ "steps", required_argument, NULL, 's' },			\
+	{ "step-name", required_argument, NULL, 'N' },			\
+	{ "output", required_argument, NULL, 'o' },			\
+	{ "buffer", required_argument, NULL, 'b' },			\
+	{ "mode", required_argument, NULL, 'm' },			\
+	{ "domains", required_argument, NULL, 'D' },			\
+	{ "max-size", required_argument, NULL, 'M' }
+int	client_config_option(const struct cmd_entry *, int ch, const char *arg,
+	    Mspti__SessionConfig *cfg, const char **output, char *kinds,
+	    size_t kindslen);
+int	client_open_output(const char *output, char *path, size_t len,
+	    bool *created);
+
 /* cmd-*.c */
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_list_entry;
@@ -73,5 +91,6 @@ extern const struct cmd_entry cmd_sessions_entry;
 extern const struct cmd_entry cmd_wait_entry;
 extern const struct cmd_entry cmd_snapshot_entry;
 extern const struct cmd_entry cmd_metrics_entry;
+extern const struct cmd_entry cmd_run_entry;
 
 #endif

@@ -29,6 +29,11 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 	bool created;
 	int ch, rc, fd;
 
+	/* Options may follow SESSION: rescan from the verb on (optind 0
+	 * re-inits GNU getopt in its permuting mode). */
+	argc = argc - optind + 1;
+	argv += optind - 1;
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, "o:j", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':

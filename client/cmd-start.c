@@ -64,6 +64,110 @@ start_ranks(const char *arg, int32_t **ranks, size_t *n)
 	return *n > 0 ? 0 : -1;
 }
 
+/*
+ * One session config option of start (and run, which takes the same):
+ * 0 when ch was one and is applied to cfg, 1 when ch is not a config
+ * option, EXIT_USAGE after printing why the value is bad.  kinds gets the
+ * --kinds text for messages.
+ */
+int
+client_config_option(const struct cmd_entry *e, int ch, const char *arg,
+    Mspti__SessionConfig *cfg, const char **output, char *kinds,
+    size_t kindslen)
+{
+	int64_t v;
+
+	switch (ch) {
+	case 'k':
+		split_list(arg, &cfg->kinds, &cfg->n_kinds);
+		snprintf(kinds, kindslen, "%s", arg);
+		return 0;
+	case 'd':
+		if ((v = util_parse_duration(arg)) <= 0) {
+			client_usage_error(e, "bad duration '%s'", arg);
+			return EXIT_USAGE;
+		}
+		cfg->duration_ns = (uint64_t)v;
+		return 0;
+	case 's':
+		if ((v = util_parse_size(arg)) <= 0 || v > UINT32_MAX) {
+			client_usage_error(e, "bad step count '%s'", arg);
+			return EXIT_USAGE;
+		}
+		cfg->steps = (uint32_t)v;
+		return 0;
+	case 'N':
+		cfg->step_name = (char *)arg;
+		return 0;
+	case 'o':
+		*output = arg;
+		return 0;
+	case 'b':
+		if ((v = util_parse_size(arg)) <= 0) {
+			client_usage_error(e, "bad buffer size '%s'", arg);
+			return EXIT_USAGE;
+		}
+		cfg->buffer_size = (uint64_t)v;
+		return 0;
+	case 'm':
+		if (strcmp(arg, "stream") != 0 && strcmp(arg, "ring") != 0) {
+			client_usage_error(e, "mode must be stream or ring");
+			return EXIT_USAGE;
+		}
+		cfg->mode = (char *)arg;
+		return 0;
+	case 'D':
+		if (client_split_signed(arg, &cfg->domains_on,
+		    &cfg->n_domains_on, &cfg->domains_off,
+		    &cfg->n_domains_off) != 0) {
+			client_usage_error(e, "bad domain list '%s'", arg);
+			return EXIT_USAGE;
+		}
+		return 0;
+	case 'M':
+		if ((v = util_parse_size(arg)) <= 0) {
+			client_usage_error(e, "bad size '%s'", arg);
+			return EXIT_USAGE;
+		}
+		cfg->max_size = (uint64_t)v;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/*
+ * Opens the session's output as the requester: output, or a new
+ * ./mspti-YYYYmmdd-HHMMSS-PID.mspti.  Returns the descriptor, with its
+ * path in path and whether we created it, or -1 after printing why.
+ */
+int
+client_open_output(const char *output, char *path, size_t len, bool *created)
+{
+	int fd;
+
+	if (output == NULL) {
+		char stamp[32];
+		time_t now = time(NULL);
+		struct tm tm;
+
+		localtime_r(&now, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+		snprintf(path, len, "mspti-%s-%ld.mspti", stamp,
+		    (long)getpid());
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		*created = fd >= 0;
+	} else {
+		snprintf(path, len, "%s", output);
+		*created = access(path, F_OK) != 0;
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	}
+	if (fd < 0)
+		fprintf(stderr, "msptictl: cannot create %s: %s\n", path,
+		    strerror(errno));
+	return fd;
+}
+
 static int
 cmd_start_exec(struct client *c, int argc, char **argv)
 {
@@ -72,15 +176,7 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		{ "job", required_argument, NULL, 'J' },
 		{ "rank", required_argument, NULL, 'R' },
 		{ "all", no_argument, NULL, 'a' },
-		{ "kinds", required_argument, NULL, 'k' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "steps", required_argument, NULL, 's' },
-		{ "step-name", required_argument, NULL, 'N' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "buffer", required_argument, NULL, 'b' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "domains", required_argument, NULL, 'D' },
-		{ "max-size", required_argument, NULL, 'M' },
+		CLIENT_CONFIG_OPTIONS,
 		{ "wait", no_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
@@ -96,10 +192,15 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 	bool wait = false, created = false;
 	size_t started = 0, failed = 0, notfound = 0, elastic = 0;
 	int ch, rc, fd, ntargets = 0;
-	int64_t v;
 
-	while ((ch = getopt_long(argc, argv, "p:J:R:ak:d:s:N:o:b:m:D:M:wj",
-	    opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:J:R:a" CLIENT_CONFIG_OPTSTRING
+	    "wj", opts, NULL)) != -1) {
+		if ((rc = client_config_option(e, ch, optarg, &cfg, &output,
+		    kinds, sizeof(kinds))) != 1) {
+			if (rc != 0)
+				return rc;
+			continue;
+		}
 		switch (ch) {
 		case 'p':
 			if (client_parse_pids(optarg, &tg.pids, &tg.n_pids)) {
@@ -121,61 +222,6 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		case 'a':
 			tg.all = true;
 			ntargets++;
-			break;
-		case 'k':
-			split_list(optarg, &cfg.kinds, &cfg.n_kinds);
-			snprintf(kinds, sizeof(kinds), "%s", optarg);
-			break;
-		case 'd':
-			if ((v = util_parse_duration(optarg)) <= 0) {
-				client_usage_error(e, "bad duration '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			cfg.duration_ns = (uint64_t)v;
-			break;
-		case 's':
-			if ((v = util_parse_size(optarg)) <= 0 || v > UINT32_MAX) {
-				client_usage_error(e, "bad step count '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			cfg.steps = (uint32_t)v;
-			break;
-		case 'N':
-			cfg.step_name = optarg;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'b':
-			if ((v = util_parse_size(optarg)) <= 0) {
-				client_usage_error(e, "bad buffer size '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			cfg.buffer_size = (uint64_t)v;
-			break;
-		case 'm':
-			if (strcmp(optarg, "stream") != 0 &&
-			    strcmp(optarg, "ring") != 0) {
-				client_usage_error(e, "mode must be stream or ring");
-				return EXIT_USAGE;
-			}
-			cfg.mode = optarg;
-			break;
-		case 'D':
-			if (client_split_signed(optarg, &cfg.domains_on,
-			    &cfg.n_domains_on, &cfg.domains_off,
-			    &cfg.n_domains_off) != 0) {
-				client_usage_error(e, "bad domain list '%s'",
-				    optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'M':
-			if ((v = util_parse_size(optarg)) <= 0) {
-				client_usage_error(e, "bad size '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			cfg.max_size = (uint64_t)v;
 			break;
 		case 'w':
 			wait = true;
@@ -201,27 +247,8 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		client_usage_error(e, "give one of --pid, --job, --all");
 		return EXIT_USAGE;
 	}
-	if (output == NULL) {
-		char stamp[32];
-		time_t now = time(NULL);
-		struct tm tm;
-
-		localtime_r(&now, &tm);
-		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-		snprintf(path, sizeof(path), "mspti-%s-%ld.mspti", stamp,
-		    (long)getpid());
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		created = fd >= 0;
-	} else {
-		snprintf(path, sizeof(path), "%s", output);
-		created = access(path, F_OK) != 0;
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	}
-	if (fd < 0) {
-		fprintf(stderr, "msptictl: cannot create %s: %s\n", path,
-		    strerror(errno));
+	if ((fd = client_open_output(output, path, sizeof(path), &created)) < 0)
 		return EXIT_FAIL;
-	}
 	req.target = &tg;
 	req.config = &cfg;
 	req.output = path;

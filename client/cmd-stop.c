@@ -26,6 +26,11 @@ cmd_stop_exec(struct client *c, int argc, char **argv)
 	size_t npids = 0;
 	int ch, rc;
 
+	/* Options may follow SESSION: rescan from the verb on (optind 0
+	 * re-inits GNU getopt in its permuting mode). */
+	argc = argc - optind + 1;
+	argv += optind - 1;
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, "p:j", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':

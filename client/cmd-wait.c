@@ -22,6 +22,11 @@ cmd_wait_exec(struct client *c, int argc, char **argv)
 	ProtobufCMessage *msg;
 	int ch, rc;
 
+	/* Options may follow SESSION: rescan from the verb on (optind 0
+	 * re-inits GNU getopt in its permuting mode). */
+	argc = argc - optind + 1;
+	argv += optind - 1;
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
 		if (ch != 'j') {
 			client_usage_error(e, "bad option");

@@ -28,6 +28,7 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_wait_entry,
 	&cmd_snapshot_entry,
 	&cmd_metrics_entry,
+	&cmd_run_entry,
 };
 
 static void

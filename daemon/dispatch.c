@@ -31,6 +31,7 @@ static const struct dispatch_entry dispatch_table[MSG_TYPE_MAX] = {
 	[T(MSG_SNAPSHOT_SESSION)] = { session_snapshot_req, PEER_CTL },
 	[T(MSG_CAPTURE_ACK)] =	{ session_capture_ack, PEER_AGENT },
 	[T(MSG_METRICS_REQ)] =	{ metrics_request, PEER_CTL },
+	[T(MSG_AGENT_SYNC)] =	{ registry_sync, PEER_AGENT },
 };
 
 int

@@ -41,6 +41,9 @@ struct trace_writer;
 struct sess_acks;
 struct devcol;		/* devcol.h */
 struct metrics;		/* metrics.h */
+struct metrics_sub;	/* metrics.h */
+struct join;		/* join.h */
+struct sess_mark;	/* session.c */
 
 /* Which socket a peer came from; a message type lists who may send it. */
 enum peer_kind {
@@ -148,6 +151,11 @@ struct sess_agent {
 	uint8_t			*fr;
 	size_t			 frcap, frstart, frlen;
 	uint64_t		 fr_evicted;
+	/* Device timing, joined here (session.c "device collection"). */
+	struct join		*join;		/* launches <-> device tasks */
+	uint32_t		 ndstr;		/* daemon strings in strs[] */
+	struct sess_mark	*marks;		/* host marker id -> strings */
+	bool			 watched;	/* metrics_watch_pid taken */
 };
 TAILQ_HEAD(sess_agent_list, sess_agent);
 
@@ -196,6 +204,13 @@ struct session {
 	struct peer		**waiters;	/* stop and wait */
 	size_t			 nwaiters;
 	struct event		*drain_tv, *ack_tv, *dur_tv;
+	/* Device collection: devices referenced (devcol, metrics), the
+	 * channel loss counters when referenced, live counter samples. */
+	uint64_t		 devmask;
+	uint64_t		 dev_lost_base[64];
+	uint64_t		 dev_lost;	/* of devices already released */
+	uint64_t		 kind_on_ns[16];	/* per record type: since */
+	struct metrics_sub	*msub;
 };
 TAILQ_HEAD(session_list, session);
 
@@ -252,6 +267,7 @@ int		 dispatch_frame(struct peer *, const struct frame_hdr *,
 /* registry.c */
 int		 registry_hello(struct peer *, const ProtobufCMessage *);
 int		 registry_update(struct peer *, const ProtobufCMessage *);
+int		 registry_sync(struct peer *, const ProtobufCMessage *);
 void		 registry_remove(struct daemon *, struct agent *);
 struct agent	*registry_find_pid(struct daemon *, pid_t);
 
@@ -276,6 +292,12 @@ void		 session_fail(struct session *, int err, const char *what);
 void		 session_free(struct session *);
 void		 session_gc(struct daemon *);
 void		 session_shutdown(struct daemon *);
+void		 session_agent_devices(struct daemon *, struct agent *);
+size_t		 session_kind_names(uint32_t mask, char **out);
+int		 session_parse_kinds(char **names, size_t n, uint32_t *mask,
+		     char *bad, size_t badlen);
+int		 session_domains_set(struct session *, char **on, size_t non,
+		     char **off, size_t noff);
 
 /* sd.c: every use of libsystemd lives there. */
 void		 sd_ready(const char *status);

@@ -149,7 +149,23 @@ registry_update(struct peer *p, const ProtobufCMessage *m)
 	a->devices = devs;
 	a->ndevices = u->n_devices;
 	metrics_sync_agents(p->d->metrics, p->d);
+	session_agent_devices(p->d, a);
 	return 0;
+}
+
+/*
+ * AgentSync (msptictl run's start gate): answered in order on the agent's
+ * connection, so the reply follows every StartCapture sent at its Hello.
+ */
+int
+registry_sync(struct peer *p, const ProtobufCMessage *m)
+{
+	const Mspti__AgentSync *req = (const Mspti__AgentSync *)m;
+	Mspti__AgentSyncReply rep = MSPTI__AGENT_SYNC_REPLY__INIT;
+
+	rep.cookie = req->cookie;
+	return peer_send(p, MSPTI__MSG_TYPE__MSG_AGENT_SYNC_REP, &rep.base, -1)
+	    != 0 ? -1 : 0;
 }
 
 /* Called when the agent's connection closes. */

@@ -15,6 +15,21 @@
  * finalized | failed.  Every ctl peer that waits on a session (start
  * reply, stop, wait) is remembered and forgotten in session_peer_gone when
  * its connection closes first.
+ *
+ * Device collection: the agent writes host launch records (REC_F_HOST_LAUNCH
+ * with device, stream and task id) for the device kinds; they go into the
+ * agent's join (lib/join).  The session references the devices its agents
+ * use (devcol_use, metrics_use_device); on every drain the daemon polls the
+ * channels once (devcol_poll), routes each device task by pid to the
+ * sess_agent capturing it, and the join emits KERNEL, MEMCPY, MEMSET, HCCL
+ * and COMMUNICATION records with host CLOCK_REALTIME times (REC_F_JOINED
+ * when the launch was found).  Device MARKER tasks are written directly,
+ * named after the host marker of the same id.  Records the daemon builds
+ * use the agent's string namespace, ids above SESS_STRINGS, so stream and
+ * ring mode treat them like the agent's own.  REC_CLOCK_SYNC records (the
+ * devcol clock model per device) are written when a device comes into use,
+ * every second and at stop; REC_COUNTER records come from metrics_subscribe
+ * for the session's devices and pids.
  */
 #include "config.h"
 
@@ -33,13 +48,18 @@
 #include "record.h"
 #include "ring.h"
 #include "trace.h"
+#include "join.h"
 #include "msptid.h"
+#include "devcol.h"
+#include "metrics.h"
 
 #define SESS_ACK_TIMEOUT_MS	3000	/* agent acks of start and stop */
 #define SESS_DRAIN_MS		100	/* drain timer */
 #define SESS_DRAIN_BATCH	65536	/* records per ring per drain call */
 #define SESS_KEEP_DONE		64	/* finished sessions kept for `sessions` */
 #define SESS_STRINGS		4096	/* producer string ids 1..this */
+#define SESS_ALLSTR		(2 * SESS_STRINGS)	/* + daemon-made ones */
+#define SESS_MARKS		1024	/* host marker ids remembered */
 #define SESS_MAX_TARGETS	4096
 #define SESS_MAX_DOMAINS	32
 
@@ -59,6 +79,14 @@ static const struct {
 };
 #define SESS_DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
 
+/* A host marker's strings (agent namespace), for the device marker of the
+ * same id. */
+struct sess_mark {
+	uint64_t	id;
+	uint32_t	name_id;
+	uint32_t	domain_id;
+};
+
 static const char *sess_state_names[] = {
 	[SESS_STARTING] = "starting",
 	[SESS_ACTIVE] = "active",
@@ -74,6 +102,8 @@ static void	session_duration_cb(evutil_socket_t, short, void *);
 static void	session_check_done(struct session *);
 static void	session_agent_finish(struct sess_agent *, const char *why);
 static int	session_flush_tick(struct session *);
+static void	session_devices_poll(struct daemon *);
+static void	session_clock_records(struct session *, uint64_t mask);
 
 /* Parses a kind name; returns its mask or 0. */
 static uint32_t
@@ -86,7 +116,7 @@ session_kind_mask(const char *name)
 }
 
 /* Kind names of mask into out (pointers to static strings). */
-static size_t
+size_t
 session_kind_names(uint32_t mask, char **out)
 {
 	size_t n = 0;
@@ -260,7 +290,7 @@ session_remap(struct session *s, struct sess_agent *sa, struct rec_hdr *h)
 		memcpy(&id, (uint8_t *)h + offs[i], sizeof(id));
 		if (id == 0)
 			continue;
-		if (id <= SESS_STRINGS) {
+		if (id <= SESS_ALLSTR) {
 			tid = sa->strmap[id];
 			if (tid == 0 && sa->strs[id] != NULL) {
 				tid = session_intern(s, sa->strs[id]);
@@ -292,14 +322,554 @@ session_count_step(struct session *s, struct sess_agent *sa,
 		s->stop_reason = "steps";
 }
 
+/*
+ * Writes one record of sa (agent string namespace) to the session: the
+ * flight recorder in ring mode, else remapped into the trace.  Returns
+ * true when the size limit was reached.
+ */
+static bool
+session_agent_out(struct sess_agent *sa, const struct rec_hdr *h)
+{
+	struct session *s = sa->s;
+	uint64_t buf[REC_MAX_SIZE / 8];
+	struct rec_hdr *r = (struct rec_hdr *)buf;
+
+	sa->records++;
+	s->records++;
+	if (s->ring_mode) {
+		session_flight_add(sa, h);
+		return false;
+	}
+	memcpy(buf, h, h->size);
+	session_remap(s, sa, r);
+	session_emit(s, r);
+	if (s->max_size > 0 && s->w != NULL && !s->stop_reason) {
+		struct trace_writer_stats st;
+
+		trace_writer_get_stats(s->w, &st);
+		if (st.file_bytes + st.raw_bytes / 4 >= s->max_size) {
+			s->stop_reason = "size limit";
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Interns str in sa's namespace above the agent's ids; 0 when full. */
+static uint32_t
+session_agent_string(struct sess_agent *sa, const char *str)
+{
+	if (str == NULL || *str == '\0')
+		return 0;
+	for (uint32_t i = 1; i <= sa->ndstr; i++)
+		if (strcmp(sa->strs[SESS_STRINGS + i], str) == 0)
+			return SESS_STRINGS + i;
+	if (sa->ndstr >= SESS_ALLSTR - SESS_STRINGS ||
+	    (sa->strs[SESS_STRINGS + sa->ndstr + 1] = strdup(str)) == NULL)
+		return 0;
+	sa->ndstr++;
+	return SESS_STRINGS + sa->ndstr;
+}
+
+/* A host launch from an agent: a device work record with a task id. */
+static bool
+session_is_launch(const struct rec_hdr *h)
+{
+	if (!(h->aux & REC_F_HOST_LAUNCH))
+		return false;
+	switch (h->type) {
+	case REC_KERNEL:
+		return ((const struct rec_kernel *)h)->task_id != REC_NONE;
+	case REC_MEMCPY:
+		return ((const struct rec_memcpy *)h)->task_id != REC_NONE;
+	case REC_MEMSET:
+		return ((const struct rec_memset *)h)->task_id != REC_NONE;
+	case REC_HCCL:
+		return ((const struct rec_hccl *)h)->task_id != REC_NONE;
+	case REC_COMMUNICATION:
+		return ((const struct rec_communication *)h)->task_id !=
+		    REC_NONE;
+	}
+	return false;
+}
+
+/* Feeds a launch record into sa's join.  user keeps what the device task
+ * lacks: copy kind or memset value, and the async flag (bit 32). */
+static void
+session_add_launch(struct sess_agent *sa, const struct rec_hdr *h)
+{
+	struct join_launch l;
+
+	memset(&l, 0, sizeof(l));
+	l.kind = h->type;
+	l.user = (uint64_t)((h->aux & REC_F_ASYNC) != 0) << 32;
+	switch (h->type) {
+	case REC_KERNEL: {
+		const struct rec_kernel *r = (const void *)h;
+
+		l.device = r->device; l.stream = r->stream;
+		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
+		l.start = r->start; l.end = r->end; l.tid = r->tid;
+		l.name_id = r->name_id;
+		break;
+	}
+	case REC_MEMCPY: {
+		const struct rec_memcpy *r = (const void *)h;
+
+		l.device = r->device; l.stream = r->stream;
+		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
+		l.start = r->start; l.end = r->end; l.tid = r->tid;
+		l.user |= r->copy_kind;
+		break;
+	}
+	case REC_MEMSET: {
+		const struct rec_memset *r = (const void *)h;
+
+		l.device = r->device; l.stream = r->stream;
+		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
+		l.start = r->start; l.end = r->end; l.tid = r->tid;
+		l.user |= r->value;
+		break;
+	}
+	case REC_HCCL: {
+		const struct rec_hccl *r = (const void *)h;
+
+		l.device = r->device; l.stream = r->stream;
+		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
+		l.start = r->start; l.end = r->end; l.tid = r->tid;
+		break;
+	}
+	case REC_COMMUNICATION: {
+		const struct rec_communication *r = (const void *)h;
+
+		l.device = r->device; l.stream = r->stream;
+		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
+		l.start = r->start; l.end = r->end; l.tid = r->tid;
+		break;
+	}
+	default:
+		return;
+	}
+	l.pid = (uint32_t)sa->pid;
+	(void)join_add_launch(sa->join, &l, util_realtime_ns());
+}
+
+static const char *
+session_kernel_type(unsigned t)
+{
+	switch (t) {
+	case 0:		return "KERNEL_AICORE";
+	case 1:		return "KERNEL_AIVEC";
+	case 2:		return "KERNEL_AICPU";
+	}
+	return "KERNEL_UNKNOWN";
+}
+
+/* aclrtMemcpyKind (device channel) to msptiActivityMemcpyKind. */
+static uint32_t
+session_copy_kind(uint32_t k)
+{
+	static const uint32_t map[] = { 1, 2, 3, 4, 5 };
+
+	return k < nitems(map) ? map[k] : 0;
+}
+
+/*
+ * The join's output: one device task with its launch (or alone), as the
+ * records the session's kinds ask for, in sa's string namespace.
+ */
+static void
+session_join_emit(const void *dev_task, const struct join_launch *l,
+    void *arg)
+{
+	const struct devcol_task *t = dev_task;
+	struct sess_agent *sa = arg;
+	struct session *s = sa->s;
+	uint64_t buf[REC_FIXED_MAX / 8];
+	uint32_t aux = l != NULL ? REC_F_JOINED : 0, k = s->kinds;
+	uint64_t corr = l != NULL ? l->correlation_id : 0;
+	uint32_t tid = l != NULL ? l->tid : t->tid;
+	bool stop = false;
+
+	if (session_done(s))
+		return;
+	if (l != NULL && (l->user >> 32))
+		aux |= REC_F_ASYNC;
+	/* A task without a launch that started before its kind was on
+	 * (before the start, or a retarget) is not in the window. */
+	if (l == NULL)
+		for (unsigned i = 0; i < nitems(s->kind_on_ns); i++)
+			if (t->start < s->kind_on_ns[i])
+				k &= ~(1u << i);
+	switch (t->kind) {
+	case DEVCOL_KERNEL: {
+		struct rec_kernel *r = (void *)buf;
+
+		if (!(k & (1u << REC_KERNEL)))
+			return;
+		REC_INIT(r, REC_KERNEL, aux & ~REC_F_ASYNC);
+		r->start = t->start; r->end = t->end;
+		r->correlation_id = corr;
+		r->pid = t->pid; r->tid = tid;
+		r->device = t->device; r->stream = t->stream;
+		r->task_id = t->task_id;
+		r->name_id = session_agent_string(sa, t->name);
+		r->type_id = session_agent_string(sa,
+		    session_kernel_type(t->kernel_type));
+		stop = session_agent_out(sa, &r->hdr);
+		break;
+	}
+	case DEVCOL_MEMCPY: {
+		struct rec_memcpy *r = (void *)buf;
+
+		if (!(k & (1u << REC_MEMCPY)))
+			return;
+		REC_INIT(r, REC_MEMCPY, aux);
+		r->start = t->start; r->end = t->end;
+		r->correlation_id = corr; r->bytes = t->bytes;
+		r->pid = t->pid; r->tid = tid;
+		r->device = t->device; r->stream = t->stream;
+		r->task_id = t->task_id;
+		r->copy_kind = l != NULL && l->kind == REC_MEMCPY ?
+		    (uint32_t)(l->user & 0xffffffffu) :
+		    session_copy_kind(t->memcpy_kind);
+		if (r->copy_kind > 5)
+			r->copy_kind = 0;
+		stop = session_agent_out(sa, &r->hdr);
+		break;
+	}
+	case DEVCOL_MEMSET: {
+		struct rec_memset *r = (void *)buf;
+
+		if (!(k & (1u << REC_MEMSET)))
+			return;
+		REC_INIT(r, REC_MEMSET, aux);
+		r->start = t->start; r->end = t->end;
+		r->correlation_id = corr; r->bytes = t->bytes;
+		r->pid = t->pid; r->tid = tid;
+		r->device = t->device; r->stream = t->stream;
+		r->task_id = t->task_id;
+		r->value = l != NULL && l->kind == REC_MEMSET ?
+		    (uint32_t)(l->user & 0xffffffffu) : 0;
+		stop = session_agent_out(sa, &r->hdr);
+		break;
+	}
+	case DEVCOL_COMM:
+		if (k & (1u << REC_HCCL)) {
+			struct rec_hccl *r = (void *)buf;
+
+			REC_INIT(r, REC_HCCL, aux & ~REC_F_ASYNC);
+			r->start = t->start; r->end = t->end;
+			r->correlation_id = corr;
+			/* bytes per ns is GB/s */
+			r->bandwidth = t->end > t->start ? (double)t->bytes /
+			    (double)(t->end - t->start) : 0;
+			r->pid = t->pid; r->tid = tid;
+			r->device = t->device; r->stream = t->stream;
+			r->task_id = t->task_id;
+			r->name_id = session_agent_string(sa, t->name);
+			r->comm_name_id = session_agent_string(sa,
+			    t->comm_name);
+			stop |= session_agent_out(sa, &r->hdr);
+		}
+		if (k & (1u << REC_COMMUNICATION)) {
+			struct rec_communication *r = (void *)buf;
+
+			REC_INIT(r, REC_COMMUNICATION, aux & ~REC_F_ASYNC);
+			r->start = t->start; r->end = t->end;
+			r->correlation_id = corr; r->count = t->count;
+			r->pid = t->pid; r->tid = tid;
+			r->device = t->device; r->stream = t->stream;
+			r->task_id = t->task_id;
+			r->name_id = session_agent_string(sa, t->name);
+			r->comm_name_id = session_agent_string(sa,
+			    t->comm_name);
+			r->alg_type_id = session_agent_string(sa,
+			    t->algorithm == 1 ? "RING" : t->algorithm == 2 ?
+			    "P2P" : "NONE");
+			r->data_type = t->data_type <= 12 ? t->data_type :
+			    0xffff;
+			stop |= session_agent_out(sa, &r->hdr);
+		}
+		break;
+	default:
+		break;
+	}
+	/* The size limit set stop_reason; session_devices_poll stops the
+	 * session once the join is no longer running. */
+	(void)stop;
+}
+
+/* A device marker task: written at once, named after its host marker. */
+static void
+session_device_marker(struct sess_agent *sa, const struct devcol_task *t)
+{
+	struct session *s = sa->s;
+	const struct sess_mark *m;
+	struct rec_marker r;
+
+	if (!(s->kinds & (1u << REC_MARKER)) || sa->marks == NULL)
+		return;
+	m = &sa->marks[t->marker_id % SESS_MARKS];
+	/* Unknown id: its domain is off, or it was marked before the
+	 * capture. */
+	if (m->id != t->marker_id || m->name_id == 0)
+		return;
+	REC_INIT(&r, REC_MARKER, 0);
+	r.timestamp = t->start;
+	r.id = t->marker_id;
+	r.pid = REC_NONE;
+	r.tid = REC_NONE;
+	r.device = t->device;
+	r.stream = t->stream;
+	r.name_id = m->name_id;
+	r.domain_id = m->domain_id;
+	r.flag = t->tag_id;
+	r.source_kind = 1;
+	(void)session_agent_out(sa, &r.hdr);
+}
+
+/* The sess_agent whose join takes device tasks of pid, or NULL. */
+static struct sess_agent *
+session_agent_by_pid(struct daemon *d, uint32_t pid)
+{
+	struct session *s;
+	struct sess_agent *sa, *found = NULL;
+
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s))
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry) {
+			if ((uint32_t)sa->pid != pid || sa->join == NULL)
+				continue;
+			if (sa->state == SA_ACTIVE || sa->state == SA_STOPPING)
+				return sa;
+			found = sa;
+		}
+	}
+	return found;
+}
+
+static bool
+session_devcol_filter(uint32_t device, uint32_t pid, void *arg)
+{
+	return session_agent_by_pid(arg, pid) != NULL;
+}
+
+static void
+session_devcol_task(const struct devcol_task *t, void *arg)
+{
+	struct sess_agent *sa = session_agent_by_pid(arg, t->pid);
+
+	if (sa == NULL)
+		return;
+	switch (t->kind) {
+	case DEVCOL_MARKER:
+		session_device_marker(sa, t);
+		break;
+	case DEVCOL_KERNEL:
+	case DEVCOL_MEMCPY:
+	case DEVCOL_MEMSET:
+	case DEVCOL_COMM:
+		(void)join_add_task(sa->join, t->device, t->stream,
+		    t->task_id, t, util_realtime_ns());
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Reads every device channel in use once and routes the tasks; then lets
+ * device tasks that waited too long for a launch go out alone.
+ */
+static void
+session_devices_poll(struct daemon *d)
+{
+	static bool polling;
+	struct session *s;
+	struct sess_agent *sa;
+	uint64_t now;
+
+	if (d->devcol == NULL || polling)
+		return;
+	polling = true;
+	devcol_poll(d->devcol, session_devcol_task, d);
+	now = util_realtime_ns();
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s))
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if (sa->join != NULL)
+				join_expire(sa->join, now);
+	}
+	polling = false;
+	/* A size limit reached by device records. */
+	TAILQ_FOREACH(s, &d->sessions, entry)
+		if (s->state == SESS_ACTIVE && s->stop_reason != NULL)
+			session_stop(s, s->stop_reason);
+}
+
+/* Takes references on the devices a uses, for s: channels and metrics. */
+static void
+session_use_devices(struct session *s, const struct agent *a)
+{
+	struct daemon *d = s->d;
+	uint64_t added = 0;
+
+	for (size_t i = 0; a != NULL && i < a->ndevices; i++) {
+		uint32_t dev = a->devices[i];
+
+		if (dev >= 64 || (s->devmask & (1ull << dev)))
+			continue;
+		if (d->devcol != NULL && devcol_use(d->devcol, dev) != 0)
+			continue;
+		if (d->metrics != NULL)
+			(void)metrics_use_device(d->metrics, dev);
+		s->dev_lost_base[dev] = d->devcol != NULL ?
+		    devcol_lost(d->devcol, dev) : 0;
+		s->devmask |= 1ull << dev;
+		added |= 1ull << dev;
+	}
+	if (added != 0 && s->w != NULL)
+		session_clock_records(s, added);
+}
+
+/* Device-channel losses of s so far. */
+static uint64_t
+session_device_lost(const struct session *s)
+{
+	uint64_t n = s->dev_lost;
+
+	for (uint32_t dev = 0; dev < 64; dev++)
+		if ((s->devmask & (1ull << dev)) && s->d->devcol != NULL) {
+			uint64_t l = devcol_lost(s->d->devcol, dev);
+
+			if (l > s->dev_lost_base[dev])
+				n += l - s->dev_lost_base[dev];
+		}
+	return n;
+}
+
+/* Drops s's device references (end of the session). */
+static void
+session_release_devices(struct session *s)
+{
+	struct daemon *d = s->d;
+
+	s->dev_lost = session_device_lost(s);
+	for (uint32_t dev = 0; dev < 64; dev++) {
+		if (!(s->devmask & (1ull << dev)))
+			continue;
+		if (d->devcol != NULL)
+			devcol_unuse(d->devcol, dev);
+		if (d->metrics != NULL)
+			metrics_unuse_device(d->metrics, dev);
+	}
+	s->devmask = 0;
+}
+
+/* One REC_CLOCK_SYNC per device of mask that has a clock model. */
+static void
+session_clock_records(struct session *s, uint64_t mask)
+{
+	struct clock_model m;
+	struct rec_clock_sync r;
+
+	if (s->w == NULL || s->d->devcol == NULL)
+		return;
+	for (uint32_t dev = 0; dev < 64; dev++) {
+		if (!(mask & (1ull << dev)) ||
+		    devcol_clock_model(s->d->devcol, dev, &m) != 0 ||
+		    m.samples == 0)
+			continue;
+		REC_INIT(&r, REC_CLOCK_SYNC, 0);
+		r.host_ref_ns = m.host_ref_ns;
+		r.device_ref_ns = m.device_ref_ns;
+		r.drift = m.drift;
+		r.error_ns = m.error_ns;
+		r.device = dev;
+		r.samples = m.samples;
+		session_emit(s, &r);
+	}
+}
+
+/* Live metrics: the session's devices and captured pids, as counters. */
+static void
+session_counter_cb(const struct metrics_counter *c, void *arg)
+{
+	struct session *s = arg;
+	struct sess_agent *sa;
+	struct rec_counter r;
+	bool want = false;
+
+	if (s->w == NULL || s->state != SESS_ACTIVE)
+		return;
+	if (c->pid == 0)
+		want = c->device < 64 && (s->devmask & (1ull << c->device));
+	else
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if ((uint32_t)sa->pid == c->pid &&
+			    sa->state == SA_ACTIVE)
+				want = true;
+	if (!want || c->value != c->value)
+		return;
+	REC_INIT(&r, REC_COUNTER, 0);
+	r.timestamp = c->timestamp;
+	r.value = c->value;
+	r.track_id = session_intern(s, c->track);
+	r.unit_id = session_intern(s, c->unit);
+	r.pid = c->pid;
+	r.device = c->pid == 0 ? c->device : REC_NONE;
+	session_emit(s, &r);
+}
+
+/* Every sess_agent with a join: emit what waits (end of the session). */
+static void
+session_join_flush(struct session *s)
+{
+	struct sess_agent *sa;
+
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		struct join_stats st;
+
+		if (sa->join == NULL)
+			continue;
+		join_flush(sa->join);
+		join_get_stats(sa->join, &st);
+		log_info("session %llu pid %ld: %llu device tasks joined, %llu "
+		    "alone, %llu launches without a device task",
+		    (unsigned long long)s->id, (long)sa->pid,
+		    (unsigned long long)st.matched,
+		    (unsigned long long)(st.dev_unmatched + st.dev_evicted),
+		    (unsigned long long)(st.host_only + st.host_evicted));
+		join_free(sa->join);
+		sa->join = NULL;
+	}
+}
+
+/* Called by the registry when an agent's device list changed. */
+void
+session_agent_devices(struct daemon *d, struct agent *a)
+{
+	struct session *s;
+	struct sess_agent *sa;
+
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s))
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if (sa->agent == a && sa->state == SA_ACTIVE)
+				session_use_devices(s, a);
+	}
+}
+
 static int
 session_drain_one_cb(const struct rec_hdr *h, void *arg)
 {
 	struct drain_ctx *ctx = arg;
 	struct sess_agent *sa = ctx->sa;
 	struct session *s = sa->s;
-	uint64_t buf[REC_MAX_SIZE / 8];
-	struct rec_hdr *r = (struct rec_hdr *)buf;
 
 	if (h->type == REC_STRING_DEF) {
 		const struct rec_string_def *sd = (const void *)h;
@@ -322,28 +892,26 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 	if (s->steps_max > 0 && s->steps_seen >= s->steps_max)
 		return 1;
 	if (h->type == REC_MARKER) {
-		session_count_step(s, sa, (const void *)h);
+		const struct rec_marker *m = (const void *)h;
+
+		session_count_step(s, sa, m);
 		if (s->stop_reason != NULL)
 			ctx->stop = true;
-	}
-	sa->records++;
-	s->records++;
-	if (s->ring_mode) {
-		session_flight_add(sa, h);
-		return 0;
-	}
-	memcpy(buf, h, h->size);
-	session_remap(s, sa, r);
-	session_emit(s, r);
-	if (s->max_size > 0 && s->w != NULL && !s->stop_reason) {
-		struct trace_writer_stats st;
+		if (m->source_kind == 0 && sa->marks != NULL && m->name_id != 0) {
+			struct sess_mark *k = &sa->marks[m->id % SESS_MARKS];
 
-		trace_writer_get_stats(s->w, &st);
-		if (st.file_bytes + st.raw_bytes / 4 >= s->max_size) {
-			s->stop_reason = "size limit";
-			ctx->stop = true;
+			k->id = m->id;
+			k->name_id = m->name_id;
+			k->domain_id = m->domain_id;
 		}
 	}
+	/* A host launch waits in the join for its device task. */
+	if (session_is_launch(h) && sa->join != NULL) {
+		session_add_launch(sa, h);
+		return 0;
+	}
+	if (session_agent_out(sa, h))
+		ctx->stop = true;
 	return s->error != NULL;
 }
 
@@ -389,6 +957,7 @@ session_losses(const struct session *s, uint64_t losses[LOSS_STAGE_MAX])
 	}
 	losses[LOSS_DAEMON_REJECT] += s->old_rejects;
 	losses[LOSS_AGENT_RING] += s->old_drops;
+	losses[LOSS_DEVICE_CHANNEL] = session_device_lost(s);
 	if (s->w != NULL) {
 		struct trace_writer_stats st;
 
@@ -411,6 +980,8 @@ session_drain_cb(evutil_socket_t fd, short what, void *arg)
 		if (session_done(s) || s->state != SESS_ACTIVE)
 			break;
 	}
+	if (s->state == SESS_ACTIVE)
+		session_devices_poll(s->d);
 	if (s->w != NULL && s->state == SESS_ACTIVE)
 		(void)session_flush_tick(s);
 }
@@ -440,7 +1011,9 @@ session_agent_free(struct sess_agent *sa)
 	if (sa->evfd >= 0)
 		close(sa->evfd);
 	ring_unmap(sa->ring);
-	for (size_t i = 0; i <= SESS_STRINGS && sa->strs != NULL; i++)
+	join_free(sa->join);
+	free(sa->marks);
+	for (size_t i = 0; i <= SESS_ALLSTR && sa->strs != NULL; i++)
 		free(sa->strs[i]);
 	free(sa->strs);
 	free(sa->strmap);
@@ -454,6 +1027,10 @@ session_agent_free(struct sess_agent *sa)
 static void
 session_agent_release(struct sess_agent *sa)
 {
+	if (sa->watched && sa->s->d->metrics != NULL) {
+		metrics_unwatch_pid(sa->s->d->metrics, (uint32_t)sa->pid);
+		sa->watched = false;
+	}
 	if (sa->ev != NULL) {
 		event_free(sa->ev);
 		sa->ev = NULL;
@@ -503,9 +1080,10 @@ session_attach(struct session *s, struct agent *a, const char **why)
 		return -1;
 	}
 	if ((sa = calloc(1, sizeof(*sa))) == NULL ||
-	    (sa->strmap = calloc(SESS_STRINGS + 1, sizeof(*sa->strmap))) ==
+	    (sa->strmap = calloc(SESS_ALLSTR + 1, sizeof(*sa->strmap))) ==
 	    NULL ||
-	    (sa->strs = calloc(SESS_STRINGS + 1, sizeof(*sa->strs))) == NULL) {
+	    (sa->strs = calloc(SESS_ALLSTR + 1, sizeof(*sa->strs))) == NULL ||
+	    (sa->marks = calloc(SESS_MARKS, sizeof(*sa->marks))) == NULL) {
 		session_agent_free(sa);
 		*why = "daemon out of memory";
 		return -1;
@@ -554,6 +1132,23 @@ session_attach(struct session *s, struct agent *a, const char **why)
 		return -2;
 	}
 	return 0;
+}
+
+/* An agent started capturing: its devices, its pid's metrics, a join. */
+static void
+session_device_start(struct sess_agent *sa, struct agent *a)
+{
+	struct session *s = sa->s;
+	struct join_config jc;
+
+	memset(&jc, 0, sizeof(jc));
+	jc.dev_size = sizeof(struct devcol_task);
+	if (sa->join == NULL)
+		sa->join = join_new(&jc, session_join_emit, sa);
+	if (s->d->metrics != NULL && !sa->watched &&
+	    metrics_watch_pid(s->d->metrics, (uint32_t)sa->pid) == 0)
+		sa->watched = true;
+	session_use_devices(s, a);
 }
 
 static void
@@ -796,12 +1391,42 @@ session_pending_done(struct session *s)
 
 /* ---- the trace file ---- */
 
+/* The clock model of each device of s, for the trace header:
+ * "dev0 host_ref_ns=H device_ref_ns=D drift=X error_ns=E samples=N; ..."
+ * (host = H + (dev - D) * (1 + X)); "" when none is known yet. */
+static void
+session_clock_text(struct session *s, char *out, size_t len)
+{
+	struct clock_model m;
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (uint32_t dev = 0; dev < 64 && s->d->devcol != NULL; dev++) {
+		int k;
+
+		if (!(s->devmask & (1ull << dev)) ||
+		    devcol_clock_model(s->d->devcol, dev, &m) != 0 ||
+		    m.samples == 0)
+			continue;
+		k = snprintf(out + n, len - n, "%sdev%u host_ref_ns=%llu "
+		    "device_ref_ns=%llu drift=%.9g error_ns=%.1f samples=%u",
+		    n ? "; " : "", dev, (unsigned long long)m.host_ref_ns,
+		    (unsigned long long)m.device_ref_ns, m.drift, m.error_ns,
+		    m.samples);
+		if (k < 0 || (size_t)k >= len - n) {
+			out[n] = '\0';
+			break;
+		}
+		n += (size_t)k;
+	}
+}
+
 static int
 session_open_writer(struct session *s, int fd, struct trace_writer **wp)
 {
 	struct trace_header h;
 	struct trace_kv kv[12];
-	char host[256], dur[32], steps[32], buf[32], maxs[32];
+	char host[256], dur[32], steps[32], buf[32], maxs[32], model[1024];
 	char kinds[256] = "";
 	char *names[16];
 	size_t nk, nkv = 0;
@@ -829,9 +1454,11 @@ session_open_writer(struct session *s, int fd, struct trace_writer **wp)
 	kv[nkv++] = (struct trace_kv){ "step_name", s->step_name };
 	kv[nkv++] = (struct trace_kv){ "buffer_size", buf };
 	kv[nkv++] = (struct trace_kv){ "max_size", maxs };
-	/* Without daemon-side device collection the agents join device
-	 * timing in-process with their own clock model. */
-	kv[nkv++] = (struct trace_kv){ "clock_sync", "agent" };
+	/* msptid maps device time to host time; the model of each device
+	 * at the start, and REC_CLOCK_SYNC records as it is refitted. */
+	kv[nkv++] = (struct trace_kv){ "clock_sync", "daemon" };
+	session_clock_text(s, model, sizeof(model));
+	kv[nkv++] = (struct trace_kv){ "clock_model", model };
 	h.created_ns = util_realtime_ns();
 	h.session_id = s->id;
 	h.hostname = host;
@@ -856,12 +1483,13 @@ session_write_flight(struct session *s, int fd, uint64_t *nrec)
 		return rc;
 	s->w = w;
 	session_event(s, SESSION_EV_SNAPSHOT, 0, "snapshot");
+	session_clock_records(s, s->devmask);
 	TAILQ_FOREACH(sa, &s->agents, entry) {
 		size_t at = sa->frstart, left = sa->frlen;
 
 		if (sa->agent != NULL)
 			session_process_record(s, sa->agent);
-		memset(sa->strmap, 0, (SESS_STRINGS + 1) * sizeof(*sa->strmap));
+		memset(sa->strmap, 0, (SESS_ALLSTR + 1) * sizeof(*sa->strmap));
 		while (left >= sizeof(struct rec_hdr) && sa->fr != NULL) {
 			struct rec_hdr h;
 
@@ -875,7 +1503,7 @@ session_write_flight(struct session *s, int fd, uint64_t *nrec)
 			at = (at + h.size) % sa->frcap;
 			left -= h.size;
 		}
-		memset(sa->strmap, 0, (SESS_STRINGS + 1) * sizeof(*sa->strmap));
+		memset(sa->strmap, 0, (SESS_ALLSTR + 1) * sizeof(*sa->strmap));
 	}
 	memset(&f, 0, sizeof(f));
 	f.end_ns = util_realtime_ns();
@@ -889,8 +1517,10 @@ session_write_flight(struct session *s, int fd, uint64_t *nrec)
 static int
 session_flush_tick(struct session *s)
 {
-	if (++s->ticks % (1000 / SESS_DRAIN_MS) != 0 ||
-	    s->records == s->flushed_records)
+	if (++s->ticks % (1000 / SESS_DRAIN_MS) != 0)
+		return 0;
+	session_clock_records(s, s->devmask);
+	if (s->records == s->flushed_records)
 		return 0;
 	s->flushed_records = s->records;
 	return trace_writer_flush(s->w);
@@ -916,6 +1546,15 @@ session_finalize(struct session *s)
 		session_drain_agent(sa);
 		session_agent_release(sa);
 	}
+	/* Device tasks of the last launches, then whatever still waits. */
+	session_devices_poll(s->d);
+	session_join_flush(s);
+	if (s->msub != NULL) {
+		metrics_unsubscribe(s->msub);
+		s->msub = NULL;
+	}
+	session_clock_records(s, s->devmask);
+	session_release_devices(s);
 	s->end_ns = util_realtime_ns();
 	if (s->ring_mode && s->outfd >= 0 && s->error == NULL) {
 		uint64_t n;
@@ -1047,6 +1686,9 @@ session_free(struct session *s)
 			sa->agent->session_id = 0;
 		session_agent_free(sa);
 	}
+	if (s->msub != NULL)
+		metrics_unsubscribe(s->msub);
+	session_release_devices(s);
 	if (s->drain_tv != NULL)
 		event_free(s->drain_tv);
 	if (s->dur_tv != NULL)
@@ -1146,7 +1788,9 @@ session_selects(const struct session *s, const struct agent *a)
 
 /* ---- requests ---- */
 
-static int
+/* ORs the masks of names into *mask; -1 with a message in bad for an
+ * unknown name. */
+int
 session_parse_kinds(char **names, size_t n, uint32_t *mask, char *bad,
     size_t badlen)
 {
@@ -1164,7 +1808,9 @@ session_parse_kinds(char **names, size_t n, uint32_t *mask, char *bad,
 	return 0;
 }
 
-static int
+/* Turns domains on (forgets them) and off (adds them, once each) in s's
+ * list; -1 beyond SESS_MAX_DOMAINS or without memory. */
+int
 session_domains_set(struct session *s, char **on, size_t non, char **off,
     size_t noff)
 {
@@ -1301,6 +1947,8 @@ session_start_req(struct peer *p, const ProtobufCMessage *m)
 	s->kinds = kinds;
 	s->state = SESS_STARTING;
 	s->start_ns = util_realtime_ns();
+	for (unsigned i = 0; i < nitems(s->kind_on_ns); i++)
+		s->kind_on_ns[i] = s->start_ns;
 	s->pending_acks = k;
 	TAILQ_INIT(&s->agents);
 	s->output = strdup(req->output ? req->output : "");
@@ -1353,6 +2001,22 @@ session_start_req(struct peer *p, const ProtobufCMessage *m)
 	    s->target_text == NULL || s->drain_tv == NULL ||
 	    s->ack_tv == NULL || s->dur_tv == NULL)
 		goto nomem;
+	/* The devices of the targets known now, so the header has their
+	 * clock models; later agents add theirs when they join. */
+	if (d->devcol != NULL)
+		devcol_set_filter(d->devcol, session_devcol_filter, d);
+	if (tg->n_pids > 0) {
+		for (size_t i = 0; i < tg->n_pids; i++) {
+			a = registry_find_pid(d, (pid_t)tg->pids[i]);
+			if (a != NULL && a->session_id == 0 &&
+			    ctl_may_act_on(&p->cred, a->cred.uid))
+				session_use_devices(s, a);
+		}
+	} else
+		TAILQ_FOREACH(a, &d->agents, entry)
+			if (session_selects(s, a) && a->session_id == 0 &&
+			    ctl_may_act_on(&p->cred, a->cred.uid))
+				session_use_devices(s, a);
 	if (!s->ring_mode && (rc = session_open_writer(s, s->outfd, &s->w)) !=
 	    0) {
 		session_free(s);
@@ -1363,6 +2027,9 @@ session_start_req(struct peer *p, const ProtobufCMessage *m)
 	TAILQ_INSERT_TAIL(&d->sessions, s, entry);
 	d->nsessions++;
 	session_event(s, SESSION_EV_START, 0, s->target_text);
+	session_clock_records(s, s->devmask);
+	if (d->metrics != NULL)
+		s->msub = metrics_subscribe(d->metrics, session_counter_cb, s);
 
 	if (tg->n_pids > 0)
 		session_add_pids(s, p, tg->pids, tg->n_pids, k);
@@ -1600,6 +2267,9 @@ session_retarget_req(struct peer *p, const ProtobufCMessage *m)
 		return peer_send_error(p, 1, "daemon out of memory");
 	changed = on != 0 || off != 0 || req->n_domains_on > 0 ||
 	    req->n_domains_off > 0;
+	for (unsigned i = 0; i < nitems(s->kind_on_ns); i++)
+		if ((on & ~s->kinds) & (1u << i))
+			s->kind_on_ns[i] = util_realtime_ns();
 	s->kinds = (s->kinds | on) & ~off;
 	if (session_domains_set(s, req->domains_on, req->n_domains_on,
 	    req->domains_off, req->n_domains_off) != 0) {
@@ -1734,6 +2404,7 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 			if (sa->ev != NULL)
 				event_add(sa->ev, NULL);
 			ring_arm_wake(sa->ring, sa->wake_threshold);
+			session_device_start(sa, p->agent);
 			session_process_record(s, p->agent);
 			session_event(s, SESSION_EV_AGENT_JOIN,
 			    (uint32_t)sa->pid, "capturing");

@@ -41,6 +41,8 @@ const struct msg_desc msg_table[MSG_TYPE_MAX] = {
 	MSG(MSG_UPDATE_CAPTURE, "UpdateCapture", mspti__update_capture__descriptor, 64 * 1024),
 	MSG(MSG_STOP_CAPTURE, "StopCapture", mspti__stop_capture__descriptor, 256),
 	MSG(MSG_CAPTURE_ACK, "CaptureAck", mspti__capture_ack__descriptor, 4096),
+	MSG(MSG_AGENT_SYNC, "AgentSync", mspti__agent_sync__descriptor, 256),
+	MSG(MSG_AGENT_SYNC_REP, "AgentSyncReply", mspti__agent_sync_reply__descriptor, 256),
 };
 
 const char *

@@ -1,8 +1,11 @@
 #!/bin/sh
 # Capture a running npusim-train: the kernels in the trace are exactly
 # those the simulator launched in every complete step of the window, with
-# their names; stop by command, --duration, --steps; ring mode and
-# snapshot; a 4-rank npusim-dist job captured by --job.
+# their names, their device timing joined in msptid (REC_F_JOINED, host
+# times inside the launch's step, clock sync records and the model in the
+# header, device-channel losses reported); stop by command, --duration,
+# --steps; ring mode and snapshot; a 4-rank npusim-dist job captured by
+# --job.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/session-lib.sh"
 
@@ -20,13 +23,21 @@ ok "start acknowledges the target"
 sleep 2
 $CTL --json stop "$SID" >"$T/stop.json" || fail "stop failed: $(cat "$T/stop.json")"
 [ "$(json "$T/stop.json" 'j["state"]')" = finalized ] || fail "not finalized"
+[ "$(json "$T/stop.json" '"device_channel" in j["losses"]')" = True ] ||
+	fail "device-channel losses not reported: $(cat "$T/stop.json")"
 "$DUMP" "$T/cap.mspti" >"$T/cap.jsonl" || fail "trace unreadable"
 python3 - "$T/cap.jsonl" <<'PY' >"$T/py.out" 2>&1 || fail "kernels in the trace do not match the simulator: $(tail -3 "$T/py.out")"
 import json, sys, collections
 recs = [json.loads(l) for l in open(sys.argv[1])]
 end = recs.pop()
 assert end["end"] and not end["truncated"], end
-assert end["footer"]["losses"] == [0, 0, 0, 0, 0], end
+assert end["footer"]["losses"][1:] == [0, 0, 0, 0], end
+assert end["config"]["clock_sync"] == "daemon", end["config"]
+assert end["config"]["clock_model"].startswith("dev0 "), end["config"]
+syncs = [r for r in recs if r["type"] == "clock_sync"]
+assert syncs and all(s["samples"] > 0 for s in syncs), syncs
+assert any(r["type"] == "counter" and r["track"] == "npu.util" for r in recs)
+assert any(r["type"] == "counter" and r["track"] == "cpu.percent" for r in recs)
 want = collections.Counter({"DynamicShape": 1, "Conv2D": 8, "LayerNorm": 4,
     "Relu": 4, "MatMul": 12, "Add": 4, "Gelu": 4, "Softmax": 1, "Mul": 4,
     "ApplyAdam": 1})
@@ -37,17 +48,24 @@ assert len(steps) >= 3, len(steps)
 per = [collections.Counter() for _ in steps]
 kernels = [r for r in recs if r["type"] == "kernel"]
 assert kernels
+joined = 0
 for k in kernels:
     assert k["name"] in want, k
     a = api.get(k["corr"])
     if a is None:
         continue
+    # Joined in msptid: device time mapped to host time runs after the
+    # launch call (1 ms for the clock fit).
+    assert k["flags"] & 8 and k["task"] != 0xffffffff, k
+    assert k["ts"] >= a["ts"] - 1000000 and k["end"] >= k["ts"], (k, a)
+    joined += 1
     for i, (s, e) in enumerate(steps):
         if s <= a["ts"] <= e:
             per[i][k["name"]] += 1
 for i, c in enumerate(per):
     assert c == want, (i, c)
-print("complete steps:", len(steps), "kernels:", len(kernels))
+assert joined * 2 > len(kernels), (joined, len(kernels))
+print("complete steps:", len(steps), "kernels:", len(kernels), "joined:", joined)
 PY
 ok "kernel count and names match every complete step in the window"
 
@@ -78,7 +96,8 @@ $CTL --json start --pid $APP --kinds kernel --mode ring --buffer 256K \
     --output "$T/ring.mspti" >"$T/ring.json" || fail "ring start"
 RID=$(json "$T/ring.json" 'j["session"]')
 sleep 1
-$CTL snapshot --output "$T/snap.mspti" "$RID" >/dev/null || fail "snapshot failed"
+# Options may follow SESSION.
+$CTL snapshot "$RID" --output "$T/snap.mspti" >/dev/null || fail "snapshot failed"
 "$DUMP" "$T/snap.mspti" >"$T/snap.jsonl" || fail "snapshot unreadable"
 n=$(grep -c '"type":"kernel"' "$T/snap.jsonl")
 [ "$n" -gt 100 ] || fail "snapshot has $n kernels"
@@ -99,7 +118,7 @@ ls "$T"/mspti-*.mspti 2>/dev/null && fail "file left for a failed start"
 grep -q "output:" "$T/nf.out" && fail "printed a path for a failed start"
 ok "unknown pid: exit 3, clear message, no file"
 
-cp "$T/cap.jsonl" /tmp/cap-debug.jsonl; kill -TERM $APP; wait $APP || fail "npusim-train exit status after capture"
+kill -TERM $APP; wait $APP || fail "npusim-train exit status after capture"
 
 # A 4-rank job captured by job id.
 MSPTI_JOB_ID=distjob $WITH_AGENT "$DIST" --ranks 4 --steps 0 >"$T/dist.out" 2>&1 &
@@ -120,7 +139,9 @@ pids = {r["pid"] for r in recs if r["type"] == "kernel"}
 procs = [r for r in recs if r["type"] == "process"]
 assert len(pids) >= 4, pids
 assert len(procs) >= 4, procs
-assert any(r["type"] in ("hccl", "communication") for r in recs)
+comm = [r for r in recs if r["type"] in ("hccl", "communication")]
+assert comm, "no communication records"
+assert any(r["flags"] & 8 and r["corr"] for r in comm), comm[:3]
 PY
 ok "npusim-dist --ranks 4: one session, every rank's kernels"
 kill -TERM $DP; wait $DP

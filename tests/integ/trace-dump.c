@@ -68,10 +68,30 @@ main(int argc, char **argv)
 		case REC_KERNEL: {
 			const struct rec_kernel *k = (const void *)h;
 
-			printf(",\"end\":%llu,\"corr\":%llu,\"name\":",
+			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
+			    "\"device\":%u,\"task\":%u,\"name\":",
 			    (unsigned long long)k->end,
-			    (unsigned long long)k->correlation_id);
+			    (unsigned long long)k->correlation_id, h->aux,
+			    k->device, k->task_id);
 			jstr(str(r, k->name_id));
+			break;
+		}
+		case REC_CLOCK_SYNC: {
+			const struct rec_clock_sync *k = (const void *)h;
+
+			printf(",\"device\":%u,\"samples\":%u,\"drift\":%g,"
+			    "\"host_ref\":%llu,\"device_ref\":%llu", k->device,
+			    k->samples, k->drift,
+			    (unsigned long long)k->host_ref_ns,
+			    (unsigned long long)k->device_ref_ns);
+			break;
+		}
+		case REC_COUNTER: {
+			const struct rec_counter *k = (const void *)h;
+
+			printf(",\"device\":%u,\"value\":%g,\"track\":",
+			    k->device, k->value);
+			jstr(str(r, k->track_id));
 			break;
 		}
 		case REC_API: {
@@ -86,24 +106,27 @@ main(int argc, char **argv)
 		case REC_HCCL: {
 			const struct rec_hccl *k = (const void *)h;
 
-			printf(",\"end\":%llu,\"name\":",
-			    (unsigned long long)k->end);
+			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
+			    "\"name\":", (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id, h->aux);
 			jstr(str(r, k->name_id));
 			break;
 		}
 		case REC_COMMUNICATION: {
 			const struct rec_communication *k = (const void *)h;
 
-			printf(",\"end\":%llu,\"name\":",
-			    (unsigned long long)k->end);
+			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
+			    "\"name\":", (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id, h->aux);
 			jstr(str(r, k->name_id));
 			break;
 		}
 		case REC_MARKER: {
 			const struct rec_marker *k = (const void *)h;
 
-			printf(",\"flag\":%u,\"id\":%llu,\"name\":", k->flag,
-			    (unsigned long long)k->id);
+			printf(",\"flag\":%u,\"id\":%llu,\"source\":%u,"
+			    "\"name\":", k->flag, (unsigned long long)k->id,
+			    k->source_kind);
 			jstr(str(r, k->name_id));
 			printf(",\"domain\":");
 			jstr(str(r, k->domain_id));

@@ -42,9 +42,6 @@ req_cb(uint8_t **buffer, size_t *size, size_t *maxrec)
 static void
 done_cb(uint8_t *buffer, size_t size, size_t valid)
 {
-	atomic_fetch_add(&completes, 1);
-	if (valid == 0)
-		atomic_fetch_add(&empty_completes, 1);
 	ck_assert_uint_le(valid, size);
 	pthread_mutex_lock(&got_mtx);
 	if (got_len + valid > got_cap) {
@@ -55,6 +52,10 @@ done_cb(uint8_t *buffer, size_t size, size_t valid)
 	got_len += valid;
 	pthread_mutex_unlock(&got_mtx);
 	free(buffer);
+	/* Counted last, so a waiter that sees the count also sees the records. */
+	if (valid == 0)
+		atomic_fetch_add(&empty_completes, 1);
+	atomic_fetch_add(&completes, 1);
 }
 
 /* Walks the collected records with GetNextRecord; returns how many of kind
