@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,14 @@
 #define REG_MAX_ARGS		256
 #define REG_MAX_CMDLINE		8192
 
+/* Who the process says it is; read from the environment each time. */
+struct reg_identity {
+	char	job[256];
+	int32_t	rank;
+	int32_t	local_rank;
+	int32_t	world_size;
+};
+
 static struct reg {
 	pthread_mutex_t		lock;
 	int			sock;
@@ -51,6 +60,7 @@ static struct reg {
 	_Atomic uint64_t	agent_id;
 	_Atomic uint64_t	devices;	/* bit per device id < 64 */
 	uint64_t		sent_devices;
+	struct reg_identity	sent_id;
 } reg = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.sock = -1,
@@ -186,6 +196,16 @@ env_job(void)
 	return "";
 }
 
+static void
+register_identity(struct reg_identity *id)
+{
+	memset(id, 0, sizeof(*id));
+	snprintf(id->job, sizeof(id->job), "%s", env_job());
+	id->rank = env_int("RANK");
+	id->local_rank = env_int("LOCAL_RANK");
+	id->world_size = env_int("WORLD_SIZE");
+}
+
 /* Sends Hello built from /proc/self and the environment. */
 static int
 register_hello(int sock)
@@ -214,10 +234,11 @@ register_hello(int sock)
 	hello.exe = exe;
 	hello.argv = args;
 	hello.n_argv = nargs;
-	hello.job_id = (char *)env_job();
-	hello.rank = env_int("RANK");
-	hello.local_rank = env_int("LOCAL_RANK");
-	hello.world_size = env_int("WORLD_SIZE");
+	register_identity(&reg.sent_id);
+	hello.job_id = reg.sent_id.job;
+	hello.rank = reg.sent_id.rank;
+	hello.local_rank = reg.sent_id.local_rank;
+	hello.world_size = reg.sent_id.world_size;
 	hello.n_devices = register_devices(devices);
 	hello.devices = devices;
 	reg.sent_devices = atomic_load(&reg.devices);
@@ -314,7 +335,24 @@ register_send_update(int sock)
 	reg.sent_devices = atomic_load(&reg.devices);
 	u.n_devices = register_devices(devices);
 	u.devices = devices;
+	register_identity(&reg.sent_id);
+	u.job_id = reg.sent_id.job;
+	u.rank = reg.sent_id.rank;
+	u.local_rank = reg.sent_id.local_rank;
+	u.world_size = reg.sent_id.world_size;
 	return frame_send(sock, MSPTI__MSG_TYPE__MSG_AGENT_UPDATE, &u.base, -1);
+}
+
+/* True when the devices or the identity changed since we last said. */
+static bool
+register_update_due(void)
+{
+	struct reg_identity now;
+
+	if (atomic_load(&reg.devices) != reg.sent_devices)
+		return true;
+	register_identity(&now);
+	return memcmp(&now, &reg.sent_id, sizeof(now)) != 0;
 }
 
 static void
@@ -411,7 +449,7 @@ register_serve(void)
 	for (;;) {
 		uint64_t cookie;
 
-		if (atomic_load(&reg.devices) != reg.sent_devices &&
+		if (register_update_due() &&
 		    register_send_update(reg.sock) != 0)
 			break;
 		if (gate_device_sync_due(&cookie) &&

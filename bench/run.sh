@@ -5,6 +5,10 @@ builddir=${top_builddir:-.}
 status=0
 for prog in "$builddir"/bench/bench-*; do
 	[ -f "$prog" ] && [ -x "$prog" ] || continue
+	case ${prog##*/} in
+	# Helpers that a benchmark runs itself, not benchmarks.
+	bench-session-rate) continue ;;
+	esac
 	echo "== ${prog##*/}"
 	"$prog" || status=1
 	echo

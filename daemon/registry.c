@@ -150,6 +150,27 @@ registry_update(struct peer *p, const ProtobufCMessage *m)
 	a->ndevices = u->n_devices;
 	metrics_sync_agents(p->d->metrics, p->d);
 	session_agent_devices(p->d, a);
+	if (strcmp(a->job_id, u->job_id ? u->job_id : "") != 0 ||
+	    a->rank != u->rank || a->local_rank != u->local_rank ||
+	    a->world_size != u->world_size) {
+		char *job = registry_strdup(u->job_id, 256);
+
+		if (job == NULL) {
+			peer_drop(p, "out of memory");
+			return -1;
+		}
+		free(a->job_id);
+		a->job_id = job;
+		a->rank = u->rank;
+		a->local_rank = u->local_rank;
+		a->world_size = u->world_size;
+		log_info("agent %llu (pid %ld) is now job '%s' rank %d",
+		    (unsigned long long)a->id, (long)a->cred.pid, a->job_id,
+		    a->rank);
+		/* A job or rank selector may take it now. */
+		if (a->session_id == 0)
+			return session_agent_registered(p->d, a);
+	}
 	return 0;
 }
 
