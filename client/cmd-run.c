@@ -584,7 +584,10 @@ cmd_run_exec(struct client *c, int argc, char **argv)
 		}
 		switch (ch) {
 		case 'r':
-			report = optarg != NULL && *optarg ? optarg : "summary";
+			/* The summary: what was captured, the hottest ops,
+			 * the step breakdown per rank, the verdict, advice. */
+			report = optarg != NULL && *optarg ? optarg :
+			    "summary,top_kernels,ranks,slow_rank,advice";
 			break;
 		case 'j':
 			c->json = true;

@@ -10,13 +10,16 @@ AGENT="$b/agent/.libs/libmspti.so"
 TRAIN="$b/sim/npusim-train"
 T=$(mktemp -d /tmp/mspti-demo.XXXXXX)
 RT="$T/run"
+# The simulated devices' shared memory, private to this demo; the daemon
+# reads the device channels there too.
+export NPUSIM_SHM_PREFIX="mspti-demo-$$"
 DPID=""
 JPID=""
 cleanup() {
 	[ -n "$JPID" ] && kill "$JPID" 2>/dev/null
 	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
 	wait 2>/dev/null || :
-	rm -rf "$T"
+	rm -rf "$T" /dev/shm/"$NPUSIM_SHM_PREFIX"*
 }
 trap cleanup EXIT INT TERM
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -29,7 +32,7 @@ for _ in $(seq 1 100); do [ -S "$RT/ctl.sock" ] && break; sleep 0.05; done
 
 say "2. a training job is running (npusim-train on the simulated NPU, agent preloaded)"
 MSPTID_RUNTIME_DIR="$RT" LD_PRELOAD="$AGENT" MSPTI_JOB_ID=demo-job RANK=0 \
-    NPUSIM_SHM_PREFIX="mspti-demo-$$" "$TRAIN" --steps 0 >"$T/train.log" 2>&1 &
+    "$TRAIN" --steps 0 >"$T/train.log" 2>&1 &
 JPID=$!
 for _ in $(seq 1 100); do
 	# (in the build tree the job starts as a libtool wrapper, then execs)
