@@ -39,6 +39,11 @@ int	client_request(struct client *, uint16_t type,
 int	client_request_fd(struct client *, uint16_t type,
 	    const ProtobufCMessage *req, int fd, uint16_t reply_type,
 	    ProtobufCMessage **reply, int timeout_ms);
+/* Lets a verb's options and operands interleave ("stop 3 --json"). */
+void	client_rescan(int *argc, char ***argv);
+/* Prints a SessionInfo reply (text or JSON), frees it, and returns 0 when
+ * the session finalized, else 1. */
+int	client_session_result(const struct client *, ProtobufCMessage *msg);
 void	client_usage_error(const struct cmd_entry *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 const char *client_user(uint32_t uid, char *buf, size_t len);

@@ -31,11 +31,7 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 	int ch, rc;
 
 	analysis_opts_init(&o);
-	/* Files and options may interleave: rescan (optind 0 re-inits
-	 * GNU getopt in its permuting mode) from the verb on. */
-	argc = argc - optind + 1;
-	argv += optind - 1;
-	optind = 0;
+	client_rescan(&argc, &argv);
 	while ((ch = getopt_long(argc, argv, "f:o:w:Sh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':

@@ -70,11 +70,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 
 	analysis_opts_init(&o);
 	memset(want, 0, sizeof(want));
-	/* Files and options may interleave: rescan (optind 0 re-inits
-	 * GNU getopt in its permuting mode) from the verb on. */
-	argc = argc - optind + 1;
-	argv += optind - 1;
-	optind = 0;
+	client_rescan(&argc, &argv);
 	while ((ch = getopt_long(argc, argv, "jcs:t:w:m:a:Sh", opts, NULL)) !=
 	    -1) {
 		switch (ch) {

@@ -27,11 +27,7 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 	size_t bad = 0;
 	int ch, rc;
 
-	/* Options may follow SESSION: rescan from the verb on (optind 0
-	 * re-inits GNU getopt in its permuting mode). */
-	argc = argc - optind + 1;
-	argv += optind - 1;
-	optind = 0;
+	client_rescan(&argc, &argv);
 	while ((ch = getopt_long(argc, argv, "a:r:k:D:j", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'a':

@@ -115,6 +115,22 @@ client_print_session(const struct client *c, const Mspti__SessionInfo *i)
 }
 
 int
+client_session_result(const struct client *c, ProtobufCMessage *msg)
+{
+	const Mspti__SessionInfo *info = (const Mspti__SessionInfo *)msg;
+	int rc;
+
+	if (c->json) {
+		client_json_session(info);
+		printf("\n");
+	} else
+		client_print_session(c, info);
+	rc = strcmp(info->state, "finalized") == 0 ? EXIT_OK : EXIT_FAIL;
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return rc;
+}
+
+int
 client_parse_session(const struct cmd_entry *e, const char *arg, uint64_t *id)
 {
 	char *end;

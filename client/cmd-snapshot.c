@@ -25,15 +25,11 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 	Mspti__SnapshotSession req = MSPTI__SNAPSHOT_SESSION__INIT;
 	ProtobufCMessage *msg;
 	const char *output = NULL;
-	char path[PATH_MAX];
+	char path[PATH_MAX], name[128];
 	bool created;
 	int ch, rc, fd;
 
-	/* Options may follow SESSION: rescan from the verb on (optind 0
-	 * re-inits GNU getopt in its permuting mode). */
-	argc = argc - optind + 1;
-	argv += optind - 1;
-	optind = 0;
+	client_rescan(&argc, &argv);
 	while ((ch = getopt_long(argc, argv, "o:j", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
@@ -60,17 +56,12 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 
 		localtime_r(&now, &tm);
 		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-		snprintf(path, sizeof(path), "mspti-%llu-snapshot-%s.mspti",
+		snprintf(name, sizeof(name), "mspti-%llu-snapshot-%s.mspti",
 		    (unsigned long long)req.session_id, stamp);
-	} else
-		snprintf(path, sizeof(path), "%s", output);
-	created = access(path, F_OK) != 0;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		fprintf(stderr, "msptictl: cannot create %s: %s\n", path,
-		    strerror(errno));
-		return EXIT_FAIL;
+		output = name;
 	}
+	if ((fd = client_open_output(output, path, sizeof(path), &created)) < 0)
+		return EXIT_FAIL;
 	req.output = path;
 	rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_SNAPSHOT_SESSION,
 	    &req.base, fd, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &msg, 60000);

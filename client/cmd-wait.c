@@ -18,15 +18,10 @@ cmd_wait_exec(struct client *c, int argc, char **argv)
 	};
 	const struct cmd_entry *e = &cmd_wait_entry;
 	Mspti__WaitSession req = MSPTI__WAIT_SESSION__INIT;
-	Mspti__SessionInfo *info;
 	ProtobufCMessage *msg;
 	int ch, rc;
 
-	/* Options may follow SESSION: rescan from the verb on (optind 0
-	 * re-inits GNU getopt in its permuting mode). */
-	argc = argc - optind + 1;
-	argv += optind - 1;
-	optind = 0;
+	client_rescan(&argc, &argv);
 	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
 		if (ch != 'j') {
 			client_usage_error(e, "bad option");
@@ -44,15 +39,7 @@ cmd_wait_exec(struct client *c, int argc, char **argv)
 	    -1, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &msg, -1);
 	if (rc != EXIT_OK)
 		return rc;
-	info = (Mspti__SessionInfo *)msg;
-	if (c->json) {
-		client_json_session(info);
-		printf("\n");
-	} else
-		client_print_session(c, info);
-	rc = strcmp(info->state, "finalized") == 0 ? EXIT_OK : EXIT_FAIL;
-	protobuf_c_message_free_unpacked(msg, NULL);
-	return rc;
+	return client_session_result(c, msg);
 }
 
 const struct cmd_entry cmd_wait_entry = {

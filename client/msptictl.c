@@ -41,6 +41,19 @@ usage(FILE *f)
 		    cmd_table[i]->summary);
 }
 
+/*
+ * main() parses with "+" so global options stop at the verb; a verb that
+ * takes operands rescans its own arguments from the verb on, and optind 0
+ * re-initialises GNU getopt in its permuting mode.
+ */
+void
+client_rescan(int *argc, char ***argv)
+{
+	*argc = *argc - optind + 1;
+	*argv += optind - 1;
+	optind = 0;
+}
+
 void
 client_usage_error(const struct cmd_entry *e, const char *fmt, ...)
 {
