@@ -126,7 +126,7 @@ lttng stop "$s" >"$tmp/stop.log" 2>&1
 lttng destroy "$s" >/dev/null 2>&1
 SESSION=""
 echo "$out (session writing to a file; 7 runs of 1000000 events, trace $(du -sm "$tmp/trace" 2>/dev/null | cut -f1) MiB)"
-disc=$(sed -n 's/.*\([0-9][0-9]*\) events were discarded.*/\1/p' "$tmp/stop.log" | head -1)
+disc=$(sed -n 's/.*[^0-9]\([0-9][0-9]*\) events were discarded.*/\1/p' "$tmp/stop.log" | head -1)
 grep -i "discarded\|lost" "$tmp/stop.log" | sed 's/^/  lttng: /'
 [ -z "$disc" ] && echo "  lttng: no discarded events reported"
 compare enabled "$(echo "$out" | sed -n 's/.*: *\([0-9.]*\) ns.*/\1/p')"

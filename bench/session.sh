@@ -223,13 +223,15 @@ done_lines=0
 
 # run_once RATE COUNT: one session (--kinds marker, default ring) around
 # COUNT mstxMarkA calls at RATE/s (0: full speed).  Sets emit_ns, stop_ns,
-# written, lost, offered_rate; checks written + lost == COUNT exactly.
+# written, lost, offered_rate; checks written + lost == COUNT exactly, and
+# that the trace's footer agrees with the records read and msptictl stop.
 run_once() {
 	$CTL --json start --pid "$EMIT" --kinds marker --output "$T/rate.mspti" \
 	    >"$T/rstart.json" || broken "start failed: $(cat "$T/rstart.json")"
 	[ "$(json "$T/rstart.json" 'j["acks"][0]["ok"]')" = True ] ||
 		broken "start not acked: $(cat "$T/rstart.json")"
 	sid=$(json "$T/rstart.json" 'j["session"]')
+	total=$2
 	echo "$1 $2" >&3
 	done_lines=$((done_lines + 1))
 	wait_until 120 sh -c "[ \$(wc -l <'$T/emit.out') -gt $done_lines ]" ||
@@ -240,14 +242,15 @@ run_once() {
 	[ "$(json "$T/rstop.json" 'j["state"]')" = finalized ] ||
 		broken "not finalized: $(cat "$T/rstop.json")"
 	c=$("$H" count "$T/rate.mspti") || broken "trace unreadable"
-	written=$(echo "$c" | sed 's/.*markers=\([0-9]*\).*/\1/')
+	written=$(echo "$c" | sed 's/^markers=\([0-9]*\).*/\1/')
+	case "$c" in *" complete=1 "*) ;; *) broken "trace not complete: $c" ;; esac
 	lost=$(json "$T/rstop.json" 'j["losses"]["agent_ring"]')
 	fm=$(echo "$c" | sed -n 's/.*footer_markers=\([0-9]*\).*/\1/p')
 	fl=$(echo "$c" | sed -n 's/.*agent_ring=\([0-9]*\).*/\1/p')
-	offered_n=$2
+	offered_n=$total
 	offered_rate=$(awk -v n="$2" -v t="$emit_ns" 'BEGIN { printf "%.2f", n / t * 1000 }')
 	acct=ok
-	if [ $((written + lost)) -ne "$2" ] || [ "$fm" != "$written" ] || [ "$fl" != "$lost" ]; then
+	if [ $((written + lost)) -ne "$total" ] || [ "$fm" != "$written" ] || [ "$fl" != "$lost" ]; then
 		acct="MISMATCH (footer markers $fm, footer agent_ring $fl)"
 		status=1
 	fi
@@ -318,12 +321,12 @@ else
 	fi
 fi
 
-# Stop -> finalized with 1M records written: 5 more runs at 5 M/s (or 80%
-# of the best lossless rate when that is lower, or full speed when it is
-# lossless), on top of the lossless runs above.
+# Stop -> finalized with 1M records written: 5 more runs at 5 M/s (the
+# target rate; 80% of the best lossless rate when that is lower; full
+# speed when full speed is lossless), on top of the lossless runs above.
 zrate=0
 if [ "$maxlost" -gt 0 ]; then
-	zrate=$(awk -v l="$lo" 'BEGIN { r = l * 0.8e6; if (r > 5e6) r = 5e6; printf "%d", r }')
+	zrate=$(awk -v l="$lo" 'BEGIN { r = (l >= 5) ? 5e6 : l * 0.8e6; printf "%d", r }')
 	[ "$zrate" -eq 0 ] && zrate=1000000
 fi
 zlost=0
