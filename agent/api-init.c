@@ -44,6 +44,26 @@ api_optional(_Atomic(void *) *slot, const char *name)
 }
 
 /*
+ * A runtime function the agent calls for itself: the runtime's own, never
+ * our interposer of the same name (so the call makes no record).  When we
+ * are interposed that is the next definition; otherwise (libmspti loaded
+ * after the runtime) the global one.  NULL if the runtime lacks it.
+ */
+void *
+api_internal(_Atomic(void *) *slot, const char *name)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+
+	if (API_LIKELY(p != NULL))
+		return p == API_ABSENT ? NULL : p;
+	p = api_interposed(name) ? dlsym(RTLD_NEXT, name) :
+	    dlsym(RTLD_DEFAULT, name);
+	atomic_store_explicit(slot, p != NULL ? p : API_ABSENT,
+	    memory_order_release);
+	return p;
+}
+
+/*
  * Interposition is in effect when the global lookup of name lands in
  * this library (LD_PRELOAD, or linked ahead of the runtime).  Reading
  * LD_PRELOAD would be wrong both ways: the string may name us without the

@@ -46,6 +46,16 @@
  * thread sleeps on a condition variable while no device kind is wanted,
  * polls every DEVTIME_POLL_MS while one is, and FlushAll wakes it for a
  * synchronous drain first.
+ *
+ * Each interposed call queues at most one device task, so a pending entry
+ * (and a daemon session's launch record) keys exactly one task: the
+ * simulator runs all items of an HcclBatchSendRecv as one COMM task, whose
+ * record carries the items' total count and bytes (doc/npusim.md).  The
+ * COMMUNICATION and HCCL record layouts have no peer rank field.
+ *
+ * MEMORY records: aclrtMalloc/aclrtFree give memory kind DEVICE;
+ * aclrtMallocHost/aclrtFreeHost give kind UNKNOWN (msPTI defines no host
+ * kind) with deviceId MSPTI_INVALID_DEVICE_ID.
  */
 #ifndef MSPTI_AGENT_API_H
 #define MSPTI_AGENT_API_H
@@ -138,6 +148,9 @@ bool		api_interposed(const char *name);
 void		*api_real(_Atomic(void *) *slot, const char *name);
 /* dlsym(RTLD_DEFAULT, name) for simulator-only helpers, NULL if absent. */
 void		*api_optional(_Atomic(void *) *slot, const char *name);
+/* A runtime function the agent itself calls (rtGetTaskIdAndStreamID...):
+ * the runtime's, never our interposer, so it makes no record. */
+void		*api_internal(_Atomic(void *) *slot, const char *name);
 /* Start a helper thread with every signal blocked. */
 int		api_thread_start(void *(*fn)(void *), void *arg);
 
@@ -153,13 +166,29 @@ callback_wanted(msptiCallbackDomain d, msptiCallbackId cbid)
 void		callback_invoke(msptiCallbackDomain d, msptiCallbackId cbid,
 		    const msptiCallbackData *data);
 
-/* intercept-common.c: what every interposer does around the real call. */
+/*
+ * intercept-common.c: what every interposer does around the real call.
+ *
+ * API records (all msptiActivityApi): every interposed call the
+ * application makes gives one API record, and one more of the kind of its
+ * layer:
+ *   ACL_API      the ACL entry points (aclrt*: intercept-acl.c);
+ *   NODE_API     the HCCL calls (Hccl*: intercept-hccl.c), the
+ *                communication "nodes" of a graph;
+ *   RUNTIME_API  the runtime-level calls (rt*: intercept-rt.c).
+ * The agent's own runtime calls (rtGetTaskIdAndStreamID for the launch
+ * join, rtProfilerTraceEx for device markers) bypass the interposers
+ * (api_internal) and give none.  aclInit/aclFinalize are not interposed
+ * (no callback id either), so they give no record.  A daemon session
+ * asked for "api" (all four kinds) keeps only the API record of a call.
+ */
 struct icall {
 	uint32_t		 wanted;	/* kinds wanted at ENTER */
 	bool			 cb;		/* callbacks at ENTER/EXIT */
 	msptiCallbackDomain	 domain;
 	msptiCallbackId		 cbid;
-	uint32_t		 api_kind_extra; /* RUNTIME_API or ACL_API or 0 */
+	uint32_t		 api_kind_extra; /* ACL_API, NODE_API or
+						  * RUNTIME_API: see above */
 	const char		*name;
 	const void		*params;
 	const char		*symbol;

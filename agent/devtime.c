@@ -193,7 +193,7 @@ queue_pop(struct pending *out)
 bool
 devtime_submit(struct pending *p)
 {
-	task_ids_fn ids = (task_ids_fn)api_optional(&h_taskids,
+	task_ids_fn ids = (task_ids_fn)api_internal(&h_taskids,
 	    "rtGetTaskIdAndStreamID");
 	uint32_t task, stream, kinds = 1u << p->kind;
 	bool ok = true;
@@ -222,7 +222,7 @@ devtime_submit(struct pending *p)
 bool
 devtime_marker(uint64_t id, uint16_t flag, void *stream)
 {
-	trace_fn trace = (trace_fn)api_optional(&h_trace, "rtProfilerTraceEx");
+	trace_fn trace = (trace_fn)api_internal(&h_trace, "rtProfilerTraceEx");
 	task_ids_fn ids;
 	uint32_t task, sid;
 
@@ -232,7 +232,7 @@ devtime_marker(uint64_t id, uint16_t flag, void *stream)
 	if (trace(id, 0, flag, stream) != RT_ERROR_NONE)
 		return false;
 	/* Keep the launch dedup in step with the marker task we queued. */
-	ids = (task_ids_fn)api_optional(&h_taskids, "rtGetTaskIdAndStreamID");
+	ids = (task_ids_fn)api_internal(&h_taskids, "rtGetTaskIdAndStreamID");
 	if (ids != NULL && ids(&task, &sid) == RT_ERROR_NONE) {
 		tls_last_task = task;
 		tls_last_stream = sid;

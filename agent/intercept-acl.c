@@ -58,7 +58,7 @@ struct aclrtMemsetAsync_params {
 };
 
 /*
- * Sizes of live device allocations, for the RELEASE record: a lock-free
+ * Sizes of live device and host allocations, for the RELEASE record: a lock-free
  * open-addressing map (address → bytes) with tombstones, used only while
  * MEMORY is wanted.  A full probe window just loses the size (0).
  */
@@ -120,23 +120,29 @@ mem_take(uint64_t addr)
 	return 0;
 }
 
+/*
+ * One MEMORY record.  Device memory (aclrtMalloc/Free) is kind DEVICE on
+ * the current device; pinned host memory (aclrtMallocHost/FreeHost) is
+ * kind UNKNOWN, msPTI having no host memory kind, with no device.
+ */
 static void
 memory_record(const struct icall *c, msptiActivityMemoryOperationType op,
-    void *addr, uint64_t bytes)
+    void *addr, uint64_t bytes, bool host)
 {
 	msptiActivityMemory r;
 
 	memset(&r, 0, sizeof(r));
 	r.kind = MSPTI_ACTIVITY_KIND_MEMORY;
 	r.memoryOperationType = op;
-	r.memoryKind = MSPTI_ACTIVITY_MEMORY_DEVICE;
+	r.memoryKind = host ? MSPTI_ACTIVITY_MEMORY_UNKNOWN :
+	    MSPTI_ACTIVITY_MEMORY_DEVICE;
 	r.correlationId = c->corr;
 	r.start = c->start;
 	r.end = c->end;
 	r.address = (uint64_t)(uintptr_t)addr;
 	r.bytes = bytes;
 	r.processId = api_pid();
-	r.deviceId = icall_current_device();
+	r.deviceId = host ? MSPTI_INVALID_DEVICE_ID : icall_current_device();
 	r.streamId = MSPTI_INVALID_STREAM_ID;
 	activity_emit(&r, sizeof(r));
 }
@@ -333,15 +339,44 @@ aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
 ACL_FUNC_VISIBILITY aclError
 aclrtMallocHost(void **hostPtr, size_t size)
 {
-	SIMPLE_CALL(aclrtMallocHost, MSPTI_CBID_RUNTIME_MALLOC_HOST,
-	    (hostPtr, size), hostPtr, size);
+	REAL(aclrtMallocHost);
+	struct aclrtMallocHost_params p = { hostPtr, size };
+	struct icall c;
+	aclError ret;
+
+	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_MALLOC_HOST,
+	    "aclrtMallocHost", &p, NULL)))
+		return real(hostPtr, size);
+	ret = real(hostPtr, size);
+	icall_done(&c);
+	icall_exit(&c, &ret);
+	if (ret == ACL_SUCCESS && hostPtr != NULL &&
+	    (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY))) {
+		mem_put((uint64_t)(uintptr_t)*hostPtr, size);
+		memory_record(&c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+		    *hostPtr, size, true);
+	}
+	return ret;
 }
 
 ACL_FUNC_VISIBILITY aclError
 aclrtFreeHost(void *hostPtr)
 {
-	SIMPLE_CALL(aclrtFreeHost, MSPTI_CBID_RUNTIME_FREE_HOST,
-	    (hostPtr), hostPtr);
+	REAL(aclrtFreeHost);
+	struct aclrtFreeHost_params p = { hostPtr };
+	struct icall c;
+	aclError ret;
+
+	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_FREE_HOST,
+	    "aclrtFreeHost", &p, NULL)))
+		return real(hostPtr);
+	ret = real(hostPtr);
+	icall_done(&c);
+	icall_exit(&c, &ret);
+	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY)))
+		memory_record(&c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
+		    hostPtr, mem_take((uint64_t)(uintptr_t)hostPtr), true);
+	return ret;
 }
 
 ACL_FUNC_VISIBILITY aclError
@@ -362,7 +397,7 @@ aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 	    (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY))) {
 		mem_put((uint64_t)(uintptr_t)*devPtr, size);
 		memory_record(&c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
-		    *devPtr, size);
+		    *devPtr, size, false);
 	}
 	return ret;
 }
@@ -383,7 +418,7 @@ aclrtFree(void *devPtr)
 	icall_exit(&c, &ret);
 	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY)))
 		memory_record(&c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
-		    devPtr, mem_take((uint64_t)(uintptr_t)devPtr));
+		    devPtr, mem_take((uint64_t)(uintptr_t)devPtr), false);
 	return ret;
 }
 

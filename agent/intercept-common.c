@@ -13,6 +13,8 @@
 #include "agent.h"
 
 #define API_KINDS	((1u << MSPTI_ACTIVITY_KIND_API) | \
+	(1u << MSPTI_ACTIVITY_KIND_ACL_API) | \
+	(1u << MSPTI_ACTIVITY_KIND_NODE_API) | \
 	(1u << MSPTI_ACTIVITY_KIND_RUNTIME_API) | \
 	(1u << MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
 
@@ -60,6 +62,19 @@ icall_stream_device(void *stream)
 	return icall_current_device();
 }
 
+/* The API kind of an entry point's layer (api.h), from its name. */
+static uint32_t
+icall_layer_kind(const char *name)
+{
+	if (strncmp(name, "acl", 3) == 0)
+		return MSPTI_ACTIVITY_KIND_ACL_API;
+	if (strncmp(name, "Hccl", 4) == 0)
+		return MSPTI_ACTIVITY_KIND_NODE_API;
+	if (strncmp(name, "rt", 2) == 0)
+		return MSPTI_ACTIVITY_KIND_RUNTIME_API;
+	return 0;
+}
+
 bool
 icall_enter(struct icall *c, msptiCallbackDomain d, msptiCallbackId cbid,
     const char *name, const void *params, const char *symbol)
@@ -83,8 +98,7 @@ icall_enter(struct icall *c, msptiCallbackDomain d, msptiCallbackId cbid,
 	c->cb = cb;
 	c->domain = d;
 	c->cbid = cbid;
-	c->api_kind_extra = d == MSPTI_CB_DOMAIN_RUNTIME ?
-	    MSPTI_ACTIVITY_KIND_RUNTIME_API : 0;
+	c->api_kind_extra = icall_layer_kind(name);
 	c->name = name;
 	c->params = params;
 	c->symbol = symbol;

@@ -110,6 +110,34 @@ mstx_host_record(uint64_t id, msptiActivityFlag flag, const char *name,
 	activity_emit(&r, sizeof(r));
 }
 
+/* The last messages this thread marked: message pointer -> interned copy.
+ * A hit is checked by content (the caller may reuse a buffer), which
+ * costs one strcmp instead of api_intern's hash and table probe. */
+#define MSTX_TLS_CACHE	8
+static API_TLS struct {
+	const char	*msg;
+	const char	*name;
+} mstx_tls_cache[MSTX_TLS_CACHE];
+
+/* message interned, or NULL when it is too long or memory ran out. */
+static const char *
+mstx_intern_cached(const char *message)
+{
+	unsigned i = ((uintptr_t)message >> 3) & (MSTX_TLS_CACHE - 1);
+	const char *name = mstx_tls_cache[i].name;
+
+	/* Cached names passed the length check below. */
+	if (API_LIKELY(mstx_tls_cache[i].msg == message && name != NULL &&
+	    strcmp(name, message) == 0))
+		return name;
+	if (strnlen(message, MSTX_MSG_MAX) >= MSTX_MSG_MAX ||
+	    (name = api_intern(message)) == NULL)
+		return NULL;
+	mstx_tls_cache[i].msg = message;
+	mstx_tls_cache[i].name = name;
+	return name;
+}
+
 /*
  * One mark or range start.  flag is INSTANTANEOUS or START; with a stream
  * it becomes the _WITH_DEVICE variant when the device marker was queued.
@@ -124,10 +152,9 @@ mstx_begin(struct mstxDomainRegistration_st *d, const char *message,
 	uint64_t id;
 
 	if (d == NULL || message == NULL ||
-	    strnlen(message, MSTX_MSG_MAX) >= MSTX_MSG_MAX ||
 	    !atomic_load_explicit(&d->enabled, memory_order_relaxed))
 		return 0;
-	if ((name = api_intern(message)) == NULL)
+	if ((name = mstx_intern_cached(message)) == NULL)
 		return 0;
 	id = atomic_fetch_add_explicit(&next_marker_id, 1, memory_order_relaxed);
 	s = &mstx_slots[id & (MSTX_SLOTS - 1)];

@@ -11,21 +11,34 @@
  * into the ring before the first record that uses it.
  *
  * Lifetime: only the registration thread starts and stops a session.  Stop
- * clears the sink, the launch pointer and the session kinds, marks the
- * session inactive, then
- * waits for threads still inside the sink (the 'inflight' counter, read
- * with seq_cst after 'active' is cleared) before it unmaps the ring.  One
+ * clears the sink, the launch pointer ('live') and the session kinds, then
+ * waits for threads still inside the sink before it unmaps the ring.  One
  * session at a time per process.
+ *
+ * The stop fence costs producers no atomic read-modify-write: every
+ * producing thread owns a slot (struct sess_thread, found through a TLS
+ * pointer) whose 'in' count it raises before it loads 'live' and lowers
+ * (release) when it is done.  The stopper clears 'live' and then runs
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which puts a full memory
+ * barrier in every running thread of the process: so either a producer's
+ * load of 'live' comes after that barrier and sees NULL, or its 'in' store
+ * is visible to the stopper, which waits for every slot to read 0.  A
+ * producer then needs only a compiler barrier between the store and the
+ * load (the asymmetric fence of liburcu's memb flavour).  Where membarrier
+ * is not available, producers use a full fence instead (sess_membarrier 0).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 
 #include "log.h"
 #include "record.h"
@@ -47,7 +60,6 @@ struct agent_session {
 	struct ring		*ring;
 	int			 wakefd;
 	_Atomic bool		 active;
-	_Atomic uint64_t	 inflight;
 	uint32_t		 pid;
 	_Atomic uint64_t	 wakes;
 	/* Marker domains switched off; NULL-terminated, replaced whole. */
@@ -56,8 +68,134 @@ struct agent_session {
 };
 
 static struct agent_session *cur;	/* registration thread only */
-/* cur while capturing, for session_launch on application threads. */
+/* cur while capturing: what producers check after entering (see top). */
 static struct agent_session *_Atomic live;
+
+/* A producing thread's fence slot (see the top); kept for the life of the
+ * process, reused by a later thread once its thread has exited. */
+struct sess_thread {
+	_Atomic uint32_t	 in;	/* nesting depth inside the sink */
+	_Atomic int		 used;	/* owned by a live thread */
+	struct sess_thread	*next;
+} __attribute__((aligned(64)));
+
+static struct sess_thread *_Atomic sess_threads;
+static API_TLS struct sess_thread *tls_sess;
+static pthread_key_t sess_key;
+static pthread_once_t sess_once = PTHREAD_ONCE_INIT;
+static bool sess_key_ok;
+/* 1: membarrier is registered, producers need only a compiler barrier. */
+static _Atomic int sess_membarrier;
+
+static void
+sess_thread_exit(void *arg)
+{
+	struct sess_thread *t = arg;
+
+	atomic_store_explicit(&t->in, 0, memory_order_release);
+	atomic_store_explicit(&t->used, 0, memory_order_release);
+}
+
+static void
+sess_once_init(void)
+{
+	sess_key_ok = pthread_key_create(&sess_key, sess_thread_exit) == 0;
+}
+
+/* The calling thread's slot, claimed or allocated on its first record. */
+static struct sess_thread *
+sess_thread_get(void)
+{
+	struct sess_thread *t, *head;
+	int zero;
+
+	pthread_once(&sess_once, sess_once_init);
+	for (t = atomic_load(&sess_threads); t != NULL; t = t->next) {
+		zero = 0;
+		if (atomic_load_explicit(&t->used, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&t->used, &zero, 1))
+			break;
+	}
+	if (t == NULL) {
+		if ((t = aligned_alloc(64, sizeof(*t))) == NULL)
+			return NULL;
+		memset(t, 0, sizeof(*t));
+		atomic_store(&t->used, 1);
+		head = atomic_load(&sess_threads);
+		do
+			t->next = head;
+		while (!atomic_compare_exchange_weak(&sess_threads, &head, t));
+	}
+	if (sess_key_ok)
+		(void)pthread_setspecific(sess_key, t);
+	tls_sess = t;
+	return t;
+}
+
+/*
+ * Enters the sink: returns the live session to write into, or NULL when
+ * none is capturing; either way the caller ends with session_leave(*tp).
+ * The common case is a TLS load, a plain store and a plain load.
+ */
+static inline struct agent_session *
+session_enter(struct sess_thread **tp)
+{
+	struct sess_thread *t = tls_sess;
+
+	if (API_UNLIKELY(t == NULL) && (t = sess_thread_get()) == NULL) {
+		*tp = NULL;
+		return NULL;
+	}
+	*tp = t;
+	atomic_store_explicit(&t->in, atomic_load_explicit(&t->in,
+	    memory_order_relaxed) + 1, memory_order_relaxed);
+	if (API_LIKELY(atomic_load_explicit(&sess_membarrier,
+	    memory_order_relaxed)))
+		atomic_signal_fence(memory_order_seq_cst);
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load_explicit(&live, memory_order_relaxed);
+}
+
+static inline void
+session_leave(struct sess_thread *t)
+{
+	if (t != NULL)
+		atomic_store_explicit(&t->in, atomic_load_explicit(&t->in,
+		    memory_order_relaxed) - 1, memory_order_release);
+}
+
+/* Stopper side, after 'live' is cleared: waits until no thread is inside
+ * the sink.  False when one stays inside for ~2 s (stopped in a debugger):
+ * the caller must then not free what it may still use. */
+static bool
+session_quiesce(void)
+{
+	struct sess_thread *t;
+	int spins = 0;
+
+	if (atomic_load(&sess_membarrier)) {
+		if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+		    0, 0) != 0) {
+			/* Cannot happen once registered; be safe anyway:
+			 * full fences from now on, and time for racers. */
+			atomic_store(&sess_membarrier, 0);
+			usleep(10000);
+		}
+	} else
+		atomic_thread_fence(memory_order_seq_cst);
+	for (t = atomic_load(&sess_threads); t != NULL; t = t->next) {
+		while (atomic_load_explicit(&t->in, memory_order_acquire) != 0) {
+			if (++spins > 2000)
+				return false;
+			if (spins < 100)
+				sched_yield();
+			else
+				usleep(1000);
+		}
+	}
+	return true;
+}
 
 /* Interns s into this ring's string namespace; 0 when it cannot. */
 static uint32_t
@@ -282,27 +420,86 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 	}
 }
 
+static inline void
+session_wake(struct agent_session *s)
+{
+	uint64_t one = 1;
+
+	if (API_UNLIKELY(ring_needs_wake(s->ring))) {
+		atomic_fetch_add_explicit(&s->wakes, 1, memory_order_relaxed);
+		(void)!write(s->wakefd, &one, sizeof(one));
+	}
+}
+
+/* A MARKER record, encoded straight into its reserved ring slot (its
+ * strings are defined first, so their STRING_DEFs come before it). */
+static void
+session_marker(struct agent_session *s, const msptiActivityMarker *x)
+{
+	struct rec_marker *r;
+	struct rec_hdr h;
+	uint32_t name_id, domain_id;
+
+	if (session_domain_off(s, x->domain))
+		return;
+	name_id = session_string(s, x->name);
+	domain_id = session_string(s, x->domain);
+	/* A full ring counts its own drops. */
+	if (ring_reserve(s->ring, sizeof(*r), (void **)&r) == 0) {
+		r->timestamp = x->timestamp;
+		r->id = x->id;
+		if (x->sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE) {
+			r->pid = REC_NONE;
+			r->tid = REC_NONE;
+			r->device = x->objectId.ds.deviceId;
+			r->stream = x->objectId.ds.streamId;
+			r->source_kind = 1;
+		} else {
+			r->pid = x->objectId.pt.processId;
+			r->tid = x->objectId.pt.threadId;
+			r->device = REC_NONE;
+			r->stream = REC_NONE;
+			r->source_kind = 0;
+		}
+		r->name_id = name_id;
+		r->domain_id = domain_id;
+		r->flag = (uint32_t)x->flag;
+		rec_hdr_set(&h, REC_MARKER, sizeof(*r), 0);
+		ring_commit(r, &h);
+	}
+	session_wake(s);
+}
+
 /* The session sink: runs on the producing thread, never blocks. */
 static void
 session_sink(const msptiActivity *a, size_t len, void *arg)
 {
-	struct agent_session *s = arg;
+	struct sess_thread *t;
+	struct agent_session *s;
 	uint64_t rec[REC_FIXED_MAX / 8];
-	uint64_t one = 1;
 
 	(void)len;
-	atomic_fetch_add(&s->inflight, 1);
-	if (!atomic_load(&s->active))
+	/* "api" asks for all four API kinds: one record per call is enough
+	 * (the layer kinds repeat the API record). */
+	if ((a->kind == MSPTI_ACTIVITY_KIND_ACL_API ||
+	    a->kind == MSPTI_ACTIVITY_KIND_NODE_API ||
+	    a->kind == MSPTI_ACTIVITY_KIND_RUNTIME_API) &&
+	    (api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)))
+		return;
+	s = session_enter(&t);
+	/* arg is only compared: a stopped session may be freed already. */
+	if (API_UNLIKELY(s == NULL || s != arg))
 		goto out;
+	if (a->kind == MSPTI_ACTIVITY_KIND_MARKER) {
+		session_marker(s, (const msptiActivityMarker *)a);
+		goto out;
+	}
 	if (session_encode(s, a, rec) == 0)
 		goto out;
 	ring_write(s->ring, rec);	/* a full ring counts its own drops */
-	if (ring_needs_wake(s->ring)) {
-		atomic_fetch_add_explicit(&s->wakes, 1, memory_order_relaxed);
-		(void)!write(s->wakefd, &one, sizeof(one));
-	}
+	session_wake(s);
 out:
-	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
+	session_leave(t);
 }
 
 /*
@@ -314,15 +511,14 @@ out:
 bool
 session_launch(const struct pending *p)
 {
-	struct agent_session *s = atomic_load(&live);
+	struct sess_thread *t;
+	struct agent_session *s;
 	uint64_t rec[REC_FIXED_MAX / 8];
-	uint64_t one = 1;
 	bool ok = false;
 
-	if (s == NULL)
+	if (atomic_load_explicit(&live, memory_order_relaxed) == NULL)
 		return false;
-	atomic_fetch_add(&s->inflight, 1);
-	if (!atomic_load(&s->active))
+	if ((s = session_enter(&t)) == NULL)
 		goto out;
 	switch (p->kind) {
 	case MSPTI_ACTIVITY_KIND_KERNEL: {
@@ -394,12 +590,9 @@ session_launch(const struct pending *p)
 		goto out;
 	}
 	ok = ring_write(s->ring, rec) == 0;
-	if (ring_needs_wake(s->ring)) {
-		atomic_fetch_add_explicit(&s->wakes, 1, memory_order_relaxed);
-		(void)!write(s->wakefd, &one, sizeof(one));
-	}
+	session_wake(s);
 out:
-	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
+	session_leave(t);
 	return ok;
 }
 
@@ -484,6 +677,10 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		*why = "cannot create an eventfd";
 		return rc;
 	}
+	/* Once per process; producers switch to the cheap fence. */
+	if (!atomic_load(&sess_membarrier) && syscall(__NR_membarrier,
+	    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+		atomic_store(&sess_membarrier, 1);
 	atomic_store(&s->domains_off, session_domains_dup(domains_off,
 	    ndomains_off));
 	atomic_store(&s->active, true);
@@ -525,7 +722,6 @@ int
 session_stop(uint64_t id, bool flush)
 {
 	struct agent_session *s = cur;
-	int spins = 0;
 
 	if (s == NULL || (id != 0 && s->id != id))
 		return -ENOENT;
@@ -540,15 +736,9 @@ session_stop(uint64_t id, bool flush)
 	/* Threads already inside the sink finish within a few records; a
 	 * thread that never comes back (stopped by a debugger) must not make
 	 * us unmap under it, so give up and leak after ~2 s. */
-	while (atomic_load(&s->inflight) != 0) {
-		if (++spins > 2000) {
-			cur = NULL;
-			return 0;
-		}
-		if (spins < 100)
-			sched_yield();
-		else
-			usleep(1000);
+	if (!session_quiesce()) {
+		cur = NULL;
+		return 0;
 	}
 	cur = NULL;
 	ring_unmap(s->ring);
@@ -570,7 +760,14 @@ void
 session_after_fork_child(void)
 {
 	struct agent_session *s = cur;
+	struct sess_thread *t;
 
+	/* Slots of the parent's other threads: they do not exist here. */
+	for (t = atomic_load(&sess_threads); t != NULL; t = t->next)
+		if (t != tls_sess) {
+			atomic_store(&t->in, 0);
+			atomic_store(&t->used, 0);
+		}
 	if (s == NULL)
 		return;
 	api_session_set_kinds(0);

@@ -58,6 +58,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		{ "step-marker", required_argument, NULL, 'm' },
 		{ "align", required_argument, NULL, 'a' },
 		{ "strict", no_argument, NULL, 'S' },
+		{ "steps-all", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -66,12 +67,13 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	struct analysis_totals tot;
 	enum table_format fmt = c->json ? TABLE_JSON : TABLE_TEXT;
 	bool want[ANALYSIS_SECTION_MAX], any = false, strict = false;
+	bool all_steps = false;
 	int ch, n = 0;
 
 	analysis_opts_init(&o);
 	memset(want, 0, sizeof(want));
 	client_rescan(&argc, &argv);
-	while ((ch = getopt_long(argc, argv, "jcs:t:w:m:a:Sh", opts, NULL)) !=
+	while ((ch = getopt_long(argc, argv, "jcs:t:w:m:a:SAh", opts, NULL)) !=
 	    -1) {
 		switch (ch) {
 		case 'j':
@@ -115,6 +117,9 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		case 'S':
 			strict = true;
 			break;
+		case 'A':
+			all_steps = true;
+			break;
 		case 'h':
 			printf("usage: msptictl report %s\n",
 			    cmd_report_entry.usage);
@@ -145,7 +150,12 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 			    analysis_section_name(s));
 		else if (n)
 			putchar('\n');
-		table_print(t, fmt, stdout);
+		/* Text is for reading: the steps section is summarized
+		 * (analysis_print_text) unless --steps-all. */
+		if (fmt == TABLE_TEXT && !all_steps)
+			analysis_print_text(a, s, stdout);
+		else
+			table_print(t, fmt, stdout);
 		n++;
 	}
 	if (fmt == TABLE_JSON) {
@@ -173,7 +183,10 @@ const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.usage = "FILE... [--json|--csv] [--section LIST] [--top N] "
 	    "[--world-size N] [--step-marker NAME] "
-	    "[--align auto|always|never] [--strict]\n"
+	    "[--align auto|always|never] [--strict] [--steps-all]\n"
+	    "  Text output shows per rank a step summary and the --top N "
+	    "(10) slowest\n  steps; --steps-all prints every step (--json "
+	    "and --csv always do).\n"
 	    "  Missing ranks, lost records and truncated files are printed "
 	    "on stderr\n  under an INCOMPLETE INPUT banner; the exit status "
 	    "is 0 unless --strict\n  (then 1 when the input is partial).",

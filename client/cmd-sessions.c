@@ -16,6 +16,7 @@
 
 static const char *loss_names[] = {
 	"device_channel", "agent_ring", "daemon_reject", "disk", "agent_buffer",
+	"device_unmatched",
 };
 
 void

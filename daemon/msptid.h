@@ -153,6 +153,8 @@ struct sess_agent {
 	uint64_t		 fr_evicted;
 	/* Device timing, joined here (session.c "device collection"). */
 	struct join		*join;		/* launches <-> device tasks */
+	uint64_t		 dev_unmatched;	/* launches left without device
+						   timing, once join is gone */
 	uint32_t		 ndstr;		/* daemon strings in strs[] */
 	struct sess_mark	*marks;		/* host marker id -> strings */
 	bool			 watched;	/* metrics_watch_pid taken */

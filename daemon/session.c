@@ -56,6 +56,14 @@
 #define SESS_ACK_TIMEOUT_MS	3000	/* agent acks of start and stop */
 #define SESS_DRAIN_MS		100	/* drain timer */
 #define SESS_DRAIN_BATCH	65536	/* records per ring per drain call */
+/* A launch this recent at the end may still be queued on the device. */
+#define SESS_INFLIGHT_NS	JOIN_DEV_TIMEOUT_NS
+/* The most a device record is written after records that started up to
+ * this much later (its task waited JOIN_DEV_TIMEOUT_NS for a launch, then
+ * the next drain tick): recorded in the header as "max_lateness_ns" for
+ * the analysis' reorder window. */
+#define SESS_MAX_LATENESS_NS	(JOIN_DEV_TIMEOUT_NS + \
+	3ull * SESS_DRAIN_MS * 1000000ull)
 #define SESS_KEEP_DONE		64	/* finished sessions kept for `sessions` */
 #define SESS_STRINGS		4096	/* producer string ids 1..this */
 #define SESS_ALLSTR		(2 * SESS_STRINGS)	/* + daemon-made ones */
@@ -824,25 +832,59 @@ session_counter_cb(const struct metrics_counter *c, void *arg)
 	session_emit(s, &r);
 }
 
-/* Every sess_agent with a join: emit what waits (end of the session). */
+/* Launches of sa that lost their device timing so far (LOSS_DEVICE_UNMATCHED):
+ * they waited past the join's host timeout or were evicted. */
+static uint64_t
+session_agent_unmatched(const struct sess_agent *sa)
+{
+	struct join_stats st;
+
+	if (sa->join == NULL)
+		return sa->dev_unmatched;
+	join_get_stats(sa->join, &st);
+	return st.host_only + st.host_evicted;
+}
+
+/* Every sess_agent with a join: emit what waits (end of the session).
+ * Launches made in the last SESS_INFLIGHT_NS may still be queued on the
+ * device: not a loss, unless the device channel never gave this process
+ * a single task (then none of its launches has device timing). */
 static void
 session_join_flush(struct session *s)
 {
 	struct sess_agent *sa;
+	uint64_t now = util_realtime_ns();
 
 	TAILQ_FOREACH(sa, &s->agents, entry) {
 		struct join_stats st;
+		uint64_t lost;
+		bool silent;
 
 		if (sa->join == NULL)
 			continue;
-		join_flush(sa->join);
+		join_flush_at(sa->join, now, SESS_INFLIGHT_NS);
 		join_get_stats(sa->join, &st);
+		lost = st.host_only + st.host_evicted;
+		silent = st.matched + st.dev_unmatched + st.dev_evicted == 0;
+		if (silent)
+			lost += st.host_inflight;
+		sa->dev_unmatched = lost;
 		log_info("session %llu pid %ld: %llu device tasks joined, %llu "
-		    "alone, %llu launches without a device task",
-		    (unsigned long long)s->id, (long)sa->pid,
-		    (unsigned long long)st.matched,
+		    "alone, %llu launches without a device task, %llu still "
+		    "in flight at the end", (unsigned long long)s->id,
+		    (long)sa->pid, (unsigned long long)st.matched,
 		    (unsigned long long)(st.dev_unmatched + st.dev_evicted),
-		    (unsigned long long)(st.host_only + st.host_evicted));
+		    (unsigned long long)lost,
+		    (unsigned long long)(st.host_only + st.host_evicted +
+		    st.host_inflight - lost));
+		if (lost > 0)
+			log_warnx("session %llu pid %ld: %llu launches have no "
+			    "device timing (device_unmatched)%s",
+			    (unsigned long long)s->id, (long)sa->pid,
+			    (unsigned long long)lost, silent ?
+			    ": the device channel gave no task of this "
+			    "process (is NPUSIM_SHM_PREFIX/the device "
+			    "visible to msptid?)" : "");
 		join_free(sa->join);
 		sa->join = NULL;
 	}
@@ -954,6 +996,7 @@ session_losses(const struct session *s, uint64_t losses[LOSS_STAGE_MAX])
 	TAILQ_FOREACH(sa, &s->agents, entry) {
 		losses[LOSS_AGENT_RING] += sa->ring_drops;
 		losses[LOSS_DAEMON_REJECT] += sa->ring_rejects + sa->rejects;
+		losses[LOSS_DEVICE_UNMATCHED] += session_agent_unmatched(sa);
 	}
 	losses[LOSS_DAEMON_REJECT] += s->old_rejects;
 	losses[LOSS_AGENT_RING] += s->old_drops;
@@ -1114,7 +1157,10 @@ session_attach(struct session *s, struct agent *a, const char **why)
 		    ring_strerror(rc));
 		return -1;
 	}
-	sa->wake_threshold = s->ring_size / 2;
+	/* Woken at a quarter full: 3/4 of the ring is left to absorb the
+	 * daemon's wake-up and drain latency (~22 ms at 5 M markers/s with
+	 * the default 8 MiB ring). */
+	sa->wake_threshold = s->ring_size / 4;
 	TAILQ_INSERT_TAIL(&s->agents, sa, entry);
 	a->session_id = s->id;
 	sa->pending = true;
@@ -1427,6 +1473,7 @@ session_open_writer(struct session *s, int fd, struct trace_writer **wp)
 	struct trace_header h;
 	struct trace_kv kv[12];
 	char host[256], dur[32], steps[32], buf[32], maxs[32], model[1024];
+	char late[32];
 	char kinds[256] = "";
 	char *names[16];
 	size_t nk, nkv = 0;
@@ -1456,6 +1503,10 @@ session_open_writer(struct session *s, int fd, struct trace_writer **wp)
 	kv[nkv++] = (struct trace_kv){ "max_size", maxs };
 	/* msptid maps device time to host time; the model of each device
 	 * at the start, and REC_CLOCK_SYNC records as it is refitted. */
+	/* Device records trail the others by up to this much. */
+	snprintf(late, sizeof(late), "%llu",
+	    (unsigned long long)SESS_MAX_LATENESS_NS);
+	kv[nkv++] = (struct trace_kv){ "max_lateness_ns", late };
 	kv[nkv++] = (struct trace_kv){ "clock_sync", "daemon" };
 	session_clock_text(s, model, sizeof(model));
 	kv[nkv++] = (struct trace_kv){ "clock_model", model };

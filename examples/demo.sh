@@ -49,3 +49,13 @@ if "$MSPTICTL" --help 2>&1 | grep -q '^  start'; then
 	"$MSPTICTL" -r "$RT" report "$T/capture.mspti"
 fi
 say "the job is still running, untouched: $(ps -o etime= -p "$JPID" | tr -d ' ') elapsed"
+
+if [ -f "$T/capture.mspti" ]; then
+	say "5. the timeline, for a trace viewer"
+	"$MSPTICTL" -r "$RT" export "$T/capture.mspti" --format chrome \
+	    -o "$T/trace.json"
+	# $T goes away at exit: keep the timeline where the demo ran.
+	out=${DEMO_TRACE:-$(pwd)/mspti-demo-trace.json}
+	cp "$T/trace.json" "$out"
+	echo "$out: $(wc -c < "$out" | awk '{ printf "%.1f MB", $1 / 1e6 }') Chrome trace JSON; open it in the Perfetto UI (https://ui.perfetto.dev, \"Open trace file\") or chrome://tracing"
+fi

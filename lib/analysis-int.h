@@ -89,8 +89,8 @@ struct an_seg {
 };
 
 /* Bounds of the step-breakdown sweep, per rank. */
-#define AN_REORDER_NS	1000000000ull	/* device intervals may arrive this
-					   much out of start order */
+/* Device intervals may arrive src->reorder_ns out of start order
+ * (ANALYSIS_REORDER_NS by default, see analysis_opts.reorder_ns). */
 #define AN_REORDER_MAX	(1u << 18)	/* intervals (16 bytes each) */
 #define AN_PENDING_MAX	(1u << 18)	/* segments (24 bytes each) */
 #define AN_HOST_WINDOW_NS 1000000000ull	/* host records may trail device
@@ -202,6 +202,7 @@ struct analysis_source {
 	struct an_proc	*last;		/* cache of proc_get */
 	struct rec_clock_sync clocks[64];
 	size_t		 nclocks;
+	uint64_t	 reorder_ns;	/* reorder window of its ranks */
 	/* Launch join: direct-mapped by correlation id. */
 	struct an_pend	*pend;
 	uint64_t	 losses[LOSS_STAGE_MAX];

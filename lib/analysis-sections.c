@@ -1,6 +1,7 @@
 /* Report tables and advisor rules, built from the aggregates. */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -561,6 +562,9 @@ sec_memory(struct analysis *a)
 	a->tables[ANALYSIS_MEMORY] = t;
 }
 
+static void	sec_step_row(struct table *, int32_t,
+		    const struct an_stepres *);
+
 static void
 sec_steps(struct analysis *a)
 {
@@ -588,22 +592,7 @@ sec_steps(struct analysis *a)
 			struct an_stepres *s = &p->res[j];
 			uint64_t len = s->end - s->start;
 
-			table_row(t);
-			table_i64(t, p->rank);
-			if (s->step < 0)
-				table_str(t, "all");
-			else
-				table_i64(t, s->step);
-			table_num(t, US(len), 3);
-			table_num(t, US(s->compute), 3);
-			table_num(t, US(s->comm - s->overlap), 3);
-			table_num(t, US(s->overlap), 3);
-			table_num(t, US(s->comm), 3);
-			table_num(t, US(s->free), 3);
-			table_num(t, US(s->wait), 3);
-			table_num(t, US(s->transit), 3);
-			table_num(t, US(s->memcpy), 3);
-			table_num(t, US(s->data), 3);
+			sec_step_row(t, p->rank, s);
 			sum[0] += (double)len;
 			sum[1] += (double)s->compute;
 			sum[2] += (double)s->comm;
@@ -754,4 +743,165 @@ an_sections(struct analysis *a)
 	}
 	a->tables[ANALYSIS_ADVICE] = t;
 	return 0;
+}
+
+/* ---- text view of the sections that grow with the capture ---- */
+
+static int
+sec_cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Nearest-rank percentile of sorted v[n], n > 0. */
+static uint64_t
+sec_pct(const uint64_t *v, size_t n, unsigned pct)
+{
+	size_t k = (n * pct + 99) / 100;
+
+	return v[k > 0 ? k - 1 : 0];
+}
+
+static const struct an_stepres *sec_sort_res;
+
+/* Indexes into sec_sort_res: longest step first, then by step. */
+static int
+sec_cmp_slow(const void *x, const void *y)
+{
+	const struct an_stepres *a = &sec_sort_res[*(const size_t *)x];
+	const struct an_stepres *b = &sec_sort_res[*(const size_t *)y];
+	uint64_t la = a->end - a->start, lb = b->end - b->start;
+
+	if (la != lb)
+		return la > lb ? -1 : 1;
+	return a->step < b->step ? -1 : a->step > b->step;
+}
+
+/* One row of the steps table's columns for step s of rank. */
+static void
+sec_step_row(struct table *t, int32_t rank, const struct an_stepres *s)
+{
+	table_row(t);
+	table_i64(t, rank);
+	if (s->step < 0)
+		table_str(t, "all");
+	else
+		table_i64(t, s->step);
+	table_num(t, US(s->end - s->start), 3);
+	table_num(t, US(s->compute), 3);
+	table_num(t, US(s->comm - s->overlap), 3);
+	table_num(t, US(s->overlap), 3);
+	table_num(t, US(s->comm), 3);
+	table_num(t, US(s->free), 3);
+	table_num(t, US(s->wait), 3);
+	table_num(t, US(s->transit), 3);
+	table_num(t, US(s->memcpy), 3);
+	table_num(t, US(s->data), 3);
+}
+
+/*
+ * The steps section for a terminal: per rank, a summary (count, step
+ * time avg/p50/p90/max, average breakdown), then each rank's n slowest
+ * steps, then one line saying how many were left out and where they are.
+ */
+static int
+sec_steps_text(struct analysis *a, FILE *f)
+{
+	static const char *const scols[] = { "Rank", "Steps",
+	    "Step Avg(us)", "Step P50(us)", "Step P90(us)", "Step Max(us)",
+	    "Computing Avg(us)", "Comm Not Overlapped Avg(us)",
+	    "Overlapped Avg(us)", "Comm Avg(us)", "Free Avg(us)",
+	    "Wait Avg(us)", "Transit Avg(us)", "Memcpy Avg(us)",
+	    "Data Loading Avg(us)" };
+	const struct table *full = a->tables[ANALYSIS_STEPS];
+	unsigned n = a->o.top_n;
+	size_t total = 0, shown = 0, maxres = 0;
+	struct table *sum, *slow;
+	char title[128];
+	int rc;
+
+	for (size_t i = 0; i < a->nproc; i++) {
+		total += a->proc[i]->nres;
+		if (a->proc[i]->nres > maxres)
+			maxres = a->proc[i]->nres;
+	}
+	if (maxres <= n)		/* short: the table itself */
+		return table_print(full, TABLE_TEXT, f);
+	snprintf(title, sizeof(title), "Steps (per rank: %zu steps in all)",
+	    total);
+	sum = table_new("steps_summary", title, sizeof(scols) /
+	    sizeof(scols[0]), scols);
+	snprintf(title, sizeof(title), "Slowest steps (%u per rank)", n);
+	slow = table_new("steps_slowest", title, table_ncols(full),
+	    (const char *const *)full->cols);
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+		uint64_t *len;
+		size_t *idx;
+		double avg[9] = { 0 }, tot = 0, m;
+
+		if (p->nres == 0)
+			continue;
+		len = malloc(p->nres * sizeof(*len));
+		idx = malloc(p->nres * sizeof(*idx));
+		if (len == NULL || idx == NULL)
+			abort();
+		for (size_t j = 0; j < p->nres; j++) {
+			const struct an_stepres *s = &p->res[j];
+
+			len[j] = s->end - s->start;
+			idx[j] = j;
+			tot += (double)len[j];
+			avg[0] += (double)s->compute;
+			avg[1] += (double)(s->comm - s->overlap);
+			avg[2] += (double)s->overlap;
+			avg[3] += (double)s->comm;
+			avg[4] += (double)s->free;
+			avg[5] += (double)s->wait;
+			avg[6] += (double)s->transit;
+			avg[7] += (double)s->memcpy;
+			avg[8] += (double)s->data;
+		}
+		qsort(len, p->nres, sizeof(*len), sec_cmp_u64);
+		m = (double)p->nres;
+		table_row(sum);
+		table_i64(sum, p->rank);
+		table_u64(sum, p->nres);
+		table_num(sum, tot / 1e3 / m, 3);
+		table_num(sum, US(sec_pct(len, p->nres, 50)), 3);
+		table_num(sum, US(sec_pct(len, p->nres, 90)), 3);
+		table_num(sum, US(len[p->nres - 1]), 3);
+		for (int k = 0; k < 9; k++)
+			table_num(sum, avg[k] / 1e3 / m, 3);
+		sec_sort_res = p->res;
+		qsort(idx, p->nres, sizeof(*idx), sec_cmp_slow);
+		for (size_t j = 0; j < p->nres && j < n; j++, shown++)
+			sec_step_row(slow, p->rank, &p->res[idx[j]]);
+		free(len);
+		free(idx);
+	}
+	rc = table_print(sum, TABLE_TEXT, f);
+	fputc('\n', f);
+	rc |= table_print(slow, TABLE_TEXT, f);
+	fprintf(f, "(%zu of %zu steps not shown: `msptictl report "
+	    "--steps-all` prints every step, --top N the N slowest per rank; "
+	    "--json and --csv always list every step)\n", total - shown,
+	    total);
+	table_free(sum);
+	table_free(slow);
+	return rc != 0 || ferror(f) ? -EIO : 0;
+}
+
+__attribute__((visibility("default"))) int
+analysis_print_text(struct analysis *a, enum analysis_section s, FILE *f)
+{
+	const struct table *t = analysis_table(a, s);
+
+	if (t == NULL)
+		return -EINVAL;
+	if (s == ANALYSIS_STEPS)
+		return sec_steps_text(a, f);
+	return table_print(t, TABLE_TEXT, f);
 }

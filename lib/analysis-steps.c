@@ -202,8 +202,16 @@ st_check(struct analysis *a)
 			if (n == 0)
 				continue;
 			lost += n;
-			an_warn(a, "%s: %" PRIu64 " records lost at %s", s->name,
-			    n, record_loss_stage_name((unsigned)j));
+			if (j == LOSS_DEVICE_UNMATCHED)
+				an_warn(a, "%s: %" PRIu64 " launches have no "
+				    "device timing (device_unmatched: their "
+				    "device tasks never reached the daemon): "
+				    "kernel, step and launch figures miss "
+				    "them", s->name, n);
+			else
+				an_warn(a, "%s: %" PRIu64 " records lost at %s",
+				    s->name, n,
+				    record_loss_stage_name((unsigned)j));
 		}
 		if (s->truncated)
 			an_warn(a, "%s: truncated trace (no footer): the "
@@ -220,10 +228,11 @@ st_check(struct analysis *a)
 
 		if (p->late || p->forced)
 			an_warn(a, "rank %d (pid %u): %" PRIu64 " device "
-			    "intervals out of order beyond the reorder window, "
-			    "%" PRIu64 " over the memory cap: the step "
+			    "intervals out of order beyond the %.1f s reorder "
+			    "window, %" PRIu64 " over the memory cap: the step "
 			    "breakdown is approximate", p->rank, p->pid,
-			    p->late, p->forced);
+			    p->late, (double)p->src->reorder_ns / 1e9,
+			    p->forced);
 	}
 	for (size_t i = 0; i < a->nproc; i++) {
 		if (ws <= 0 && a->proc[i]->world_size > 0)

@@ -2,7 +2,8 @@
  * The step breakdown in bounded memory.  Device intervals of one rank go
  * through a reorder ring (they arrive roughly in start order: records are
  * written as work completes), are released in start order once they are
- * AN_REORDER_NS older than the newest start seen, and are swept into
+ * the source's reorder window (src->reorder_ns: 5 s, or what the trace
+ * header promises) older than the newest start seen, and are swept into
  * unions per group (analysis-int.h).  A closed union segment is added to
  * the steps it overlaps as soon as those steps are known: no step marker
  * opened before its end is still open and the host records have moved
@@ -247,7 +248,7 @@ an_sweep_add(struct analysis *a, struct an_proc *p, uint64_t s, uint64_t e,
 		p->rb_next_sort = p->rb_n + 4096;
 	}
 	while (p->rb_n > 0 &&
-	    p->rb[p->rb_head].start + AN_REORDER_NS < p->rb_max)
+	    p->rb[p->rb_head].start + p->src->reorder_ns < p->rb_max)
 		sw_pop(a, p);
 }
 

@@ -225,6 +225,8 @@ analysis_source_new(struct analysis *a, const char *name, const char *host)
 	s->name = strdup(name ? name : "-");
 	s->host = strdup(host ? host : "");
 	s->pend = calloc(AN_PEND_SIZE, sizeof(struct an_pend));
+	s->reorder_ns = a->o.reorder_ns ? a->o.reorder_ns :
+	    ANALYSIS_REORDER_NS;
 	if (s->name == NULL || s->host == NULL || s->pend == NULL) {
 		free(s->name);
 		free(s->host);
@@ -784,6 +786,22 @@ analysis_add_file(struct analysis *a, const char *path)
 		return -ENOMEM;
 	}
 	src->path = strdup(path);
+	/* The writer's bound on how late it writes device records. */
+	for (size_t i = 0; i < th->nconfig && a->o.reorder_ns == 0; i++) {
+		unsigned long long v;
+		char *end;
+
+		if (strcmp(th->config[i].key, "max_lateness_ns") != 0)
+			continue;
+		v = strtoull(th->config[i].value, &end, 10);
+		if (*end != '\0' || v == 0)
+			continue;
+		v += 1000000000ull;
+		if (v > ANALYSIS_REORDER_MAX_NS)
+			v = ANALYSIS_REORDER_MAX_NS;
+		if (v > src->reorder_ns)
+			src->reorder_ns = v;
+	}
 	for (size_t i = 0; i < th->nclocks && src->nclocks < 64; i++)
 		src->clocks[src->nclocks++] = th->clocks[i];
 	for (;;) {

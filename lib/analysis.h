@@ -83,10 +83,21 @@ struct analysis_opts {
 	double		 host_gap_ms;		/* 200 */
 	double		 comm_retrans_s;	/* 4 */
 	double		 small_packet_ratio;	/* 0.2 of transfers */
+	/* Device records may be this much (ns) out of start order in a
+	 * trace: the reorder window of the step breakdown.  0: the default,
+	 * ANALYSIS_REORDER_NS, or a trace header's "max_lateness_ns" (what
+	 * its writer guarantees) plus 1 s when that is larger. */
+	uint64_t	 reorder_ns;
 	/* Keep the per-rank compute/communication unions for the
 	 * exporters' overlap track (memory grows with the trace). */
 	bool		 keep_segments;
 };
+
+/* Default reorder window: msptid writes a device record up to about 2 s
+ * after records that started later (its task waited for the launch). */
+#define ANALYSIS_REORDER_NS	5000000000ull
+/* Upper bound on a window taken from a trace header. */
+#define ANALYSIS_REORDER_MAX_NS	60000000000ull
 
 struct analysis;
 struct analysis_source;
@@ -134,6 +145,17 @@ int	analysis_run(struct analysis *a);
 /* The table of a section after analysis_run (NULL before); owned by a. */
 const struct table	*analysis_table(struct analysis *a,
 	    enum analysis_section s);
+
+/*
+ * Prints section s as text for a reader (TABLE_TEXT).  The steps section,
+ * which grows with the capture, is shortened when a rank has more than
+ * top_n steps: a per-rank summary (step count, avg/p50/p90/max step time,
+ * average breakdown), each rank's top_n slowest steps and a line saying
+ * how many were left out.  Other sections print their whole table
+ * (table_print).  0, -EINVAL before analysis_run, or -EIO.
+ */
+int	analysis_print_text(struct analysis *a, enum analysis_section s,
+	    FILE *out);
 
 /* A section's short name ("ops", "steps", ...) or NULL; and the reverse
  * (-1 when unknown). */

@@ -313,7 +313,7 @@ join_expire(struct join *j, uint64_t now)
 }
 
 void
-join_flush(struct join *j)
+join_flush_at(struct join *j, uint64_t now, uint64_t inflight_ns)
 {
 	struct jent *e;
 
@@ -322,10 +322,20 @@ join_flush(struct join *j)
 		join_emit_dev(j, e, NULL);
 	}
 	while ((e = TAILQ_FIRST(&j->host.ages)) != NULL) {
+		if (inflight_ns > 0 && e->added <= now &&
+		    now - e->added < inflight_ns)
+			j->st.host_inflight++;
+		else
+			j->st.host_only++;
 		jtable_unlink(&j->host, e);
 		free(e);
-		j->st.host_only++;
 	}
+}
+
+void
+join_flush(struct join *j)
+{
+	join_flush_at(j, 0, 0);
 }
 
 void

@@ -59,6 +59,10 @@ struct join_stats {
 	uint64_t	dev_unmatched;	/* emitted alone after dev_timeout */
 	uint64_t	dev_evicted;	/* emitted alone early: max_dev reached */
 	uint64_t	host_only;	/* launch tasks never matched (timeout, flush) */
+	uint64_t	host_inflight;	/* launch tasks join_flush_at dropped
+					   that were younger than its window:
+					   likely still queued on the device
+					   (not in host_only) */
 	uint64_t	host_evicted;	/* launch tasks dropped: max_host reached */
 	uint64_t	host_replaced;	/* a new launch reused a waiting key */
 	uint64_t	dev_duplicate;	/* a device task reused a waiting key */
@@ -93,6 +97,9 @@ void		 join_expire(struct join *, uint64_t now);
 /* Emits every waiting device task alone, drops every launch (counted
  * host_only): end of a session. */
 void		 join_flush(struct join *);
+/* The same, but a launch added less than inflight_ns before now is
+ * counted host_inflight instead (its task may simply not have run yet). */
+void		 join_flush_at(struct join *, uint64_t now, uint64_t inflight_ns);
 
 void		 join_get_stats(const struct join *, struct join_stats *out);
 

@@ -100,6 +100,7 @@ static const char *const loss_stage_names[LOSS_STAGE_MAX] = {
 	[LOSS_DAEMON_REJECT] = "daemon_reject",
 	[LOSS_DISK] = "disk",
 	[LOSS_AGENT_BUFFER] = "agent_buffer",
+	[LOSS_DEVICE_UNMATCHED] = "device_unmatched",
 };
 
 size_t

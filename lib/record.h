@@ -80,7 +80,11 @@ enum rec_loss_stage {
 	LOSS_DAEMON_REJECT	= 2,	/* daemon validation rejects */
 	LOSS_DISK		= 3,	/* trace write failed */
 	LOSS_AGENT_BUFFER	= 4,	/* agent had no buffer (in-process) */
-	LOSS_STAGE_MAX		= 5,
+	LOSS_DEVICE_UNMATCHED	= 5,	/* launches whose device task never
+					   reached the daemon: no device
+					   timing (lib/join host_only and
+					   evicted) */
+	LOSS_STAGE_MAX		= 6,
 };
 
 /* REC_SESSION events (in aux). */

@@ -80,6 +80,8 @@ struct ring {
 	uint64_t		 buf[REC_MAX_SIZE / 8];
 };
 
+#define RING_PREFETCH	512	/* bytes ahead of the head a producer prefetches */
+
 static int
 is_pow2(uint64_t x)
 {
@@ -249,6 +251,10 @@ ring_reserve(struct ring *r, size_t len, void **pp)
 		ring_store_word(r->data + off,
 		    REC_PAD | (uint64_t)pad << 16);
 	*pp = r->data + ((h + pad) & r->mask);
+	/* Ask for the lines the next records go to: the first lap over a
+	 * fresh ring misses the cache on every line otherwise. */
+	__builtin_prefetch(r->data + ((h + need + RING_PREFETCH) & r->mask),
+	    1, 3);
 	return 0;
 }
 

@@ -447,13 +447,14 @@ pyprof_report(PyObject *self, PyObject *noargs)
 			continue;
 		if (n++)
 			fputc('\n', fp);
-		if (table_print(t, TABLE_TEXT, fp) != 0)
+		/* As msptictl report prints it (steps summarized). */
+		if (analysis_print_text(a, (enum analysis_section)s, fp) != 0)
 			rc = -1;
 	}
 	fclose(fp);
 	if (rc != 0) {
 		free(buf);
-		PyErr_SetString(PyExc_OSError, "table_print failed");
+		PyErr_SetString(PyExc_OSError, "analysis_print_text failed");
 		return NULL;
 	}
 	out = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "replace");

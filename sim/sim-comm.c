@@ -767,6 +767,40 @@ sim_comm_acl_error(HcclResult r)
 }
 
 /*
+ * What a BatchSendRecv record says about its items, all of which run as
+ * one task: count is the elements of every item when they share a data
+ * type (else the bytes, as UINT8), and peer the remote rank when every
+ * item has the same one (else NPUSIM_ID_NONE).
+ */
+static void
+sim_comm_batch_record(const struct sim_comm_op *op,
+    struct npusim_record *rec)
+{
+	uint64_t	count = 0, bytes = 0;
+	uint32_t	i;
+	int		same_type = 1, same_peer = 1;
+
+	for (i = 0; i < op->nitems; i++) {
+		count += op->items[i].count;
+		bytes += op->items[i].count *
+		    sim_comm_dtype_size(op->items[i].dataType);
+		if (op->items[i].dataType != op->items[0].dataType)
+			same_type = 0;
+		if (op->items[i].remoteRank != op->items[0].remoteRank)
+			same_peer = 0;
+	}
+	if (op->nitems > 0 && same_type) {
+		rec->count = count;
+		rec->data_type = (uint32_t)op->items[0].dataType;
+	} else {
+		rec->count = bytes;
+		rec->data_type = HCCL_DATA_TYPE_UINT8;
+	}
+	rec->peer = op->nitems > 0 && same_peer ? op->items[0].remoteRank :
+	    NPUSIM_ID_NONE;
+}
+
+/*
  * Execute a queued comm op on the stream worker.  start is this rank's
  * arrival (monotonic); rec gets the COMM fields and, in end_ns, the
  * monotonic end time the worker must wait for.
@@ -815,6 +849,7 @@ sim_comm_exec(struct sim_comm_op *op, uint64_t start, struct npusim_record *rec)
 				    sim_comm_dtype_size(
 				    op->items[i].dataType);
 			}
+			sim_comm_batch_record(op, rec);
 		} else {
 			memset(&one, 0, sizeof one);
 			one.send = op->op == SIM_COMM_SEND;

@@ -2,19 +2,237 @@
  * sim-memory.c - device and host memory, memcpy and memset.
  *
  * Device memory is host memory (anonymous mappings, so untouched pages
- * cost nothing) that the runtime tracks: each device has a capacity of
- * NPUSIM_MEM_MB per process, and copies check that their device side lies
- * inside a live allocation.  Copies are performed by the stream worker
- * when the task runs, so they are really asynchronous.
+ * cost nothing) that the runtime tracks, and copies check that their
+ * device side lies inside a live allocation.  Copies are performed by the
+ * stream worker when the task runs, so they are really asynchronous.
+ *
+ * Capacity is node-wide, as on hardware: every process using a device
+ * reserves its bytes in the device metrics page's mem_used with
+ * compare-and-swap before an allocation succeeds (the limit is
+ * NPUSIM_MEM_MB as the allocating process sees it), and gives them back on
+ * aclrtFree, aclFinalize and exit.  Each process also counts its bytes in
+ * an owner entry of the page, so that the space of a process that died
+ * without freeing is reclaimed by the next allocation that would fail (and
+ * by aclrtGetMemInfo).  Without a metrics page (shm unavailable) the limit
+ * falls back to per process.
  */
 #include <sys/mman.h>
 
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim.h"
 
 #define SIM_MEMORY_ALIGN	32
+
+/* Start time of pid in clock ticks since boot (/proc/<pid>/stat field
+ * 22), 0 if unknown: tells a live process from a reuse of its pid. */
+static uint64_t
+sim_memory_start_time(pid_t pid)
+{
+	char			 path[64], buf[1024], *p;
+	unsigned long long	 v = 0;
+	FILE			*f;
+	size_t			 n;
+	int			 i;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return (0);
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* The command name may hold spaces and parentheses. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return (0);
+	p++;
+	/* After ") " comes field 3; field 22 is 19 fields further. */
+	for (i = 3; i < 22 && p != NULL; i++)
+		if ((p = strchr(p + 1, ' ')) == NULL)
+			return (0);
+	if (p == NULL || sscanf(p, " %llu", &v) != 1)
+		return (0);
+	return ((uint64_t)v);
+}
+
+/* Has the process that owns an entry (pid, start time st) gone? */
+static int
+sim_memory_pid_gone(pid_t pid, uint64_t st)
+{
+	uint64_t	now;
+
+	if (kill(pid, 0) == -1 && errno == ESRCH)
+		return (1);
+	if (st == 0 || (now = sim_memory_start_time(pid)) == 0)
+		return (0);
+	return (now != st);
+}
+
+/* Subtract b from *v without going below zero. */
+static void
+sim_memory_sub(uint64_t *v, uint64_t b)
+{
+	uint64_t	cur = __atomic_load_n(v, __ATOMIC_RELAXED);
+
+	while (!__atomic_compare_exchange_n(v, &cur, cur > b ? cur - b : 0,
+	    0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		;
+}
+
+/*
+ * Give back the bytes of every owner entry whose process is gone; returns
+ * how many.  Any process may run it at any time: the compare-and-swap on
+ * pid makes exactly one reclaimer settle an entry.
+ */
+static uint64_t
+sim_memory_reclaim(struct npusim_metrics_page *m)
+{
+	struct npusim_mem_owner	*o;
+	uint64_t		 got = 0, b;
+	int32_t			 pid;
+	int			 i;
+
+	for (i = 0; i < NPUSIM_MEM_OWNERS; i++) {
+		o = &m->mem_owners[i];
+		pid = __atomic_load_n(&o->pid, __ATOMIC_ACQUIRE);
+		if (pid <= 0 || pid == (int32_t)getpid() ||
+		    !sim_memory_pid_gone(pid, __atomic_load_n(&o->start_time,
+		    __ATOMIC_RELAXED)))
+			continue;
+		if (!__atomic_compare_exchange_n(&o->pid, &pid,
+		    NPUSIM_MEM_OWNER_RECLAIMING, 0, __ATOMIC_ACQ_REL,
+		    __ATOMIC_RELAXED))
+			continue;
+		b = __atomic_exchange_n(&o->bytes, 0, __ATOMIC_ACQ_REL);
+		sim_memory_sub(&m->mem_used, b);
+		__atomic_store_n(&o->start_time, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&o->pid, 0, __ATOMIC_RELEASE);
+		got += b;
+	}
+	return (got);
+}
+
+/* Claim a free owner entry for this process, NULL if the table is full. */
+static struct npusim_mem_owner *
+sim_memory_owner_claim(struct npusim_metrics_page *m, pid_t me)
+{
+	struct npusim_mem_owner	*o;
+	int32_t			 zero;
+	int			 i, pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < NPUSIM_MEM_OWNERS; i++) {
+			o = &m->mem_owners[i];
+			zero = 0;
+			if (!__atomic_compare_exchange_n(&o->pid, &zero,
+			    (int32_t)me, 0, __ATOMIC_ACQ_REL,
+			    __ATOMIC_RELAXED))
+				continue;
+			__atomic_store_n(&o->bytes, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&o->start_time,
+			    sim_memory_start_time(me), __ATOMIC_RELEASE);
+			return (o);
+		}
+		if (pass == 0)
+			sim_memory_reclaim(m);
+	}
+	return (NULL);
+}
+
+/* The device was opened (caller holds sim_rt.lock): count this
+ * process's allocations node-wide from now on. */
+void
+sim_memory_share_open(struct sim_device *d)
+{
+	if (d->metrics == NULL)
+		return;
+	d->mem_pid = getpid();
+	d->mem_owner = sim_memory_owner_claim(d->metrics, d->mem_pid);
+	__atomic_store_n(&d->mem_shared, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Give back every byte this process still holds on d and free its owner
+ * entry: the device is being closed (aclFinalize) or the process exits.
+ * Allocations freed later no longer touch the shared counter.
+ */
+void
+sim_memory_share_close(struct sim_device *d)
+{
+	struct npusim_mem_owner	*o;
+	uint64_t		 b;
+
+	if (d->metrics == NULL || d->mem_pid != getpid() ||
+	    !__atomic_exchange_n(&d->mem_shared, 0, __ATOMIC_ACQ_REL))
+		return;
+	if ((o = d->mem_owner) != NULL) {
+		b = __atomic_exchange_n(&o->bytes, 0, __ATOMIC_ACQ_REL);
+		__atomic_store_n(&o->start_time, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&o->pid, 0, __ATOMIC_RELEASE);
+		d->mem_owner = NULL;
+	} else
+		b = d->mem_used;	/* counted without an entry */
+	sim_memory_sub(&d->metrics->mem_used, b);
+}
+
+/* At exit (without aclFinalize) the space goes back at once; a process
+ * that dies without running this is reclaimed by pid later. */
+__attribute__((destructor)) static void
+sim_memory_exit(void)
+{
+	int	i;
+
+	for (i = 0; i < SIM_MAX_DEVICES; i++)
+		sim_memory_share_close(&sim_rt.devices[i]);
+}
+
+/*
+ * Reserve size bytes on d node-wide; 0 or -1 (over capacity even after
+ * reclaiming the space of dead processes).  *used gets what was in use.
+ */
+static int
+sim_memory_reserve(struct sim_device *d, size_t size, uint64_t *used)
+{
+	struct npusim_metrics_page	*m = d->metrics;
+	uint64_t			 cur;
+	int				 reclaimed = 0;
+
+	cur = __atomic_load_n(&m->mem_used, __ATOMIC_RELAXED);
+	for (;;) {
+		*used = cur;
+		if (cur > sim_cfg.mem_bytes || size > sim_cfg.mem_bytes - cur) {
+			if (reclaimed || sim_memory_reclaim(m) == 0)
+				return (-1);
+			reclaimed = 1;
+			cur = __atomic_load_n(&m->mem_used, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (__atomic_compare_exchange_n(&m->mem_used, &cur,
+		    cur + size, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			break;
+	}
+	if (d->mem_owner != NULL)
+		__atomic_fetch_add(&d->mem_owner->bytes, size,
+		    __ATOMIC_RELEASE);
+	return (0);
+}
+
+/* Undo sim_memory_reserve (or a per-process count) for size bytes. */
+static void
+sim_memory_unreserve(struct sim_device *d, size_t size)
+{
+	if (d->metrics == NULL ||
+	    !__atomic_load_n(&d->mem_shared, __ATOMIC_ACQUIRE) ||
+	    d->mem_pid != getpid())
+		return;
+	if (d->mem_owner != NULL)
+		sim_memory_sub(&d->mem_owner->bytes, size);
+	sim_memory_sub(&d->metrics->mem_used, size);
+}
 
 /*
  * Is [p, p + len) inside one live allocation?  0 if so, with its device
@@ -64,7 +282,9 @@ sim_memory_alloc(void **out, size_t size, int dev)
 {
 	struct sim_device	*d = NULL;
 	struct sim_alloc	*a;
+	uint64_t		 used;
 	void			*p;
+	int			 shared, full;
 
 	if (out == NULL || size == 0 || size > ((size_t)1 << 48))
 		return (ACL_ERROR_INVALID_PARAM);
@@ -73,12 +293,22 @@ sim_memory_alloc(void **out, size_t size, int dev)
 		if ((d = sim_runtime_device(dev)) == NULL)
 			return (ACL_ERROR_RT_CONTEXT_NULL);
 		pthread_mutex_lock(&sim_rt.lock);
-		if (d->mem_used + size > sim_cfg.mem_bytes) {
+		shared = d->metrics != NULL &&
+		    __atomic_load_n(&d->mem_shared, __ATOMIC_ACQUIRE) &&
+		    d->mem_pid == getpid();
+		if (shared)
+			full = sim_memory_reserve(d, size, &used) != 0;
+		else {
+			used = d->mem_used;
+			full = d->mem_used + size > sim_cfg.mem_bytes;
+		}
+		if (full) {
 			pthread_mutex_unlock(&sim_rt.lock);
 			sim_runtime_set_error(ACL_ERROR_BAD_ALLOC,
-			    "device %d: %zu bytes requested, %llu of %llu used",
-			    dev, size, (unsigned long long)d->mem_used,
-			    (unsigned long long)sim_cfg.mem_bytes);
+			    "device %d: %zu bytes requested, %llu of %llu used "
+			    "%s", dev, size, (unsigned long long)used,
+			    (unsigned long long)sim_cfg.mem_bytes,
+			    shared ? "on the node" : "by this process");
 			return (ACL_ERROR_BAD_ALLOC);
 		}
 		d->mem_used += size;
@@ -94,6 +324,7 @@ sim_memory_alloc(void **out, size_t size, int dev)
 		if (d != NULL) {
 			pthread_mutex_lock(&sim_rt.lock);
 			d->mem_used -= size;
+			sim_memory_unreserve(d, size);
 			pthread_mutex_unlock(&sim_rt.lock);
 		}
 		return (ACL_ERROR_BAD_ALLOC);
@@ -104,9 +335,6 @@ sim_memory_alloc(void **out, size_t size, int dev)
 	pthread_mutex_lock(&sim_rt.lock);
 	LIST_INSERT_HEAD(&sim_rt.allocs, a, entry);
 	pthread_mutex_unlock(&sim_rt.lock);
-	if (d != NULL && d->metrics != NULL)
-		__atomic_fetch_add(&d->metrics->mem_used, size,
-		    __ATOMIC_RELAXED);
 	*out = p;
 	return (ACL_SUCCESS);
 }
@@ -138,9 +366,7 @@ sim_memory_release(void *p, int host)
 	/* Queued copies may still touch it: let the device drain first. */
 	if (d != NULL && sim_runtime_device(d->id) != NULL) {
 		sim_stream_sync_device(d);
-		if (d->metrics != NULL)
-			__atomic_fetch_sub(&d->metrics->mem_used, a->size,
-			    __ATOMIC_RELAXED);
+		sim_memory_unreserve(d, a->size);
 	}
 	munmap(a->base, a->size);
 	free(a);
@@ -192,6 +418,7 @@ SIM_EXPORT aclError
 aclrtGetMemInfo(aclrtMemAttr attr, size_t *freep, size_t *total)
 {
 	struct sim_device	*d;
+	uint64_t		 used;
 	int			 dev;
 
 	sim_runtime_init();
@@ -201,10 +428,18 @@ aclrtGetMemInfo(aclrtMemAttr attr, size_t *freep, size_t *total)
 	dev = sim_runtime_current_device();
 	if (dev < 0 || (d = sim_runtime_device(dev)) == NULL)
 		return (ACL_ERROR_RT_CONTEXT_NULL);
-	pthread_mutex_lock(&sim_rt.lock);
+	/* Node-wide, like the device: what every process holds. */
+	if (d->metrics != NULL) {
+		sim_memory_reclaim(d->metrics);
+		used = __atomic_load_n(&d->metrics->mem_used,
+		    __ATOMIC_RELAXED);
+	} else {
+		pthread_mutex_lock(&sim_rt.lock);
+		used = d->mem_used;
+		pthread_mutex_unlock(&sim_rt.lock);
+	}
 	*total = sim_cfg.mem_bytes;
-	*freep = sim_cfg.mem_bytes - d->mem_used;
-	pthread_mutex_unlock(&sim_rt.lock);
+	*freep = used < sim_cfg.mem_bytes ? sim_cfg.mem_bytes - used : 0;
 	return (ACL_SUCCESS);
 }
 

@@ -305,6 +305,7 @@ sim_shm_device_open(struct sim_device *d)
 	if (d->metrics != NULL)
 		__atomic_fetch_add(&d->metrics->processes, 1,
 		    __ATOMIC_RELAXED);
+	sim_memory_share_open(d);
 	pthread_mutex_init(&d->sampler_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -334,6 +335,7 @@ sim_shm_device_close(struct sim_device *d)
 	pthread_mutex_destroy(&d->sampler_lock);
 	pthread_cond_destroy(&d->sampler_cond);
 	if (d->metrics != NULL) {
+		sim_memory_share_close(d);
 		__atomic_fetch_sub(&d->metrics->processes, 1,
 		    __ATOMIC_RELAXED);
 		munmap(d->metrics, sizeof *d->metrics);

@@ -180,6 +180,12 @@ struct sim_device {
 	int			 id;
 	int			 open;
 	uint64_t		 mem_used;	/* this process */
+	/* Node-wide accounting in metrics->mem_used (sim-memory.c): set
+	 * while this process's bytes count there; mem_pid guards against a
+	 * forked child settling its parent's share. */
+	int			 mem_shared;
+	pid_t			 mem_pid;
+	struct npusim_mem_owner	*mem_owner;	/* NULL: table was full */
 	struct sim_stream	*default_stream;
 	struct sim_streams	 streams;
 	struct npusim_channel_header *chan;
@@ -262,6 +268,8 @@ aclError	 sim_stream_sync_device(struct sim_device *);
 /* sim-memory.c */
 int		 sim_memory_find(const void *, size_t, int *);
 void		 sim_memory_free_all(void);
+void		 sim_memory_share_open(struct sim_device *);
+void		 sim_memory_share_close(struct sim_device *);
 
 /* sim-kernel.c */
 uint64_t	 sim_kernel_model(int, double, double);

@@ -445,7 +445,9 @@ class Profile:
         return list(self._engine().warnings())
 
     def report(self):
-        """The whole text report, as msptictl report prints it."""
+        """The whole text report, as msptictl report prints it (per rank,
+        a step summary and the slowest steps; ``table("steps")`` has every
+        step)."""
         return self._engine().report()
 
     def export_csv(self, directory):

@@ -6,8 +6,8 @@ set -eu
 b=${top_builddir:-.}
 s=${top_srcdir:-..}
 t=$(mktemp -d)
-trap 'rm -rf "$t"' EXIT
-export NPUSIM_SHM_PREFIX="rep$$" MSPTID_RUNTIME_DIR="$t"
+trap 'rm -rf "$t" /dev/shm/"$NPUSIM_SHM_PREFIX"*' EXIT
+export NPUSIM_SHM_PREFIX="${NPUSIM_SHM_PREFIX:-mspti}-rep$$" MSPTID_RUNTIME_DIR="$t"
 ctl="$b/client/msptictl"
 fail() { echo "FAIL: $*"; exit 1; }
 

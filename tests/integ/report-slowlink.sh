@@ -7,8 +7,8 @@
 set -eu
 b=${top_builddir:-.}
 t=$(mktemp -d)
-trap 'rm -rf "$t"' EXIT
-export NPUSIM_SHM_PREFIX="repl$$" MSPTID_RUNTIME_DIR="$t"
+trap 'rm -rf "$t" /dev/shm/"$NPUSIM_SHM_PREFIX"*' EXIT
+export NPUSIM_SHM_PREFIX="${NPUSIM_SHM_PREFIX:-mspti}-repl$$" MSPTID_RUNTIME_DIR="$t"
 export NPUSIM_TIME_SCALE=20
 ctl="$b/client/msptictl"
 fail() { echo "FAIL: $*"; exit 1; }

@@ -15,8 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+#include <sys/wait.h>
+
 #include <acl/acl.h>
+#include <hccl/hccl.h>
 #include <npusim/npusim.h>
+#include <runtime/rt.h>
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
@@ -94,9 +99,16 @@ setup(void)
 static void
 teardown(void)
 {
+	char name[NPUSIM_SHM_NAME_MAX];
+
 	aclrtDestroyStream(stream);
 	aclrtResetDevice(0);
 	aclFinalize();
+	/* The prefix is this test's own. */
+	if (npusimShmName(name, sizeof(name), 0, "chan") >= 0)
+		shm_unlink(name);
+	if (npusimShmName(name, sizeof(name), 0, "metrics") >= 0)
+		shm_unlink(name);
 }
 
 START_TEST(test_kernels)
@@ -438,6 +450,240 @@ START_TEST(test_device_markers)
 }
 END_TEST
 
+/* The record of kind with correlation id corr (msptiActivityApi
+ * layout), NULL if none. */
+static msptiActivityApi *
+api_kind_by_corr(msptiActivityKind kind, uint64_t corr)
+{
+	msptiActivity *r = NULL;
+
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS)
+		if (r->kind == kind &&
+		    ((msptiActivityApi *)r)->correlationId == corr)
+			return (msptiActivityApi *)r;
+	return NULL;
+}
+
+/* Every record of an API kind names an entry point starting with prefix;
+ * returns how many there are. */
+static size_t
+api_kind_all(msptiActivityKind kind, const char *prefix)
+{
+	msptiActivity **r;
+	size_t n, i;
+
+	r = records(kind, &n);
+	for (i = 0; i < n; i++) {
+		const char *name = ((msptiActivityApi *)r[i])->name;
+
+		ck_assert_ptr_nonnull(name);
+		ck_assert_msg(strncmp(name, prefix, strlen(prefix)) == 0,
+		    "kind %d: %s", (int)kind, name);
+	}
+	return n;
+}
+
+/*
+ * ACL_API covers the acl* entry points and RUNTIME_API the rt* ones the
+ * application calls: the agent's own rtGetTaskIdAndStreamID (for the
+ * kernel join) makes no record.
+ */
+START_TEST(test_api_layers)
+{
+	aclrtFuncHandle k;
+	msptiActivity **r;
+	uint32_t task, sid;
+	size_t n;
+
+	ck_assert_int_eq(npusimKernelRegister("layer", NPUSIM_KERNEL_AI_CORE,
+	    0, 0, 100000, &k), ACL_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_ACL_API),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_RUNTIME_API),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, stream), ACL_SUCCESS);
+	ck_assert_int_eq(rtGetTaskIdAndStreamID(&task, &sid), 0);
+	ck_assert_uint_eq(sid, (uint32_t)stream_id);
+	ck_assert_int_eq(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+	msptiActivityFlushAll(1);
+
+	ck_assert_uint_eq(api_kind_all(MSPTI_ACTIVITY_KIND_ACL_API, "aclrt"),
+	    2);
+	ck_assert_uint_eq(api_kind_all(MSPTI_ACTIVITY_KIND_RUNTIME_API,
+	    "rtGetTaskIdAndStreamID"), 1);
+	records(MSPTI_ACTIVITY_KIND_API, &n);
+	ck_assert_uint_eq(n, 0);
+	records(MSPTI_ACTIVITY_KIND_NODE_API, &n);
+	ck_assert_uint_eq(n, 0);
+	r = records(MSPTI_ACTIVITY_KIND_KERNEL, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(api_kind_by_corr(MSPTI_ACTIVITY_KIND_ACL_API,
+	    ((msptiActivityKernel *)r[0])->correlationId)->name,
+	    "aclrtLaunchKernel");
+}
+END_TEST
+
+/* Pinned host memory gives MEMORY records too, of kind UNKNOWN (msPTI
+ * has no host kind) and no device. */
+START_TEST(test_host_memory)
+{
+	msptiActivityMemory *a, *f;
+	msptiActivity **r;
+	void *h = NULL;
+	size_t n;
+
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MEMORY),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_API),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(aclrtMallocHost(&h, 4096), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtFreeHost(h), ACL_SUCCESS);
+	msptiActivityFlushAll(1);
+	r = records(MSPTI_ACTIVITY_KIND_MEMORY, &n);
+	ck_assert_uint_eq(n, 2);
+	a = (msptiActivityMemory *)r[0];
+	f = (msptiActivityMemory *)r[1];
+	ck_assert_int_eq(a->memoryOperationType,
+	    MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION);
+	ck_assert_int_eq(f->memoryOperationType,
+	    MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE);
+	ck_assert_int_eq(a->memoryKind, MSPTI_ACTIVITY_MEMORY_UNKNOWN);
+	ck_assert_int_eq(f->memoryKind, MSPTI_ACTIVITY_MEMORY_UNKNOWN);
+	ck_assert_uint_eq(a->address, (uint64_t)(uintptr_t)h);
+	ck_assert_uint_eq(f->address, (uint64_t)(uintptr_t)h);
+	ck_assert_uint_eq(a->bytes, 4096);
+	ck_assert_uint_eq(f->bytes, 4096);
+	ck_assert_uint_eq(a->deviceId, MSPTI_INVALID_DEVICE_ID);
+	ck_assert_uint_eq(a->processId, (uint32_t)getpid());
+	ck_assert_str_eq(api_by_corr(a->correlationId)->name,
+	    "aclrtMallocHost");
+	ck_assert_str_eq(api_by_corr(f->correlationId)->name, "aclrtFreeHost");
+}
+END_TEST
+
+#define RANK_CHECK(cond) do {						\
+	if (!(cond)) {							\
+		fprintf(stderr, "rank %u: %s:%d: %s\n", rank, __FILE__,	\
+		    __LINE__, #cond);					\
+		return 1;						\
+	}								\
+} while (0)
+
+/*
+ * One rank of test_hccl_batch: a BatchSendRecv of four items with the
+ * other rank, with only the layer API kinds and the communication kinds
+ * enabled.
+ */
+static int
+hccl_rank(uint32_t rank, const HcclRootInfo *root)
+{
+	HcclSendRecvItem it[4];
+	msptiActivityCommunication *cm;
+	msptiActivityHccl *hc;
+	msptiActivityApi *call = NULL;
+	msptiActivity **r;
+	aclrtStream s;
+	HcclComm comm;
+	void *buf[4];
+	size_t n, i;
+	uint32_t peer = 1 - rank;
+
+	RANK_CHECK(msptiActivityRegisterCallbacks(req_cb, done_cb) ==
+	    MSPTI_SUCCESS);
+	RANK_CHECK(msptiActivityEnable(MSPTI_ACTIVITY_KIND_ACL_API) == 0);
+	RANK_CHECK(msptiActivityEnable(MSPTI_ACTIVITY_KIND_NODE_API) == 0);
+	RANK_CHECK(msptiActivityEnable(MSPTI_ACTIVITY_KIND_COMMUNICATION) == 0);
+	RANK_CHECK(msptiActivityEnable(MSPTI_ACTIVITY_KIND_HCCL) == 0);
+	RANK_CHECK(aclrtSetDevice((int32_t)rank) == ACL_SUCCESS);
+	RANK_CHECK(aclrtCreateStream(&s) == ACL_SUCCESS);
+	for (i = 0; i < 4; i++)
+		RANK_CHECK(aclrtMalloc(&buf[i], 4096, ACL_MEM_MALLOC_HUGE_FIRST) ==
+		    ACL_SUCCESS);
+	RANK_CHECK(HcclCommInitRootInfo(2, root, rank, &comm) == HCCL_SUCCESS);
+	for (i = 0; i < 4; i++) {
+		it[i].sendRecvType = (i % 2) ? HCCL_RECV : HCCL_SEND;
+		it[i].buf = buf[i];
+		it[i].count = i < 2 ? 1024 : 256;
+		it[i].dataType = HCCL_DATA_TYPE_FP32;
+		it[i].remoteRank = peer;
+	}
+	RANK_CHECK(HcclBatchSendRecv(it, 4, comm, s) == HCCL_SUCCESS);
+	RANK_CHECK(aclrtSynchronizeStream(s) == ACL_SUCCESS);
+	msptiActivityFlushAll(1);
+
+	records(MSPTI_ACTIVITY_KIND_API, &n);
+	RANK_CHECK(n == 0);
+	records(MSPTI_ACTIVITY_KIND_RUNTIME_API, &n);
+	RANK_CHECK(n == 0);
+	r = records(MSPTI_ACTIVITY_KIND_ACL_API, &n);
+	RANK_CHECK(n == 7);	/* SetDevice, CreateStream, 4 Malloc, Sync */
+	for (i = 0; i < n; i++)
+		RANK_CHECK(strncmp(((msptiActivityApi *)r[i])->name, "aclrt",
+		    5) == 0);
+	r = records(MSPTI_ACTIVITY_KIND_NODE_API, &n);
+	RANK_CHECK(n == 1);
+	call = (msptiActivityApi *)r[0];
+	RANK_CHECK(strcmp(call->name, "HcclBatchSendRecv") == 0);
+	/* One device task for the whole batch, joined to the call. */
+	r = records(MSPTI_ACTIVITY_KIND_COMMUNICATION, &n);
+	RANK_CHECK(n == 1);
+	cm = (msptiActivityCommunication *)r[0];
+	RANK_CHECK(cm->correlationId == call->correlationId);
+	RANK_CHECK(strcmp(cm->name, "HcclBatchSendRecv") == 0);
+	RANK_CHECK(cm->dataType == MSPTI_ACTIVITY_COMMUNICATION_FP32);
+	RANK_CHECK(cm->count == 2 * 1024 + 2 * 256);
+	RANK_CHECK(cm->ds.deviceId == rank);
+	RANK_CHECK(strcmp(cm->algType, "P2P") == 0);
+	r = records(MSPTI_ACTIVITY_KIND_HCCL, &n);
+	RANK_CHECK(n == 1);
+	hc = (msptiActivityHccl *)r[0];
+	RANK_CHECK(strcmp(hc->name, "HcclBatchSendRecv") == 0);
+	/* bytes / ns: the bytes are every item's count x 4. */
+	RANK_CHECK(hc->end > hc->start);
+	RANK_CHECK(hc->bandWidth > 0);
+	RANK_CHECK(hc->bandWidth * (double)(hc->end - hc->start) >
+	    0.99 * (2 * 1024 + 2 * 256) * 4);
+	RANK_CHECK(hc->bandWidth * (double)(hc->end - hc->start) <
+	    1.01 * (2 * 1024 + 2 * 256) * 4);
+	HcclCommDestroy(comm);
+	return 0;
+}
+
+START_TEST(test_hccl_batch)
+{
+	HcclRootInfo root;
+	char prefix[64];
+	pid_t pid[2];
+	int status, i, bad = 0;
+
+	snprintf(prefix, sizeof(prefix), "mspti-chk-%d", (int)getpid());
+	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
+	ck_assert_int_eq(HcclGetRootInfo(&root), HCCL_SUCCESS);
+	for (i = 0; i < 2; i++) {
+		pid[i] = fork();
+		ck_assert_int_ne(pid[i], -1);
+		if (pid[i] == 0)
+			_exit(hccl_rank((uint32_t)i, &root));
+	}
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			bad = 1;
+	}
+	for (i = 0; i < 2; i++) {
+		char name[NPUSIM_SHM_NAME_MAX];
+
+		if (npusimShmName(name, sizeof(name), i, "chan") >= 0)
+			shm_unlink(name);
+		if (npusimShmName(name, sizeof(name), i, "metrics") >= 0)
+			shm_unlink(name);
+	}
+	ck_assert_msg(!bad, "a rank failed (see its stderr)");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -453,6 +699,13 @@ main(void)
 	tcase_add_test(tc, test_callbacks);
 	tcase_add_test(tc, test_external);
 	tcase_add_test(tc, test_device_markers);
+	tcase_add_test(tc, test_api_layers);
+	tcase_add_test(tc, test_host_memory);
+	suite_add_tcase(s, tc);
+	/* Ranks are forked before any device is opened. */
+	tc = tcase_create("hccl");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_hccl_batch);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_FORK);

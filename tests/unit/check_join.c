@@ -259,6 +259,30 @@ START_TEST(bad_config)
 }
 END_TEST
 
+/* At the end, launches younger than the window are in flight, not lost. */
+START_TEST(flush_inflight)
+{
+	struct out o;
+	struct join *j = mk(&o, 0, 0);
+	struct join_launch l;
+	struct join_stats st;
+
+	l = launch(0, 0, 1, 11);
+	join_add_launch(j, &l, 4500);
+	l = launch(0, 0, 2, 12);
+	join_add_launch(j, &l, 5200);
+	l = launch(0, 0, 3, 13);
+	join_add_launch(j, &l, 5900);
+	join_flush_at(j, 6000, 1000);	/* 4500 is old; 5200, 5900 young */
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_only, 1);
+	ck_assert_uint_eq(st.host_inflight, 2);
+	ck_assert_uint_eq(st.host_waiting, 0);
+	ck_assert_uint_eq(o.n, 0);
+	join_free(j);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -272,6 +296,7 @@ main(void)
 	tcase_add_test(tc, multi_task_launch);
 	tcase_add_test(tc, timeouts);
 	tcase_add_test(tc, bounded);
+	tcase_add_test(tc, flush_inflight);
 	tcase_add_test(tc, many);
 	tcase_add_test(tc, bad_config);
 	tcase_set_timeout(tc, 60);

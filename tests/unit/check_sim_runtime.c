@@ -4,6 +4,7 @@
  * the machine running them may be small and busy.
  */
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include <check.h>
 #include <stdio.h>
@@ -167,6 +168,74 @@ START_TEST(test_memory)
 }
 END_TEST
 
+/*
+ * Device memory is node-wide: a second process cannot take what the first
+ * holds, and gets it once the first is gone, even when it died without
+ * freeing (_exit: no aclrtFree, no aclFinalize, no exit handlers).
+ */
+START_TEST(test_memory_node_wide)
+{
+	size_t	 freeb, total;
+	void	*p;
+	pid_t	 pid;
+	int	 up[2], down[2], status;
+	char	 c = 0;
+
+	ck_assert_int_eq(pipe(up), 0);
+	ck_assert_int_eq(pipe(down), 0);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		void	*mine;
+
+		if (aclrtSetDevice(0) != ACL_SUCCESS ||
+		    aclrtMalloc(&mine, 48U << 20, ACL_MEM_MALLOC_HUGE_FIRST) !=
+		    ACL_SUCCESS)
+			c = 1;
+		if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(3);
+		_exit(c);
+	}
+	ck_assert_int_eq(read(up[0], &c, 1), 1);
+	ck_assert_int_eq(c, 0);
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtGetMemInfo(ACL_HBM_MEM, &freeb, &total),
+	    ACL_SUCCESS);
+	ck_assert_uint_eq(total, 64U << 20);
+	ck_assert_uint_eq(freeb, 16U << 20);
+	ck_assert_int_eq(aclrtMalloc(&p, 32U << 20, ACL_MEM_MALLOC_HUGE_FIRST),
+	    ACL_ERROR_BAD_ALLOC);
+	ck_assert_int_eq(aclrtMalloc(&p, 8U << 20, ACL_MEM_MALLOC_HUGE_FIRST),
+	    ACL_SUCCESS);
+	ck_assert_int_eq(aclrtFree(p), ACL_SUCCESS);
+	/* The first process dies holding 48 MiB. */
+	ck_assert_int_eq(write(down[1], &c, 1), 1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(aclrtMalloc(&p, 32U << 20, ACL_MEM_MALLOC_HUGE_FIRST),
+	    ACL_SUCCESS);
+	ck_assert_int_eq(aclrtGetMemInfo(ACL_HBM_MEM, &freeb, &total),
+	    ACL_SUCCESS);
+	ck_assert_uint_eq(freeb, 32U << 20);
+	ck_assert_int_eq(aclrtFree(p), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtGetMemInfo(ACL_HBM_MEM, &freeb, &total),
+	    ACL_SUCCESS);
+	ck_assert_uint_eq(freeb, total);
+	/* aclFinalize gives back what is still held. */
+	ck_assert_int_eq(aclrtMalloc(&p, 40U << 20, ACL_MEM_MALLOC_HUGE_FIRST),
+	    ACL_SUCCESS);
+	ck_assert_int_eq(aclFinalize(), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtGetMemInfo(ACL_HBM_MEM, &freeb, &total),
+	    ACL_SUCCESS);
+	ck_assert_uint_eq(freeb, total);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+}
+END_TEST
+
 START_TEST(test_bad_handles)
 {
 	void		*junk = (void *)(uintptr_t)0xdead0;
@@ -282,6 +351,7 @@ sim_runtime_suite(void)
 	tcase_add_test(tc, test_stream_order);
 	tcase_add_test(tc, test_event_timing);
 	tcase_add_test(tc, test_memory);
+	tcase_add_test(tc, test_memory_node_wide);
 	tcase_add_test(tc, test_bad_handles);
 	tcase_add_test(tc, test_task_ids);
 	tcase_add_test(tc, test_clock);

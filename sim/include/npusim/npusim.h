@@ -256,6 +256,23 @@ struct npusim_metrics_snapshot {
 	uint32_t reserved;
 };
 
+/*
+ * One process's share of a device's memory (aclrtMalloc bytes it holds).
+ * A process claims a free entry (pid 0 -> its pid, compare-and-swap) when
+ * it opens the device and clears it on aclFinalize or exit.  An entry whose
+ * process is gone (pid absent, or start_time no longer matches) is
+ * reclaimed by any process: it swaps pid to NPUSIM_MEM_OWNER_RECLAIMING,
+ * takes bytes back from mem_used, and frees the entry.
+ */
+#define NPUSIM_MEM_OWNERS		128
+#define NPUSIM_MEM_OWNER_RECLAIMING	(-1)
+struct npusim_mem_owner {
+	int32_t pid;			/* 0 free */
+	uint32_t reserved;
+	uint64_t start_time;		/* /proc/<pid>/stat field 22, 0 unknown */
+	uint64_t bytes;			/* counted in mem_used */
+};
+
 struct npusim_metrics_page {
 	uint32_t magic;			/* NPUSIM_METRICS_MAGIC, stored last */
 	uint16_t version;
@@ -266,13 +283,15 @@ struct npusim_metrics_page {
 	struct npusim_metrics_snapshot snap;
 	uint8_t pad1[48];
 	/* Live counters, atomically updated by every process. */
-	uint64_t mem_used;
+	uint64_t mem_used;		/* node-wide: reserved by CAS before an
+					 * allocation succeeds */
 	uint64_t tasks_launched;
 	uint64_t tasks_completed;
 	uint64_t busy_ns;		/* sum of task durations */
 	uint32_t next_stream_id;	/* device-wide stream id allocator */
 	uint32_t processes;
 	uint8_t pad2[24];
+	struct npusim_mem_owner mem_owners[NPUSIM_MEM_OWNERS];
 };
 
 /**
