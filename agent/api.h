@@ -209,10 +209,38 @@ icall_done(struct icall *c)
 }
 /* EXIT callback and the API/external records. */
 void		icall_exit(struct icall *c, const void *ret);
+/*
+ * The prologue every interposer shares.  It finds the real fn (returning
+ * errret when the runtime lacks it), fills a struct fn_params from the
+ * arguments, and forwards straight to real call when nothing wants the
+ * call: that fast path must stay a tail call.  Otherwise the real call runs
+ * between icall_enter and icall_done, and the interposer goes on with c and
+ * ret in scope, adds its own records and ends with icall_exit(&c, &ret).
+ */
+#define ICALL_BEGIN(fn, errret, domain, cbid, symbol, call, ...)	\
+	static _Atomic(void *) real_slot;				\
+	__typeof__(&fn) real = (__typeof__(&fn))api_real(&real_slot, #fn); \
+	struct fn##_params p = { __VA_ARGS__ };				\
+	struct icall c;							\
+	__typeof__(real call) ret;					\
+									\
+	if (API_UNLIKELY(real == NULL))					\
+		return errret;						\
+	if (API_LIKELY(!icall_enter(&c, domain, cbid, #fn, &p, symbol)))	\
+		return real call;					\
+	ret = real call;						\
+	icall_done(&c)
 /* Device of a stream (NULL: the thread's current device). */
 uint32_t	icall_stream_device(void *stream);
 uint32_t	icall_current_device(void);
 void		icall_set_current_device(int32_t dev);
+struct pending;
+/* Starts the pending device join of the call c: a zeroed p of kind, on
+ * stream's device, with c's correlation id and host times. */
+void		icall_pending(struct pending *p, const struct icall *c,
+		    uint32_t kind, void *stream);
+/* The msPTI copy kind of an aclrtMemcpyKind. */
+msptiActivityMemcpyKind icall_memcpy_kind(uint32_t k);
 
 /* devtime.c: pending launches and the channel reader thread. */
 struct pending {

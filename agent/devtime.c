@@ -528,19 +528,6 @@ alg_name(unsigned a)
 	return "NONE";
 }
 
-static msptiActivityMemcpyKind
-rec_copy_kind(uint32_t k)
-{
-	switch (k) {
-	case ACL_MEMCPY_HOST_TO_HOST:	return MSPTI_ACTIVITY_MEMCPY_KIND_HTOH;
-	case ACL_MEMCPY_HOST_TO_DEVICE:	return MSPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-	case ACL_MEMCPY_DEVICE_TO_HOST:	return MSPTI_ACTIVITY_MEMCPY_KIND_DTOH;
-	case ACL_MEMCPY_DEVICE_TO_DEVICE: return MSPTI_ACTIVITY_MEMCPY_KIND_DTOD;
-	case ACL_MEMCPY_DEFAULT:	return MSPTI_ACTIVITY_MEMCPY_KIND_DEFAULT;
-	}
-	return MSPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN;
-}
-
 static msptiCommunicationDataType
 rec_data_type(uint32_t t)
 {
@@ -589,7 +576,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.copyKind = p != NULL && p->kind ==
 			    MSPTI_ACTIVITY_KIND_MEMCPY ?
 			    (msptiActivityMemcpyKind)p->copy_kind :
-			    rec_copy_kind(rec->memcpy_kind);
+			    icall_memcpy_kind(rec->memcpy_kind);
 			r.bytes = rec->bytes;
 			r.start = start;
 			r.end = end;

@@ -15,6 +15,7 @@
 
 #include "api.h"
 
+/* The real fn, for the interposers that cannot use ACL_BEGIN. */
 #define REAL(fn)							\
 	static _Atomic(void *) real_slot;				\
 	__typeof__(&fn) real = (__typeof__(&fn))api_real(&real_slot, #fn); \
@@ -22,6 +23,11 @@
 		return ACL_ERROR_API_NOT_SUPPORT
 
 #define RT	MSPTI_CB_DOMAIN_RUNTIME
+
+/* ICALL_BEGIN (api.h) for an ACL call; symbol names the kernel, if any. */
+#define ACL_BEGIN(fn, cbid, symbol, call, ...)				\
+	ICALL_BEGIN(fn, ACL_ERROR_API_NOT_SUPPORT, RT, cbid, symbol, call, \
+	    __VA_ARGS__)
 
 struct aclrtSetDevice_params { int32_t deviceId; };
 struct aclrtResetDevice_params { int32_t deviceId; };
@@ -147,36 +153,46 @@ memory_record(const struct icall *c, msptiActivityMemoryOperationType op,
 	activity_emit(&r, sizeof(r));
 }
 
-static msptiActivityMemcpyKind
-memcpy_kind(aclrtMemcpyKind k)
+/*
+ * After a successful allocation (the ALLOCATION record) or release (the
+ * RELEASE record, with the size remembered at allocation); ptr is the
+ * call's out-pointer or the pointer freed.
+ */
+static void
+memory_alloc_done(const struct icall *c, aclError ret, void **ptr,
+    size_t size, bool host)
 {
-	switch (k) {
-	case ACL_MEMCPY_HOST_TO_HOST:	return MSPTI_ACTIVITY_MEMCPY_KIND_HTOH;
-	case ACL_MEMCPY_HOST_TO_DEVICE:	return MSPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-	case ACL_MEMCPY_DEVICE_TO_HOST:	return MSPTI_ACTIVITY_MEMCPY_KIND_DTOH;
-	case ACL_MEMCPY_DEVICE_TO_DEVICE: return MSPTI_ACTIVITY_MEMCPY_KIND_DTOD;
-	case ACL_MEMCPY_DEFAULT:	return MSPTI_ACTIVITY_MEMCPY_KIND_DEFAULT;
+	if (ret == ACL_SUCCESS && ptr != NULL &&
+	    (c->wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY))) {
+		mem_put((uint64_t)(uintptr_t)*ptr, size);
+		memory_record(c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+		    *ptr, size, host);
 	}
-	return MSPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN;
 }
 
-/* Queues the device-side join for a copy, or emits a host-timed record
- * when the runtime cannot tell us the task. */
 static void
-memcpy_submit(const struct icall *c, aclrtMemcpyKind kind, size_t count,
-    void *stream, bool async)
+memory_free_done(const struct icall *c, aclError ret, void *ptr, bool host)
+{
+	if (ret == ACL_SUCCESS && (c->wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY)))
+		memory_record(c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
+		    ptr, mem_take((uint64_t)(uintptr_t)ptr), host);
+}
+
+/* After a successful copy: queues the device-side join, or emits a
+ * host-timed record when the runtime cannot tell us the task. */
+static void
+memcpy_done(const struct icall *c, aclError ret, aclrtMemcpyKind kind,
+    size_t count, void *stream, bool async)
 {
 	struct pending p;
 	msptiActivityMemcpy r;
 
-	memset(&p, 0, sizeof(p));
-	p.kind = MSPTI_ACTIVITY_KIND_MEMCPY;
-	p.device = icall_stream_device(stream);
-	p.corr = c->corr;
-	p.start = c->start;
-	p.end = c->end;
+	if (ret != ACL_SUCCESS ||
+	    !(c->wanted & (1u << MSPTI_ACTIVITY_KIND_MEMCPY)))
+		return;
+	icall_pending(&p, c, MSPTI_ACTIVITY_KIND_MEMCPY, stream);
 	p.bytes = count;
-	p.copy_kind = memcpy_kind(kind);
+	p.copy_kind = icall_memcpy_kind(kind);
 	p.is_async = async;
 	if (devtime_submit(&p))
 		return;
@@ -194,18 +210,16 @@ memcpy_submit(const struct icall *c, aclrtMemcpyKind kind, size_t count,
 }
 
 static void
-memset_submit(const struct icall *c, int32_t value, size_t count,
+memset_done(const struct icall *c, aclError ret, int32_t value, size_t count,
     void *stream, bool async)
 {
 	struct pending p;
 	msptiActivityMemset r;
 
-	memset(&p, 0, sizeof(p));
-	p.kind = MSPTI_ACTIVITY_KIND_MEMSET;
-	p.device = icall_stream_device(stream);
-	p.corr = c->corr;
-	p.start = c->start;
-	p.end = c->end;
+	if (ret != ACL_SUCCESS ||
+	    !(c->wanted & (1u << MSPTI_ACTIVITY_KIND_MEMSET)))
+		return;
+	icall_pending(&p, c, MSPTI_ACTIVITY_KIND_MEMSET, stream);
 	p.bytes = count;
 	p.value = (uint32_t)value;
 	p.is_async = async;
@@ -237,18 +251,12 @@ kernel_name(aclrtFuncHandle f)
 
 /* A call with no record of its own beyond API/callbacks. */
 #define SIMPLE_CALL(fn, cbid, call, ...)				\
-	REAL(fn);							\
-	struct fn##_params p = { __VA_ARGS__ };				\
-	struct icall c;							\
-	aclError ret;							\
-									\
-	if (API_LIKELY(!icall_enter(&c, RT, cbid, #fn, &p, NULL)))	\
-		return real call;					\
-	ret = real call;						\
-	icall_done(&c);							\
+	ACL_BEGIN(fn, cbid, NULL, call, __VA_ARGS__);			\
 	icall_exit(&c, &ret);						\
 	return ret
 
+/* Not ACL_BEGIN: the current device is noted even when nothing is
+ * captured. */
 ACL_FUNC_VISIBILITY aclError
 aclrtSetDevice(int32_t deviceId)
 {
@@ -339,86 +347,39 @@ aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
 ACL_FUNC_VISIBILITY aclError
 aclrtMallocHost(void **hostPtr, size_t size)
 {
-	REAL(aclrtMallocHost);
-	struct aclrtMallocHost_params p = { hostPtr, size };
-	struct icall c;
-	aclError ret;
-
-	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_MALLOC_HOST,
-	    "aclrtMallocHost", &p, NULL)))
-		return real(hostPtr, size);
-	ret = real(hostPtr, size);
-	icall_done(&c);
+	ACL_BEGIN(aclrtMallocHost, MSPTI_CBID_RUNTIME_MALLOC_HOST, NULL,
+	    (hostPtr, size), hostPtr, size);
 	icall_exit(&c, &ret);
-	if (ret == ACL_SUCCESS && hostPtr != NULL &&
-	    (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY))) {
-		mem_put((uint64_t)(uintptr_t)*hostPtr, size);
-		memory_record(&c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
-		    *hostPtr, size, true);
-	}
+	memory_alloc_done(&c, ret, hostPtr, size, true);
 	return ret;
 }
 
 ACL_FUNC_VISIBILITY aclError
 aclrtFreeHost(void *hostPtr)
 {
-	REAL(aclrtFreeHost);
-	struct aclrtFreeHost_params p = { hostPtr };
-	struct icall c;
-	aclError ret;
-
-	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_FREE_HOST,
-	    "aclrtFreeHost", &p, NULL)))
-		return real(hostPtr);
-	ret = real(hostPtr);
-	icall_done(&c);
+	ACL_BEGIN(aclrtFreeHost, MSPTI_CBID_RUNTIME_FREE_HOST, NULL,
+	    (hostPtr), hostPtr);
 	icall_exit(&c, &ret);
-	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY)))
-		memory_record(&c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
-		    hostPtr, mem_take((uint64_t)(uintptr_t)hostPtr), true);
+	memory_free_done(&c, ret, hostPtr, true);
 	return ret;
 }
 
 ACL_FUNC_VISIBILITY aclError
 aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
-	REAL(aclrtMalloc);
-	struct aclrtMalloc_params p = { devPtr, size, policy };
-	struct icall c;
-	aclError ret;
-
-	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_MALLOC,
-	    "aclrtMalloc", &p, NULL)))
-		return real(devPtr, size, policy);
-	ret = real(devPtr, size, policy);
-	icall_done(&c);
+	ACL_BEGIN(aclrtMalloc, MSPTI_CBID_RUNTIME_MALLOC, NULL,
+	    (devPtr, size, policy), devPtr, size, policy);
 	icall_exit(&c, &ret);
-	if (ret == ACL_SUCCESS && devPtr != NULL &&
-	    (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY))) {
-		mem_put((uint64_t)(uintptr_t)*devPtr, size);
-		memory_record(&c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
-		    *devPtr, size, false);
-	}
+	memory_alloc_done(&c, ret, devPtr, size, false);
 	return ret;
 }
 
 ACL_FUNC_VISIBILITY aclError
 aclrtFree(void *devPtr)
 {
-	REAL(aclrtFree);
-	struct aclrtFree_params p = { devPtr };
-	struct icall c;
-	aclError ret;
-
-	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_FREE,
-	    "aclrtFree", &p, NULL)))
-		return real(devPtr);
-	ret = real(devPtr);
-	icall_done(&c);
+	ACL_BEGIN(aclrtFree, MSPTI_CBID_RUNTIME_FREE, NULL, (devPtr), devPtr);
 	icall_exit(&c, &ret);
-	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMORY)))
-		memory_record(&c, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
-		    devPtr, mem_take((uint64_t)(uintptr_t)devPtr), false);
+	memory_free_done(&c, ret, devPtr, false);
 	return ret;
 }
 
@@ -426,18 +387,9 @@ ACL_FUNC_VISIBILITY aclError
 aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
     aclrtMemcpyKind kind)
 {
-	REAL(aclrtMemcpy);
-	struct aclrtMemcpy_params p = { dst, destMax, src, count, kind };
-	struct icall c;
-	aclError ret;
-
-	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_MEMCPY,
-	    "aclrtMemcpy", &p, NULL)))
-		return real(dst, destMax, src, count, kind);
-	ret = real(dst, destMax, src, count, kind);
-	icall_done(&c);
-	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMCPY)))
-		memcpy_submit(&c, kind, count, NULL, false);
+	ACL_BEGIN(aclrtMemcpy, MSPTI_CBID_RUNTIME_MEMCPY, NULL,
+	    (dst, destMax, src, count, kind), dst, destMax, src, count, kind);
+	memcpy_done(&c, ret, kind, count, NULL, false);
 	icall_exit(&c, &ret);
 	return ret;
 }
@@ -446,19 +398,10 @@ ACL_FUNC_VISIBILITY aclError
 aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
     aclrtMemcpyKind kind, aclrtStream stream)
 {
-	REAL(aclrtMemcpyAsync);
-	struct aclrtMemcpyAsync_params p = { dst, destMax, src, count, kind,
-	    stream };
-	struct icall c;
-	aclError ret;
-
-	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_MEMCPY_ASYNC,
-	    "aclrtMemcpyAsync", &p, NULL)))
-		return real(dst, destMax, src, count, kind, stream);
-	ret = real(dst, destMax, src, count, kind, stream);
-	icall_done(&c);
-	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMCPY)))
-		memcpy_submit(&c, kind, count, stream, true);
+	ACL_BEGIN(aclrtMemcpyAsync, MSPTI_CBID_RUNTIME_MEMCPY_ASYNC, NULL,
+	    (dst, destMax, src, count, kind, stream),
+	    dst, destMax, src, count, kind, stream);
+	memcpy_done(&c, ret, kind, count, stream, true);
 	icall_exit(&c, &ret);
 	return ret;
 }
@@ -466,18 +409,9 @@ aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
 ACL_FUNC_VISIBILITY aclError
 aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
 {
-	REAL(aclrtMemset);
-	struct aclrtMemset_params p = { devPtr, maxCount, value, count };
-	struct icall c;
-	aclError ret;
-
-	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_MEM_SET,
-	    "aclrtMemset", &p, NULL)))
-		return real(devPtr, maxCount, value, count);
-	ret = real(devPtr, maxCount, value, count);
-	icall_done(&c);
-	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMSET)))
-		memset_submit(&c, value, count, NULL, false);
+	ACL_BEGIN(aclrtMemset, MSPTI_CBID_RUNTIME_MEM_SET, NULL,
+	    (devPtr, maxCount, value, count), devPtr, maxCount, value, count);
+	memset_done(&c, ret, value, count, NULL, false);
 	icall_exit(&c, &ret);
 	return ret;
 }
@@ -486,19 +420,10 @@ ACL_FUNC_VISIBILITY aclError
 aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
     aclrtStream stream)
 {
-	REAL(aclrtMemsetAsync);
-	struct aclrtMemsetAsync_params p = { devPtr, maxCount, value, count,
-	    stream };
-	struct icall c;
-	aclError ret;
-
-	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_MEM_SET_ASYNC,
-	    "aclrtMemsetAsync", &p, NULL)))
-		return real(devPtr, maxCount, value, count, stream);
-	ret = real(devPtr, maxCount, value, count, stream);
-	icall_done(&c);
-	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_MEMSET)))
-		memset_submit(&c, value, count, stream, true);
+	ACL_BEGIN(aclrtMemsetAsync, MSPTI_CBID_RUNTIME_MEM_SET_ASYNC, NULL,
+	    (devPtr, maxCount, value, count, stream),
+	    devPtr, maxCount, value, count, stream);
+	memset_done(&c, ret, value, count, stream, true);
 	icall_exit(&c, &ret);
 	return ret;
 }
@@ -507,27 +432,15 @@ ACL_FUNC_VISIBILITY aclError
 aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
     const void *argsData, size_t argsSize, aclrtStream stream)
 {
-	REAL(aclrtLaunchKernel);
-	struct aclrtLaunchKernel_params p = { funcHandle, blockDim, argsData,
-	    argsSize, stream };
 	struct pending pd;
-	struct icall c;
-	aclError ret;
 
-	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_LAUNCH,
-	    "aclrtLaunchKernel", &p,
+	ACL_BEGIN(aclrtLaunchKernel, MSPTI_CBID_RUNTIME_LAUNCH,
 	    callback_wanted(RT, MSPTI_CBID_RUNTIME_LAUNCH) ?
-	    kernel_name(funcHandle) : NULL)))
-		return real(funcHandle, blockDim, argsData, argsSize, stream);
-	ret = real(funcHandle, blockDim, argsData, argsSize, stream);
-	icall_done(&c);
+	    kernel_name(funcHandle) : NULL,
+	    (funcHandle, blockDim, argsData, argsSize, stream),
+	    funcHandle, blockDim, argsData, argsSize, stream);
 	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_KERNEL))) {
-		memset(&pd, 0, sizeof(pd));
-		pd.kind = MSPTI_ACTIVITY_KIND_KERNEL;
-		pd.device = icall_stream_device(stream);
-		pd.corr = c.corr;
-		pd.start = c.start;
-		pd.end = c.end;
+		icall_pending(&pd, &c, MSPTI_ACTIVITY_KIND_KERNEL, stream);
 		devtime_submit(&pd);
 	}
 	icall_exit(&c, &ret);

@@ -62,6 +62,31 @@ icall_stream_device(void *stream)
 	return icall_current_device();
 }
 
+void
+icall_pending(struct pending *p, const struct icall *c, uint32_t kind,
+    void *stream)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = kind;
+	p->device = icall_stream_device(stream);
+	p->corr = c->corr;
+	p->start = c->start;
+	p->end = c->end;
+}
+
+msptiActivityMemcpyKind
+icall_memcpy_kind(uint32_t k)
+{
+	switch (k) {
+	case ACL_MEMCPY_HOST_TO_HOST:	return MSPTI_ACTIVITY_MEMCPY_KIND_HTOH;
+	case ACL_MEMCPY_HOST_TO_DEVICE:	return MSPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+	case ACL_MEMCPY_DEVICE_TO_HOST:	return MSPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+	case ACL_MEMCPY_DEVICE_TO_DEVICE: return MSPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+	case ACL_MEMCPY_DEFAULT:	return MSPTI_ACTIVITY_MEMCPY_KIND_DEFAULT;
+	}
+	return MSPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN;
+}
+
 /* The API kind of an entry point's layer (api.h), from its name. */
 static uint32_t
 icall_layer_kind(const char *name)

@@ -67,35 +67,17 @@ struct HcclBatchSendRecv_params {
 	aclrtStream stream;
 };
 
-static void
-hccl_submit(const struct icall *c, aclrtStream stream)
-{
-	struct pending p;
-
-	memset(&p, 0, sizeof(p));
-	p.kind = MSPTI_ACTIVITY_KIND_HCCL;
-	p.device = icall_stream_device(stream);
-	p.corr = c->corr;
-	p.start = c->start;
-	p.end = c->end;
-	devtime_submit(&p);
-}
-
+/* Every HCCL call: ICALL_BEGIN (api.h), then the pending join of the
+ * collective's device task on stream. */
 #define HCCL_CALL(fn, cbid, stream, call, ...)				\
-	static _Atomic(void *) real_slot;				\
-	__typeof__(&fn) real = (__typeof__(&fn))api_real(&real_slot, #fn); \
-	struct fn##_params p = { __VA_ARGS__ };				\
-	struct icall c;							\
-	HcclResult ret;							\
+	struct pending pd;						\
 									\
-	if (API_UNLIKELY(real == NULL))					\
-		return HCCL_E_NOT_SUPPORT;				\
-	if (API_LIKELY(!icall_enter(&c, HC, cbid, #fn, &p, NULL)))	\
-		return real call;					\
-	ret = real call;						\
-	icall_done(&c);							\
-	if (ret == HCCL_SUCCESS && (c.wanted & COMM_KINDS))		\
-		hccl_submit(&c, stream);				\
+	ICALL_BEGIN(fn, HCCL_E_NOT_SUPPORT, HC, cbid, NULL, call,	\
+	    __VA_ARGS__);						\
+	if (ret == HCCL_SUCCESS && (c.wanted & COMM_KINDS)) {		\
+		icall_pending(&pd, &c, MSPTI_ACTIVITY_KIND_HCCL, stream); \
+		devtime_submit(&pd);					\
+	}								\
 	icall_exit(&c, &ret);						\
 	return ret
 

@@ -254,7 +254,48 @@ session_domain_off(struct agent_session *s, const char *domain)
 	return false;
 }
 
-/* Encodes one activity record into a ring record; returns its size or 0. */
+/* Sets the fields every device work record shares (record.h); the rest of
+ * r is zeroed by REC_INIT or set by the caller. */
+#define SESS_WORK(r, s, t0, t1, corr, tid_, dev, strm, task) do {	\
+	(r)->start = (t0);						\
+	(r)->end = (t1);						\
+	(r)->correlation_id = (corr);					\
+	(r)->pid = (s)->pid;						\
+	(r)->tid = (tid_);						\
+	(r)->device = (dev);						\
+	(r)->stream = (strm);						\
+	(r)->task_id = (task);						\
+} while (0)
+
+/* Fills a MARKER record (its header aside) from x. */
+static void
+session_marker_fill(struct rec_marker *r, const msptiActivityMarker *x,
+    uint32_t name_id, uint32_t domain_id)
+{
+	r->timestamp = x->timestamp;
+	r->id = x->id;
+	if (x->sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE) {
+		r->pid = REC_NONE;
+		r->tid = REC_NONE;
+		r->device = x->objectId.ds.deviceId;
+		r->stream = x->objectId.ds.streamId;
+		r->source_kind = 1;
+	} else {
+		r->pid = x->objectId.pt.processId;
+		r->tid = x->objectId.pt.threadId;
+		r->device = REC_NONE;
+		r->stream = REC_NONE;
+		r->source_kind = 0;
+	}
+	r->name_id = name_id;
+	r->domain_id = domain_id;
+	r->flag = (uint32_t)x->flag;
+}
+
+/*
+ * Encodes one activity record into a ring record; returns its size or 0.
+ * MARKERs go straight into the ring instead (session_marker).
+ */
 static size_t
 session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 {
@@ -281,13 +322,8 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 		struct rec_kernel *r = out;
 
 		REC_INIT(r, REC_KERNEL, 0);
-		r->start = x->start;
-		r->end = x->end;
-		r->correlation_id = x->correlationId;
-		r->pid = s->pid;
-		r->device = x->ds.deviceId;
-		r->stream = x->ds.streamId;
-		r->task_id = REC_NONE;
+		SESS_WORK(r, s, x->start, x->end, x->correlationId, 0,
+		    x->ds.deviceId, x->ds.streamId, REC_NONE);
 		r->name_id = session_string(s, x->name);
 		r->type_id = session_string(s, x->type);
 		return sizeof(*r);
@@ -297,14 +333,9 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 		struct rec_memcpy *r = out;
 
 		REC_INIT(r, REC_MEMCPY, x->isAsync ? REC_F_ASYNC : 0);
-		r->start = x->start;
-		r->end = x->end;
-		r->correlation_id = x->correlationId;
+		SESS_WORK(r, s, x->start, x->end, x->correlationId, 0,
+		    x->deviceId, x->streamId, REC_NONE);
 		r->bytes = x->bytes;
-		r->pid = s->pid;
-		r->device = x->deviceId;
-		r->stream = x->streamId;
-		r->task_id = REC_NONE;
 		r->copy_kind = x->copyKind <= 5 ? x->copyKind : 0;
 		return sizeof(*r);
 	}
@@ -313,14 +344,9 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 		struct rec_memset *r = out;
 
 		REC_INIT(r, REC_MEMSET, x->isAsync ? REC_F_ASYNC : 0);
-		r->start = x->start;
-		r->end = x->end;
-		r->correlation_id = x->correlationId;
+		SESS_WORK(r, s, x->start, x->end, x->correlationId, 0,
+		    x->deviceId, x->streamId, REC_NONE);
 		r->bytes = x->bytes;
-		r->pid = s->pid;
-		r->device = x->deviceId;
-		r->stream = x->streamId;
-		r->task_id = REC_NONE;
 		r->value = x->value;
 		return sizeof(*r);
 	}
@@ -347,13 +373,10 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 		struct rec_hccl *r = out;
 
 		REC_INIT(r, REC_HCCL, 0);
-		r->start = x->start;
-		r->end = x->end;
+		/* msptiActivityHccl has no correlation id. */
+		SESS_WORK(r, s, x->start, x->end, 0, 0, x->ds.deviceId,
+		    x->ds.streamId, REC_NONE);
 		r->bandwidth = x->bandWidth == x->bandWidth ? x->bandWidth : 0;
-		r->pid = s->pid;
-		r->device = x->ds.deviceId;
-		r->stream = x->ds.streamId;
-		r->task_id = REC_NONE;
 		r->name_id = session_string(s, x->name);
 		r->comm_name_id = session_string(s, x->commName);
 		return sizeof(*r);
@@ -363,44 +386,13 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 		struct rec_communication *r = out;
 
 		REC_INIT(r, REC_COMMUNICATION, 0);
-		r->start = x->start;
-		r->end = x->end;
-		r->correlation_id = x->correlationId;
+		SESS_WORK(r, s, x->start, x->end, x->correlationId, 0,
+		    x->ds.deviceId, x->ds.streamId, REC_NONE);
 		r->count = x->count;
-		r->pid = s->pid;
-		r->device = x->ds.deviceId;
-		r->stream = x->ds.streamId;
-		r->task_id = REC_NONE;
 		r->name_id = session_string(s, x->name);
 		r->comm_name_id = session_string(s, x->commName);
 		r->alg_type_id = session_string(s, x->algType);
 		r->data_type = (uint32_t)x->dataType;
-		return sizeof(*r);
-	}
-	case MSPTI_ACTIVITY_KIND_MARKER: {
-		const msptiActivityMarker *x = (const void *)a;
-		struct rec_marker *r = out;
-
-		if (session_domain_off(s, x->domain))
-			return 0;
-		REC_INIT(r, REC_MARKER, 0);
-		r->timestamp = x->timestamp;
-		r->id = x->id;
-		if (x->sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE) {
-			r->pid = REC_NONE;
-			r->tid = REC_NONE;
-			r->device = x->objectId.ds.deviceId;
-			r->stream = x->objectId.ds.streamId;
-			r->source_kind = 1;
-		} else {
-			r->pid = x->objectId.pt.processId;
-			r->tid = x->objectId.pt.threadId;
-			r->device = REC_NONE;
-			r->stream = REC_NONE;
-		}
-		r->name_id = session_string(s, x->name);
-		r->domain_id = session_string(s, x->domain);
-		r->flag = (uint32_t)x->flag;
 		return sizeof(*r);
 	}
 	case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -446,24 +438,7 @@ session_marker(struct agent_session *s, const msptiActivityMarker *x)
 	domain_id = session_string(s, x->domain);
 	/* A full ring counts its own drops. */
 	if (ring_reserve(s->ring, sizeof(*r), (void **)&r) == 0) {
-		r->timestamp = x->timestamp;
-		r->id = x->id;
-		if (x->sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE) {
-			r->pid = REC_NONE;
-			r->tid = REC_NONE;
-			r->device = x->objectId.ds.deviceId;
-			r->stream = x->objectId.ds.streamId;
-			r->source_kind = 1;
-		} else {
-			r->pid = x->objectId.pt.processId;
-			r->tid = x->objectId.pt.threadId;
-			r->device = REC_NONE;
-			r->stream = REC_NONE;
-			r->source_kind = 0;
-		}
-		r->name_id = name_id;
-		r->domain_id = domain_id;
-		r->flag = (uint32_t)x->flag;
+		session_marker_fill(r, x, name_id, domain_id);
 		rec_hdr_set(&h, REC_MARKER, sizeof(*r), 0);
 		ring_commit(r, &h);
 	}
@@ -525,14 +500,8 @@ session_launch(const struct pending *p)
 		struct rec_kernel *r = (void *)rec;
 
 		REC_INIT(r, REC_KERNEL, REC_F_HOST_LAUNCH);
-		r->start = p->start;
-		r->end = p->end;
-		r->correlation_id = p->corr;
-		r->pid = s->pid;
-		r->tid = api_tid();
-		r->device = p->device;
-		r->stream = p->stream;
-		r->task_id = p->task;
+		SESS_WORK(r, s, p->start, p->end, p->corr, api_tid(), p->device,
+		    p->stream, p->task);
 		r->name_id = session_string(s, p->name);
 		break;
 	}
@@ -541,15 +510,9 @@ session_launch(const struct pending *p)
 
 		REC_INIT(r, REC_MEMCPY, REC_F_HOST_LAUNCH |
 		    (p->is_async ? REC_F_ASYNC : 0));
-		r->start = p->start;
-		r->end = p->end;
-		r->correlation_id = p->corr;
+		SESS_WORK(r, s, p->start, p->end, p->corr, api_tid(), p->device,
+		    p->stream, p->task);
 		r->bytes = p->bytes;
-		r->pid = s->pid;
-		r->tid = api_tid();
-		r->device = p->device;
-		r->stream = p->stream;
-		r->task_id = p->task;
 		r->copy_kind = p->copy_kind <= 5 ? p->copy_kind : 0;
 		break;
 	}
@@ -558,15 +521,9 @@ session_launch(const struct pending *p)
 
 		REC_INIT(r, REC_MEMSET, REC_F_HOST_LAUNCH |
 		    (p->is_async ? REC_F_ASYNC : 0));
-		r->start = p->start;
-		r->end = p->end;
-		r->correlation_id = p->corr;
+		SESS_WORK(r, s, p->start, p->end, p->corr, api_tid(), p->device,
+		    p->stream, p->task);
 		r->bytes = p->bytes;
-		r->pid = s->pid;
-		r->tid = api_tid();
-		r->device = p->device;
-		r->stream = p->stream;
-		r->task_id = p->task;
 		r->value = p->value;
 		break;
 	}
@@ -574,14 +531,8 @@ session_launch(const struct pending *p)
 		struct rec_hccl *r = (void *)rec;
 
 		REC_INIT(r, REC_HCCL, REC_F_HOST_LAUNCH);
-		r->start = p->start;
-		r->end = p->end;
-		r->correlation_id = p->corr;
-		r->pid = s->pid;
-		r->tid = api_tid();
-		r->device = p->device;
-		r->stream = p->stream;
-		r->task_id = p->task;
+		SESS_WORK(r, s, p->start, p->end, p->corr, api_tid(), p->device,
+		    p->stream, p->task);
 		r->name_id = session_string(s, p->name);
 		r->comm_name_id = session_string(s, p->comm_name);
 		break;

@@ -183,6 +183,18 @@ session_emit(struct session *s, const void *rec)
 	}
 }
 
+/* session_emit for a record known to be valid (ring_drain checked it). */
+static void
+session_emit_valid(struct session *s, const struct rec_hdr *rec)
+{
+	int rc;
+
+	if (s->w == NULL)
+		return;
+	if ((rc = trace_writer_add_valid(s->w, rec)) != 0 && s->error == NULL)
+		session_fail(s, rc, "writing the trace");
+}
+
 static uint32_t
 session_intern(struct session *s, const char *str)
 {
@@ -289,9 +301,22 @@ session_flight_add(struct sess_agent *sa, const struct rec_hdr *h)
 static bool
 session_remap(struct session *s, struct sess_agent *sa, struct rec_hdr *h)
 {
-	uint16_t offs[REC_MAX_STR_FIELDS];
-	int n = record_string_fields(h->type, offs);
+	/* The string fields of each type, looked up once. */
+	static uint16_t offs_of[REC_TYPE_MAX][REC_MAX_STR_FIELDS];
+	static int8_t n_of[REC_TYPE_MAX];
+	static bool known;
+	const uint16_t *offs;
+	int n;
 
+	if (!known) {
+		for (unsigned t = 0; t < REC_TYPE_MAX; t++)
+			n_of[t] = (int8_t)record_string_fields(t, offs_of[t]);
+		known = true;
+	}
+	if (h->type >= REC_TYPE_MAX)
+		return true;
+	n = n_of[h->type];
+	offs = offs_of[h->type];
 	for (int i = 0; i < n; i++) {
 		uint32_t id, tid = 0;
 
@@ -336,21 +361,21 @@ session_count_step(struct session *s, struct sess_agent *sa,
  * true when the size limit was reached.
  */
 static bool
-session_agent_out(struct sess_agent *sa, const struct rec_hdr *h)
+session_agent_put(struct sess_agent *sa, struct rec_hdr *r, bool valid)
 {
 	struct session *s = sa->s;
-	uint64_t buf[REC_MAX_SIZE / 8];
-	struct rec_hdr *r = (struct rec_hdr *)buf;
 
 	sa->records++;
 	s->records++;
 	if (s->ring_mode) {
-		session_flight_add(sa, h);
+		session_flight_add(sa, r);
 		return false;
 	}
-	memcpy(buf, h, h->size);
 	session_remap(s, sa, r);
-	session_emit(s, r);
+	if (valid)
+		session_emit_valid(s, r);
+	else
+		session_emit(s, r);
 	if (s->max_size > 0 && s->w != NULL && !s->stop_reason) {
 		struct trace_writer_stats st;
 
@@ -361,6 +386,18 @@ session_agent_out(struct sess_agent *sa, const struct rec_hdr *h)
 		}
 	}
 	return false;
+}
+
+/* session_agent_put for a record of the caller's, which stays as it is. */
+static bool
+session_agent_out(struct sess_agent *sa, const struct rec_hdr *h)
+{
+	uint64_t buf[REC_MAX_SIZE / 8];
+
+	if (sa->s->ring_mode)
+		return session_agent_put(sa, (struct rec_hdr *)h, false);
+	memcpy(buf, h, h->size);
+	return session_agent_put(sa, (struct rec_hdr *)buf, false);
 }
 
 /* Interns str in sa's namespace above the agent's ids; 0 when full. */
@@ -952,7 +989,9 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 		session_add_launch(sa, h);
 		return 0;
 	}
-	if (session_agent_out(sa, h))
+	/* h is ring_drain's private, validated copy: remapped in place
+	 * and written without a second validation. */
+	if (session_agent_put(sa, (struct rec_hdr *)h, true))
 		ctx->stop = true;
 	return s->error != NULL;
 }
@@ -1467,6 +1506,36 @@ session_clock_text(struct session *s, char *out, size_t len)
 	}
 }
 
+/*
+ * Opens a trace writer with msptid's compression: zstd level 1 without
+ * zstd's per-frame XXH64 content checksum (~20 % of the compression time;
+ * each chunk keeps its CRC-32C and the reader checks every record, see
+ * doc/trace-format.md).  MSPTID_ZSTD_LEVEL (e.g. -1: zstd's fast levels)
+ * and MSPTID_ZSTD_CHECKSUM=1 change that.
+ */
+static int
+session_writer_open(int fd, const struct trace_header *h,
+    struct trace_writer **wp)
+{
+	const char *lv = getenv("MSPTID_ZSTD_LEVEL");
+	const char *ck = getenv("MSPTID_ZSTD_CHECKSUM");
+	bool sum = ck != NULL && strcmp(ck, "1") == 0;
+	long level = 0;
+	char *end = NULL;
+	int rc;
+
+	if ((rc = trace_writer_open(fd, h, 0, wp)) != 0)
+		return rc;
+	if (lv != NULL && *lv != '\0')
+		level = strtol(lv, &end, 10);
+	if ((end != NULL && *end != '\0') || level < INT_MIN / 2 ||
+	    level > INT_MAX / 2 || trace_writer_tune(*wp, (int)level, sum) != 0) {
+		log_warnx("MSPTID_ZSTD_LEVEL %s: not a zstd level, using 1", lv);
+		(void)trace_writer_tune(*wp, 0, sum);
+	}
+	return 0;
+}
+
 static int
 session_open_writer(struct session *s, int fd, struct trace_writer **wp)
 {
@@ -1516,7 +1585,7 @@ session_open_writer(struct session *s, int fd, struct trace_writer **wp)
 	h.producer = "msptid " MSPTID_VERSION;
 	h.config = kv;
 	h.nconfig = nkv;
-	return trace_writer_open(fd, &h, 0, wp);
+	return session_writer_open(fd, &h, wp);
 }
 
 /* Ring mode: writes every agent's flight recorder to a new trace on fd. */

@@ -19,6 +19,16 @@ static msptiActivityExternalCorrelation ext[MAXREC];
 static msptiActivityKernel kern[MAXREC];
 static size_t next, nkern;
 
+/* Records of different launches may be delivered out of order (a device
+ * record can wait for its launch's host side); order kernels by start. */
+static int
+by_start(const void *a, const void *b)
+{
+	const msptiActivityKernel *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
 static void
 request(uint8_t **buf, size_t *size, size_t *maxrec)
 {
@@ -70,6 +80,7 @@ main(void)
 	}
 	aclrtSynchronizeStream(s);
 	msptiActivityFlushAll(1);
+	qsort(kern, nkern, sizeof(kern[0]), by_start);
 
 	for (i = 0; i < nkern; i++) {
 		for (j = 0; j < next; j++)

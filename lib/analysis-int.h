@@ -29,6 +29,12 @@ void		 table_str(struct table *t, const char *s);
 void		 table_num(struct table *t, double v, int prec);
 void		 table_u64(struct table *t, uint64_t v);
 void		 table_i64(struct table *t, int64_t v);
+/* Writes s to f as a JSON string literal, quotes included; control
+ * characters become \u00XX.  Shared by table_print and the exporters. */
+AN_HIDDEN void	 table_json_str(FILE *f, const char *s);
+/* Writes s to f as a CSV field, quoted (quotes doubled) when it holds a
+ * character of special. */
+AN_HIDDEN void	 table_csv_str(FILE *f, const char *s, const char *special);
 
 /* Running statistics of one duration series (ns). */
 struct an_stat {

@@ -156,8 +156,8 @@ table_cell(const struct table *t, size_t row, size_t col, bool *numeric)
 	return t->cells[i];
 }
 
-static void
-tab_json_str(FILE *f, const char *s)
+void
+table_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; *s; s++) {
@@ -173,10 +173,10 @@ tab_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void
-tab_csv_str(FILE *f, const char *s)
+void
+table_csv_str(FILE *f, const char *s, const char *special)
 {
-	if (strpbrk(s, ",\"\n\r") == NULL) {
+	if (strpbrk(s, special) == NULL) {
 		fputs(s, f);
 		return;
 	}
@@ -188,6 +188,8 @@ tab_csv_str(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+#define TAB_CSV_SPECIAL	",\"\n\r"
 
 int
 table_print(const struct table *t, enum table_format fmt, FILE *f)
@@ -205,12 +207,12 @@ table_print(const struct table *t, enum table_format fmt, FILE *f)
 
 				if (c)
 					fputc(',', f);
-				tab_json_str(f, t->cols[c]);
+				table_json_str(f, t->cols[c]);
 				fputc(':', f);
 				if (num)
 					fputs(v, f);
 				else
-					tab_json_str(f, v);
+					table_json_str(f, v);
 			}
 			fputc('}', f);
 		}
@@ -220,14 +222,15 @@ table_print(const struct table *t, enum table_format fmt, FILE *f)
 		for (c = 0; c < t->ncols; c++) {
 			if (c)
 				fputc(',', f);
-			tab_csv_str(f, t->cols[c]);
+			table_csv_str(f, t->cols[c], TAB_CSV_SPECIAL);
 		}
 		fputc('\n', f);
 		for (r = 0; r < t->nrows; r++) {
 			for (c = 0; c < t->ncols; c++) {
 				if (c)
 					fputc(',', f);
-				tab_csv_str(f, table_cell(t, r, c, NULL));
+				table_csv_str(f, table_cell(t, r, c, NULL),
+				    TAB_CSV_SPECIAL);
 			}
 			fputc('\n', f);
 		}

@@ -564,17 +564,30 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 	}
 }
 
-/* Device timestamps of a work record, in host time. */
-static inline void
-an_work_time(const struct analysis_source *src, uint32_t aux, uint32_t dev,
-    uint64_t *s, uint64_t *e)
+/*
+ * The common start of a device work record: NULL for a host launch (the
+ * device record counts instead); else its process, with *s and *e its
+ * times in host time, already in the process's span.
+ */
+static inline struct an_proc *
+an_work(struct analysis_source *src, const struct rec_hdr *h, uint64_t start,
+    uint64_t end, uint32_t dev, uint32_t pid, uint64_t *s, uint64_t *e)
 {
-	if (aux & REC_F_DEVICE_CLOCK) {
+	struct an_proc *p;
+
+	if (h->aux & REC_F_HOST_LAUNCH)
+		return NULL;
+	*s = start;
+	*e = end;
+	if (h->aux & REC_F_DEVICE_CLOCK) {
 		*s = an_dev_time(src, dev, *s);
 		*e = an_dev_time(src, dev, *e);
 		if (*e < *s)
 			*e = *s;
 	}
+	p = an_proc_find(src, pid);
+	an_proc_ts(p, *s, *e);
+	return p;
 }
 
 AN_ATTR int
@@ -593,13 +606,9 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 	case REC_KERNEL: {
 		const struct rec_kernel *k = (const void *)h;
 
-		if (h->aux & REC_F_HOST_LAUNCH)
+		if ((p = an_work(src, h, k->start, k->end, k->device,
+		    k->pid, &s, &e)) == NULL)
 			break;
-		s = k->start;
-		e = k->end;
-		an_work_time(src, h->aux, k->device, &s, &e);
-		p = an_proc_find(src, k->pid);
-		an_proc_ts(p, s, e);
 		a->kernel_time += e - s;
 		p->kernel_time += e - s;
 		if (an_op_add(src, k->name_id, k->type_id, e - s)->aicpu) {
@@ -627,13 +636,9 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		const struct rec_memcpy *r = (const void *)h;
 		unsigned k = r->copy_kind < 6 ? r->copy_kind : 0;
 
-		if (h->aux & REC_F_HOST_LAUNCH)
+		if ((p = an_work(src, h, r->start, r->end, r->device,
+		    r->pid, &s, &e)) == NULL)
 			break;
-		s = r->start;
-		e = r->end;
-		an_work_time(src, h->aux, r->device, &s, &e);
-		p = an_proc_find(src, r->pid);
-		an_proc_ts(p, s, e);
 		an_stat_add(&a->memcpy_st[k], e - s);
 		a->memcpy_bytes[k] += r->bytes;
 		if (r->bytes % 512)
@@ -645,13 +650,9 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 	case REC_MEMSET: {
 		const struct rec_memset *r = (const void *)h;
 
-		if (h->aux & REC_F_HOST_LAUNCH)
+		if ((p = an_work(src, h, r->start, r->end, r->device,
+		    r->pid, &s, &e)) == NULL)
 			break;
-		s = r->start;
-		e = r->end;
-		an_work_time(src, h->aux, r->device, &s, &e);
-		p = an_proc_find(src, r->pid);
-		an_proc_ts(p, s, e);
 		an_sweep_add(a, p, s, e, AN_MEMCPY);
 		break;
 	}
@@ -679,13 +680,9 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 	case REC_HCCL: {
 		const struct rec_hccl *r = (const void *)h;
 
-		if (h->aux & REC_F_HOST_LAUNCH)
+		if ((p = an_work(src, h, r->start, r->end, r->device,
+		    r->pid, &s, &e)) == NULL)
 			break;
-		s = r->start;
-		e = r->end;
-		an_work_time(src, h->aux, r->device, &s, &e);
-		p = an_proc_find(src, r->pid);
-		an_proc_ts(p, s, e);
 		an_sweep_add(a, p, s, e, AN_COMM_H);
 		an_coll_add(p, 1, s, e, (uint64_t)(r->bandwidth *
 		    (double)(e - s)), an_gid(src, r->name_id),
@@ -695,13 +692,9 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 	case REC_COMMUNICATION: {
 		const struct rec_communication *r = (const void *)h;
 
-		if (h->aux & REC_F_HOST_LAUNCH)
+		if ((p = an_work(src, h, r->start, r->end, r->device,
+		    r->pid, &s, &e)) == NULL)
 			break;
-		s = r->start;
-		e = r->end;
-		an_work_time(src, h->aux, r->device, &s, &e);
-		p = an_proc_find(src, r->pid);
-		an_proc_ts(p, s, e);
 		an_sweep_add(a, p, s, e, AN_COMM_C);
 		an_coll_add(p, 0, s, e, r->count * an_dtype_size(r->data_type),
 		    an_gid(src, r->name_id), an_gid(src, r->comm_name_id),

@@ -29,21 +29,8 @@ csv_open(const char *dir, const char *name)
 	return fopen(path, "w");
 }
 
-static void
-csv_q(FILE *f, const char *s)
-{
-	if (strpbrk(s, ",\"\n") == NULL) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
+/* Fields are quoted on these only (not on CR, unlike table_print). */
+#define CSV_SPECIAL	",\"\n"
 
 /* op_summary: one row per kernel, streamed from the files again. */
 static int
@@ -99,11 +86,11 @@ csv_op_summary(struct analysis *a, FILE *f)
 			ty = trace_reader_string(r, k->type_id);
 			fprintf(f, "%d,%u,N/A,%u,%u,", p->rank, k->device,
 			    k->task_id, k->stream);
-			csv_q(f, n ? n : "");
+			table_csv_str(f, n ? n : "", CSV_SPECIAL);
 			fputc(',', f);
-			csv_q(f, n ? n : "");
+			table_csv_str(f, n ? n : "", CSV_SPECIAL);
 			fputs(",N/A,", f);
-			csv_q(f, ty ? ty : "");
+			table_csv_str(f, ty ? ty : "", CSV_SPECIAL);
 			fprintf(f, ",%" PRIu64 ".%03u,%.3f,%.3f,N/A,%" PRIu64
 			    "\n", s / 1000, (unsigned)(s % 1000),
 			    (double)(e - s) / 1e3, (double)wait / 1e3,

@@ -383,23 +383,6 @@ ex_seen_add(struct ex_seen *s, uint64_t key)
 }
 
 static void
-ex_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-static void
 ch_ts(struct ex *x, uint64_t t)
 {
 	uint64_t rel = t > x->a->base_ts ? t - x->a->base_ts : 0;
@@ -415,7 +398,7 @@ ch_meta(struct ex *x, const struct ex_track *t)
 	if (ex_seen_add(&seen[0], t->pid)) {
 		fprintf(x->out, ",\n{\"ph\":\"M\",\"name\":\"process_name\","
 		    "\"pid\":%u,\"tid\":0,\"args\":{\"name\":", t->pid);
-		ex_json_str(x->out, t->pname);
+		table_json_str(x->out, t->pname);
 		fprintf(x->out, "}},\n{\"ph\":\"M\",\"name\":"
 		    "\"process_sort_index\",\"pid\":%u,\"tid\":0,\"args\":"
 		    "{\"sort_index\":%u}}", t->pid, t->sort);
@@ -424,7 +407,7 @@ ch_meta(struct ex *x, const struct ex_track *t)
 		fprintf(x->out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\","
 		    "\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", t->pid,
 		    t->tid);
-		ex_json_str(x->out, t->tname);
+		table_json_str(x->out, t->tname);
 		fputs("}}", x->out);
 	}
 }
@@ -436,7 +419,7 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 {
 	ch_meta(x, t);
 	fputs(",\n{\"ph\":\"X\",\"name\":", x->out);
-	ex_json_str(x->out, name);
+	table_json_str(x->out, name);
 	fprintf(x->out, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", cat,
 	    t->pid, t->tid);
 	ch_ts(x, ts);
@@ -466,7 +449,7 @@ ch_instant(struct ex *x, const struct ex_track *t, const char *name,
 {
 	ch_meta(x, t);
 	fputs(",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":", x->out);
-	ex_json_str(x->out, name);
+	table_json_str(x->out, name);
 	fprintf(x->out, ",\"pid\":%u,\"tid\":%u,\"ts\":", t->pid, t->tid);
 	ch_ts(x, ts);
 	fputs("}", x->out);
@@ -479,7 +462,7 @@ ch_counter(struct ex *x, const struct ex_track *t, const char *name,
 {
 	ch_meta(x, t);
 	fputs(",\n{\"ph\":\"C\",\"name\":", x->out);
-	ex_json_str(x->out, name);
+	table_json_str(x->out, name);
 	fprintf(x->out, ",\"pid\":%u,\"ts\":", t->pid);
 	ch_ts(x, ts);
 	fprintf(x->out, ",\"args\":{\"value\":%.17g}}", v);
@@ -518,7 +501,7 @@ export_chrome(struct analysis *a, FILE *out)
 	for (size_t i = 0; i < nw; i++) {
 		if (i)
 			fputc(',', out);
-		ex_json_str(out, w[i]);
+		table_json_str(out, w[i]);
 	}
 	fputs("],\n\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"trace_info\","
 	    "\"pid\":0,\"tid\":0,\"args\":{\"producer\":\"msptictl export\"}}",

@@ -19,8 +19,11 @@
  *   REC_PAD record (always shorter than the record, so it fits in u16).
  *
  * The consumer trusts nothing in the mapping: it keeps its own tail and
- * capacity, copies a record before validating it, and bounds every loop by
- * the head it read once per drain, which must be within one capacity.
+ * capacity, bounds every loop by the head it read once per drain, which
+ * must be within one capacity, and never validates or delivers shared
+ * bytes: it finds a run of committed records by their headers (acquire
+ * loads), copies the run into private memory in one memcpy, and checks the
+ * framing and every record again in that copy.
  */
 #include "config.h"
 
@@ -36,6 +39,10 @@
 #include <sys/stat.h>
 
 #include "ring.h"
+
+/* Bytes the consumer copies out of the ring at once (>= REC_MAX_SIZE). */
+#define RING_BATCH	65536
+_Static_assert(RING_BATCH >= REC_MAX_SIZE, "ring batch");
 
 /* Counters written by different sides sit on separate cache-line pairs. */
 struct ring_shared {
@@ -77,7 +84,7 @@ struct ring {
 	/* Consumer side, private. */
 	uint64_t		 tail;
 	struct ring_stats	 st;
-	uint64_t		 buf[REC_MAX_SIZE / 8];
+	uint64_t		 batch[RING_BATCH / 8];	/* private copy */
 };
 
 #define RING_PREFETCH	512	/* bytes ahead of the head a producer prefetches */
@@ -341,13 +348,57 @@ ring_release(struct ring *r, uint64_t *zfrom, uint64_t t)
 	atomic_store_explicit(&r->sh->tail, t, memory_order_release);
 }
 
+/*
+ * Delivers the records of the private copy r->batch[0, span): the copy's
+ * framing is checked again (a producer may have rewritten the shared bytes
+ * after the acquire loads that found them committed).  Returns the bytes
+ * consumed: span, or less when the callback asked to stop.
+ */
+static uint64_t
+ring_deliver(struct ring *r, uint64_t span, ring_drain_cb cb, void *arg,
+    size_t *np, int *stopp)
+{
+	const uint8_t *b = (const uint8_t *)r->batch;
+	uint64_t p = 0, word;
+	unsigned type, size;
+
+	while (p < span) {
+		memcpy(&word, b + p, sizeof word);
+		type = word & 0xFFFF;
+		size = (word >> 16) & 0xFFFF;
+		if (size < REC_HDR_SIZE || (size & 7) || size > span - p) {
+			/* Rewritten under us: the rest of the copy is lost. */
+			r->st.rejects++;
+			r->st.reject_bytes += span - p;
+			return span;
+		}
+		if (type != REC_PAD) {
+			if (record_validate(b + p, size) == 0) {
+				r->st.records++;
+				r->st.bytes += size;
+				(*np)++;
+				p += size;
+				if ((*stopp = cb((const struct rec_hdr *)
+				    (b + p - size), arg)) != 0)
+					return p;
+				continue;
+			}
+			r->st.rejects++;
+			r->st.reject_bytes += size;
+		}
+		p += size;
+	}
+	return span;
+}
+
 int
 ring_drain(struct ring *r, ring_drain_cb cb, void *arg, size_t max)
 {
-	uint64_t h, t, zfrom, off, room, word;
-	size_t n = 0;
+	uint64_t h, t, zfrom, off, room, lim, span, word;
+	size_t n = 0, k;
 	unsigned type, size;
 	int stop = 0;
+	bool more, broken;
 
 	if (r->st.corrupt)
 		return -EBADMSG;
@@ -357,17 +408,58 @@ ring_drain(struct ring *r, ring_drain_cb cb, void *arg, size_t max)
 		r->st.corrupt = true;
 		return -EBADMSG;
 	}
-	while (t != h && n < max && !stop) {
+	more = true;
+	while (t != h && n < max && !stop && more) {
+		/*
+		 * 1. Walk the shared headers from t (acquire: a nonzero one
+		 * makes its body visible) to find a run of committed records,
+		 * within this lap and at most RING_BATCH bytes.
+		 */
 		off = t & r->mask;
-		word = atomic_load_explicit((_Atomic uint64_t *)(r->data + off),
-		    memory_order_acquire);
-		if (word == 0)
-			break;	/* not committed yet */
-		type = word & 0xFFFF;
-		size = (word >> 16) & 0xFFFF;
 		room = r->cap - off < h - t ? r->cap - off : h - t;
-		if (size < REC_HDR_SIZE || (size & 7) || size > room ||
-		    (type != REC_PAD && size > r->maxrec)) {
+		lim = room < RING_BATCH ? room : RING_BATCH;
+		span = 0;
+		k = 0;
+		broken = false;
+		while (span < lim && n + k < max) {
+			word = atomic_load_explicit((_Atomic uint64_t *)
+			    (r->data + off + span), memory_order_acquire);
+			if (word == 0) {
+				more = false;	/* not committed yet */
+				break;
+			}
+			type = word & 0xFFFF;
+			size = (word >> 16) & 0xFFFF;
+			if (size < REC_HDR_SIZE || (size & 7) ||
+			    size > room - span ||
+			    (type != REC_PAD && size > r->maxrec)) {
+				broken = true;
+				break;
+			}
+			if (span + size > lim) {
+				if (span == 0) {
+					/* A PAD longer than a batch: skip
+					 * it without copying. */
+					t += size;
+					span = UINT64_MAX;
+				}
+				break;
+			}
+			span += size;
+			if (type != REC_PAD)
+				k++;
+		}
+		if (span == UINT64_MAX)
+			continue;
+		/*
+		 * 2. One copy of the run into private memory; 3. check and
+		 * deliver from there, never from the shared bytes.
+		 */
+		if (span > 0) {
+			memcpy(r->batch, r->data + off, span);
+			t += ring_deliver(r, span, cb, arg, &n, &stop);
+		}
+		if (broken && !stop) {
 			/* The framing is lost: skip what producers have
 			 * reserved so far and start again at their head. */
 			r->st.resyncs++;
@@ -378,22 +470,6 @@ ring_drain(struct ring *r, ring_drain_cb cb, void *arg, size_t max)
 				r->st.corrupt = true;
 			break;
 		}
-		if (type != REC_PAD) {
-			/* Work on a private copy: the producer can still
-			 * scribble on the shared one. */
-			memcpy(r->buf, r->data + off, size);
-			r->buf[0] = word;
-			if (record_validate(r->buf, size) == 0) {
-				r->st.records++;
-				r->st.bytes += size;
-				n++;
-				stop = cb((const struct rec_hdr *)r->buf, arg);
-			} else {
-				r->st.rejects++;
-				r->st.reject_bytes += size;
-			}
-		}
-		t += size;
 		/* Free space early when a drain runs long. */
 		if (t - zfrom >= r->cap / 4)
 			ring_release(r, &zfrom, t);

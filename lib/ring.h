@@ -10,9 +10,10 @@
  * producers never block and never wait for the consumer.
  *
  * The single consumer reads committed records in order, stops at the first
- * uncommitted one, copies each record out of the shared memory, validates
- * the copy (record_validate) and hands it to a callback, zeroes the space
- * and advances the tail.  Everything in the mapping is untrusted: the
+ * uncommitted one, copies each run of committed records out of the shared
+ * memory (one memcpy per run), validates every record of the copy
+ * (record_validate) and hands it to a callback, zeroes the space and
+ * advances the tail.  Everything in the mapping is untrusted: the
  * consumer keeps its own tail and capacity, never reads outside the
  * mapping, and bounds the work of each drain.
  */
@@ -120,8 +121,9 @@ uint64_t	ring_pending(const struct ring *ring);
 
 /*
  * Called with a private, validated copy of each record (8-byte aligned,
- * valid until the callback returns).  PAD records are not delivered.
- * Return 0 to go on, nonzero to stop after this record.
+ * valid until the callback returns; the consumer's own memory, never the
+ * shared mapping, so the callback may rewrite it in place).  PAD records
+ * are not delivered.  Return 0 to go on, nonzero to stop after this record.
  */
 typedef int (*ring_drain_cb)(const struct rec_hdr *rec, void *arg);
 

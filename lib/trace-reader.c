@@ -35,13 +35,6 @@
 #endif
 #define SCAN_BLOCK	65536
 
-struct rarena {
-	struct rarena	*next;
-	size_t		 used;
-	size_t		 cap;
-	char		 mem[];
-};
-
 struct trace_reader {
 	int		 fd;
 	int		 own_fd;
@@ -70,7 +63,7 @@ struct trace_reader {
 	uint32_t	 nstrs;
 	size_t		 strcap;
 	uint64_t	 str_gap;	/* ids a skipped chunk may have defined */
-	struct rarena	*arena;
+	struct trace_arena *arena;	/* owns hdr strings and strs[] */
 
 	struct trace_reader_stats st;
 	char		 err[192];
@@ -133,29 +126,6 @@ rd_at(struct trace_reader *r, uint64_t off, void *buf, size_t len)
 	return (ssize_t)done;
 }
 
-static char *
-arena_dup(struct trace_reader *r, const char *s, size_t len)
-{
-	struct rarena *a = r->arena;
-	size_t cap;
-	char *p;
-
-	if (a == NULL || a->cap - a->used < len + 1) {
-		cap = len + 1 > 65536 ? len + 1 : 65536;
-		if ((a = malloc(sizeof(*a) + cap)) == NULL)
-			return NULL;
-		a->next = r->arena;
-		a->used = 0;
-		a->cap = cap;
-		r->arena = a;
-	}
-	p = a->mem + a->used;
-	memcpy(p, s, len);
-	p[len] = '\0';
-	a->used += len + 1;
-	return p;
-}
-
 /* Parses the TLVs of a header whose size and CRC are checked. */
 static int
 header_parse(struct trace_reader *r, const uint8_t *buf, size_t size)
@@ -193,7 +163,8 @@ header_parse(struct trace_reader *r, const uint8_t *buf, size_t size)
 			case TRACE_TAG_PRODUCER:
 				if (pass == 0)
 					break;
-				if ((v = arena_dup(r, v, t.len)) == NULL)
+				v = trace_arena_dup(&r->arena, v, t.len);
+				if (v == NULL)
 					return -ENOMEM;
 				if (t.tag == TRACE_TAG_HOSTNAME)
 					r->hdr.hostname = v;
@@ -204,9 +175,10 @@ header_parse(struct trace_reader *r, const uint8_t *buf, size_t size)
 				if ((nul = memchr(v, '\0', t.len)) == NULL)
 					return -EBADMSG;
 				if (pass == 1) {
-					r->kv[nkv].key = arena_dup(r, v,
-					    (size_t)(nul - v));
-					r->kv[nkv].value = arena_dup(r, nul + 1,
+					r->kv[nkv].key = trace_arena_dup(
+					    &r->arena, v, (size_t)(nul - v));
+					r->kv[nkv].value = trace_arena_dup(
+					    &r->arena, nul + 1,
 					    t.len - (size_t)(nul - v) - 1);
 					if (r->kv[nkv].key == NULL ||
 					    r->kv[nkv].value == NULL)
@@ -378,8 +350,6 @@ trailer_read(struct trace_reader *r)
 void
 trace_reader_close(struct trace_reader *r)
 {
-	struct rarena *a, *next;
-
 	if (r == NULL)
 		return;
 	if (r->own_fd)
@@ -391,10 +361,7 @@ trace_reader_close(struct trace_reader *r)
 	free(r->clocks);
 	free(r->index);
 	free(r->strs);
-	for (a = r->arena; a != NULL; a = next) {
-		next = a->next;
-		free(a);
-	}
+	trace_arena_free(r->arena);
 	free(r);
 }
 
@@ -671,7 +638,8 @@ string_add(struct trace_reader *r, const struct rec_string_def *d)
 	}
 	for (i = r->nstrs + 1; i < d->id; i++)
 		r->strs[i] = NULL;	/* defined in a chunk that was lost */
-	if ((r->strs[d->id] = arena_dup(r, d->bytes, d->len)) == NULL)
+	r->strs[d->id] = trace_arena_dup(&r->arena, d->bytes, d->len);
+	if (r->strs[d->id] == NULL)
 		return -ENOMEM;
 	r->nstrs = d->id;
 	return 0;

@@ -27,13 +27,6 @@ struct strent {
 	uint32_t	 id;		/* 0: empty slot */
 };
 
-struct arena {
-	struct arena	*next;
-	size_t		 used;
-	size_t		 cap;
-	char		 mem[];
-};
-
 struct trace_writer {
 	int		 fd;
 	int		 seekable;
@@ -64,7 +57,7 @@ struct trace_writer {
 	struct strent	*strs;		/* open addressing, power of two */
 	size_t		 strcap;
 	uint32_t	 nstrs;
-	struct arena	*arena;
+	struct trace_arena *arena;
 };
 
 /* Writes len bytes of iov at w->off (pwrite) or to the stream; returns 0 or
@@ -263,17 +256,6 @@ fail:
 	return rc;
 }
 
-static void
-arena_free(struct arena *a)
-{
-	struct arena *next;
-
-	for (; a != NULL; a = next) {
-		next = a->next;
-		free(a);
-	}
-}
-
 void
 trace_writer_abort(struct trace_writer *w)
 {
@@ -284,7 +266,7 @@ trace_writer_abort(struct trace_writer *w)
 	free(w->comp);
 	free(w->index);
 	free(w->strs);
-	arena_free(w->arena);
+	trace_arena_free(w->arena);
 	free(w);
 }
 
@@ -400,6 +382,27 @@ trace_writer_add(struct trace_writer *w, const void *rec)
 	return writer_append(w, h);
 }
 
+int
+trace_writer_add_valid(struct trace_writer *w, const struct rec_hdr *rec)
+{
+	return writer_append(w, rec);
+}
+
+int
+trace_writer_tune(struct trace_writer *w, int level, bool checksum)
+{
+	if (level != 0 && (level < ZSTD_minCLevel() ||
+	    level > ZSTD_maxCLevel()))
+		return -EINVAL;
+	if (level != 0 && ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx,
+	    ZSTD_c_compressionLevel, level)))
+		return -EINVAL;
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag,
+	    checksum ? 1 : 0)))
+		return -EINVAL;
+	return 0;
+}
+
 /* 64-bit FNV-1a: short strings, good enough spread for the table. */
 static uint64_t
 str_hash(const char *s, size_t len)
@@ -411,29 +414,6 @@ str_hash(const char *s, size_t len)
 		h *= 0x100000001b3ull;
 	}
 	return h;
-}
-
-static const char *
-arena_copy(struct trace_writer *w, const char *s, size_t len)
-{
-	struct arena *a = w->arena;
-	size_t cap;
-	char *p;
-
-	if (a == NULL || a->cap - a->used < len + 1) {
-		cap = len + 1 > 65536 ? len + 1 : 65536;
-		if ((a = malloc(sizeof(*a) + cap)) == NULL)
-			return NULL;
-		a->next = w->arena;
-		a->used = 0;
-		a->cap = cap;
-		w->arena = a;
-	}
-	p = a->mem + a->used;
-	memcpy(p, s, len);
-	p[len] = '\0';
-	a->used += len + 1;
-	return p;
 }
 
 static int
@@ -489,7 +469,7 @@ trace_writer_intern(struct trace_writer *w, const char *s, size_t len,
 	if (w->nstrs >= TRACE_STRINGS_MAX)
 		return -E2BIG;
 	e = &w->strs[i];
-	if ((e->s = arena_copy(w, s, len)) == NULL)
+	if ((e->s = trace_arena_dup(&w->arena, s, len)) == NULL)
 		return -ENOMEM;
 	e->hash = h;
 	e->len = (uint32_t)len;

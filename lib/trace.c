@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trace.h"
@@ -113,4 +114,38 @@ trace_strerror(int err)
 		return "invalid argument (trace fd must be at offset 0)";
 	}
 	return err < 0 ? strerror(-err) : "unknown error";
+}
+
+char *
+trace_arena_dup(struct trace_arena **ap, const char *s, size_t len)
+{
+	struct trace_arena *a = *ap;
+	size_t cap;
+	char *p;
+
+	if (a == NULL || a->cap - a->used < len + 1) {
+		cap = len + 1 > 65536 ? len + 1 : 65536;
+		if ((a = malloc(sizeof(*a) + cap)) == NULL)
+			return NULL;
+		a->next = *ap;
+		a->used = 0;
+		a->cap = cap;
+		*ap = a;
+	}
+	p = a->mem + a->used;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	a->used += len + 1;
+	return p;
+}
+
+void
+trace_arena_free(struct trace_arena *a)
+{
+	struct trace_arena *next;
+
+	for (; a != NULL; a = next) {
+		next = a->next;
+		free(a);
+	}
 }

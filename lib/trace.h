@@ -95,6 +95,24 @@ int	trace_writer_open(int fd, const struct trace_header *hdr, int level,
 int	trace_writer_add(struct trace_writer *w, const void *rec);
 
 /*
+ * trace_writer_add for a record the caller has already passed through
+ * record_validate (e.g. a ring_drain copy, string ids rewritten since) and
+ * that is not REC_PAD: the same without validating again.  Returns 0 or the
+ * sticky write error (the record is counted as lost).
+ */
+int	trace_writer_add_valid(struct trace_writer *w, const struct rec_hdr *rec);
+
+/*
+ * Compression of the chunks written from now on: the zstd level (0: keep
+ * the current one; negative levels are zstd's fast levels) and whether each
+ * frame carries zstd's XXH64 content checksum (on by default; the chunk's
+ * CRC-32C over the frame and the reader's record checks stay either way,
+ * see doc/trace-format.md).  Returns 0 or -EINVAL (level out of zstd's
+ * range).
+ */
+int	trace_writer_tune(struct trace_writer *w, int level, bool checksum);
+
+/*
  * Returns in *idp the trace-global id of s (len bytes, truncated as
  * record_string_fit does), emitting its STRING_DEF on first use.  Id 0 is
  * returned for an empty string.  Returns 0, -ENOMEM, -E2BIG (too many
@@ -181,6 +199,19 @@ const char	*trace_strerror(int err);
 
 /* CRC-32C (Castagnoli) of buf, continuing from crc (start with 0). */
 uint32_t	trace_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* The string arena of a writer or reader: blocks of at least 64 KiB,
+ * freed all at once. */
+struct trace_arena {
+	struct trace_arena	*next;
+	size_t			 used;
+	size_t			 cap;
+	char			 mem[];
+};
+/* Copies s[len] and a NUL into the arena at *ap (NULL: empty), which
+ * owns the copy; NULL when out of memory. */
+char	*trace_arena_dup(struct trace_arena **ap, const char *s, size_t len);
+void	trace_arena_free(struct trace_arena *a);
 
 /*
  * On-disk structures (little-endian, see doc/trace-format.md).  Exposed for

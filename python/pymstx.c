@@ -7,7 +7,7 @@
 
 #include "pyext.h"
 
-/* The message, an optional stream and an optional domain handle. */
+/* The message and an optional stream. */
 static int
 pymstx_args(PyObject *args, const char **msg, void **stream)
 {
@@ -84,18 +84,26 @@ pymstx_domain_destroy(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* A domain handle, the message and an optional stream. */
+static int
+pymstx_domain_args(PyObject *args, void **d, const char **msg, void **stream)
+{
+	PyObject *dobj, *so = Py_None;
+
+	if (!PyArg_ParseTuple(args, "Os|O", &dobj, msg, &so))
+		return -1;
+	*d = pyutil_pointer(dobj, "domain");
+	*stream = pyutil_pointer(so, "stream");
+	return PyErr_Occurred() ? -1 : 0;
+}
+
 static PyObject *
 pymstx_domain_mark(PyObject *self, PyObject *args)
 {
-	PyObject *dobj, *so = Py_None;
 	const char *msg;
 	void *d, *stream;
 
-	if (!PyArg_ParseTuple(args, "Os|O", &dobj, &msg, &so))
-		return NULL;
-	d = pyutil_pointer(dobj, "domain");
-	stream = pyutil_pointer(so, "stream");
-	if (PyErr_Occurred())
+	if (pymstx_domain_args(args, &d, &msg, &stream) < 0)
 		return NULL;
 	mstxDomainMarkA(d, msg, stream);
 	Py_RETURN_NONE;
@@ -104,15 +112,10 @@ pymstx_domain_mark(PyObject *self, PyObject *args)
 static PyObject *
 pymstx_domain_range_start(PyObject *self, PyObject *args)
 {
-	PyObject *dobj, *so = Py_None;
 	const char *msg;
 	void *d, *stream;
 
-	if (!PyArg_ParseTuple(args, "Os|O", &dobj, &msg, &so))
-		return NULL;
-	d = pyutil_pointer(dobj, "domain");
-	stream = pyutil_pointer(so, "stream");
-	if (PyErr_Occurred())
+	if (pymstx_domain_args(args, &d, &msg, &stream) < 0)
 		return NULL;
 	return PyLong_FromUnsignedLongLong(mstxDomainRangeStartA(d, msg,
 	    stream));

@@ -1016,15 +1016,26 @@ sim_comm_get(HcclComm comm)
 	return (sim_handle_get(comm, SIM_MAGIC_COMM));
 }
 
+/* A getter's checks: out and comm given, comm live.  On success *cp holds
+ * a reference the getter puts back. */
+static HcclResult
+sim_comm_query(HcclComm comm, const void *out, struct sim_comm **cp)
+{
+	if (out == NULL || comm == NULL)
+		return (HCCL_E_PTR);
+	if ((*cp = sim_comm_get(comm)) == NULL)
+		return (HCCL_E_PARA);
+	return (HCCL_SUCCESS);
+}
+
 SIM_EXPORT HcclResult
 HcclGetRankId(HcclComm comm, uint32_t *rank)
 {
 	struct sim_comm	*c;
+	HcclResult	 r;
 
-	if (rank == NULL || comm == NULL)
-		return (HCCL_E_PTR);
-	if ((c = sim_comm_get(comm)) == NULL)
-		return (HCCL_E_PARA);
+	if ((r = sim_comm_query(comm, rank, &c)) != HCCL_SUCCESS)
+		return (r);
 	*rank = c->rank;
 	sim_handle_put(&c->obj);
 	return (HCCL_SUCCESS);
@@ -1034,11 +1045,10 @@ SIM_EXPORT HcclResult
 HcclGetRankSize(HcclComm comm, uint32_t *rankSize)
 {
 	struct sim_comm	*c;
+	HcclResult	 r;
 
-	if (rankSize == NULL || comm == NULL)
-		return (HCCL_E_PTR);
-	if ((c = sim_comm_get(comm)) == NULL)
-		return (HCCL_E_PARA);
+	if ((r = sim_comm_query(comm, rankSize, &c)) != HCCL_SUCCESS)
+		return (r);
 	*rankSize = c->nranks;
 	sim_handle_put(&c->obj);
 	return (HCCL_SUCCESS);
@@ -1048,11 +1058,10 @@ SIM_EXPORT HcclResult
 HcclGetCommName(HcclComm comm, char *commName)
 {
 	struct sim_comm	*c;
+	HcclResult	 r;
 
-	if (commName == NULL || comm == NULL)
-		return (HCCL_E_PTR);
-	if ((c = sim_comm_get(comm)) == NULL)
-		return (HCCL_E_PARA);
+	if ((r = sim_comm_query(comm, commName, &c)) != HCCL_SUCCESS)
+		return (r);
 	snprintf(commName, 128, "%s", c->name);
 	sim_handle_put(&c->obj);
 	return (HCCL_SUCCESS);

@@ -465,6 +465,37 @@ sim_memory_copy_ns(int kind, size_t count)
 	    sim_cfg.time_scale));
 }
 
+/* Resolves stream and makes a task of kind for it; on success the caller
+ * holds the stream and the task and ends with sim_memory_run. */
+static aclError
+sim_memory_task(aclrtStream stream, int kind, const char *name,
+    struct sim_stream **sp, struct sim_task **tp)
+{
+	aclError	 e;
+
+	if ((e = sim_stream_resolve(stream, sp)) != ACL_SUCCESS)
+		return (e);
+	if ((*tp = sim_stream_task(kind, name)) == NULL) {
+		sim_handle_put(&(*sp)->obj);
+		return (ACL_ERROR_BAD_ALLOC);
+	}
+	return (ACL_SUCCESS);
+}
+
+/* Queues t on s (sync: and waits for it), then lets go of s. */
+static aclError
+sim_memory_run(struct sim_stream *s, struct sim_task *t, int sync)
+{
+	aclError	 e;
+
+	if ((e = sim_stream_submit(s, t)) != ACL_SUCCESS)
+		sim_stream_free_task(t);
+	else if (sync)
+		e = sim_stream_sync(s);
+	sim_handle_put(&s->obj);
+	return (e);
+}
+
 /* Validate a copy and queue it on stream; sync waits for it. */
 static aclError
 sim_memory_copy(void *dst, size_t destMax, const void *src, size_t count,
@@ -513,23 +544,15 @@ sim_memory_copy(void *dst, size_t destMax, const void *src, size_t count,
 		    count);
 		return (e);
 	}
-	if ((e = sim_stream_resolve(stream, &s)) != ACL_SUCCESS)
+	if ((e = sim_memory_task(stream, NPUSIM_TASK_MEMCPY, "MEMCPY", &s,
+	    &t)) != ACL_SUCCESS)
 		return (e);
-	if ((t = sim_stream_task(NPUSIM_TASK_MEMCPY, "MEMCPY")) == NULL) {
-		sim_handle_put(&s->obj);
-		return (ACL_ERROR_BAD_ALLOC);
-	}
 	t->u.memcpy.dst = dst;
 	t->u.memcpy.src = src;
 	t->u.memcpy.count = count;
 	t->u.memcpy.kind = kind;
 	t->dur_ns = sim_memory_copy_ns(kind, count);
-	if ((e = sim_stream_submit(s, t)) != ACL_SUCCESS)
-		sim_stream_free_task(t);
-	else if (sync)
-		e = sim_stream_sync(s);
-	sim_handle_put(&s->obj);
-	return (e);
+	return (sim_memory_run(s, t, sync));
 }
 
 SIM_EXPORT aclError
@@ -563,23 +586,15 @@ sim_memory_set(void *devPtr, size_t maxCount, int32_t value, size_t count,
 		    maxCount);
 		return (ACL_ERROR_INVALID_PARAM);
 	}
-	if ((e = sim_stream_resolve(stream, &s)) != ACL_SUCCESS)
+	if ((e = sim_memory_task(stream, NPUSIM_TASK_MEMSET, "MEMSET", &s,
+	    &t)) != ACL_SUCCESS)
 		return (e);
-	if ((t = sim_stream_task(NPUSIM_TASK_MEMSET, "MEMSET")) == NULL) {
-		sim_handle_put(&s->obj);
-		return (ACL_ERROR_BAD_ALLOC);
-	}
 	t->u.memset.dst = devPtr;
 	t->u.memset.value = value;
 	t->u.memset.count = count;
 	t->dur_ns = (uint64_t)((1000.0 + (double)count / 1000e9 * 1e9) *
 	    sim_cfg.time_scale);
-	if ((e = sim_stream_submit(s, t)) != ACL_SUCCESS)
-		sim_stream_free_task(t);
-	else if (sync)
-		e = sim_stream_sync(s);
-	sim_handle_put(&s->obj);
-	return (e);
+	return (sim_memory_run(s, t, sync));
 }
 
 SIM_EXPORT aclError

@@ -46,11 +46,10 @@ class MsptiObjectId(_Record):
     __slots__ = ("process_id", "thread_id", "device_id", "stream_id")
 
 
-class KernelData(_Record):
-    """One kernel executed on a device (MSPTI_ACTIVITY_KIND_KERNEL)."""
+class _Work(_Record):
+    """A record of device work: kind as MsptiActivityKind, and a duration."""
 
-    __slots__ = ("kind", "start", "end", "device_id", "stream_id",
-                 "correlation_id", "type", "name")
+    __slots__ = ()
 
     def __init__(self, *values):
         super().__init__(*values)
@@ -62,24 +61,22 @@ class KernelData(_Record):
         return self.end - self.start
 
 
-class HcclData(_Record):
+class KernelData(_Work):
+    """One kernel executed on a device (MSPTI_ACTIVITY_KIND_KERNEL)."""
+
+    __slots__ = ("kind", "start", "end", "device_id", "stream_id",
+                 "correlation_id", "type", "name")
+
+
+class HcclData(_Work):
     """One collective on a device (MSPTI_ACTIVITY_KIND_HCCL); bandwidth in
     GB/s."""
 
     __slots__ = ("kind", "start", "end", "device_id", "stream_id",
                  "bandwidth", "name", "comm_name")
 
-    def __init__(self, *values):
-        super().__init__(*values)
-        self.kind = MsptiActivityKind(self.kind)
 
-    @property
-    def duration(self):
-        """end - start, in ns."""
-        return self.end - self.start
-
-
-class CommunicationData(_Record):
+class CommunicationData(_Work):
     """One collective with its arguments
     (MSPTI_ACTIVITY_KIND_COMMUNICATION)."""
 
@@ -89,13 +86,7 @@ class CommunicationData(_Record):
 
     def __init__(self, *values):
         super().__init__(*values)
-        self.kind = MsptiActivityKind(self.kind)
         self.data_type = MsptiCommunicationDataType(self.data_type)
-
-    @property
-    def duration(self):
-        """end - start, in ns."""
-        return self.end - self.start
 
 
 class MarkerData(_Record):

@@ -53,8 +53,27 @@ get_device = _npusim.get_device
 synchronize_device = _npusim.synchronize_device
 
 
-class Stream:
+class _Handle:
+    """Owns an npusim handle, released once by the class's _release (its
+    destroy() or free()), also on leaving a with block."""
+
+    def _close(self):
+        if self.handle:
+            self._release(self.handle)
+            self.handle = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._close()
+        return False
+
+
+class Stream(_Handle):
     """An in-order device queue (aclrtCreateStream)."""
+
+    _release = staticmethod(_npusim.destroy_stream)
 
     def __init__(self):
         self.handle = _npusim.create_stream()
@@ -67,16 +86,7 @@ class Stream:
         _npusim.synchronize_stream(self.handle)
 
     def destroy(self):
-        if self.handle:
-            _npusim.destroy_stream(self.handle)
-            self.handle = 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.destroy()
-        return False
+        self._close()
 
 
 class Kernel:
@@ -99,29 +109,24 @@ class Kernel:
     __call__ = launch
 
 
-class DeviceBuffer:
+class DeviceBuffer(_Handle):
     """Device memory (aclrtMalloc)."""
+
+    _release = staticmethod(_npusim.free)
 
     def __init__(self, size):
         self.size = size
         self.handle = _npusim.malloc(size)
 
     def free(self):
-        if self.handle:
-            _npusim.free(self.handle)
-            self.handle = 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
-        return False
+        self._close()
 
 
-class HostBuffer:
+class HostBuffer(_Handle):
     """Pinned host memory (aclrtMallocHost) with helpers to fill and read
     it."""
+
+    _release = staticmethod(_npusim.free_host)
 
     def __init__(self, size):
         self.size = size
@@ -144,16 +149,7 @@ class HostBuffer:
         return struct.unpack("<%df" % count, self.read(count * 4))
 
     def free(self):
-        if self.handle:
-            _npusim.free_host(self.handle)
-            self.handle = 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
-        return False
+        self._close()
 
 
 def malloc(size):
@@ -201,9 +197,11 @@ def read_root_info(path):
         return f.read()
 
 
-class Communicator:
+class Communicator(_Handle):
     """An HCCL communicator of nranks ranks (HcclCommInitRootInfo; waits
     for every rank).  root defaults to $MSPTI_NPUSIM_ROOT_INFO."""
+
+    _release = staticmethod(_npusim.comm_destroy)
 
     def __init__(self, nranks, rank, root=None):
         if root is None:
@@ -229,13 +227,4 @@ class Communicator:
         _npusim.barrier(self.handle, stream)
 
     def destroy(self):
-        if self.handle:
-            _npusim.comm_destroy(self.handle)
-            self.handle = 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.destroy()
-        return False
+        self._close()
