@@ -337,11 +337,20 @@ while [ "$j" -lt 5 ]; do
 		echo "$stop_ns" >>"$T/zl.stop"
 	else
 		zlost=$((zlost + 1))
-		line "paced at $zrate/s"
+		if [ "$zrate" -eq 0 ]; then
+			line "full speed"
+		else
+			line "paced at $zrate/s"
+		fi
 	fi
 	j=$((j + 1))
 done
-echo "  (runs at $(awk -v r="$zrate" 'BEGIN { printf "%.1f", r / 1e6 }') M/s for the stop figure: $zlost of 5 lost records)"
+if [ "$zrate" -eq 0 ]; then
+	zdesc="full speed"
+else
+	zdesc="$(awk -v r="$zrate" 'BEGIN { printf "%.1f", r / 1e6 }') M/s"
+fi
+echo "  (5 more runs at $zdesc for the stop figure: $zlost of 5 lost records)"
 echo "stop -> finalized, $NREC records written, zero loss: $(stats 1000000 <"$T/zl.stop") ms   [target <= 200 ms]"
 echo "  (msptictl stop wall time, fork to exit; it returns after the footer is written and fsynced)"
 echo
