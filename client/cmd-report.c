@@ -28,6 +28,10 @@ client_analyse(const struct cmd_entry *e, const struct analysis_opts *o,
 		if (analysis_add_file(a, argv[i]) == 0)
 			ok++;
 	if (ok == 0 || analysis_run(a) != 0) {
+		/* Say why for each file ("x: cannot read: bad magic"). */
+		w = analysis_warnings(a, &nw);
+		for (size_t i = 0; i < nw; i++)
+			fprintf(stderr, "msptictl %s: %s\n", e->name, w[i]);
 		fprintf(stderr, "msptictl %s: no readable trace\n", e->name);
 		analysis_free(a);
 		return NULL;
