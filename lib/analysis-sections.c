@@ -583,7 +583,11 @@ sec_steps(struct analysis *a)
 	uint64_t lead_total = 0, lead_max = 0;
 	int gap_rank = -1;
 	double nov = 0, stept = 0;
+	size_t ranked = 0;
 
+	for (size_t i = 0; i < a->nproc; i++)
+		if (a->proc[i]->rank >= 0)
+			ranked++;
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 		double sum[6] = { 0 };
@@ -613,6 +617,10 @@ sec_steps(struct analysis *a)
 		lead_total += p->lead_total;
 		if (p->lead_max > lead_max)
 			lead_max = p->lead_max;
+		/* A launcher (no rank, no steps) beside ranked processes is
+		 * not a rank: leave it out of the ranks table. */
+		if (p->rank < 0 && p->nsteps == 0 && ranked > 0)
+			continue;
 		table_row(r);
 		table_i64(r, p->rank);
 		table_u64(r, p->pid);
