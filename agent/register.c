@@ -504,6 +504,20 @@ register_watch(void)
 	    IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF) >= 0;
 }
 
+/* Closes the inotify descriptor, if any (on this thread, not the app's). */
+static void
+register_unwatch(void)
+{
+	int fd;
+
+	pthread_mutex_lock(&reg.lock);
+	fd = reg.ino;
+	reg.ino = -1;
+	pthread_mutex_unlock(&reg.lock);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Sleeps until agent.sock may have appeared, or timeout_ms passed. */
 static void
 register_wait(int timeout_ms)
@@ -528,16 +542,30 @@ register_main(void *arg)
 {
 	sigset_t all;
 	int backoff = REG_BACKOFF_MIN_MS;
+	bool first = true;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	gate_hold_hello(REG_FORK_HOLD_MS);
 	for (;;) {
-		/* Watch before connecting so a bind in between is not missed. */
-		bool watching = register_watch();
+		bool watching = false;
 		int rc = register_connect();
 
+		/*
+		 * No daemon: after a first short sleep (most short-lived
+		 * processes are gone by then), watch the runtime dir and try
+		 * once more so a bind in between is not missed.  The watch is
+		 * dropped once registered: a process whose exit races with an
+		 * inotify watch being set up or torn down waits for an SRCU
+		 * grace period (milliseconds) in exit.
+		 */
+		if (rc != 0 && !first) {
+			watching = register_watch();
+			rc = register_connect();
+		}
+		first = false;
 		if (rc == 0) {
+			register_unwatch();
 			backoff = REG_BACKOFF_MIN_MS;
 			register_serve();
 			/* The daemon went away; it may be restarting. */

@@ -178,7 +178,9 @@ peer_fill(struct peer *p, const char **why)
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return 0;
-		*why = strerror(errno);
+		/* A process that exits with our reply unread resets the
+		 * connection: that is an ordinary close, not a fault. */
+		*why = errno == ECONNRESET ? NULL : strerror(errno);
 		return -1;
 	}
 	if (n == 0) {
