@@ -31,7 +31,7 @@
 
 #define PEER_MAX_AGENTS		4096	/* registered agents at once */
 #define PEER_MAX_CTL_PER_UID	32	/* control connections per uid */
-#define PEER_MAX_QUEUED		(8u << 20) /* unsent bytes before a peer is dropped */
+#define PEER_MAX_QUEUED		(2 * FRAME_MAX_LEN) /* unsent bytes before a peer is dropped */
 #define PEER_MAX_RXFDS		4	/* descriptors received and not yet used */
 
 struct daemon;

@@ -306,7 +306,13 @@ peer_send(struct peer *p, uint16_t type, const ProtobufCMessage *msg, int fd)
 	if ((rc = frame_pack(type, msg, &o->buf, &o->len)) != 0) {
 		log_warnx("cannot pack %s: %s", msg_name(type), frame_strerror(rc));
 		free(o);
-		goto fail;
+		if (fd >= 0)
+			close(fd);
+		/* The requester gets an answer, never silence. */
+		if (type == MSPTI__MSG_TYPE__MSG_ERROR)
+			return 0;
+		return peer_send_error(p, 1, "cannot send %s: %s",
+		    msg_name(type), frame_strerror(rc));
 	}
 	if (p->queued + o->len > PEER_MAX_QUEUED) {
 		free(o->buf);

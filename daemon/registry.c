@@ -15,6 +15,9 @@
 #include "metrics.h"
 
 #define REG_MAX_STR	4096
+/* A command line is kept to 1 KiB so that thousands of agents fit one
+ * ListReply (the full one is in /proc/PID/cmdline). */
+#define REG_MAX_CMDLINE	1024
 #define REG_MAX_DEVICES	64
 
 /* Copies a peer-supplied string, bounded, with control characters replaced. */
@@ -35,14 +38,14 @@ registry_strdup(const char *s, size_t max)
 static char *
 registry_join_argv(char **argv, size_t argc)
 {
-	char *out = malloc(REG_MAX_STR + 1);
+	char *out = malloc(REG_MAX_CMDLINE + 1);
 	size_t off = 0;
 
 	if (out == NULL)
 		return NULL;
 	out[0] = '\0';
-	for (size_t i = 0; i < argc && off < REG_MAX_STR; i++) {
-		int n = snprintf(out + off, REG_MAX_STR + 1 - off, "%s%s",
+	for (size_t i = 0; i < argc && off < REG_MAX_CMDLINE; i++) {
+		int n = snprintf(out + off, REG_MAX_CMDLINE + 1 - off, "%s%s",
 		    i ? " " : "", argv[i] ? argv[i] : "");
 		if (n < 0)
 			break;

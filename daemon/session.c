@@ -380,7 +380,12 @@ session_agent_put(struct sess_agent *sa, struct rec_hdr *r, bool valid)
 		struct trace_writer_stats st;
 
 		trace_writer_get_stats(s->w, &st);
-		if (st.file_bytes + st.raw_bytes / 4 >= s->max_size) {
+		/* The file so far, plus the chunk being built at the ratio
+		 * the written chunks compressed at (1/4 before the first). */
+		uint64_t est = st.file_bytes + (st.raw_bytes > 0 ?
+		    (uint64_t)((double)st.pending_bytes * (double)st.file_bytes /
+		    (double)st.raw_bytes) : st.pending_bytes / 4);
+		if (est >= s->max_size) {
 			s->stop_reason = "size limit";
 			return true;
 		}

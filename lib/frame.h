@@ -17,7 +17,8 @@
 #define FRAME_MAGIC	0x5450534du	/* "MSPT" read as little-endian u32 */
 #define FRAME_VERSION	1
 #define FRAME_HDR_LEN	12
-#define FRAME_MAX_LEN	(1u << 20)	/* hard bound on any payload */
+#define FRAME_MAX_LEN	(16u << 20)	/* hard bound on any payload; each
+					 * type has its own, smaller bound */
 
 struct frame_hdr {
 	uint32_t	magic;

@@ -564,6 +564,7 @@ trace_writer_get_stats(const struct trace_writer *w,
 	st->records = w->records;
 	st->chunks = w->chunks;
 	st->raw_bytes = w->raw_bytes;
+	st->pending_bytes = w->rawlen;
 	st->file_bytes = w->off;
 	st->lost = w->lost;
 	st->strings = w->nstrs;

@@ -70,7 +70,8 @@ struct trace_writer;
 struct trace_writer_stats {
 	uint64_t	records;	/* written in complete chunks */
 	uint64_t	chunks;
-	uint64_t	raw_bytes;
+	uint64_t	raw_bytes;	/* of the records in complete chunks */
+	uint64_t	pending_bytes;	/* records in the chunk being built */
 	uint64_t	file_bytes;	/* bytes of the file so far */
 	uint64_t	lost;		/* records lost to write errors */
 	uint64_t	strings;	/* interned strings */

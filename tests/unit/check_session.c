@@ -1,15 +1,29 @@
 /*
- * Unit tests for the daemon's session configuration logic (daemon/
- * session.c, linked from libmsptid): kind lists, their names, and the
- * marker-domain on/off list.
+ * Unit tests for the daemon's sessions (daemon/session.c, linked from
+ * libmsptid): the configuration logic (kind lists, their names, the
+ * marker-domain list), and the session state machine driven by fake
+ * agents and a fake msptictl over socketpairs (daemon-harness.h).  A fake
+ * agent answers StartCapture as agent/register.c does: it maps the ring
+ * memfd that came with it and acks with an eventfd; it writes records into
+ * that ring and wakes the daemon through the eventfd.  The trace file is
+ * read back with lib/trace.
  */
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
 
 #include "msptid.h"
+#include "ring.h"
+#include "trace.h"
+#include "daemon-harness.h"
 
 START_TEST(test_kinds_parse)
 {
@@ -82,16 +96,758 @@ START_TEST(test_domains)
 }
 END_TEST
 
+/* ---- the session state machine ---- */
+
+#define T(x)		MSPTI__MSG_TYPE__##x
+#define free_msg(m)	protobuf_c_message_free_unpacked(&(m)->base, NULL)
+
+#define MARKER_INSTANT	1
+#define MARKER_START	2
+#define MARKER_END	4
+#define DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
+
+static char out_path[128];
+
+static void
+sess_setup(void)
+{
+	dh_setup();
+	snprintf(out_path, sizeof(out_path), "%s/out.trace", dh_dir);
+}
+
+static void
+sess_teardown(void)
+{
+	unlink(out_path);
+	dh_teardown();
+}
+
+/* A fake agent: its connection, and the ring it was given. */
+struct fake {
+	struct dh_conn	 c;
+	pid_t		 pid;
+	uint64_t	 sid;
+	uint32_t	 kinds;
+	struct ring	*ring;
+	int		 evfd;
+	uint64_t	 ts;
+};
+
+/* Registers a fake agent whose pid (SO_PEERCRED) is a child of ours. */
+static void
+fake_register(struct fake *f, const char *job, int rank)
+{
+	memset(f, 0, sizeof(*f));
+	f->evfd = -1;
+	f->ts = 1700000000000000000ull;
+	ck_assert_ptr_nonnull(dh_connect(&f->c, PEER_AGENT, 0, true));
+	f->pid = f->c.child;
+	ck_assert_uint_ne(dh_hello(&f->c, job, rank, NULL, 0), 0);
+}
+
+/* Receives StartCapture and its ring; does not answer. */
+static Mspti__StartCapture *
+fake_get_start(struct fake *f)
+{
+	Mspti__StartCapture *sc;
+	int fd = -1;
+
+	sc = (Mspti__StartCapture *)dh_expect(&f->c, T(MSG_START_CAPTURE),
+	    &fd);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ring_map(fd, &f->ring), 0);
+	close(fd);
+	f->sid = sc->session_id;
+	f->kinds = sc->kinds;
+	return sc;
+}
+
+/* Answers StartCapture as agent/register.c does: ack with an eventfd. */
+static void
+fake_ack_start(struct fake *f)
+{
+	Mspti__CaptureAck ack = MSPTI__CAPTURE_ACK__INIT;
+
+	f->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ck_assert_int_ge(f->evfd, 0);
+	ack.session_id = f->sid;
+	ack.op = MSPTI__CAPTURE_OP__CAPTURE_START;
+	ack.message = "";
+	ck_assert_int_eq(dh_send(&f->c, T(MSG_CAPTURE_ACK), &ack.base,
+	    f->evfd), 0);
+}
+
+static void
+fake_start(struct fake *f)
+{
+	free_msg(fake_get_start(f));
+	fake_ack_start(f);
+}
+
+/* Receives StopCapture and acks it. */
+static void
+fake_stop(struct fake *f)
+{
+	Mspti__CaptureAck ack = MSPTI__CAPTURE_ACK__INIT;
+	Mspti__StopCapture *sc;
+
+	sc = (Mspti__StopCapture *)dh_expect(&f->c, T(MSG_STOP_CAPTURE), NULL);
+	ck_assert_uint_eq(sc->session_id, f->sid);
+	free_msg(sc);
+	ack.session_id = f->sid;
+	ack.op = MSPTI__CAPTURE_OP__CAPTURE_STOP;
+	ck_assert_int_eq(dh_send(&f->c, T(MSG_CAPTURE_ACK), &ack.base, -1),
+	    0);
+}
+
+static void
+fake_close(struct fake *f)
+{
+	ring_unmap(f->ring);
+	f->ring = NULL;
+	if (f->evfd >= 0)
+		close(f->evfd);
+	f->evfd = -1;
+	dh_close(&f->c);
+}
+
+static void
+fake_string(struct fake *f, uint32_t id, const char *str)
+{
+	uint64_t buf[REC_MAX_SIZE / 8];
+
+	ck_assert_uint_gt(record_string_def_encode(buf, sizeof(buf), id, str,
+	    strlen(str)), 0);
+	ck_assert_int_eq(ring_write(f->ring, buf), 0);
+}
+
+static void
+fake_marker(struct fake *f, uint32_t flag, uint32_t name_id)
+{
+	struct rec_marker m;
+
+	REC_INIT(&m, REC_MARKER, 0);
+	m.timestamp = f->ts++;
+	m.id = f->ts;
+	m.pid = (uint32_t)f->pid;
+	m.tid = (uint32_t)f->pid;
+	m.device = REC_NONE;
+	m.stream = REC_NONE;
+	m.name_id = name_id;
+	m.flag = flag;
+	ck_assert_int_eq(ring_write(f->ring, &m), 0);
+}
+
+/* Wakes the daemon and pumps until it drained everything. */
+static void
+fake_flush(struct fake *f)
+{
+	uint64_t one = 1;
+
+	ck_assert_int_eq(write(f->evfd, &one, sizeof(one)), sizeof(one));
+	ck_assert(DH_PUMP_UNTIL(ring_pending(f->ring) == 0));
+}
+
+/* Sends StartSession for pids with an output file (cfg may be NULL). */
+static void
+ctl_start(struct dh_conn *ctl, uint32_t *pids, size_t npids,
+    Mspti__SessionConfig *cfg)
+{
+	Mspti__StartSession req = MSPTI__START_SESSION__INIT;
+	Mspti__SessionTarget tg = MSPTI__SESSION_TARGET__INIT;
+	int fd;
+
+	fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	tg.pids = pids;
+	tg.n_pids = npids;
+	req.target = &tg;
+	req.config = cfg;
+	req.output = out_path;
+	ck_assert_int_eq(dh_send(ctl, T(MSG_START_SESSION), &req.base, fd), 0);
+	close(fd);
+}
+
+static Mspti__StartSessionReply *
+ctl_start_reply(struct dh_conn *ctl)
+{
+	return (Mspti__StartSessionReply *)dh_expect(ctl,
+	    T(MSG_START_SESSION_REP), NULL);
+}
+
+static void
+ctl_wait(struct dh_conn *ctl, uint64_t id)
+{
+	Mspti__WaitSession w = MSPTI__WAIT_SESSION__INIT;
+
+	w.session_id = id;
+	ck_assert_int_eq(dh_send(ctl, T(MSG_WAIT_SESSION), &w.base, -1), 0);
+}
+
+static void
+ctl_stop(struct dh_conn *ctl, uint64_t id)
+{
+	Mspti__StopSession st = MSPTI__STOP_SESSION__INIT;
+
+	st.session_id = id;
+	ck_assert_int_eq(dh_send(ctl, T(MSG_STOP_SESSION), &st.base, -1), 0);
+}
+
+static Mspti__SessionInfo *
+ctl_info(struct dh_conn *ctl)
+{
+	return (Mspti__SessionInfo *)dh_expect(ctl, T(MSG_SESSION_INFO), NULL);
+}
+
+static struct session *
+session_by_id(uint64_t id)
+{
+	struct session *s;
+
+	TAILQ_FOREACH(s, &dh_d->sessions, entry)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+/* What a trace file holds. */
+struct tfile {
+	uint64_t		 session_id;
+	char			 producer[64];
+	char			 target[64];
+	bool			 footer;
+	struct trace_footer	 f;
+	uint64_t		 all;		/* records read */
+	uint64_t		 records;	/* read, STRING_DEF aside */
+	uint64_t		 markers;
+	uint64_t		 named[4][8];	/* [name][flag bit] */
+	uint64_t		 process_pid;
+	uint64_t		 events[SESSION_EV_MAX];
+};
+
+static const char *tnames[4] = { "step", "fwd", "other", NULL };
+
+static void
+read_trace(struct tfile *t)
+{
+	const struct trace_header *h;
+	const struct rec_hdr *r;
+	struct trace_reader *rd;
+	struct trace_reader_stats st;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	ck_assert_int_eq(trace_reader_open(out_path, &rd), 0);
+	h = trace_reader_header(rd);
+	t->session_id = h->session_id;
+	snprintf(t->producer, sizeof(t->producer), "%s", h->producer);
+	for (size_t i = 0; i < h->nconfig; i++)
+		if (strcmp(h->config[i].key, "target") == 0)
+			snprintf(t->target, sizeof(t->target), "%s",
+			    h->config[i].value);
+	if (trace_reader_footer(rd) != NULL) {
+		t->footer = true;
+		t->f = *trace_reader_footer(rd);
+	}
+	while ((rc = trace_reader_next(rd, &r)) == 1) {
+		t->all++;
+		if (r->type == REC_STRING_DEF)
+			continue;
+		t->records++;
+		if (r->type == REC_MARKER) {
+			const struct rec_marker *m = (const void *)r;
+			const char *name = trace_reader_string(rd, m->name_id);
+
+			t->markers++;
+			for (int i = 0; tnames[i] != NULL; i++)
+				if (name != NULL && strcmp(name, tnames[i]) == 0)
+					t->named[i][__builtin_ctz(m->flag)]++;
+		} else if (r->type == REC_PROCESS)
+			t->process_pid = ((const struct rec_process *)r)->pid;
+		else if (r->type == REC_SESSION && r->aux < SESSION_EV_MAX)
+			t->events[r->aux]++;
+	}
+	ck_assert_int_eq(rc, 0);
+	trace_reader_get_stats(rd, &st);
+	ck_assert(!st.truncated);
+	ck_assert_uint_eq(st.corrupt_chunks, 0);
+	trace_reader_close(rd);
+}
+
+/*
+ * The whole life of a session: starting (no reply before the agent's
+ * ack), active with a per-target "capturing" ack, records from the
+ * agent's ring in the file, stop -> StopCapture -> finalized, footer.
+ */
+START_TEST(test_session_lifecycle)
+{
+	struct dh_conn ctl, ctl2, lc;
+	struct fake f;
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	Mspti__StartSessionReply *rep;
+	Mspti__StartCapture *sc;
+	Mspti__SessionInfo *info;
+	Mspti__ListRequest lreq = MSPTI__LIST_REQUEST__INIT;
+	Mspti__ListReply *l;
+	struct session *s;
+	struct tfile t;
+	char *off[] = { "noisy" }, want[64];
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&lc, PEER_CTL, 0, false));
+	cfg.domains_off = off;
+	cfg.n_domains_off = 1;
+	cfg.buffer_size = 65536;
+	ctl_start(&ctl, &pid, 1, &cfg);
+
+	sc = fake_get_start(&f);
+	ck_assert_uint_eq(sc->session_id, 1);
+	ck_assert_uint_eq(sc->kinds, DEFAULT_KINDS);
+	ck_assert_uint_eq(sc->n_domains_off, 1);
+	ck_assert_str_eq(sc->domains_off[0], "noisy");
+	free_msg(sc);
+	s = session_by_id(1);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(s->state, SESS_STARTING);
+	ck_assert_uint_eq(dh_d->nsessions, 1);
+	/* No reply while the agent has not answered. */
+	dh_pump(100);
+	ck_assert_int_eq(dh_poll(&ctl), 0);
+
+	fake_ack_start(&f);
+	rep = ctl_start_reply(&ctl);
+	ck_assert_ptr_nonnull(rep->session);
+	ck_assert_uint_eq(rep->session->session_id, 1);
+	ck_assert_str_eq(rep->session->state, "active");
+	ck_assert_str_eq(rep->session->mode, "stream");
+	ck_assert_uint_eq(rep->n_acks, 1);
+	ck_assert_uint_eq(rep->acks[0]->pid, pid);
+	ck_assert_int_eq(rep->acks[0]->code, 0);
+	ck_assert_str_eq(rep->acks[0]->message, "capturing");
+	ck_assert_uint_eq(rep->session->n_targets, 1);
+	ck_assert_str_eq(rep->session->targets[0]->message, "capturing");
+	free_msg(rep);
+	ck_assert_int_eq(s->state, SESS_ACTIVE);
+	ck_assert_int_eq(TAILQ_FIRST(&s->agents)->state, SA_ACTIVE);
+	/* The agent is listed as in the session. */
+	ck_assert_int_eq(dh_send(&lc, T(MSG_LIST_REQ), &lreq.base, -1), 0);
+	l = (Mspti__ListReply *)dh_expect(&lc, T(MSG_LIST_REP), NULL);
+	ck_assert_uint_eq(l->n_agents, 1);
+	ck_assert_uint_eq(l->agents[0]->session_id, 1);
+	free_msg(l);
+
+	/* Records: a string, a range and an instant marker. */
+	fake_string(&f, 1, "fwd");
+	fake_marker(&f, MARKER_START, 1);
+	fake_marker(&f, MARKER_END, 1);
+	fake_marker(&f, MARKER_INSTANT, 1);
+	fake_flush(&f);
+	ck_assert_uint_eq(s->records, 3);
+
+	/* Stop: StopCapture to the agent, finalized on its ack. */
+	ctl_stop(&ctl2, 1);
+	dh_pump(10);
+	ck_assert_int_eq(s->state, SESS_STOPPING);
+	ck_assert_int_eq(dh_poll(&ctl2), 0);
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_str_eq(info->stop_reason, "stopped by command");
+	ck_assert_str_eq(info->error, "");
+	ck_assert_uint_eq(info->records, 3);
+	ck_assert_uint_eq(info->n_targets, 1);
+	ck_assert_str_eq(info->targets[0]->message, "done");
+	ck_assert_uint_eq(info->n_losses, LOSS_STAGE_MAX);
+	for (size_t i = 0; i < info->n_losses; i++)
+		ck_assert_uint_eq(info->losses[i], 0);
+	ck_assert_uint_gt(info->bytes, 0);
+	free_msg(info);
+	ck_assert_uint_eq(dh_d->nsessions, 0);
+	ck_assert_uint_eq(f.c.peer->agent->session_id, 0);
+
+	read_trace(&t);
+	ck_assert_uint_eq(t.session_id, 1);
+	snprintf(want, sizeof(want), "pid %u", pid);
+	ck_assert_str_eq(t.target, want);
+	ck_assert_int_eq(strncmp(t.producer, "msptid ", 7), 0);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.f.records, t.all);
+	ck_assert_uint_eq(t.f.counts[REC_STRING_DEF], t.all - t.records);
+	ck_assert_uint_eq(t.f.counts[REC_MARKER], 3);
+	ck_assert_uint_eq(t.markers, 3);
+	ck_assert_uint_eq(t.named[1][1], 1);	/* fwd START */
+	ck_assert_uint_eq(t.named[1][2], 1);	/* fwd END */
+	ck_assert_uint_eq(t.named[1][0], 1);	/* fwd INSTANT */
+	ck_assert_uint_eq(t.process_pid, pid);
+	ck_assert_uint_eq(t.events[SESSION_EV_START], 1);
+	ck_assert_uint_eq(t.events[SESSION_EV_AGENT_JOIN], 1);
+	ck_assert_uint_eq(t.events[SESSION_EV_AGENT_LEAVE], 1);
+	ck_assert_uint_eq(t.events[SESSION_EV_STOP], 1);
+	for (int i = 0; i < LOSS_STAGE_MAX; i++)
+		ck_assert_uint_eq(t.f.losses[i], 0);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+	dh_close(&lc);
+}
+END_TEST
+
+/* Per-target acks: a pid without an agent is refused with exit class 3,
+ * the other target starts; with no target at all the session fails. */
+START_TEST(test_session_unknown_pid)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__StartSessionReply *rep;
+	Mspti__SessionInfo *info;
+	uint32_t pids[2];
+
+	fake_register(&f, "job", 0);
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	/* We are a live process, but not an agent. */
+	pids[0] = (uint32_t)getpid();
+	pids[1] = (uint32_t)f.pid;
+	ctl_start(&ctl, pids, 2, NULL);
+	fake_start(&f);
+	rep = ctl_start_reply(&ctl);
+	ck_assert_uint_eq(rep->n_acks, 2);
+	ck_assert_uint_eq(rep->acks[0]->pid, pids[0]);
+	ck_assert_int_eq(rep->acks[0]->code, 3);
+	ck_assert_ptr_nonnull(strstr(rep->acks[0]->message,
+	    "no agent registered"));
+	ck_assert_uint_eq(rep->acks[1]->pid, pids[1]);
+	ck_assert_int_eq(rep->acks[1]->code, 0);
+	ck_assert_str_eq(rep->acks[1]->message, "capturing");
+	ck_assert_str_eq(rep->session->state, "active");
+	free_msg(rep);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	free_msg(info);
+
+	/* Only an unknown pid: refused, and the session fails. */
+	ctl_start(&ctl, pids, 1, NULL);
+	rep = ctl_start_reply(&ctl);
+	ck_assert_uint_eq(rep->n_acks, 1);
+	ck_assert_int_eq(rep->acks[0]->code, 3);
+	ck_assert_uint_eq(rep->session->session_id, 2);
+	free_msg(rep);
+	ck_assert(DH_PUMP_UNTIL(session_by_id(2)->state == SESS_FAILED));
+	ck_assert_str_eq(session_by_id(2)->error,
+	    "no target could be captured");
+	ck_assert_uint_eq(dh_d->nsessions, 0);
+	/* The agent was never asked. */
+	dh_pump(10);
+	ck_assert_int_eq(dh_poll(&f.c), 0);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/*
+ * An agent that never acks: the start reply still comes when the ack
+ * timer fires.  The timer is SESS_ACK_TIMEOUT_MS (seconds); rather than
+ * wait, the test checks it is armed and makes it fire now.
+ */
+START_TEST(test_session_ack_timeout)
+{
+	struct dh_conn ctl;
+	struct fake f;
+	Mspti__StartSessionReply *rep;
+	struct session *s;
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	free_msg(fake_get_start(&f));
+	dh_pump(100);
+	s = session_by_id(1);
+	ck_assert_int_eq(s->state, SESS_STARTING);
+	ck_assert_int_eq(dh_poll(&ctl), 0);
+	ck_assert(evtimer_pending(s->ack_tv, NULL));
+
+	event_active(s->ack_tv, EV_TIMEOUT, 1);
+	rep = ctl_start_reply(&ctl);
+	ck_assert_uint_eq(rep->n_acks, 1);
+	ck_assert_uint_eq(rep->acks[0]->pid, pid);
+	ck_assert_int_eq(rep->acks[0]->code, 1);
+	ck_assert_str_eq(rep->acks[0]->message, "agent did not answer");
+	free_msg(rep);
+	ck_assert(DH_PUMP_UNTIL(s->state == SESS_FINALIZED ||
+	    s->state == SESS_FAILED));
+	ck_assert_int_eq(s->state, SESS_FAILED);
+
+	/* A late ack is ignored; the agent stays connected. */
+	fake_ack_start(&f);
+	dh_pump(50);
+	ck_assert(dh_alive(&f.c));
+	ck_assert_int_eq(s->state, SESS_FAILED);
+	ck_assert_uint_eq(dh_d->peers_dropped, 0);
+	fake_close(&f);
+	dh_close(&ctl);
+}
+END_TEST
+
+/* Ring garbage is counted as daemon_reject; the session still finalizes
+ * and keeps every valid record. */
+START_TEST(test_session_ring_garbage)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__StartSessionReply *rep;
+	Mspti__SessionInfo *info;
+	struct rec_marker bad;
+	struct rec_process proc;
+	struct rec_hdr *h;
+	void *p;
+	struct tfile t;
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start(&f);
+	rep = ctl_start_reply(&ctl);
+	ck_assert_int_eq(rep->acks[0]->code, 0);
+	free_msg(rep);
+
+	fake_string(&f, 1, "fwd");
+	fake_marker(&f, MARKER_START, 1);
+	/* 1: a marker with two flag bits (fails validation). */
+	REC_INIT(&bad, REC_MARKER, 0);
+	bad.flag = MARKER_START | MARKER_END;
+	ck_assert_int_eq(ring_write(f.ring, &bad), 0);
+	/* 2: an unknown type, its body random-ish bytes. */
+	ck_assert_int_eq(ring_reserve(f.ring, 64, &p), 0);
+	memset((uint8_t *)p + 8, 0xa5, 56);
+	h = &(struct rec_hdr){ .type = 0x77, .size = 64, .aux = 0x1234 };
+	ring_commit(p, h);
+	/* 3: a valid record an agent may not send. */
+	REC_INIT(&proc, REC_PROCESS, 0);
+	proc.pid = 1;
+	proc.rank = proc.local_rank = proc.world_size = -1;
+	ck_assert_int_eq(ring_write(f.ring, &proc), 0);
+	/* 4: a string id beyond the agent's namespace. */
+	fake_string(&f, 1u << 20, "huge");
+	fake_marker(&f, MARKER_END, 1);
+	fake_flush(&f);
+
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_uint_eq(info->records, 2);
+	ck_assert_uint_eq(info->losses[LOSS_DAEMON_REJECT], 4);
+	free_msg(info);
+	read_trace(&t);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.f.losses[LOSS_DAEMON_REJECT], 4);
+	ck_assert_uint_eq(t.f.counts[REC_MARKER], 2);
+	ck_assert_uint_eq(t.named[1][1], 1);
+	ck_assert_uint_eq(t.named[1][2], 1);
+	/* Only the daemon's own PROCESS record. */
+	ck_assert_uint_eq(t.f.counts[REC_PROCESS], 1);
+	ck_assert_uint_eq(t.process_pid, pid);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/* --steps N: END markers of ranges named "step" are counted; the session
+ * stops after the N-th and writes nothing after it. */
+START_TEST(test_session_steps)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	Mspti__StartSessionReply *rep;
+	Mspti__SessionInfo *info;
+	struct tfile t;
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	cfg.steps = 2;
+	ctl_start(&ctl, &pid, 1, &cfg);
+	fake_start(&f);
+	rep = ctl_start_reply(&ctl);
+	free_msg(rep);
+	ctl_wait(&ctl2, 1);
+
+	fake_string(&f, 1, "step");
+	fake_string(&f, 2, "other");
+	for (int i = 0; i < 5; i++) {
+		fake_marker(&f, MARKER_START, 1);
+		fake_marker(&f, MARKER_END, 2);		/* not a step */
+		fake_marker(&f, MARKER_INSTANT, 1);	/* not an end */
+		fake_marker(&f, MARKER_END, 1);
+	}
+	ck_assert_int_eq(write(f.evfd, &(uint64_t){ 1 }, 8), 8);
+	/* The daemon stops the session by itself. */
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_str_eq(info->stop_reason, "steps");
+	ck_assert_uint_eq(info->steps, 2);
+	ck_assert_uint_eq(info->records, 8);
+	free_msg(info);
+	read_trace(&t);
+	ck_assert_uint_eq(t.markers, 8);
+	ck_assert_uint_eq(t.named[0][2], 2);	/* step END */
+	ck_assert_uint_eq(t.named[0][1], 2);	/* step START */
+	ck_assert_uint_eq(t.named[0][0], 2);	/* step INSTANT */
+	ck_assert_uint_eq(t.named[2][2], 2);	/* other END */
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/*
+ * --max-size: the session stops itself once the trace reaches the limit.
+ * The daemon sees the writer's size per flushed chunk, so records are
+ * written in batches until StopCapture comes.
+ */
+START_TEST(test_session_max_size)
+{
+	enum { BATCH = 2000, MAX_BATCHES = 60 };
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	Mspti__SessionInfo *info;
+	struct tfile t;
+	struct stat st;
+	uint32_t pid;
+	int b;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	cfg.max_size = 64 * 1024;
+	cfg.buffer_size = 1 << 20;
+	ctl_start(&ctl, &pid, 1, &cfg);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	ctl_wait(&ctl2, 1);
+
+	fake_string(&f, 1, "fwd");
+	for (b = 0; b < MAX_BATCHES; b++) {
+		for (int i = 0; i < BATCH; i++)
+			fake_marker(&f, MARKER_INSTANT, 1);
+		fake_flush(&f);
+		if (dh_poll(&f.c) != 0)
+			break;
+	}
+	ck_assert_msg(b < MAX_BATCHES, "no stop after %d records",
+	    b * BATCH);
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_str_eq(info->stop_reason, "size limit");
+	ck_assert_uint_eq(info->records, (uint64_t)(b + 1) * BATCH);
+	free_msg(info);
+	/*
+	 * Not before max_size bytes of records were captured, and at most
+	 * one writer chunk (plus the batch in flight) past that: the limit
+	 * is checked against what the writer has flushed.
+	 */
+	ck_assert_int_eq(stat(out_path, &st), 0);
+	ck_assert_uint_ge((uint64_t)(b + 1) * BATCH * sizeof(struct rec_marker),
+	    cfg.max_size);
+	ck_assert_uint_le((uint64_t)(b + 1) * BATCH * sizeof(struct rec_marker),
+	    cfg.max_size + TRACE_CHUNK_SIZE +
+	    2 * BATCH * sizeof(struct rec_marker));
+	ck_assert_int_gt(st.st_size, 0);
+	read_trace(&t);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.f.counts[REC_MARKER], (uint64_t)(b + 1) * BATCH);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/* The agent's connection closes mid-session: what it wrote is drained
+ * from the ring the daemon still maps, and the session finalizes. */
+START_TEST(test_session_agent_exits)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	struct tfile t;
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	ctl_wait(&ctl2, 1);
+
+	fake_string(&f, 1, "fwd");
+	for (int i = 0; i < 5; i++)
+		fake_marker(&f, MARKER_INSTANT, 1);
+	/* No wake: the records are still in the ring when it exits. */
+	dh_pump(10);
+	ck_assert_uint_gt(ring_pending(f.ring), 0);
+	close(f.c.fd);
+	f.c.fd = -1;
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_str_eq(info->stop_reason, "targets exited");
+	ck_assert_uint_eq(info->records, 5);
+	ck_assert_str_eq(info->targets[0]->message, "agent exited");
+	free_msg(info);
+	ck_assert_uint_eq(dh_d->nagents, 0);
+	read_trace(&t);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.f.counts[REC_MARKER], 5);
+	ck_assert_uint_eq(t.events[SESSION_EV_STOP], 1);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
 	Suite *su = suite_create("session");
 	TCase *tc = tcase_create("config");
+	TCase *tm = tcase_create("machine");
 
 	tcase_add_test(tc, test_kinds_parse);
 	tcase_add_test(tc, test_kind_names_roundtrip);
 	tcase_add_test(tc, test_domains);
 	suite_add_tcase(su, tc);
+
+	tcase_add_checked_fixture(tm, sess_setup, sess_teardown);
+	tcase_set_timeout(tm, 120);
+	tcase_add_test(tm, test_session_lifecycle);
+	tcase_add_test(tm, test_session_unknown_pid);
+	tcase_add_test(tm, test_session_ack_timeout);
+	tcase_add_test(tm, test_session_ring_garbage);
+	tcase_add_test(tm, test_session_steps);
+	tcase_add_test(tm, test_session_max_size);
+	tcase_add_test(tm, test_session_agent_exits);
+	suite_add_tcase(su, tm);
 	return su;
 }
 
