@@ -450,6 +450,17 @@ session_add_launch(struct sess_agent *sa, const struct rec_hdr *h)
 {
 	struct join_launch l;
 
+/* The fields every device-work record type names the same way. */
+#define LAUNCH_FROM(r) do {						\
+	l.device = (r)->device;						\
+	l.stream = (r)->stream;						\
+	l.task_id = (r)->task_id;					\
+	l.correlation_id = (r)->correlation_id;				\
+	l.start = (r)->start;						\
+	l.end = (r)->end;						\
+	l.tid = (r)->tid;						\
+} while (0)
+
 	memset(&l, 0, sizeof(l));
 	l.kind = h->type;
 	l.user = (uint64_t)((h->aux & REC_F_ASYNC) != 0) << 32;
@@ -457,49 +468,34 @@ session_add_launch(struct sess_agent *sa, const struct rec_hdr *h)
 	case REC_KERNEL: {
 		const struct rec_kernel *r = (const void *)h;
 
-		l.device = r->device; l.stream = r->stream;
-		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
-		l.start = r->start; l.end = r->end; l.tid = r->tid;
+		LAUNCH_FROM(r);
 		l.name_id = r->name_id;
 		break;
 	}
 	case REC_MEMCPY: {
 		const struct rec_memcpy *r = (const void *)h;
 
-		l.device = r->device; l.stream = r->stream;
-		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
-		l.start = r->start; l.end = r->end; l.tid = r->tid;
+		LAUNCH_FROM(r);
 		l.user |= r->copy_kind;
 		break;
 	}
 	case REC_MEMSET: {
 		const struct rec_memset *r = (const void *)h;
 
-		l.device = r->device; l.stream = r->stream;
-		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
-		l.start = r->start; l.end = r->end; l.tid = r->tid;
+		LAUNCH_FROM(r);
 		l.user |= r->value;
 		break;
 	}
-	case REC_HCCL: {
-		const struct rec_hccl *r = (const void *)h;
-
-		l.device = r->device; l.stream = r->stream;
-		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
-		l.start = r->start; l.end = r->end; l.tid = r->tid;
+	case REC_HCCL:
+		LAUNCH_FROM((const struct rec_hccl *)(const void *)h);
 		break;
-	}
-	case REC_COMMUNICATION: {
-		const struct rec_communication *r = (const void *)h;
-
-		l.device = r->device; l.stream = r->stream;
-		l.task_id = r->task_id; l.correlation_id = r->correlation_id;
-		l.start = r->start; l.end = r->end; l.tid = r->tid;
+	case REC_COMMUNICATION:
+		LAUNCH_FROM((const struct rec_communication *)(const void *)h);
 		break;
-	}
 	default:
 		return;
 	}
+#undef LAUNCH_FROM
 	l.pid = (uint32_t)sa->pid;
 	(void)join_add_launch(sa->join, &l, util_realtime_ns());
 }
