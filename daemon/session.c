@@ -547,6 +547,18 @@ session_join_emit(const void *dev_task, const struct join_launch *l,
 		for (unsigned i = 0; i < nitems(s->kind_on_ns); i++)
 			if (t->start < s->kind_on_ns[i])
 				k &= ~(1u << i);
+/* The fields every device-work record takes from the task and launch. */
+#define TASK_FILL(r) do {						\
+	(r)->start = t->start;						\
+	(r)->end = t->end;						\
+	(r)->correlation_id = corr;					\
+	(r)->pid = t->pid;						\
+	(r)->tid = tid;							\
+	(r)->device = t->device;					\
+	(r)->stream = t->stream;					\
+	(r)->task_id = t->task_id;					\
+} while (0)
+
 	switch (t->kind) {
 	case DEVCOL_KERNEL: {
 		struct rec_kernel *r = (void *)buf;
@@ -554,11 +566,7 @@ session_join_emit(const void *dev_task, const struct join_launch *l,
 		if (!(k & (1u << REC_KERNEL)))
 			return;
 		REC_INIT(r, REC_KERNEL, aux & ~REC_F_ASYNC);
-		r->start = t->start; r->end = t->end;
-		r->correlation_id = corr;
-		r->pid = t->pid; r->tid = tid;
-		r->device = t->device; r->stream = t->stream;
-		r->task_id = t->task_id;
+		TASK_FILL(r);
 		r->name_id = session_agent_string(sa, t->name);
 		r->type_id = session_agent_string(sa,
 		    session_kernel_type(t->kernel_type));
@@ -571,11 +579,8 @@ session_join_emit(const void *dev_task, const struct join_launch *l,
 		if (!(k & (1u << REC_MEMCPY)))
 			return;
 		REC_INIT(r, REC_MEMCPY, aux);
-		r->start = t->start; r->end = t->end;
-		r->correlation_id = corr; r->bytes = t->bytes;
-		r->pid = t->pid; r->tid = tid;
-		r->device = t->device; r->stream = t->stream;
-		r->task_id = t->task_id;
+		TASK_FILL(r);
+		r->bytes = t->bytes;
 		r->copy_kind = l != NULL && l->kind == REC_MEMCPY ?
 		    (uint32_t)(l->user & 0xffffffffu) :
 		    session_copy_kind(t->memcpy_kind);
@@ -590,11 +595,8 @@ session_join_emit(const void *dev_task, const struct join_launch *l,
 		if (!(k & (1u << REC_MEMSET)))
 			return;
 		REC_INIT(r, REC_MEMSET, aux);
-		r->start = t->start; r->end = t->end;
-		r->correlation_id = corr; r->bytes = t->bytes;
-		r->pid = t->pid; r->tid = tid;
-		r->device = t->device; r->stream = t->stream;
-		r->task_id = t->task_id;
+		TASK_FILL(r);
+		r->bytes = t->bytes;
 		r->value = l != NULL && l->kind == REC_MEMSET ?
 		    (uint32_t)(l->user & 0xffffffffu) : 0;
 		stop = session_agent_out(sa, &r->hdr);
@@ -605,14 +607,10 @@ session_join_emit(const void *dev_task, const struct join_launch *l,
 			struct rec_hccl *r = (void *)buf;
 
 			REC_INIT(r, REC_HCCL, aux & ~REC_F_ASYNC);
-			r->start = t->start; r->end = t->end;
-			r->correlation_id = corr;
+			TASK_FILL(r);
 			/* bytes per ns is GB/s */
 			r->bandwidth = t->end > t->start ? (double)t->bytes /
 			    (double)(t->end - t->start) : 0;
-			r->pid = t->pid; r->tid = tid;
-			r->device = t->device; r->stream = t->stream;
-			r->task_id = t->task_id;
 			r->name_id = session_agent_string(sa, t->name);
 			r->comm_name_id = session_agent_string(sa,
 			    t->comm_name);
@@ -622,11 +620,8 @@ session_join_emit(const void *dev_task, const struct join_launch *l,
 			struct rec_communication *r = (void *)buf;
 
 			REC_INIT(r, REC_COMMUNICATION, aux & ~REC_F_ASYNC);
-			r->start = t->start; r->end = t->end;
-			r->correlation_id = corr; r->count = t->count;
-			r->pid = t->pid; r->tid = tid;
-			r->device = t->device; r->stream = t->stream;
-			r->task_id = t->task_id;
+			TASK_FILL(r);
+			r->count = t->count;
 			r->name_id = session_agent_string(sa, t->name);
 			r->comm_name_id = session_agent_string(sa,
 			    t->comm_name);
@@ -644,6 +639,7 @@ session_join_emit(const void *dev_task, const struct join_launch *l,
 	/* The size limit set stop_reason; session_devices_poll stops the
 	 * session once the join is no longer running. */
 	(void)stop;
+#undef TASK_FILL
 }
 
 /* A device marker task: written at once, named after its host marker. */
