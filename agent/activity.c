@@ -47,7 +47,6 @@ struct abuf_thread {
 static struct abuf_thread *_Atomic abuf_threads;
 static pthread_key_t abuf_key;
 static pthread_once_t abuf_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t deliver_mtx;
 
 static API_TLS struct abuf_thread *tls_abuf;
 static API_TLS int tls_in_user_cb;
@@ -116,11 +115,46 @@ api_tid(void)
 
 static _Atomic uint32_t cached_pid;
 
+static pthread_mutex_t deliver_mtx;
+static pthread_mutex_t period_mtx = PTHREAD_MUTEX_INITIALIZER;
+static bool period_started;
+
+static void
+deliver_mtx_init(void)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&deliver_mtx, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+/*
+ * Only the forking thread exists in the child: a slot another thread held
+ * BUSY (fork in the middle of its record copy) would make every flush
+ * spin forever, and a lock it held would never be released.  Such a slot
+ * loses its buffer (the owner's registers held it); the others are free
+ * for reuse, their buffers stay attached.  The FlushPeriod worker is gone
+ * too: the next FlushPeriod starts a new one.
+ */
 static void
 activity_atfork_child(void)
 {
+	struct abuf_thread *t;
+
 	atomic_store(&cached_pid, 0);
 	tls_tid = 0;
+	for (t = atomic_load(&abuf_threads); t != NULL; t = t->next) {
+		if (t == tls_abuf)
+			continue;
+		if (atomic_load(&t->cur) == ABUF_BUSY)
+			atomic_store(&t->cur, NULL);
+		atomic_store(&t->alive, 0);
+	}
+	deliver_mtx_init();
+	pthread_mutex_init(&period_mtx, NULL);
+	period_started = false;
 }
 
 uint32_t
@@ -167,13 +201,8 @@ abuf_thread_exit(void *arg)
 static void
 abuf_init_once(void)
 {
-	pthread_mutexattr_t a;
-
 	pthread_key_create(&abuf_key, abuf_thread_exit);
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(&deliver_mtx, &a);
-	pthread_mutexattr_destroy(&a);
+	deliver_mtx_init();
 	pthread_atfork(NULL, NULL, activity_atfork_child);
 }
 
@@ -501,10 +530,8 @@ msptiActivityFlushAll(uint32_t flag)
 
 /* FlushPeriod worker: sleeps on a condition variable, so a period of 0
  * costs nothing. */
-static pthread_mutex_t period_mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t period_cond;
 static uint32_t period_ms;
-static bool period_started;
 
 static void *
 activity_period_main(void *arg)

@@ -241,7 +241,7 @@ devtime_marker(uint64_t id, uint16_t flag, void *stream)
 }
 
 static void
-devtime_init_once(void)
+devtime_cond_init(void)
 {
 	pthread_condattr_t a;
 
@@ -249,6 +249,52 @@ devtime_init_once(void)
 	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 	pthread_cond_init(&dt_cond, &a);
 	pthread_condattr_destroy(&a);
+}
+
+/*
+ * In a forked child the reader thread is gone: without this, FlushAll
+ * would wait its full timeout for it on every call, and a lock it held at
+ * fork would never be released.  The next kick starts a new reader.  The
+ * parent's channel readers are forgotten, not closed (their enable counts
+ * are the parent's), and so are its pending launches (a producer may have
+ * been between its reservation and its publication).
+ */
+static void
+devtime_atfork_child(void)
+{
+	struct qcell *q = atomic_load(&dt_queue);
+	uint32_t dev;
+	size_t i;
+
+	pthread_mutex_init(&dt_mtx, NULL);
+	pthread_mutex_init(&dt_chan_mtx, NULL);
+	devtime_cond_init();
+	dt_started = false;
+	dt_drain_req = dt_drain_done = 0;
+	dt_map = NULL;
+	dt_map_used = 0;
+	dt_defer = NULL;
+	dt_ndefer = 0;
+	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++) {
+		devs[dev].open = false;
+		devs[dev].nsamples = 0;
+		devs[dev].next = 0;
+		devs[dev].fitted = false;
+	}
+	if (q != NULL) {
+		for (i = 0; i < DEVTIME_QUEUE; i++)
+			atomic_store_explicit(&q[i].seq, i,
+			    memory_order_relaxed);
+		atomic_store(&dt_enq, 0);
+		dt_deq = 0;
+	}
+}
+
+static void
+devtime_init_once(void)
+{
+	devtime_cond_init();
+	pthread_atfork(NULL, NULL, devtime_atfork_child);
 }
 
 static void *devtime_main(void *);

@@ -154,7 +154,8 @@ session_enter(struct sess_thread **tp)
 		atomic_signal_fence(memory_order_seq_cst);
 	else
 		atomic_thread_fence(memory_order_seq_cst);
-	return atomic_load_explicit(&live, memory_order_relaxed);
+	/* Acquire: the session it points to was published with a store. */
+	return atomic_load_explicit(&live, memory_order_acquire);
 }
 
 static inline void

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mspti/mspti.h"
@@ -484,6 +485,54 @@ START_TEST(test_threads_no_loss)
 }
 END_TEST
 
+static _Atomic bool fork_stop;
+
+static void *
+fork_marker_thread(void *arg)
+{
+	while (!atomic_load_explicit(&fork_stop, memory_order_relaxed))
+		mstxMarkA("fork", NULL);
+	return NULL;
+}
+
+static void
+fork_done_cb(uint8_t *buffer, size_t size, size_t valid)
+{
+	free(buffer);
+}
+
+/* A fork while another thread copies a record: the child's flush must not
+ * wait for a thread that does not exist there. */
+START_TEST(test_fork_flush)
+{
+	pthread_t t;
+	pid_t pid;
+	int i, status, bad = 0;
+
+	buf_size = 1024 * 1024;
+	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, fork_done_cb),
+	    MSPTI_SUCCESS);
+	msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER);
+	pthread_create(&t, NULL, fork_marker_thread, NULL);
+	for (i = 0; i < 300 && !bad; i++) {
+		pid = fork();
+		ck_assert_int_ne(pid, -1);
+		if (pid == 0) {
+			alarm(5);
+			msptiActivityFlushAll(1);
+			msptiActivityFlushAll(1);
+			_exit(0);
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			bad = 1;
+	}
+	atomic_store(&fork_stop, true);
+	pthread_join(t, NULL);
+	ck_assert_msg(!bad, "a child's FlushAll hung (fork %d)", i);
+}
+END_TEST
+
 static void
 sub_cb(void *ud, msptiCallbackDomain d, msptiCallbackId id,
     const msptiCallbackData *data)
@@ -550,6 +599,7 @@ main(void)
 	tcase_add_test(tc, test_flush_semantics);
 	tcase_add_test(tc, test_flush_period);
 	tcase_add_test(tc, test_threads_no_loss);
+	tcase_add_test(tc, test_fork_flush);
 	tcase_add_test(tc, test_subscribe_codes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

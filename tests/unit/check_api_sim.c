@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sys/mman.h>
@@ -177,6 +178,40 @@ START_TEST(test_kernels)
 	for (i = 1; i < n; i++)
 		ck_assert_uint_gt(((msptiActivityApi *)k[i])->correlationId,
 		    ((msptiActivityApi *)k[i - 1])->correlationId);
+}
+END_TEST
+
+/* In a forked child the device reader is gone: FlushAll must not wait
+ * for it, and device records work again there. */
+START_TEST(test_fork_child)
+{
+	aclrtFuncHandle k;
+	struct timespec a, b;
+	pid_t pid;
+	int status;
+
+	ck_assert_int_eq(npusimKernelRegister("fk", NPUSIM_KERNEL_AI_CORE,
+	    0, 0, 100000, &k), ACL_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(aclrtLaunchKernel(k, 8, NULL, 0, stream),
+	    ACL_SUCCESS);
+	ck_assert_int_eq(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+	msptiActivityFlushAll(1);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		alarm(10);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		msptiActivityFlushAll(1);
+		msptiActivityFlushAll(1);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		_exit((b.tv_sec - a.tv_sec) * 1000 +
+		    (b.tv_nsec - a.tv_nsec) / 1000000 < 500 ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "the child's FlushAll waited for the parent's reader thread");
 }
 END_TEST
 
@@ -696,6 +731,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_kernels);
 	tcase_add_test(tc, test_memory);
+	tcase_add_test(tc, test_fork_child);
 	tcase_add_test(tc, test_callbacks);
 	tcase_add_test(tc, test_external);
 	tcase_add_test(tc, test_device_markers);
