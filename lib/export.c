@@ -68,6 +68,27 @@ ex_is_launch(const char *api)
 	    strstr(api, "Memset") || strncmp(api, "Hccl", 4) == 0;
 }
 
+/*
+ * For a device-work record: false if it is the host side of a launch
+ * (exported as an API slice instead); else its span in host time in *s
+ * and *e, its process in *pp and its stream's track in *t.
+ */
+static bool
+ex_device_work(struct ex *x, struct analysis_source *src,
+    const struct rec_hdr *h, uint32_t pid, uint32_t device, uint32_t stream,
+    uint64_t *s, uint64_t *e, struct an_proc **pp, struct ex_track *t)
+{
+	if (h->aux & REC_F_HOST_LAUNCH)
+		return false;
+	if (h->aux & REC_F_DEVICE_CLOCK) {
+		*s = an_dev_time(src, device, *s);
+		*e = an_dev_time(src, device, *e);
+	}
+	*pp = an_proc_find(src, pid);
+	ex_track_dev(x, *pp, device, stream, NULL, t);
+	return true;
+}
+
 /* Emits the records of one file. */
 static int
 ex_file(struct ex *x, struct analysis_source *src)
@@ -114,14 +135,9 @@ ex_file(struct ex *x, struct analysis_source *src)
 			const char *ty = trace_reader_string(r, k->type_id);
 			uint64_t s = k->start, e = k->end;
 
-			if (h->aux & REC_F_HOST_LAUNCH)
+			if (!ex_device_work(x, src, h, k->pid, k->device,
+			    k->stream, &s, &e, &p, &t))
 				break;
-			if (h->aux & REC_F_DEVICE_CLOCK) {
-				s = an_dev_time(src, k->device, s);
-				e = an_dev_time(src, k->device, e);
-			}
-			p = an_proc_find(src, k->pid);
-			ex_track_dev(x, p, k->device, k->stream, NULL, &t);
 			snprintf(args, sizeof(args), "\"correlation_id\":%"
 			    PRIu64 ",\"type\":\"%s\",\"task_id\":%u",
 			    k->correlation_id, ty ? ty : "", k->task_id);
@@ -136,14 +152,9 @@ ex_file(struct ex *x, struct analysis_source *src)
 			    "MemcpyDtoD", "Memcpy" };
 			uint64_t s = k->start, e = k->end;
 
-			if (h->aux & REC_F_HOST_LAUNCH)
+			if (!ex_device_work(x, src, h, k->pid, k->device,
+			    k->stream, &s, &e, &p, &t))
 				break;
-			if (h->aux & REC_F_DEVICE_CLOCK) {
-				s = an_dev_time(src, k->device, s);
-				e = an_dev_time(src, k->device, e);
-			}
-			p = an_proc_find(src, k->pid);
-			ex_track_dev(x, p, k->device, k->stream, NULL, &t);
 			snprintf(args, sizeof(args), "\"bytes\":%" PRIu64
 			    ",\"correlation_id\":%" PRIu64, k->bytes,
 			    k->correlation_id);
@@ -155,14 +166,9 @@ ex_file(struct ex *x, struct analysis_source *src)
 			const struct rec_memset *k = (const void *)h;
 			uint64_t s = k->start, e = k->end;
 
-			if (h->aux & REC_F_HOST_LAUNCH)
+			if (!ex_device_work(x, src, h, k->pid, k->device,
+			    k->stream, &s, &e, &p, &t))
 				break;
-			if (h->aux & REC_F_DEVICE_CLOCK) {
-				s = an_dev_time(src, k->device, s);
-				e = an_dev_time(src, k->device, e);
-			}
-			p = an_proc_find(src, k->pid);
-			ex_track_dev(x, p, k->device, k->stream, NULL, &t);
 			snprintf(args, sizeof(args), "\"bytes\":%" PRIu64,
 			    k->bytes);
 			x->em->slice(x, &t, "Memset", "memset", ex_ts(p, s),
