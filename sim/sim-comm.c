@@ -326,14 +326,20 @@ sim_comm_abort(struct sim_comm *c, HcclResult why)
 	sim_comm_futex_wake(&c->shm->joined);
 }
 
+/*
+ * Are the peers alive?  only: a mask of the ranks that matter (a p2p op
+ * needs only its peers; a rank that finished its part may have exited),
+ * NULL for all.
+ */
 static int
-sim_comm_peers_alive(struct sim_comm *c)
+sim_comm_peers_alive(struct sim_comm *c, const uint64_t *only)
 {
 	uint32_t	i;
 	int32_t		pid;
 
 	for (i = 0; i < c->nranks; i++) {
-		if (i == c->rank)
+		if (i == c->rank || (only != NULL &&
+		    !(*only & (1ULL << i))))
 			continue;
 		pid = __atomic_load_n(&c->shm->ranks[i].pid, __ATOMIC_RELAXED);
 		if (pid > 0 && sim_comm_pid_dead(pid))
@@ -348,9 +354,15 @@ sim_comm_deadline(void)
 	return (sim_clock_mono() + (uint64_t)(sim_cfg.hccl_timeout_s * 1e9));
 }
 
-/* Check the comm is still usable; called while waiting. */
+/*
+ * Check the comm (the peers in only, NULL: all) is still usable; called
+ * while waiting.  A dead peer is reported, not yet an abort: the caller
+ * first looks whether what it waited for happened meanwhile (a peer may
+ * exit right after its last collective completed).
+ */
 static HcclResult
-sim_comm_check(struct sim_comm *c, uint64_t deadline, uint64_t *next_check)
+sim_comm_check(struct sim_comm *c, uint64_t deadline, uint64_t *next_check,
+    const uint64_t *only)
 {
 	uint64_t	now;
 
@@ -362,10 +374,8 @@ sim_comm_check(struct sim_comm *c, uint64_t deadline, uint64_t *next_check)
 		return (HCCL_E_TIMEOUT);
 	}
 	if (now >= *next_check) {
-		if (!sim_comm_peers_alive(c)) {
-			sim_comm_abort(c, HCCL_E_REMOTE);
+		if (!sim_comm_peers_alive(c, only))
 			return (HCCL_E_REMOTE);
-		}
 		*next_check = now + 50000000ULL;
 	}
 	return (HCCL_SUCCESS);
@@ -380,8 +390,13 @@ sim_comm_wait(struct sim_comm *c, uint32_t *addr, uint32_t val,
 	HcclResult	r;
 
 	while (__atomic_load_n(addr, __ATOMIC_ACQUIRE) == val) {
-		if ((r = sim_comm_check(c, deadline, &next_check)) != 0)
+		if ((r = sim_comm_check(c, deadline, &next_check,
+		    NULL)) != 0) {
+			if (__atomic_load_n(addr, __ATOMIC_ACQUIRE) != val)
+				break;
+			sim_comm_abort(c, r);
 			return (r);
+		}
 		sim_comm_futex_wait(addr, val, 10000000ULL);
 	}
 	return (__atomic_load_n(&c->shm->aborted, __ATOMIC_ACQUIRE) != 0 ?
@@ -722,19 +737,22 @@ sim_comm_p2p_run(struct sim_comm *c, struct sim_comm_p2p *v, size_t n,
     uint64_t arrive, uint64_t *t_peer)
 {
 	uint64_t	deadline = sim_comm_deadline(), next_check = 0;
-	uint64_t	idle = 0;
+	uint64_t	idle = 0, peers;
 	size_t		i, j, left;
 	int		progress, blocked;
-	HcclResult	r;
+	HcclResult	suspect = HCCL_SUCCESS;
 
 	*t_peer = arrive;
 	for (;;) {
 		progress = 0;
 		left = 0;
+		peers = 0;
 		for (i = 0; i < n; i++) {
 			if (sim_comm_p2p_done(&v[i]))
 				continue;
 			left++;
+			if (v[i].peer < 64)
+				peers |= 1ULL << v[i].peer;
 			blocked = 0;
 			for (j = 0; j < i; j++) {
 				if (v[j].send == v[i].send &&
@@ -750,10 +768,19 @@ sim_comm_p2p_run(struct sim_comm *c, struct sim_comm_p2p *v, size_t n,
 			return (HCCL_SUCCESS);
 		if (progress) {
 			idle = 0;
+			suspect = HCCL_SUCCESS;
 			continue;
 		}
-		if ((r = sim_comm_check(c, deadline, &next_check)) != 0)
-			return (r);
+		if (suspect != HCCL_SUCCESS) {
+			/* Still nothing after the peer was found gone. */
+			sim_comm_abort(c, suspect);
+			return (suspect);
+		}
+		/* Only the peers still owed something must be alive; one
+		 * more pass first, for what a peer left before it went. */
+		if ((suspect = sim_comm_check(c, deadline, &next_check,
+		    &peers)) != HCCL_SUCCESS)
+			continue;
 		/* Back off from 20 us to 1 ms while nothing moves. */
 		idle = idle == 0 ? 20000 : (idle * 2 > 1000000 ? 1000000 :
 		    idle * 2);

@@ -139,6 +139,8 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	int32_t		 vin[NR * NR], vout[NR * NR];
 	HcclSendRecvItem it[2];
 	int32_t		 tok, got = -1, left = -1, right = -1;
+	HcclResult	 hr = HCCL_SUCCESS;
+	aclError	 ae = ACL_SUCCESS;
 	uint32_t	 i, rk, sz;
 
 	if (HcclGetRankId(comm, &rk) || rk != r || HcclGetRankSize(comm, &sz) ||
@@ -238,9 +240,13 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	it[1].count = 1;
 	it[1].dataType = HCCL_DATA_TYPE_INT32;
 	it[1].remoteRank = (r + n - 1) % n;
-	if (HcclBatchSendRecv(it, 2, comm, s) || !sync_ok(s) ||
-	    left != 1000 + (int32_t)((r + n - 1) % n))
+	if ((hr = HcclBatchSendRecv(it, 2, comm, s)) != HCCL_SUCCESS ||
+	    (ae = aclrtSynchronizeStream(s)) != ACL_SUCCESS ||
+	    left != 1000 + (int32_t)((r + n - 1) % n)) {
+		fprintf(stderr, "rank %u: batch send/recv %d, sync %d, got "
+		    "%d\n", r, (int)hr, (int)ae, (int)left);
 		return (15);
+	}
 	(void)right;
 	return (HcclCommDestroy(comm) == HCCL_SUCCESS ? 0 : 16);
 }
@@ -427,6 +433,42 @@ START_TEST(test_model_time)
 }
 END_TEST
 
+/*
+ * A rank that has finished its part may exit: ranks 1 and 2 still trade
+ * a message after rank 0 is gone (rank 1 sends late, so rank 2 waits and
+ * checks its peers meanwhile).  Only the peer a send/recv needs matters.
+ */
+static int
+rank_p2p_after_exit(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
+{
+	int32_t	v = -1;
+
+	(void)n;
+	if (r == 0)
+		_exit(0);
+	if (r == 1) {
+		usleep(300000);
+		v = 77;
+		if (HcclSend(&v, 1, HCCL_DATA_TYPE_INT32, 2, comm, s) ||
+		    !sync_ok(s))
+			return (60);
+		return (0);
+	}
+	if (HcclRecv(&v, 1, HCCL_DATA_TYPE_INT32, 1, comm, s))
+		return (61);
+	if (!sync_ok(s)) {
+		fprintf(stderr, "rank 2: recv failed with rank 0 gone\n");
+		return (62);
+	}
+	return (v == 77 ? 0 : 63);
+}
+
+START_TEST(test_p2p_after_exit)
+{
+	ck_assert_int_eq(run_ranks(3, rank_p2p_after_exit), 0);
+}
+END_TEST
+
 /* Rank 1 dies after joining; rank 0's collective must fail promptly. */
 static int
 rank_dies(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
@@ -541,6 +583,7 @@ sim_hccl_suite(void)
 	tcase_add_test(tc, test_slow_rank);
 	tcase_add_test(tc, test_model_time);
 	tcase_add_test(tc, test_rank_dies);
+	tcase_add_test(tc, test_p2p_after_exit);
 	tcase_add_test(tc, test_init_timeout);
 	tcase_add_test(tc, test_bad_params);
 	tcase_add_test(tc, test_single_rank_params);
