@@ -52,10 +52,13 @@ sim_clock_drift(int dev)
 uint64_t
 sim_clock_device(int dev, uint64_t mono)
 {
-	__int128	skew;
+	int64_t		drift = sim_clock_drift(dev), skew;
 
-	skew = (__int128)mono * sim_clock_drift(dev) / 1000000000;
-	return ((uint64_t)((__int128)mono + skew + sim_clock_offset(dev)));
+	/* mono * drift / 1e9 without 128-bit division: whole seconds, then
+	 * the rest (|drift| < 1e9 keeps it in range; same truncation). */
+	skew = (int64_t)(mono / 1000000000ULL) * drift +
+	    (int64_t)(mono % 1000000000ULL) * drift / 1000000000;
+	return (mono + (uint64_t)skew + (uint64_t)sim_clock_offset(dev));
 }
 
 /* Sleep until a CLOCK_MONOTONIC deadline, surviving signals. */

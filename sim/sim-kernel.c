@@ -111,7 +111,7 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 {
 	struct sim_kernel	*k;
 	struct sim_stream	*s;
-	struct sim_task		*t;
+	struct sim_task		 task, *t = &task;
 	aclError		 e;
 	int			 rank;
 
@@ -131,10 +131,7 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 		sim_handle_put(&k->obj);
 		return (e);
 	}
-	if ((t = sim_stream_task(NPUSIM_TASK_KERNEL, k->name)) == NULL) {
-		e = ACL_ERROR_BAD_ALLOC;
-		goto out;
-	}
+	sim_stream_task_init(t, NPUSIM_TASK_KERNEL, k->name);
 	t->u.kernel.type = k->type;
 	t->u.kernel.block_dim = blockDim;
 	t->u.kernel.flops = k->flops;
@@ -144,9 +141,7 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 	rank = __atomic_load_n(&sim_rt.rank, __ATOMIC_RELAXED);
 	if (sim_cfg.slow_rank >= 0 && rank == sim_cfg.slow_rank)
 		t->dur_ns = (uint64_t)((double)t->dur_ns * sim_cfg.slow_factor);
-	if ((e = sim_stream_submit(s, t)) != ACL_SUCCESS)
-		sim_stream_free_task(t);
-out:
+	e = sim_stream_submit_copy(s, t);
 	sim_handle_put(&s->obj);
 	sim_handle_put(&k->obj);
 	return (e);

@@ -282,14 +282,14 @@ sim_shm_busy_credit(struct sim_device *d, struct sim_busy *b, uint64_t now)
 
 /*
  * A task ran from start to end (modelled): account its busy time and
- * publish rec (NULL: none) once the host clock passes end.
+ * publish rec (NULL: none) once the host clock (now, recently read)
+ * passes end.
  */
 void
 sim_shm_task_done(struct sim_device *d, struct sim_busy *b, uint64_t start,
-    uint64_t end, struct npusim_record *rec)
+    uint64_t end, struct npusim_record *rec, uint64_t now)
 {
 	struct sim_busy_seg	*last;
-	uint64_t		 now = sim_clock_mono();
 
 	if (b == NULL) {
 		if (d->metrics != NULL)
