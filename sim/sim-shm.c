@@ -361,8 +361,9 @@ sim_shm_busy_flush(struct sim_device *d, struct sim_busy *b)
 	pthread_mutex_unlock(&d->busy_lock);
 }
 
-/* Credit every ledger of d up to now (UINT64_MAX: all), drop dead ones. */
-static void
+/* Credit every ledger of d up to now (UINT64_MAX: all), publish what is
+ * due, drop dead ones. */
+void
 sim_shm_busy_sweep(struct sim_device *d, uint64_t now)
 {
 	struct sim_busy	*b, *nb;

@@ -233,6 +233,7 @@ sim_stream_exec(struct sim_stream *s, struct sim_task *t, uint64_t now)
 			ev->completed = t->u.event.gen;
 			ev->ts_ns = rec.end_ns;
 			ev->mono_ns = end;
+			ev->dev = d;
 		}
 		pthread_cond_broadcast(&ev->cond);
 		pthread_mutex_unlock(&ev->lock);

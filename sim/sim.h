@@ -80,6 +80,7 @@ struct sim_event {
 	uint64_t		 completed;	/* generation last reached */
 	uint64_t		 ts_ns;		/* device clock at completion */
 	uint64_t		 mono_ns;	/* the same instant, monotonic */
+	struct sim_device	*dev;		/* that recorded it last */
 };
 
 struct sim_context {
@@ -294,6 +295,7 @@ struct sim_busy	*sim_shm_busy_new(struct sim_device *);
 void		 sim_shm_task_done(struct sim_device *, struct sim_busy *,
 		     uint64_t, uint64_t, struct npusim_record *, uint64_t);
 void		 sim_shm_busy_flush(struct sim_device *, struct sim_busy *);
+void		 sim_shm_busy_sweep(struct sim_device *, uint64_t);
 void		 sim_shm_busy_release(struct sim_device *, struct sim_busy *);
 void		 sim_shm_seq_unlock(uint32_t *);
 
