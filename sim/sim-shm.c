@@ -386,6 +386,21 @@ sim_shm_busy_sweep(struct sim_device *d, uint64_t now)
 		    __ATOMIC_RELAXED);
 }
 
+/* At exit, publish the records whose time has come (a process that
+ * exits without synchronizing still reports the work it saw finish). */
+__attribute__((destructor)) static void
+sim_shm_exit(void)
+{
+	struct sim_device	*d;
+	int			 i;
+
+	for (i = 0; i < SIM_MAX_DEVICES; i++) {
+		d = &sim_rt.devices[i];
+		if (__atomic_load_n(&d->open, __ATOMIC_ACQUIRE))
+			sim_shm_busy_sweep(d, sim_clock_mono());
+	}
+}
+
 /* The stream is gone; the sampler credits the rest and frees it. */
 void
 sim_shm_busy_release(struct sim_device *d, struct sim_busy *b)
