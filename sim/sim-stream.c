@@ -8,7 +8,8 @@
  * arrival, and lasts its modelled duration.  No host thread's wake-up
  * becomes device time.  A task whose execution cannot block (kernels,
  * markers, events, memset, copies into device memory) runs in the
- * submitting thread when the stream is idle; the rest, and everything
+ * submitting thread when the stream is idle (copies and sets only when
+ * small); the rest, and everything
  * behind them, go to the stream's worker thread, which sleeps only
  * before a copy into host memory (so the host never sees the data before
  * the model says it arrived).  Host waits block until the work has been
@@ -22,6 +23,10 @@
 #include <unistd.h>
 
 #include "sim.h"
+
+/* Copies and sets up to this size run in the submitter; larger ones on
+ * the worker, so the host's real memmove never delays its next launch. */
+#define SIM_STREAM_INLINE_BYTES	(64U << 10)
 
 static __thread uint32_t	sim_stream_last_task = NPUSIM_ID_NONE;
 static __thread uint32_t	sim_stream_last_stream = NPUSIM_ID_NONE;
@@ -139,7 +144,12 @@ sim_stream_inline(struct sim_task *t)
 	case NPUSIM_TASK_COMM:
 		return (0);
 	case NPUSIM_TASK_MEMCPY:
-		return (!sim_stream_to_host(t));
+		/* A big copy would hold up the host like a real DMA does
+		 * not: the worker moves the bytes meanwhile. */
+		return (!sim_stream_to_host(t) &&
+		    t->u.memcpy.count <= SIM_STREAM_INLINE_BYTES);
+	case NPUSIM_TASK_MEMSET:
+		return (t->u.memset.count <= SIM_STREAM_INLINE_BYTES);
 	case SIM_TASK_WAIT:
 		ev = t->u.event.ev;
 		pthread_mutex_lock(&ev->lock);
