@@ -5,9 +5,12 @@
  * depth permitting), with recording off and with a reader draining the
  * profiling channel.  Also what fraction of the modelled span the device
  * was busy, and the largest gap between two kernels in the records.
+ * Then collectives between rank processes: host wall time per all_reduce
+ * against the modelled time (the host waits for the data really moved).
  * Prints figures only.
  */
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include <acl/acl.h>
+#include <hccl/hccl.h>
 #include <npusim/npusim.h>
 
 static uint64_t
@@ -140,20 +144,91 @@ run(const char *label, uint64_t kernel_ns, long count, int record)
 	return (aclrtDestroyStream(s) != ACL_SUCCESS);
 }
 
+/* One rank: reps all_reduces of count elements of type dt; prints. */
+static int
+coll_rank(uint32_t r, uint32_t n, HcclRootInfo *root, uint64_t count,
+    HcclDataType dt, size_t esz, const char *tname, int reps)
+{
+	HcclComm	 comm;
+	aclrtStream	 s;
+	void		*buf;
+	uint64_t	 t0, t1;
+	double		 model;
+	int		 i;
+
+	if (aclrtSetDevice((int32_t)r) != ACL_SUCCESS ||
+	    aclrtCreateStream(&s) != ACL_SUCCESS ||
+	    HcclCommInitRootInfo(n, root, r, &comm) != HCCL_SUCCESS ||
+	    (buf = calloc(count, esz)) == NULL)
+		return (1);
+	/* One to warm up (page faults), then the timed ones. */
+	if (HcclAllReduce(buf, buf, count, dt, HCCL_REDUCE_SUM, comm, s) ||
+	    aclrtSynchronizeStream(s))
+		return (1);
+	t0 = now_ns();
+	for (i = 0; i < reps; i++)
+		if (HcclAllReduce(buf, buf, count, dt, HCCL_REDUCE_SUM, comm,
+		    s) != HCCL_SUCCESS || aclrtSynchronizeStream(s) !=
+		    ACL_SUCCESS)
+			return (1);
+	t1 = now_ns();
+	model = (2.0 * (n - 1) / n * (double)(count * esz) / 25e9 * 1e9 +
+	    2.0 * (n - 1) * 2000.0) / 1e3;
+	if (r == 0)
+		printf("all_reduce %u ranks %8llu x %s: %9.1f us host per op, "
+		    "model %7.1f us\n", n, (unsigned long long)count, tname,
+		    (double)(t1 - t0) / reps / 1e3, model);
+	fflush(stdout);
+	HcclCommDestroy(comm);
+	return (0);
+}
+
+static int
+coll(uint32_t n, uint64_t count, HcclDataType dt, size_t esz,
+    const char *tname, int reps)
+{
+	HcclRootInfo	root;
+	pid_t		pid[8];
+	uint32_t	i;
+	int		st, bad = 0;
+
+	if (HcclGetRootInfo(&root) != HCCL_SUCCESS)
+		return (1);
+	fflush(stdout);		/* not copied into the children */
+	for (i = 0; i < n; i++) {
+		if ((pid[i] = fork()) == -1)
+			return (1);
+		if (pid[i] == 0)
+			_exit(coll_rank(i, n, &root, count, dt, esz, tname,
+			    reps));
+	}
+	for (i = 0; i < n; i++)
+		if (waitpid(pid[i], &st, 0) != pid[i] || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0)
+			bad = 1;
+	return (bad);
+}
+
 int
 main(int argc, char **argv)
 {
 	char	prefix[64], name[128];
 	long	n = argc > 1 ? atol(argv[1]) : 1000000;
-	int	bad = 0;
+	int	bad = 0, i;
 
 	snprintf(prefix, sizeof prefix, "npusimbench-%d", (int)getpid());
 	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
-	setenv("NPUSIM_DEVICES", "1", 1);
 	setenv("NPUSIM_CHANNEL_RECORDS", "65536", 1);
 	unsetenv("NPUSIM_TIME_SCALE");
 	if (n <= 0)
 		n = 1000000;
+	setenv("NPUSIM_DEVICES", "4", 1);
+	/* Ranks fork first: a process must not fork after opening a
+	 * device. */
+	printf("collectives (rank processes, host wall time)\n");
+	bad |= coll(2, 1U << 20, HCCL_DATA_TYPE_FP16, 2, "fp16", 20);
+	bad |= coll(2, 1U << 20, HCCL_DATA_TYPE_FP32, 4, "fp32", 20);
+	bad |= coll(4, 1U << 18, HCCL_DATA_TYPE_FP32, 4, "fp32", 20);
 	if (aclrtSetDevice(0) != ACL_SUCCESS) {
 		fprintf(stderr, "bench-sim: no simulated device\n");
 		return (1);
@@ -164,10 +239,12 @@ main(int argc, char **argv)
 	bad |= run("10us, not recorded", 10000, n / 10, 0);
 	bad |= run("10us, recorded", 10000, n / 10, 1);
 	aclFinalize();
-	snprintf(name, sizeof name, "/%s-dev0-chan", prefix);
-	shm_unlink(name);
-	snprintf(name, sizeof name, "/%s-dev0-metrics", prefix);
-	shm_unlink(name);
+	for (i = 0; i < 4; i++) {
+		snprintf(name, sizeof name, "/%s-dev%d-chan", prefix, i);
+		shm_unlink(name);
+		snprintf(name, sizeof name, "/%s-dev%d-metrics", prefix, i);
+		shm_unlink(name);
+	}
 	if (bad)
 		fprintf(stderr, "bench-sim: a simulator call failed\n");
 	return (bad);

@@ -125,44 +125,61 @@ sim_comm_dtype_size(int dt)
 	return (0);
 }
 
-/* Half and bfloat16 are reduced in float and rounded to nearest even. */
+/*
+ * Half and bfloat16 are reduced in float and rounded to nearest even.
+ * Bit manipulation, not libm: a collective converts every element.
+ */
 static float
 sim_comm_half_to_float(uint16_t h)
 {
-	int	e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	float	f;
+	uint32_t	sign = (uint32_t)(h & 0x8000) << 16, u;
+	uint32_t	e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	float		f;
 
-	if (e == 0)
-		f = ldexpf((float)m, -24);
-	else if (e == 31)
-		f = m ? NAN : INFINITY;
-	else
-		f = ldexpf((float)(m | 0x400), e - 25);
-	return ((h & 0x8000) ? -f : f);
+	if (e == 31)
+		u = sign | 0x7f800000U | (m << 13);	/* inf, nan */
+	else if (e != 0)
+		u = sign | ((e + 112) << 23) | (m << 13);
+	else if (m == 0)
+		u = sign;
+	else {
+		/* Subnormal: normalize the mantissa. */
+		e = 113;
+		while (!(m & 0x400)) {
+			m <<= 1;
+			e--;
+		}
+		u = sign | (e << 23) | ((m & 0x3ff) << 13);
+	}
+	memcpy(&f, &u, sizeof f);
+	return (f);
 }
 
 static uint16_t
 sim_comm_float_to_half(float f)
 {
-	uint16_t	sign = signbit(f) ? 0x8000 : 0;
-	float		a = fabsf(f), m;
-	long		mant;
-	int		e;
+	uint32_t	x, sign, sh, m, q, rem;
 
-	if (isnan(f))
-		return (0x7e00);
-	if (a >= 65520.0f)
-		return (sign | 0x7c00);
-	m = frexpf(a, &e);	/* a = m * 2^e, m in [0.5, 1) */
-	if (e - 1 < -14)
-		return (sign | (uint16_t)lrintf(ldexpf(a, 24)));
-	mant = lrintf(m * 2048.0f);
-	if (mant == 2048) {
-		mant = 1024;
-		e++;
-	}
-	return (sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(mant &
-	    0x3ff));
+	memcpy(&x, &f, sizeof x);
+	sign = (x >> 16) & 0x8000;
+	x &= 0x7fffffffU;
+	if (x > 0x7f800000U)
+		return (0x7e00);			/* nan */
+	if (x >= 0x477ff000U)
+		return ((uint16_t)(sign | 0x7c00));	/* >= 65520: inf */
+	if (x >= 0x38800000U)			/* normal half: >= 2^-14 */
+		return ((uint16_t)(sign | ((x - 0x38000000U + 0xfffU +
+		    ((x >> 13) & 1)) >> 13)));
+	if (x <= 0x33000000U)			/* <= 2^-25: to even, 0 */
+		return ((uint16_t)sign);
+	/* Subnormal half: f * 2^24 to the nearest even integer. */
+	sh = 126 - (x >> 23);
+	m = (x & 0x7fffffU) | 0x800000U;
+	q = m >> sh;
+	rem = m & ((1U << sh) - 1);
+	if (rem > (1U << (sh - 1)) || (rem == (1U << (sh - 1)) && (q & 1)))
+		q++;
+	return ((uint16_t)(sign | q));
 }
 
 static float
@@ -620,6 +637,50 @@ sim_comm_consume(struct sim_comm *c, struct sim_comm_op *op, uint64_t off,
 	}
 }
 
+/*
+ * One all-reduce round as reduce-scatter then all-gather: each rank
+ * reduces its 1/n of the round (slot 0 first, as a plain reduction would,
+ * so every rank gets the same bits) into its output and publishes it in
+ * that part of its own slot, which no other rank reads; after a barrier
+ * everyone copies the other parts.  n times less reducing per rank.
+ */
+static HcclResult
+sim_comm_allreduce_round(struct sim_comm *c, struct sim_comm_op *op,
+    uint64_t off, uint64_t per)
+{
+	size_t		 esz = sim_comm_dtype_size(op->dtype);
+	uint64_t	 n = c->nranks, len, seg, lo, hi, j, i;
+	char		*dst;
+	HcclResult	 r;
+
+	len = off < op->count ? sim_comm_min(per, op->count - off) : 0;
+	seg = (len + n - 1) / n;
+	lo = sim_comm_min(len, c->rank * seg);
+	hi = sim_comm_min(len, lo + seg);
+	dst = (char *)op->recv + (off + lo) * esz;
+	if (hi > lo) {
+		memcpy(dst, sim_comm_slot(c, 0) + lo * esz, (hi - lo) * esz);
+		for (i = 1; i < n; i++)
+			sim_comm_reduce(dst, sim_comm_slot(c, (uint32_t)i) +
+			    lo * esz, hi - lo, op->dtype, op->redop);
+		memcpy(sim_comm_slot(c, c->rank) + lo * esz, dst,
+		    (hi - lo) * esz);
+	}
+	if ((r = sim_comm_barrier(c, sim_comm_deadline())) != 0)
+		return (r);
+	for (j = 0; j < n; j++) {
+		if (j == c->rank)
+			continue;
+		lo = sim_comm_min(len, j * seg);
+		hi = sim_comm_min(len, lo + seg);
+		if (hi > lo)
+			memcpy((char *)op->recv + (off + lo) * esz,
+			    sim_comm_slot(c, (uint32_t)j) + lo * esz,
+			    (hi - lo) * esz);
+	}
+	return (HCCL_SUCCESS);
+}
+
 /* Run a collective; *t_last gets the slowest rank's arrival. */
 static HcclResult
 sim_comm_collective(struct sim_comm *c, struct sim_comm_op *op,
@@ -669,7 +730,12 @@ sim_comm_collective(struct sim_comm *c, struct sim_comm_op *op,
 			if (__atomic_load_n(&ri->more, __ATOMIC_ACQUIRE))
 				any = 1;
 		}
-		sim_comm_consume(c, op, off, per);
+		if (op->op == SIM_COMM_ALLREDUCE && c->nranks > 1) {
+			if ((r = sim_comm_allreduce_round(c, op, off,
+			    per)) != 0)
+				return (r);
+		} else
+			sim_comm_consume(c, op, off, per);
 		if ((r = sim_comm_barrier(c, sim_comm_deadline())) != 0)
 			return (r);
 		if (!any)

@@ -126,6 +126,16 @@ rank_allreduce(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	/* 3.0 in fp16 and bf16; 15 in int8. */
 	if (h[1] != 0x4200 || hb[1] != 0x4040 || c[1] != 15)
 		return (9);
+	/* An fp16 sum of exactly zero is +0.0 (was 0x3800, 0.5). */
+	h[0] = r == 0 ? 0x3c00 : r == 1 ? 0xbc00 : 0x0000;	/* 1, -1, 0 */
+	if (HcclAllReduce(h, h + 1, 1, HCCL_DATA_TYPE_FP16, HCCL_REDUCE_SUM,
+	    comm, s) || !sync_ok(s))
+		return (8);
+	if (h[1] != 0x0000) {
+		fprintf(stderr, "rank %u: fp16 1 + -1 + 0 = %#06x\n", r,
+		    (unsigned)h[1]);
+		return (9);
+	}
 	free(f);
 	return (0);
 }
