@@ -182,6 +182,19 @@ sim_comm_float_to_half(float f)
 	return ((uint16_t)(sign | q));
 }
 
+/* Every half as a float, built once: a reduction reads two per element. */
+static float		sim_comm_half_tab[65536];
+static pthread_once_t	sim_comm_half_once = PTHREAD_ONCE_INIT;
+
+static void
+sim_comm_half_init(void)
+{
+	uint32_t	h;
+
+	for (h = 0; h < 65536; h++)
+		sim_comm_half_tab[h] = sim_comm_half_to_float((uint16_t)h);
+}
+
 static float
 sim_comm_bf16_to_float(uint16_t b)
 {
@@ -276,11 +289,12 @@ sim_comm_reduce(void *dst, const void *src, size_t n, int dt, int op)
 		SIM_COMM_REDUCE_LOOP(double, dst, src, n, op);
 		break;
 	case HCCL_DATA_TYPE_FP16:
+		pthread_once(&sim_comm_half_once, sim_comm_half_init);
 		for (i = 0; i < n; i++) {
 			memcpy(&v, &s16[i], sizeof v);
 			d16[i] = sim_comm_float_to_half(sim_comm_fop(
-			    sim_comm_half_to_float(d16[i]),
-			    sim_comm_half_to_float(v), op));
+			    sim_comm_half_tab[d16[i]], sim_comm_half_tab[v],
+			    op));
 		}
 		break;
 	case HCCL_DATA_TYPE_BFP16:
