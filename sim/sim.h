@@ -291,13 +291,13 @@ int		 sim_shm_device_open(struct sim_device *);
 void		 sim_shm_device_close(struct sim_device *);
 void		 sim_shm_record(struct sim_device *, struct npusim_record *);
 int		 sim_shm_seq_trylock(uint32_t *, unsigned *);
+void		 sim_shm_seq_unlock(uint32_t *);
 struct sim_busy	*sim_shm_busy_new(struct sim_device *);
 void		 sim_shm_task_done(struct sim_device *, struct sim_busy *,
 		     uint64_t, uint64_t, struct npusim_record *, uint64_t);
 void		 sim_shm_busy_flush(struct sim_device *, struct sim_busy *);
 void		 sim_shm_busy_sweep(struct sim_device *, uint64_t);
 void		 sim_shm_busy_release(struct sim_device *, struct sim_busy *);
-void		 sim_shm_seq_unlock(uint32_t *);
 
 /* sim-runtime.c */
 void		 sim_runtime_init(void);

@@ -31,6 +31,16 @@ static char	prefix[64];
 static int		unlock_pause_armed;
 static pthread_t	unlock_pause_thread;
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NO_UNLOCK_PAUSE	/* TSan has its own pthread_mutex_unlock */
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define NO_UNLOCK_PAUSE
+#endif
+
+#ifndef NO_UNLOCK_PAUSE
 int
 pthread_mutex_unlock(pthread_mutex_t *m)
 {
@@ -45,6 +55,7 @@ pthread_mutex_unlock(pthread_mutex_t *m)
 		usleep(2000);
 	return (rc);
 }
+#endif
 
 static uint64_t
 mono_ns(void)
