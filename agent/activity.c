@@ -26,7 +26,8 @@ static _Atomic(msptiBuffersCallbackRequestFunc) cb_request;
 static _Atomic(msptiBuffersCallbackCompleteFunc) cb_complete;
 
 static _Atomic uint64_t next_corr = 1;
-static _Atomic uint64_t dropped_records;
+/* Records lost, per kind ([0]: unknown kind); see activity_drop(). */
+static _Atomic uint64_t dropped_records[MSPTI_ACTIVITY_KIND_COUNT];
 
 struct abuf {
 	uint8_t		*base;
@@ -87,7 +88,34 @@ activity_record_size(uint32_t kind)
 uint64_t
 activity_dropped(void)
 {
-	return atomic_load(&dropped_records);
+	uint64_t n = 0;
+	unsigned k;
+
+	for (k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; k++)
+		n += atomic_load_explicit(&dropped_records[k],
+		    memory_order_relaxed);
+	return n;
+}
+
+void
+activity_drop(uint32_t kind, uint64_t n)
+{
+	if (kind >= MSPTI_ACTIVITY_KIND_COUNT)
+		kind = 0;
+	atomic_fetch_add_explicit(&dropped_records[kind], n,
+	    memory_order_relaxed);
+}
+
+MSPTI_API msptiResult
+msptiActivityGetNumDroppedRecords(msptiActivityKind kind, size_t *dropped)
+{
+	if (dropped == NULL || kind < MSPTI_ACTIVITY_KIND_INVALID ||
+	    kind >= MSPTI_ACTIVITY_KIND_COUNT)
+		return MSPTI_ERROR_INVALID_PARAMETER;
+	*dropped = kind == MSPTI_ACTIVITY_KIND_INVALID ?
+	    (size_t)activity_dropped() :
+	    (size_t)atomic_load(&dropped_records[kind]);
+	return MSPTI_SUCCESS;
 }
 
 uint64_t
@@ -331,7 +359,7 @@ abuf_append(const void *rec, size_t len)
 		abuf_deliver(b);
 	return;
 drop:
-	atomic_fetch_add_explicit(&dropped_records, 1, memory_order_relaxed);
+	activity_drop(((const msptiActivity *)rec)->kind, 1);
 }
 
 void

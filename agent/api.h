@@ -127,7 +127,9 @@ void		activity_emit(const void *rec, size_t len);
 /* The same, to the in-process API's buffers only. */
 void		activity_emit_api(const void *rec, size_t len);
 size_t		activity_record_size(uint32_t kind);
+/* Records lost, all kinds; activity_drop counts n lost of kind. */
 uint64_t	activity_dropped(void);
+void		activity_drop(uint32_t kind, uint64_t n);
 /* Next process-wide correlation id (from 1). */
 uint64_t	activity_next_correlation(void);
 /* Emits one EXTERNAL_CORRELATION record per non-empty stack of the
