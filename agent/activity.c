@@ -163,22 +163,28 @@ deliver_mtx_init(void)
  * BUSY (fork in the middle of its record copy) would make every flush
  * spin forever, and a lock it held would never be released.  Such a slot
  * loses its buffer (the owner's registers held it); the others are free
- * for reuse, their buffers stay attached.  The FlushPeriod worker is gone
- * too: the next FlushPeriod starts a new one.
+ * for reuse, their buffers stay attached but emptied: the records in them
+ * are the parent's, which the parent delivers.  The FlushPeriod worker is
+ * gone too: the next FlushPeriod starts a new one.
  */
 static void
 activity_atfork_child(void)
 {
 	struct abuf_thread *t;
+	struct abuf *b;
 
 	atomic_store(&cached_pid, 0);
 	tls_tid = 0;
 	for (t = atomic_load(&abuf_threads); t != NULL; t = t->next) {
-		if (t == tls_abuf)
-			continue;
-		if (atomic_load(&t->cur) == ABUF_BUSY)
+		b = atomic_load(&t->cur);
+		if (b == ABUF_BUSY)
 			atomic_store(&t->cur, NULL);
-		atomic_store(&t->alive, 0);
+		else if (b != NULL) {
+			b->used = 0;
+			b->nrec = 0;
+		}
+		if (t != tls_abuf)
+			atomic_store(&t->alive, 0);
 	}
 	deliver_mtx_init();
 	pthread_mutex_init(&period_mtx, NULL);
@@ -388,6 +394,14 @@ activity_emit_api(const void *rec, size_t len)
 
 	if ((m >> ((const msptiActivity *)rec)->kind) & 1)
 		abuf_append(rec, len);
+}
+
+/* The same whatever the masks say now: a device record of work queued
+ * while its kind was enabled (devtime.c). */
+void
+activity_emit_api_always(const void *rec, size_t len)
+{
+	abuf_append(rec, len);
 }
 
 /* Takes t's buffer away from it (waiting out a record copy) and delivers
