@@ -457,20 +457,34 @@ msptiActivityRegisterCallbacks(msptiBuffersCallbackRequestFunc req,
 	return MSPTI_SUCCESS;
 }
 
-/* Kinds whose records come from interposed calls the vendor also needs
- * LD_PRELOAD for, and the symbol that shows whether ours come first. */
+/*
+ * Kinds whose records come from interposed calls, and the symbol that
+ * shows whether ours come first.  KERNEL and the API kinds need it too:
+ * without it the agent never sees a launch (no correlation, no device),
+ * so they would say SUCCESS and record nothing.  MARKER does not (the
+ * application calls our MSTX functions directly).
+ */
 static const char *
 activity_kind_symbol(msptiActivityKind kind)
 {
 	switch (kind) {
 	case MSPTI_ACTIVITY_KIND_HCCL:
+	case MSPTI_ACTIVITY_KIND_COMMUNICATION:
+	case MSPTI_ACTIVITY_KIND_NODE_API:
 		return "HcclAllReduce";
 	case MSPTI_ACTIVITY_KIND_MEMORY:
+	case MSPTI_ACTIVITY_KIND_ACL_API:
 		return "aclrtMalloc";
 	case MSPTI_ACTIVITY_KIND_MEMSET:
 		return "aclrtMemset";
 	case MSPTI_ACTIVITY_KIND_MEMCPY:
 		return "aclrtMemcpy";
+	case MSPTI_ACTIVITY_KIND_KERNEL:
+	case MSPTI_ACTIVITY_KIND_API:
+	case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+		return "aclrtLaunchKernel";
+	case MSPTI_ACTIVITY_KIND_RUNTIME_API:
+		return "rtGetTaskIdAndStreamID";
 	default:
 		return NULL;
 	}
