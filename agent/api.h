@@ -36,16 +36,21 @@
  * Device records (devtime.c)
  * --------------------------
  * Interposers that queue device work record a "pending" entry (device,
- * stream id, task id → correlation id and call details) in a lock-free
- * MPSC queue.  One reader thread drains that queue into a private hash
- * map, reads the simulator's per-device profiling channel (through
+ * stream id, task id → correlation id, call details and the kinds wanted
+ * at the call) in a lock-free MPSC queue that spills into a locked
+ * overflow array when full.  One reader thread drains it into a private
+ * hash map that grows with the launches outstanding (bounded by memory,
+ * never by a fixed size), reads the simulator's per-device profiling
+ * channel (through
  * npusim_channel_* found with dlsym, so no hard dependency), joins by
  * (device, stream, task), converts device times with a clock model
  * fitted on (host CLOCK_REALTIME, device) sample pairs, and emits
- * KERNEL/MEMCPY/MEMSET/HCCL/COMMUNICATION and device MARKER records.  The
- * thread sleeps on a condition variable while no device kind is wanted,
- * polls every DEVTIME_POLL_MS while one is, and FlushAll wakes it for a
- * synchronous drain first.
+ * KERNEL/MEMCPY/MEMSET/HCCL/COMMUNICATION and device MARKER records, for
+ * the kinds wanted at the call even if disabled since.  The thread sleeps
+ * on a condition variable while no device kind is wanted and nothing is
+ * outstanding, polls every DEVTIME_POLL_MS otherwise, and FlushAll wakes
+ * it for a synchronous drain first.  Records that cannot be kept are
+ * counted per kind (activity_drop, msptiActivityGetNumDroppedRecords).
  *
  * Each interposed call queues at most one device task, so a pending entry
  * (and a daemon session's launch record) keys exactly one task: the
@@ -281,8 +286,6 @@ void		devtime_drain(void);
 void		devtime_note_device(uint32_t dev);
 /* Device markers: stream device and id of the marker task, 0 on failure. */
 bool		devtime_marker(uint64_t id, uint16_t flag, void *stream);
-/* Device records the channel lost (overrun), all kinds. */
-uint64_t	devtime_channel_lost(void);
 /* Clock model (exposed for tests): host ns for a device ns on dev. */
 uint64_t	devtime_to_host(uint32_t dev, uint64_t device_ns);
 

@@ -44,6 +44,7 @@
 
 #include "agent.h"
 #include "api.h"
+#include "log.h"
 
 #define DEVTIME_POLL_MS		5
 #define DEVTIME_MAX_DEV		32
@@ -262,12 +263,6 @@ devtime_enqueue(const struct pending *p)
 	atomic_fetch_sub(&dt_outstanding, 1);
 	pending_drop(p);
 	return false;
-}
-
-uint64_t
-devtime_channel_lost(void)
-{
-	return atomic_load(&dt_channel_lost);
 }
 
 bool
@@ -1031,7 +1026,12 @@ devtime_pass(bool draining)
 			n = cread(&d->r, dt_batch, DEVTIME_BATCH, &lost);
 			pthread_mutex_unlock(&dt_chan_mtx);
 			if (lost != 0) {
-				atomic_fetch_add(&dt_channel_lost, lost);
+				/* Counted per kind by map_expire. */
+				log_debug("device %u channel overran: %llu "
+				    "records lost (%llu in all)", dev,
+				    (unsigned long long)lost,
+				    (unsigned long long)(atomic_fetch_add(
+				    &dt_channel_lost, lost) + lost));
 				dt_lost_at = now;
 			}
 			if (n <= 0)
