@@ -12,8 +12,8 @@ sim="$top_builddir/sim/.libs"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-works="enable api=0 memcpy=0 acl=0 records api=8 memcpy=1"
-honest="enable api=6 memcpy=6 acl=0 records api=0 memcpy=0"
+works="enable api=0 memcpy=0 acl=0 records api=8 memcpy=1 device=1"
+honest="enable api=6 memcpy=6 acl=0 records api=0 memcpy=0 device=0"
 build() {	# out flag libs...
 	out=$1; flag=$2; shift 2
 	$cc -I"$top_srcdir/include" -I"$top_srcdir/sim/include" "$src" \
