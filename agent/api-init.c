@@ -36,6 +36,7 @@ static unsigned rt_nhandles;
 /* Set once a runtime function was found (either way): until then an
  * absent optional helper is not cached, the runtime may yet come. */
 static _Atomic bool rt_settled;
+static _Atomic bool rt_opened;		/* api_runtime_open ran */
 
 /* Loads the runtime libraries by name, once.  RTLD_GLOBAL: the
  * simulator helpers found through RTLD_DEFAULT must see them too. */
@@ -61,6 +62,7 @@ api_runtime_open(void)
 		}
 		rt_handles[rt_nhandles++] = h;
 	}
+	atomic_store(&rt_opened, true);
 	atomic_store(&rt_settled, true);
 }
 
@@ -117,7 +119,7 @@ api_optional(_Atomic(void *) *slot, const char *name)
 		 * loaded by name for a runtime function. */
 		if (!atomic_load(&rt_settled))
 			return NULL;
-		if (rt_nhandles != 0)
+		if (atomic_load(&rt_opened))
 			p = api_runtime_sym(name);
 	}
 	atomic_store_explicit(slot, p != NULL ? p : API_ABSENT,
