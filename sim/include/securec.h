@@ -21,9 +21,14 @@
 #ifndef SECUREC_H_NPUSIM
 #define SECUREC_H_NPUSIM
 
+/* As CANN's securec.h does: programs get memcpy, malloc and printf from
+ * it without including their headers. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
