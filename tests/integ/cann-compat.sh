@@ -42,6 +42,18 @@ for n in ascendcl hccl hcomm nnopbase opapi msprofiler c_sec; do
 	[ -e "$lib/lib$n.so" ] || fail "no lib$n.so"
 done
 
+# libnpusim exports the CANN API, the simulator's own calls and securec,
+# nothing internal.
+for s in $(nm -D --defined-only "$lib/libnpusim.so" |
+    awk '$2 ~ /^[TDBRVWiu]$/ { print $3 }' | sed 's/@.*//' | sort -u); do
+	case "$s" in
+	acl[A-Z]*|aclrt[A-Z]*|aclnn[A-Z]*|aclprof[A-Z]*|Hccl[A-Z]*|rt[A-Z]*) ;;
+	npusim[A-Z]*|npusim_*) ;;
+	mem*_s|str*_s|*printf_s) ;;
+	*) fail "libnpusim exports $s" ;;
+	esac
+done
+
 # pkg-config finds both packages in the staged prefix.
 PKG_CONFIG_LIBDIR="$lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage" \
 	pkg-config --cflags --libs npusim libmspti >"$tmp/pc" 2>&1 ||
