@@ -155,6 +155,15 @@ sim_nn_half_to_float(uint16_t h)
 	return ((h & 0x8000) ? -v : v);
 }
 
+/* Shift m right by n bits, rounding to nearest even. */
+static uint32_t
+sim_nn_round_shift(uint32_t m, int n)
+{
+	uint32_t	r = m >> n, rest = m & ((1U << n) - 1), half = 1U << (n - 1);
+
+	return (rest > half || (rest == half && (r & 1)) ? r + 1 : r);
+}
+
 static uint16_t
 sim_nn_float_to_half(float f)
 {
@@ -170,30 +179,15 @@ sim_nn_float_to_half(float f)
 	if (e >= 31)
 		return ((uint16_t)(sign | 0x7c00));
 	if (e <= 0) {
+		/* Subnormal (or zero): the hidden bit shifts in. */
 		if (e < -10)
 			return ((uint16_t)sign);
-		/* Subnormal: shift in the hidden bit, round to nearest even. */
-		mant |= 0x800000;
-		{
-			int		 shift = 14 - e;
-			uint32_t	 half = 1U << (shift - 1);
-			uint32_t	 r = mant >> shift;
-
-			if ((mant & ((half << 1) - 1)) > half ||
-			    ((mant & ((half << 1) - 1)) == half && (r & 1)))
-				r++;
-			return ((uint16_t)(sign | r));
-		}
+		return ((uint16_t)(sign | sim_nn_round_shift(mant | 0x800000,
+		    14 - e)));
 	}
-	/* Normal: round the 23-bit mantissa to 10 bits, nearest even. */
-	{
-		uint32_t	r = ((uint32_t)e << 10) | (mant >> 13);
-		uint32_t	rest = mant & 0x1fff;
-
-		if (rest > 0x1000 || (rest == 0x1000 && (r & 1)))
-			r++;	/* may carry into the exponent, to inf */
-		return ((uint16_t)(sign | r));
-	}
+	/* A carry out of the mantissa correctly bumps the exponent. */
+	return ((uint16_t)(sign | (((uint32_t)e << 10) +
+	    sim_nn_round_shift(mant, 13))));
 }
 
 static float
