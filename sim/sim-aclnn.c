@@ -32,7 +32,7 @@
  * skipped: the host would spend longer computing than the device. */
 #define NN_COMPUTE_MAX	(1ULL << 24)
 
-struct sim_tensor {
+struct sim_aclnn_tensor {
 	struct sim_obj	 obj;
 	int		 dtype;
 	int		 format;
@@ -43,20 +43,20 @@ struct sim_tensor {
 	char		*data;
 };
 
-struct sim_scalar {
+struct sim_aclnn_scalar {
 	struct sim_obj	 obj;
 	int		 dtype;
 	double		 v;
 };
 
-struct sim_intarray {
+struct sim_aclnn_intarray {
 	struct sim_obj	 obj;
 	uint64_t	 n;
 	int64_t		 v[];
 };
 
 /* A tensor as a kernel sees it: the data pointer already offset. */
-struct sim_nn_view {
+struct sim_aclnn_view {
 	char		*data;
 	int32_t		 dtype;
 	uint32_t	 ndim;
@@ -64,25 +64,25 @@ struct sim_nn_view {
 	int64_t		 strides[NN_MAX_DIMS];
 };
 
-enum sim_nn_op {
+enum sim_aclnn_op {
 	NN_ADD,		/* out = a + alpha * b (b may be a scalar) */
 	NN_MUL,		/* out = a * b */
 	NN_RELU,	/* out = max(a, 0) */
 	NN_MATMUL,	/* out = a x b */
 };
 
-enum sim_nn_kernel {
+enum sim_aclnn_kernel {
 	NN_K_ADD, NN_K_ADDS, NN_K_INPLACE_ADD, NN_K_SUB, NN_K_MUL, NN_K_RELU,
 	NN_K_MATMUL, NN_K_COUNT
 };
 
 /* The launch arguments of every aclnn kernel. */
-struct sim_nn_args {
+struct sim_aclnn_args {
 	uint32_t	 magic;
-	int32_t		 op;		/* enum sim_nn_op */
+	int32_t		 op;		/* enum sim_aclnn_op */
 	uint32_t	 nin;		/* tensor inputs: 1 or 2 */
 	int32_t		 compute;	/* run the body */
-	struct sim_nn_view in[2], out;
+	struct sim_aclnn_view in[2], out;
 	double		 alpha;
 	double		 scalar;	/* NN_ADD with nin == 1: b */
 	void		*workspace;	/* NN_MATMUL, half outputs */
@@ -90,18 +90,18 @@ struct sim_nn_args {
 	double		 bytes;
 };
 
-struct sim_executor {
+struct sim_aclnn_executor {
 	struct sim_obj	 obj;
-	int		 kernel;	/* enum sim_nn_kernel */
+	int		 kernel;	/* enum sim_aclnn_kernel */
 	uint64_t	 ws_need;
 	uint32_t	 block_dim;
-	struct sim_nn_args args;
+	struct sim_aclnn_args args;
 };
 
 static const struct {
 	const char	*name;
 	int		 type;
-} sim_nn_kernels[NN_K_COUNT] = {
+} sim_aclnn_kernels[NN_K_COUNT] = {
 	[NN_K_ADD] = { "aclnnAdd_AddAiCore_Add", NPUSIM_KERNEL_AI_VECTOR },
 	[NN_K_ADDS] = { "aclnnAdds_AddAiCore_Add", NPUSIM_KERNEL_AI_VECTOR },
 	[NN_K_INPLACE_ADD] = { "aclnnInplaceAdd_AddAiCore_Add",
@@ -113,12 +113,12 @@ static const struct {
 	    NPUSIM_KERNEL_AI_CORE },
 };
 
-static aclrtFuncHandle	 sim_nn_handles[NN_K_COUNT];
-static pthread_once_t	 sim_nn_once = PTHREAD_ONCE_INIT;
+static aclrtFuncHandle	 sim_aclnn_handles[NN_K_COUNT];
+static pthread_once_t	 sim_aclnn_once = PTHREAD_ONCE_INIT;
 
 /* Element size of a type the operators compute on, 0 otherwise. */
 static size_t
-sim_nn_esize(int dt)
+sim_aclnn_esize(int dt)
 {
 	switch (dt) {
 	case ACL_INT8: case ACL_UINT8: case ACL_BOOL:
@@ -134,14 +134,14 @@ sim_nn_esize(int dt)
 }
 
 static int
-sim_nn_is_float(int dt)
+sim_aclnn_is_float(int dt)
 {
 	return (dt == ACL_FLOAT || dt == ACL_FLOAT16 || dt == ACL_BF16 ||
 	    dt == ACL_DOUBLE);
 }
 
 static float
-sim_nn_half_to_float(uint16_t h)
+sim_aclnn_half_to_float(uint16_t h)
 {
 	int	e = (h >> 10) & 0x1f, m = h & 0x3ff;
 	float	v;
@@ -157,15 +157,16 @@ sim_nn_half_to_float(uint16_t h)
 
 /* Shift m right by n bits, rounding to nearest even. */
 static uint32_t
-sim_nn_round_shift(uint32_t m, int n)
+sim_aclnn_round_shift(uint32_t m, int n)
 {
-	uint32_t	r = m >> n, rest = m & ((1U << n) - 1), half = 1U << (n - 1);
+	uint32_t	r = m >> n, rest = m & ((1U << n) - 1);
+	uint32_t	half = 1U << (n - 1);
 
 	return (rest > half || (rest == half && (r & 1)) ? r + 1 : r);
 }
 
 static uint16_t
-sim_nn_float_to_half(float f)
+sim_aclnn_float_to_half(float f)
 {
 	uint32_t	x, sign, mant;
 	int		e;
@@ -182,16 +183,16 @@ sim_nn_float_to_half(float f)
 		/* Subnormal (or zero): the hidden bit shifts in. */
 		if (e < -10)
 			return ((uint16_t)sign);
-		return ((uint16_t)(sign | sim_nn_round_shift(mant | 0x800000,
+		return ((uint16_t)(sign | sim_aclnn_round_shift(mant | 0x800000,
 		    14 - e)));
 	}
 	/* A carry out of the mantissa correctly bumps the exponent. */
 	return ((uint16_t)(sign | (((uint32_t)e << 10) +
-	    sim_nn_round_shift(mant, 13))));
+	    sim_aclnn_round_shift(mant, 13))));
 }
 
 static float
-sim_nn_bf16_to_float(uint16_t b)
+sim_aclnn_bf16_to_float(uint16_t b)
 {
 	uint32_t	x = (uint32_t)b << 16;
 	float		f;
@@ -201,7 +202,7 @@ sim_nn_bf16_to_float(uint16_t b)
 }
 
 static uint16_t
-sim_nn_float_to_bf16(float f)
+sim_aclnn_float_to_bf16(float f)
 {
 	uint32_t	x;
 
@@ -213,19 +214,19 @@ sim_nn_float_to_bf16(float f)
 }
 
 static double
-sim_nn_load(const char *p, int dt)
+sim_aclnn_load(const char *p, int dt)
 {
 	union {
 		float f; double d; int8_t i8; int16_t i16; int32_t i32;
 		int64_t i64; uint8_t u8; uint16_t u16;
 	} u;
 
-	memcpy(&u, p, sim_nn_esize(dt));
+	memcpy(&u, p, sim_aclnn_esize(dt));
 	switch (dt) {
 	case ACL_FLOAT:		return (u.f);
 	case ACL_DOUBLE:	return (u.d);
-	case ACL_FLOAT16:	return (sim_nn_half_to_float(u.u16));
-	case ACL_BF16:		return (sim_nn_bf16_to_float(u.u16));
+	case ACL_FLOAT16:	return (sim_aclnn_half_to_float(u.u16));
+	case ACL_BF16:		return (sim_aclnn_bf16_to_float(u.u16));
 	case ACL_INT8:		return (u.i8);
 	case ACL_INT16:		return (u.i16);
 	case ACL_INT32:		return (u.i32);
@@ -238,7 +239,7 @@ sim_nn_load(const char *p, int dt)
 
 /* Integers truncate toward zero and saturate, as a cast on the device. */
 static double
-sim_nn_clamp(double v, double lo, double hi)
+sim_aclnn_clamp(double v, double lo, double hi)
 {
 	if (isnan(v))
 		return (0);
@@ -247,7 +248,7 @@ sim_nn_clamp(double v, double lo, double hi)
 }
 
 static void
-sim_nn_store(char *p, int dt, double v)
+sim_aclnn_store(char *p, int dt, double v)
 {
 	union {
 		float f; double d; int8_t i8; int16_t i16; int32_t i32;
@@ -257,29 +258,38 @@ sim_nn_store(char *p, int dt, double v)
 	switch (dt) {
 	case ACL_FLOAT:		u.f = (float)v; break;
 	case ACL_DOUBLE:	u.d = v; break;
-	case ACL_FLOAT16:	u.u16 = sim_nn_float_to_half((float)v); break;
-	case ACL_BF16:		u.u16 = sim_nn_float_to_bf16((float)v); break;
-	case ACL_INT8:	u.i8 = (int8_t)sim_nn_clamp(v, -128, 127); break;
+	case ACL_FLOAT16:
+		u.u16 = sim_aclnn_float_to_half((float)v);
+		break;
+	case ACL_BF16:
+		u.u16 = sim_aclnn_float_to_bf16((float)v);
+		break;
+	case ACL_INT8:
+		u.i8 = (int8_t)sim_aclnn_clamp(v, -128, 127);
+		break;
 	case ACL_INT16:
-		u.i16 = (int16_t)sim_nn_clamp(v, -32768, 32767);
+		u.i16 = (int16_t)sim_aclnn_clamp(v, -32768, 32767);
 		break;
 	case ACL_INT32:
-		u.i32 = (int32_t)sim_nn_clamp(v, -2147483648.0, 2147483647.0);
+		u.i32 = (int32_t)sim_aclnn_clamp(v, -2147483648.0,
+		    2147483647.0);
 		break;
 	case ACL_INT64:
-		u.i64 = (int64_t)sim_nn_clamp(v, -9223372036854775808.0,
+		u.i64 = (int64_t)sim_aclnn_clamp(v, -9223372036854775808.0,
 		    9223372036854774784.0);
 		break;
-	case ACL_UINT8:	u.u8 = (uint8_t)sim_nn_clamp(v, 0, 255); break;
+	case ACL_UINT8:
+		u.u8 = (uint8_t)sim_aclnn_clamp(v, 0, 255);
+		break;
 	case ACL_BOOL:	u.u8 = v != 0; break;
 	default:
 		return;
 	}
-	memcpy(p, &u, sim_nn_esize(dt));
+	memcpy(p, &u, sim_aclnn_esize(dt));
 }
 
 static uint64_t
-sim_nn_numel(const struct sim_nn_view *v)
+sim_aclnn_numel(const struct sim_aclnn_view *v)
 {
 	uint64_t	n = 1;
 	uint32_t	i;
@@ -291,21 +301,22 @@ sim_nn_numel(const struct sim_nn_view *v)
 
 /* Bytes from the first to one past the last element the view reaches. */
 static uint64_t
-sim_nn_span(const struct sim_nn_view *v)
+sim_aclnn_span(const struct sim_aclnn_view *v)
 {
 	uint64_t	last = 0;
 	uint32_t	i;
 
-	if (sim_nn_numel(v) == 0)
+	if (sim_aclnn_numel(v) == 0)
 		return (0);
 	for (i = 0; i < v->ndim; i++)
 		last += (uint64_t)(v->dims[i] - 1) * (uint64_t)v->strides[i];
-	return ((last + 1) * sim_nn_esize(v->dtype));
+	return ((last + 1) * sim_aclnn_esize(v->dtype));
 }
 
 /* Offset in elements of in at out's multi-index idx (broadcast). */
 static int64_t
-sim_nn_offset(const struct sim_nn_view *in, const int64_t *idx, uint32_t n)
+sim_aclnn_offset(const struct sim_aclnn_view *in, const int64_t *idx,
+    uint32_t n)
 {
 	int64_t		off = 0;
 	uint32_t	j, shift = n - in->ndim;
@@ -317,30 +328,30 @@ sim_nn_offset(const struct sim_nn_view *in, const int64_t *idx, uint32_t n)
 }
 
 static void
-sim_nn_run_elementwise(const struct sim_nn_args *a)
+sim_aclnn_run_elementwise(const struct sim_aclnn_args *a)
 {
-	const struct sim_nn_view *o = &a->out;
+	const struct sim_aclnn_view *o = &a->out;
 	int64_t		 idx[NN_MAX_DIMS] = { 0 };
-	uint64_t	 i, n = sim_nn_numel(o);
+	uint64_t	 i, n = sim_aclnn_numel(o);
 	double		 x, y, r;
-	size_t		 es[2] = { 0, 0 }, eo = sim_nn_esize(o->dtype);
+	size_t		 es[2] = { 0, 0 }, eo = sim_aclnn_esize(o->dtype);
 	uint32_t	 k, d;
 
 	for (k = 0; k < a->nin; k++)
-		es[k] = sim_nn_esize(a->in[k].dtype);
+		es[k] = sim_aclnn_esize(a->in[k].dtype);
 	for (i = 0; i < n; i++) {
-		x = sim_nn_load(a->in[0].data + sim_nn_offset(&a->in[0], idx,
-		    o->ndim) * (int64_t)es[0], a->in[0].dtype);
-		y = a->nin > 1 ? sim_nn_load(a->in[1].data +
-		    sim_nn_offset(&a->in[1], idx, o->ndim) * (int64_t)es[1],
-		    a->in[1].dtype) : a->scalar;
+		x = sim_aclnn_load(a->in[0].data + sim_aclnn_offset(&a->in[0],
+		    idx, o->ndim) * (int64_t)es[0], a->in[0].dtype);
+		y = a->nin > 1 ? sim_aclnn_load(a->in[1].data +
+		    sim_aclnn_offset(&a->in[1], idx, o->ndim) *
+		    (int64_t)es[1], a->in[1].dtype) : a->scalar;
 		switch (a->op) {
 		case NN_ADD:	r = x + a->alpha * y; break;
 		case NN_MUL:	r = x * y; break;
 		case NN_RELU:	r = x > 0 ? x : 0; break;
 		default:	r = 0; break;
 		}
-		sim_nn_store(o->data + sim_nn_offset(o, idx, o->ndim) *
+		sim_aclnn_store(o->data + sim_aclnn_offset(o, idx, o->ndim) *
 		    (int64_t)eo, o->dtype, r);
 		/* Next multi-index, last dimension fastest. */
 		for (d = o->ndim; d-- > 0;) {
@@ -353,15 +364,17 @@ sim_nn_run_elementwise(const struct sim_nn_args *a)
 
 /* (.., M, K) x (.., K, N): a batch dimension of 1 is broadcast. */
 static void
-sim_nn_run_matmul(const struct sim_nn_args *a)
+sim_aclnn_run_matmul(const struct sim_aclnn_args *a)
 {
-	const struct sim_nn_view *x = &a->in[0], *w = &a->in[1], *o = &a->out;
+	const struct sim_aclnn_view *x = &a->in[0], *w = &a->in[1];
+	const struct sim_aclnn_view *o = &a->out;
 	uint32_t	 bx = x->ndim - 2, bw = w->ndim - 2, bo = o->ndim - 2;
 	int64_t		 B = o->ndim == 3 ? o->dims[0] : 1;
 	int64_t		 M = o->dims[bo], N = o->dims[bo + 1];
 	int64_t		 K = x->dims[bx + 1], b, i, j, k;
-	size_t		 ex = sim_nn_esize(x->dtype), ew = sim_nn_esize(w->dtype);
-	size_t		 eo = sim_nn_esize(o->dtype);
+	size_t		 ex = sim_aclnn_esize(x->dtype);
+	size_t		 ew = sim_aclnn_esize(w->dtype);
+	size_t		 eo = sim_aclnn_esize(o->dtype);
 	float		*acc = a->workspace;
 	double		 s;
 
@@ -377,11 +390,11 @@ sim_nn_run_matmul(const struct sim_nn_args *a)
 			for (j = 0; j < N; j++) {
 				s = 0;
 				for (k = 0; k < K; k++)
-					s += sim_nn_load(xb + (i *
+					s += sim_aclnn_load(xb + (i *
 					    x->strides[bx] + k *
 					    x->strides[bx + 1]) * (int64_t)ex,
 					    x->dtype) *
-					    sim_nn_load(wb + (k *
+					    sim_aclnn_load(wb + (k *
 					    w->strides[bw] + j *
 					    w->strides[bw + 1]) * (int64_t)ew,
 					    w->dtype);
@@ -391,7 +404,7 @@ sim_nn_run_matmul(const struct sim_nn_args *a)
 					acc[(b * M + i) * N + j] = (float)s;
 					s = acc[(b * M + i) * N + j];
 				}
-				sim_nn_store(ob + (i * o->strides[bo] + j *
+				sim_aclnn_store(ob + (i * o->strides[bo] + j *
 				    o->strides[bo + 1]) * (int64_t)eo,
 				    o->dtype, s);
 			}
@@ -399,9 +412,9 @@ sim_nn_run_matmul(const struct sim_nn_args *a)
 }
 
 static int
-sim_nn_cost(const void *p, size_t len, double *flops, double *bytes)
+sim_aclnn_cost(const void *p, size_t len, double *flops, double *bytes)
 {
-	const struct sim_nn_args *a = p;
+	const struct sim_aclnn_args *a = p;
 
 	if (len != sizeof *a || a->magic != NN_ARGS_MAGIC ||
 	    !(a->flops >= 0) || !(a->bytes >= 0) || isinf(a->flops) ||
@@ -413,37 +426,37 @@ sim_nn_cost(const void *p, size_t len, double *flops, double *bytes)
 }
 
 static void
-sim_nn_run(const void *p)
+sim_aclnn_run(const void *p)
 {
-	const struct sim_nn_args *a = p;
+	const struct sim_aclnn_args *a = p;
 
 	if (!a->compute)
 		return;
 	if (a->op == NN_MATMUL)
-		sim_nn_run_matmul(a);
+		sim_aclnn_run_matmul(a);
 	else
-		sim_nn_run_elementwise(a);
+		sim_aclnn_run_elementwise(a);
 }
 
-static const struct sim_kernel_ops sim_nn_ops = {
-	.cost = sim_nn_cost,
-	.run = sim_nn_run,
+static const struct sim_kernel_ops sim_aclnn_ops = {
+	.cost = sim_aclnn_cost,
+	.run = sim_aclnn_run,
 };
 
 static void
-sim_nn_register(void)
+sim_aclnn_register(void)
 {
 	int	i;
 
 	for (i = 0; i < NN_K_COUNT; i++)
-		if (sim_kernel_register(sim_nn_kernels[i].name,
-		    sim_nn_kernels[i].type, &sim_nn_ops,
-		    &sim_nn_handles[i]) != ACL_SUCCESS)
-			sim_nn_handles[i] = NULL;
+		if (sim_kernel_register(sim_aclnn_kernels[i].name,
+		    sim_aclnn_kernels[i].type, &sim_aclnn_ops,
+		    &sim_aclnn_handles[i]) != ACL_SUCCESS)
+			sim_aclnn_handles[i] = NULL;
 }
 
 static void
-sim_nn_free(struct sim_obj *obj)
+sim_aclnn_free(struct sim_obj *obj)
 {
 	free(obj);
 }
@@ -456,14 +469,14 @@ aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
     aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
     void *tensorData)
 {
-	struct sim_tensor	*t;
+	struct sim_aclnn_tensor	*t;
 	uint64_t		 i, reach = 0, storage = 1, numel = 1;
 
 	sim_runtime_init();
 	if (viewDimsNum > NN_MAX_DIMS || (viewDimsNum > 0 &&
 	    viewDims == NULL) || storageDimsNum > NN_MAX_DIMS ||
 	    (storageDimsNum > 0 && storageDims == NULL) || offset < 0 ||
-	    sim_nn_esize(dataType) == 0)
+	    sim_aclnn_esize(dataType) == 0)
 		return (NULL);
 	if ((t = calloc(1, sizeof *t)) == NULL)
 		return (NULL);
@@ -494,7 +507,7 @@ aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
 	if (numel > 0 && (tensorData == NULL || (storageDimsNum > 0 &&
 	    (uint64_t)offset + reach + 1 > storage)))
 		goto bad;
-	sim_handle_add(&t->obj, SIM_MAGIC_TENSOR, sim_nn_free);
+	sim_handle_add(&t->obj, SIM_MAGIC_TENSOR, sim_aclnn_free);
 	return ((aclTensor *)(void *)t);
 bad:
 	free(t);
@@ -504,23 +517,23 @@ bad:
 SIM_EXPORT aclScalar *
 aclCreateScalar(void *value, aclDataType dataType)
 {
-	struct sim_scalar	*s;
+	struct sim_aclnn_scalar	*s;
 
 	sim_runtime_init();
-	if (value == NULL || sim_nn_esize(dataType) == 0)
+	if (value == NULL || sim_aclnn_esize(dataType) == 0)
 		return (NULL);
 	if ((s = calloc(1, sizeof *s)) == NULL)
 		return (NULL);
 	s->dtype = dataType;
-	s->v = sim_nn_load(value, dataType);
-	sim_handle_add(&s->obj, SIM_MAGIC_SCALAR, sim_nn_free);
+	s->v = sim_aclnn_load(value, dataType);
+	sim_handle_add(&s->obj, SIM_MAGIC_SCALAR, sim_aclnn_free);
 	return ((aclScalar *)(void *)s);
 }
 
 SIM_EXPORT aclIntArray *
 aclCreateIntArray(const int64_t *value, uint64_t size)
 {
-	struct sim_intarray	*a;
+	struct sim_aclnn_intarray	*a;
 
 	sim_runtime_init();
 	if ((value == NULL && size > 0) || size > (1U << 20))
@@ -530,13 +543,13 @@ aclCreateIntArray(const int64_t *value, uint64_t size)
 	a->n = size;
 	if (size > 0)
 		memcpy(a->v, value, size * sizeof a->v[0]);
-	sim_handle_add(&a->obj, SIM_MAGIC_INTARRAY, sim_nn_free);
+	sim_handle_add(&a->obj, SIM_MAGIC_INTARRAY, sim_aclnn_free);
 	return ((aclIntArray *)(void *)a);
 }
 
 /* NULL is a no-op, as in CANN; a pointer we never made is an error. */
 static aclnnStatus
-sim_nn_destroy(const void *p, uint32_t magic)
+sim_aclnn_destroy(const void *p, uint32_t magic)
 {
 	if (p == NULL)
 		return (ACLNN_SUCCESS);
@@ -547,25 +560,25 @@ sim_nn_destroy(const void *p, uint32_t magic)
 SIM_EXPORT aclnnStatus
 aclDestroyTensor(const aclTensor *tensor)
 {
-	return (sim_nn_destroy(tensor, SIM_MAGIC_TENSOR));
+	return (sim_aclnn_destroy(tensor, SIM_MAGIC_TENSOR));
 }
 
 SIM_EXPORT aclnnStatus
 aclDestroyScalar(const aclScalar *scalar)
 {
-	return (sim_nn_destroy(scalar, SIM_MAGIC_SCALAR));
+	return (sim_aclnn_destroy(scalar, SIM_MAGIC_SCALAR));
 }
 
 SIM_EXPORT aclnnStatus
 aclDestroyIntArray(const aclIntArray *array)
 {
-	return (sim_nn_destroy(array, SIM_MAGIC_INTARRAY));
+	return (sim_aclnn_destroy(array, SIM_MAGIC_INTARRAY));
 }
 
 SIM_EXPORT aclnnStatus
 aclGetDataType(const aclTensor *tensor, aclDataType *dataType)
 {
-	struct sim_tensor	*t;
+	struct sim_aclnn_tensor	*t;
 
 	if (tensor == NULL || dataType == NULL)
 		return (ACLNN_ERR_PARAM_NULLPTR);
@@ -594,14 +607,14 @@ aclnnFinalize(void)
 
 /* Freeze a registered tensor into a kernel view. */
 static aclnnStatus
-sim_nn_view(const aclTensor *h, struct sim_nn_view *v)
+sim_aclnn_view(const aclTensor *h, struct sim_aclnn_view *v)
 {
-	struct sim_tensor	*t;
+	struct sim_aclnn_tensor	*t;
 
 	if ((t = sim_handle_get(h, SIM_MAGIC_TENSOR)) == NULL)
 		return (ACLNN_ERR_PARAM_INVALID);
 	memset(v, 0, sizeof *v);
-	v->data = t->data + t->offset * (int64_t)sim_nn_esize(t->dtype);
+	v->data = t->data + t->offset * (int64_t)sim_aclnn_esize(t->dtype);
 	v->dtype = t->dtype;
 	v->ndim = t->ndim;
 	memcpy(v->dims, t->dims, sizeof v->dims);
@@ -611,9 +624,9 @@ sim_nn_view(const aclTensor *h, struct sim_nn_view *v)
 }
 
 static aclnnStatus
-sim_nn_scalar(const aclScalar *h, double *out)
+sim_aclnn_scalar(const aclScalar *h, double *out)
 {
-	struct sim_scalar	*s;
+	struct sim_aclnn_scalar	*s;
 
 	if ((s = sim_handle_get(h, SIM_MAGIC_SCALAR)) == NULL)
 		return (ACLNN_ERR_PARAM_INVALID);
@@ -624,9 +637,9 @@ sim_nn_scalar(const aclScalar *h, double *out)
 
 /* out's shape must be the broadcast of the inputs' shapes. */
 static int
-sim_nn_broadcasts(const struct sim_nn_args *a)
+sim_aclnn_broadcasts(const struct sim_aclnn_args *a)
 {
-	const struct sim_nn_view *o = &a->out;
+	const struct sim_aclnn_view *o = &a->out;
 	uint32_t	 k, j;
 	int64_t		 want, got;
 
@@ -636,7 +649,7 @@ sim_nn_broadcasts(const struct sim_nn_args *a)
 	for (j = 0; j < o->ndim; j++) {
 		want = 1;
 		for (k = 0; k < a->nin; k++) {
-			const struct sim_nn_view *v = &a->in[k];
+			const struct sim_aclnn_view *v = &a->in[k];
 			uint32_t shift = o->ndim - v->ndim;
 
 			if (j < shift)
@@ -654,7 +667,7 @@ sim_nn_broadcasts(const struct sim_nn_args *a)
 }
 
 static uint32_t
-sim_nn_block_dim(uint64_t work, uint64_t per_core, uint32_t cores)
+sim_aclnn_block_dim(uint64_t work, uint64_t per_core, uint32_t cores)
 {
 	uint64_t	n = (work + per_core - 1) / per_core;
 
@@ -663,14 +676,14 @@ sim_nn_block_dim(uint64_t work, uint64_t per_core, uint32_t cores)
 
 /* Publish an executor for args and hand it out. */
 static aclnnStatus
-sim_nn_executor(int kernel, const struct sim_nn_args *args,
+sim_aclnn_executor(int kernel, const struct sim_aclnn_args *args,
     uint64_t ws_need, uint32_t block_dim, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-	struct sim_executor	*x;
+	struct sim_aclnn_executor	*x;
 
-	pthread_once(&sim_nn_once, sim_nn_register);
-	if (sim_nn_handles[kernel] == NULL)
+	pthread_once(&sim_aclnn_once, sim_aclnn_register);
+	if (sim_aclnn_handles[kernel] == NULL)
 		return (ACLNN_ERR_INNER);
 	if ((x = calloc(1, sizeof *x)) == NULL)
 		return (ACLNN_ERR_INNER);
@@ -679,7 +692,7 @@ sim_nn_executor(int kernel, const struct sim_nn_args *args,
 	x->block_dim = block_dim;
 	x->args = *args;
 	x->args.magic = NN_ARGS_MAGIC;
-	sim_handle_add(&x->obj, SIM_MAGIC_EXECUTOR, sim_nn_free);
+	sim_handle_add(&x->obj, SIM_MAGIC_EXECUTOR, sim_aclnn_free);
 	*workspaceSize = ws_need;
 	*executor = (aclOpExecutor *)(void *)x;
 	return (ACLNN_SUCCESS);
@@ -687,12 +700,12 @@ sim_nn_executor(int kernel, const struct sim_nn_args *args,
 
 /* Elementwise ops: a (op) b -> out, b a tensor or, with bs, a scalar. */
 static aclnnStatus
-sim_nn_elementwise(int kernel, int op, const aclTensor *a,
+sim_aclnn_elementwise(int kernel, int op, const aclTensor *a,
     const aclTensor *b, const aclScalar *bs, const aclScalar *alpha,
     double alpha_sign, const aclTensor *out, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-	struct sim_nn_args	 args;
+	struct sim_aclnn_args	 args;
 	aclnnStatus		 e;
 	uint64_t		 n, bytes;
 	uint32_t		 k;
@@ -701,31 +714,32 @@ sim_nn_elementwise(int kernel, int op, const aclTensor *a,
 	args.op = op;
 	args.alpha = 1;
 	args.nin = b != NULL ? 2 : 1;
-	if ((e = sim_nn_view(a, &args.in[0])) != ACLNN_SUCCESS ||
-	    (b != NULL && (e = sim_nn_view(b, &args.in[1])) != ACLNN_SUCCESS) ||
-	    (e = sim_nn_view(out, &args.out)) != ACLNN_SUCCESS ||
-	    (bs != NULL && (e = sim_nn_scalar(bs, &args.scalar)) !=
+	if ((e = sim_aclnn_view(a, &args.in[0])) != ACLNN_SUCCESS ||
+	    (b != NULL && (e = sim_aclnn_view(b, &args.in[1])) !=
 	    ACLNN_SUCCESS) ||
-	    (alpha != NULL && (e = sim_nn_scalar(alpha, &args.alpha)) !=
+	    (e = sim_aclnn_view(out, &args.out)) != ACLNN_SUCCESS ||
+	    (bs != NULL && (e = sim_aclnn_scalar(bs, &args.scalar)) !=
+	    ACLNN_SUCCESS) ||
+	    (alpha != NULL && (e = sim_aclnn_scalar(alpha, &args.alpha)) !=
 	    ACLNN_SUCCESS))
 		return (e);
 	args.alpha *= alpha_sign;
-	if (!sim_nn_broadcasts(&args))
+	if (!sim_aclnn_broadcasts(&args))
 		return (ACLNN_ERR_PARAM_INVALID);
 	/* Integer and bool outputs cannot hold a fractional alpha. */
-	if (!sim_nn_is_float(args.out.dtype) && alpha != NULL &&
+	if (!sim_aclnn_is_float(args.out.dtype) && alpha != NULL &&
 	    args.alpha != trunc(args.alpha))
 		return (ACLNN_ERR_PARAM_INVALID);
-	n = sim_nn_numel(&args.out);
-	bytes = n * sim_nn_esize(args.out.dtype);
+	n = sim_aclnn_numel(&args.out);
+	bytes = n * sim_aclnn_esize(args.out.dtype);
 	for (k = 0; k < args.nin; k++)
-		bytes += sim_nn_numel(&args.in[k]) *
-		    sim_nn_esize(args.in[k].dtype);
+		bytes += sim_aclnn_numel(&args.in[k]) *
+		    sim_aclnn_esize(args.in[k].dtype);
 	args.flops = (double)n * (op == NN_ADD && args.alpha != 1 ? 2 : 1);
 	args.bytes = (double)bytes;
 	args.compute = n <= NN_COMPUTE_MAX;
-	return (sim_nn_executor(kernel, &args, 0,
-	    sim_nn_block_dim(n, 4096, 48), workspaceSize, executor));
+	return (sim_aclnn_executor(kernel, &args, 0,
+	    sim_aclnn_block_dim(n, 4096, 48), workspaceSize, executor));
 }
 
 SIM_EXPORT aclnnStatus
@@ -737,8 +751,8 @@ aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *other,
 	if (self == NULL || other == NULL || alpha == NULL || out == NULL ||
 	    workspaceSize == NULL || executor == NULL)
 		return (ACLNN_ERR_PARAM_NULLPTR);
-	return (sim_nn_elementwise(NN_K_ADD, NN_ADD, self, other, NULL, alpha,
-	    1, out, workspaceSize, executor));
+	return (sim_aclnn_elementwise(NN_K_ADD, NN_ADD, self, other, NULL,
+	    alpha, 1, out, workspaceSize, executor));
 }
 
 SIM_EXPORT aclnnStatus
@@ -750,7 +764,7 @@ aclnnAddsGetWorkspaceSize(const aclTensor *self, const aclScalar *other,
 	if (self == NULL || other == NULL || alpha == NULL || out == NULL ||
 	    workspaceSize == NULL || executor == NULL)
 		return (ACLNN_ERR_PARAM_NULLPTR);
-	return (sim_nn_elementwise(NN_K_ADDS, NN_ADD, self, NULL, other,
+	return (sim_aclnn_elementwise(NN_K_ADDS, NN_ADD, self, NULL, other,
 	    alpha, 1, out, workspaceSize, executor));
 }
 
@@ -763,7 +777,7 @@ aclnnInplaceAddGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other,
 	if (selfRef == NULL || other == NULL || alpha == NULL ||
 	    workspaceSize == NULL || executor == NULL)
 		return (ACLNN_ERR_PARAM_NULLPTR);
-	return (sim_nn_elementwise(NN_K_INPLACE_ADD, NN_ADD, selfRef, other,
+	return (sim_aclnn_elementwise(NN_K_INPLACE_ADD, NN_ADD, selfRef, other,
 	    NULL, alpha, 1, selfRef, workspaceSize, executor));
 }
 
@@ -776,8 +790,8 @@ aclnnSubGetWorkspaceSize(const aclTensor *self, const aclTensor *other,
 	if (self == NULL || other == NULL || alpha == NULL || out == NULL ||
 	    workspaceSize == NULL || executor == NULL)
 		return (ACLNN_ERR_PARAM_NULLPTR);
-	return (sim_nn_elementwise(NN_K_SUB, NN_ADD, self, other, NULL, alpha,
-	    -1, out, workspaceSize, executor));
+	return (sim_aclnn_elementwise(NN_K_SUB, NN_ADD, self, other, NULL,
+	    alpha, -1, out, workspaceSize, executor));
 }
 
 SIM_EXPORT aclnnStatus
@@ -788,7 +802,7 @@ aclnnMulGetWorkspaceSize(const aclTensor *self, const aclTensor *other,
 	if (self == NULL || other == NULL || out == NULL ||
 	    workspaceSize == NULL || executor == NULL)
 		return (ACLNN_ERR_PARAM_NULLPTR);
-	return (sim_nn_elementwise(NN_K_MUL, NN_MUL, self, other, NULL, NULL,
+	return (sim_aclnn_elementwise(NN_K_MUL, NN_MUL, self, other, NULL, NULL,
 	    1, out, workspaceSize, executor));
 }
 
@@ -800,8 +814,8 @@ aclnnReluGetWorkspaceSize(const aclTensor *self, aclTensor *out,
 	if (self == NULL || out == NULL || workspaceSize == NULL ||
 	    executor == NULL)
 		return (ACLNN_ERR_PARAM_NULLPTR);
-	return (sim_nn_elementwise(NN_K_RELU, NN_RELU, self, NULL, NULL, NULL,
-	    1, out, workspaceSize, executor));
+	return (sim_aclnn_elementwise(NN_K_RELU, NN_RELU, self, NULL, NULL,
+	    NULL, 1, out, workspaceSize, executor));
 }
 
 SIM_EXPORT aclnnStatus
@@ -809,8 +823,9 @@ aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2,
     aclTensor *out, int8_t cubeMathType, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-	struct sim_nn_args	 args;
-	struct sim_nn_view	*x = &args.in[0], *w = &args.in[1], *o = &args.out;
+	struct sim_aclnn_args	 args;
+	struct sim_aclnn_view	*x = &args.in[0], *w = &args.in[1];
+	struct sim_aclnn_view	*o = &args.out;
 	aclnnStatus		 e;
 	int64_t			 B, M, K, N, bx, bw;
 	uint64_t		 ws = 0;
@@ -823,14 +838,14 @@ aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2,
 	memset(&args, 0, sizeof args);
 	args.op = NN_MATMUL;
 	args.nin = 2;
-	if ((e = sim_nn_view(self, x)) != ACLNN_SUCCESS ||
-	    (e = sim_nn_view(mat2, w)) != ACLNN_SUCCESS ||
-	    (e = sim_nn_view(out, o)) != ACLNN_SUCCESS)
+	if ((e = sim_aclnn_view(self, x)) != ACLNN_SUCCESS ||
+	    (e = sim_aclnn_view(mat2, w)) != ACLNN_SUCCESS ||
+	    (e = sim_aclnn_view(out, o)) != ACLNN_SUCCESS)
 		return (e);
 	if (cubeMathType < 0 || cubeMathType > 3)
 		return (ACLNN_ERR_PARAM_INVALID);
 	for (k = 0; k < 3; k++) {
-		const struct sim_nn_view *v = k == 0 ? x : k == 1 ? w : o;
+		const struct sim_aclnn_view *v = k == 0 ? x : k == 1 ? w : o;
 
 		if (v->dtype != ACL_FLOAT && v->dtype != ACL_FLOAT16 &&
 		    v->dtype != ACL_BF16)
@@ -855,12 +870,12 @@ aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2,
 	if (o->dtype != ACL_FLOAT)
 		ws = (uint64_t)(B * M * N) * sizeof(float);
 	args.flops = 2.0 * (double)B * (double)M * (double)N * (double)K;
-	args.bytes = (double)(sim_nn_numel(x) * sim_nn_esize(x->dtype) +
-	    sim_nn_numel(w) * sim_nn_esize(w->dtype) +
-	    sim_nn_numel(o) * sim_nn_esize(o->dtype));
+	args.bytes = (double)(sim_aclnn_numel(x) * sim_aclnn_esize(x->dtype) +
+	    sim_aclnn_numel(w) * sim_aclnn_esize(w->dtype) +
+	    sim_aclnn_numel(o) * sim_aclnn_esize(o->dtype));
 	args.compute = args.flops / 2 <= (double)NN_COMPUTE_MAX;
-	return (sim_nn_executor(NN_K_MATMUL, &args, ws,
-	    sim_nn_block_dim((uint64_t)(B * M * N), 128 * 128, 24),
+	return (sim_aclnn_executor(NN_K_MATMUL, &args, ws,
+	    sim_aclnn_block_dim((uint64_t)(B * M * N), 128 * 128, 24),
 	    workspaceSize, executor));
 }
 
@@ -868,9 +883,9 @@ aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2,
 
 /* A view's data must be device memory of this process. */
 static int
-sim_nn_in_device(const struct sim_nn_view *v)
+sim_aclnn_in_device(const struct sim_aclnn_view *v)
 {
-	uint64_t	span = sim_nn_span(v);
+	uint64_t	span = sim_aclnn_span(v);
 	int		dev;
 
 	if (span == 0)
@@ -879,10 +894,10 @@ sim_nn_in_device(const struct sim_nn_view *v)
 }
 
 static aclnnStatus
-sim_nn_launch(int kernel, void *workspace, uint64_t workspaceSize,
+sim_aclnn_launch(int kernel, void *workspace, uint64_t workspaceSize,
     aclOpExecutor *executor, aclrtStream stream)
 {
-	struct sim_executor	*x;
+	struct sim_aclnn_executor	*x;
 	aclnnStatus		 st = ACLNN_SUCCESS;
 	uint32_t		 k;
 	int			 dev;
@@ -912,16 +927,17 @@ sim_nn_launch(int kernel, void *workspace, uint64_t workspaceSize,
 		x->args.workspace = workspace;
 	}
 	for (k = 0; st == ACLNN_SUCCESS && k < x->args.nin; k++)
-		if (!sim_nn_in_device(&x->args.in[k]))
+		if (!sim_aclnn_in_device(&x->args.in[k]))
 			st = ACLNN_ERR_PARAM_INVALID;
-	if (st == ACLNN_SUCCESS && !sim_nn_in_device(&x->args.out))
+	if (st == ACLNN_SUCCESS && !sim_aclnn_in_device(&x->args.out))
 		st = ACLNN_ERR_PARAM_INVALID;
 	if (st != ACLNN_SUCCESS)
 		sim_runtime_set_error(ACL_ERROR_INVALID_PARAM, "%s: %s",
-		    sim_nn_kernels[kernel].name, st == ACLNN_ERR_PARAM_NULLPTR ?
+		    sim_aclnn_kernels[kernel].name,
+		    st == ACLNN_ERR_PARAM_NULLPTR ?
 		    "workspace is NULL" : "workspace or tensor data not in "
 		    "device memory, or workspace too small");
-	else if (aclrtLaunchKernel(sim_nn_handles[kernel], x->block_dim,
+	else if (aclrtLaunchKernel(sim_aclnn_handles[kernel], x->block_dim,
 	    &x->args, sizeof x->args, stream) != ACL_SUCCESS)
 		st = ACLNN_ERR_RUNTIME_ERROR;
 	sim_handle_put(&x->obj);
@@ -932,7 +948,7 @@ SIM_EXPORT aclnnStatus
 aclnnAdd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
     aclrtStream stream)
 {
-	return (sim_nn_launch(NN_K_ADD, workspace, workspaceSize, executor,
+	return (sim_aclnn_launch(NN_K_ADD, workspace, workspaceSize, executor,
 	    stream));
 }
 
@@ -940,7 +956,7 @@ SIM_EXPORT aclnnStatus
 aclnnAdds(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
     aclrtStream stream)
 {
-	return (sim_nn_launch(NN_K_ADDS, workspace, workspaceSize, executor,
+	return (sim_aclnn_launch(NN_K_ADDS, workspace, workspaceSize, executor,
 	    stream));
 }
 
@@ -948,7 +964,7 @@ SIM_EXPORT aclnnStatus
 aclnnInplaceAdd(void *workspace, uint64_t workspaceSize,
     aclOpExecutor *executor, aclrtStream stream)
 {
-	return (sim_nn_launch(NN_K_INPLACE_ADD, workspace, workspaceSize,
+	return (sim_aclnn_launch(NN_K_INPLACE_ADD, workspace, workspaceSize,
 	    executor, stream));
 }
 
@@ -956,7 +972,7 @@ SIM_EXPORT aclnnStatus
 aclnnSub(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
     aclrtStream stream)
 {
-	return (sim_nn_launch(NN_K_SUB, workspace, workspaceSize, executor,
+	return (sim_aclnn_launch(NN_K_SUB, workspace, workspaceSize, executor,
 	    stream));
 }
 
@@ -964,7 +980,7 @@ SIM_EXPORT aclnnStatus
 aclnnMul(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
     aclrtStream stream)
 {
-	return (sim_nn_launch(NN_K_MUL, workspace, workspaceSize, executor,
+	return (sim_aclnn_launch(NN_K_MUL, workspace, workspaceSize, executor,
 	    stream));
 }
 
@@ -972,7 +988,7 @@ SIM_EXPORT aclnnStatus
 aclnnRelu(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
     aclrtStream stream)
 {
-	return (sim_nn_launch(NN_K_RELU, workspace, workspaceSize, executor,
+	return (sim_aclnn_launch(NN_K_RELU, workspace, workspaceSize, executor,
 	    stream));
 }
 
@@ -980,6 +996,6 @@ SIM_EXPORT aclnnStatus
 aclnnMatmul(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
     aclrtStream stream)
 {
-	return (sim_nn_launch(NN_K_MATMUL, workspace, workspaceSize, executor,
-	    stream));
+	return (sim_aclnn_launch(NN_K_MATMUL, workspace, workspaceSize,
+	    executor, stream));
 }

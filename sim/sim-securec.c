@@ -146,8 +146,9 @@ sim_securec_cat(char *strDest, size_t destMax, const char *strSrc,
 		strDest[0] = '\0';
 		return (EINVAL_AND_RESET);	/* dest not terminated */
 	}
+	/* Reading one byte past the room left tells it will not fit. */
 	if (count > destMax - at)
-		count = destMax - at;	/* enough to tell it will not fit */
+		count = destMax - at;
 	return (sim_securec_put(strDest, destMax, at, strSrc,
 	    strnlen(strSrc, count)));
 }

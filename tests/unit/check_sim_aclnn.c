@@ -98,7 +98,8 @@ half_of(float f)
 
 START_TEST(test_tensor_lifecycle)
 {
-	int64_t		 dims[2] = { 2, 3 }, strides[2] = { 3, 1 }, big[9];
+	int64_t		 dims[2] = { 2, 3 }, strides[2] = { 3, 1 };
+	int64_t		 big[9];
 	int64_t		 small[1] = { 5 };
 	float		 one = 1;
 	char		 buf[64];
@@ -174,7 +175,8 @@ START_TEST(test_add_record)
 	struct npusim_channel_reader	 r;
 	struct npusim_record		 rec[8];
 	int64_t		 d42[2] = { 4, 2 }, d2[1] = { 2 };
-	float		 a[8] = { 0, 1, 2, 3, 4, 5, 6, 7 }, b[2] = { 10, 20 };
+	float		 a[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	float		 b[2] = { 10, 20 };
 	float		 out[8], alpha = 0.5f;
 	void		*da, *db, *dout, *ws = NULL;
 	aclTensor	*ta, *tb, *tout;
@@ -243,12 +245,15 @@ END_TEST
 
 START_TEST(test_ops)
 {
-	int64_t		 d4[1] = { 4 }, d23[2] = { 2, 3 }, d32[2] = { 3, 2 };
+	int64_t		 d4[1] = { 4 }, d23[2] = { 2, 3 };
+	int64_t		 d32[2] = { 3, 2 };
 	int64_t		 d22[2] = { 2, 2 };
-	int32_t		 ia[4] = { 5, -7, 9, 100 }, ib[4] = { 1, 2, 3, 4 };
+	int32_t		 ia[4] = { 5, -7, 9, 100 };
+	int32_t		 ib[4] = { 1, 2, 3, 4 };
 	int32_t		 iout[4];
 	uint16_t	 ha[4], hout[4];
-	float		 ma[6] = { 1, 2, 3, 4, 5, 6 }, mb[6] = { 1, 0, 0, 1, 1, 1 };
+	float		 ma[6] = { 1, 2, 3, 4, 5, 6 };
+	float		 mb[6] = { 1, 0, 0, 1, 1, 1 };
 	float		 mout[4], two = 2, three = 3, frac = 0.5f;
 	void		*da, *db, *dout, *ws;
 	aclTensor	*ta, *tb, *tout, *th, *thout, *tma, *tmb, *tmo, *tmh;
@@ -364,7 +369,8 @@ END_TEST
 
 START_TEST(test_errors)
 {
-	int64_t		 d4[1] = { 4 }, d3[1] = { 3 }, strides[1] = { 1 };
+	int64_t		 d4[1] = { 4 }, d3[1] = { 3 };
+	int64_t		 strides[1] = { 1 };
 	float		 f[4] = { 1, 2, 3, 4 }, one = 1;
 	static float	 host[4];
 	void		*da, *db, *dout;
@@ -434,8 +440,8 @@ START_TEST(test_prof)
 	    ACL_PROF_TASK_TIME));
 	ck_assert_ptr_null(aclprofCreateConfig(bad, 2, ACL_AICORE_NONE, NULL,
 	    ACL_PROF_TASK_TIME));
-	ck_assert_ptr_null(aclprofCreateConfig(devs, 1, (aclprofAicoreMetrics)77,
-	    NULL, ACL_PROF_TASK_TIME));
+	ck_assert_ptr_null(aclprofCreateConfig(devs, 1,
+	    (aclprofAicoreMetrics)77, NULL, ACL_PROF_TASK_TIME));
 	ck_assert_ptr_null(aclprofCreateConfig(devs, 1, ACL_AICORE_NONE, NULL,
 	    1ULL << 40));
 	c = aclprofCreateConfig(devs, 2, ACL_AICORE_PIPE_UTILIZATION, NULL,

@@ -25,10 +25,12 @@ extern "C" {
 
 typedef int32_t aclnnStatus;
 
+/* NULLPTR: a required pointer is NULL; INVALID: a bad type, shape or
+ * handle; RUNTIME_ERROR: the runtime refused the launch. */
 #define ACLNN_SUCCESS			0
-#define ACLNN_ERR_PARAM_NULLPTR		161001	/* a required pointer is NULL */
-#define ACLNN_ERR_PARAM_INVALID		161002	/* type, shape or handle invalid */
-#define ACLNN_ERR_RUNTIME_ERROR		361001	/* the runtime refused the launch */
+#define ACLNN_ERR_PARAM_NULLPTR		161001
+#define ACLNN_ERR_PARAM_INVALID		161002
+#define ACLNN_ERR_RUNTIME_ERROR		361001
 #define ACLNN_ERR_INNER			561000
 #define ACLNN_ERR_INNER_NULLPTR		561103
 

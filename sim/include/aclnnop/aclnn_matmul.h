@@ -19,9 +19,9 @@ extern "C" {
  * a workspace of M*N*4 bytes per batch (the float accumulator).  Kernel
  * "aclnnMatmul_MatMulV3Common_MatMulV3" on the AI cores.
  */
-ACLNN_FUNC_VISIBILITY aclnnStatus aclnnMatmulGetWorkspaceSize(const aclTensor *self,
-    const aclTensor *mat2, aclTensor *out, int8_t cubeMathType,
-    uint64_t *workspaceSize, aclOpExecutor **executor);
+ACLNN_FUNC_VISIBILITY aclnnStatus aclnnMatmulGetWorkspaceSize(
+    const aclTensor *self, const aclTensor *mat2, aclTensor *out,
+    int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor);
 ACLNN_FUNC_VISIBILITY aclnnStatus aclnnMatmul(void *workspace,
     uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
 

@@ -12,8 +12,9 @@ extern "C" {
 #endif
 
 /** self and out of the same shape; kernel "aclnnRelu_ReluAiCore_Relu". */
-ACLNN_FUNC_VISIBILITY aclnnStatus aclnnReluGetWorkspaceSize(const aclTensor *self,
-    aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor);
+ACLNN_FUNC_VISIBILITY aclnnStatus aclnnReluGetWorkspaceSize(
+    const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+    aclOpExecutor **executor);
 ACLNN_FUNC_VISIBILITY aclnnStatus aclnnRelu(void *workspace,
     uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
 

@@ -12,9 +12,9 @@ extern "C" {
 #endif
 
 /** As aclnnAdd; kernel "aclnnSub_SubAiCore_Sub". */
-ACLNN_FUNC_VISIBILITY aclnnStatus aclnnSubGetWorkspaceSize(const aclTensor *self,
-    const aclTensor *other, const aclScalar *alpha, aclTensor *out,
-    uint64_t *workspaceSize, aclOpExecutor **executor);
+ACLNN_FUNC_VISIBILITY aclnnStatus aclnnSubGetWorkspaceSize(
+    const aclTensor *self, const aclTensor *other, const aclScalar *alpha,
+    aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor);
 ACLNN_FUNC_VISIBILITY aclnnStatus aclnnSub(void *workspace,
     uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
 
