@@ -96,6 +96,19 @@ bash -c ". '$home/set_env.sh' && [ -f \"\$ASCEND_HOME_PATH/include/aclnnop/aclnn
 	[ -e \"\$ASCEND_HOME_PATH/lib64/libascendcl.so\" ] &&
 	[ -e \"\$ASCEND_HOME_PATH/lib64/libmspti.so\" ]" ||
 	fail "set_env.sh home"
+# As the samples' CMakeLists do: include dirs and library paths from
+# $ASCEND_HOME_PATH, libraries named by absolute path.
+"$CXX" -std=c++11 -Wall -Werror -I"$home/include" -I"$home/include/acl" \
+	-I"$home/include/aclnn" -I"$home/include/mspti" -o "$tmp/prog2" \
+	"$top_srcdir/tests/integ/cann-prog.cpp" "$home/lib64/libascendcl.so" \
+	"$home/lib64/libnnopbase.so" "$home/lib64/libopapi.so" \
+	"$home/lib64/libhccl.so" "$home/lib64/libhcomm.so" \
+	"$home/lib64/libmsprofiler.so" "$home/lib64/libmspti.so" \
+	"$home/lib64/libc_sec.so" -ldl -lpthread >"$tmp/out" 2>&1 ||
+	fail "build from the CANN home"
+NPUSIM_DEVICES=2 LD_LIBRARY_PATH="$home/lib64" "$tmp/prog2" >"$tmp/out" \
+	2>&1 || fail "program built from the CANN home failed"
+grep -qx "prof ok" "$tmp/out" || fail "home build: no prof ok"
 
 env -u MAKEFLAGS -u MFLAGS ${MAKE:-make} -C "$top_builddir" uninstall \
 	DESTDIR="$stage" >"$tmp/out" 2>&1 || fail "make uninstall"

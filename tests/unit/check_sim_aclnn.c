@@ -320,6 +320,36 @@ START_TEST(test_ops)
 	ck_assert_uint_eq(hout[0], half_of(4.5f));
 	ck_assert_uint_eq(hout[1], half_of(0.75f));
 
+	/* Conversions on store: FLOAT in, FLOAT16 and BF16 out, rounded to
+	 * nearest even; overflow to inf, subnormals kept. */
+	{
+		float		 fin[4] = { 1.0f + 1.0f / 3, 120000, 0x1p-20f, -2 };
+		float		 zero = 0;
+		uint16_t	 h[4];
+		aclTensor	*tf, *th16, *tb16;
+		aclScalar	*s0 = aclCreateScalar(&zero, ACL_FLOAT);
+		void		*dh, *db16;
+
+		tf = dev_tensor(d4, 1, ACL_FLOAT, 4, fin, &da);
+		th16 = dev_tensor(d4, 1, ACL_FLOAT16, 2, NULL, &dh);
+		tb16 = dev_tensor(d4, 1, ACL_BF16, 2, NULL, &db16);
+		ck_assert_int_eq(aclnnAddsGetWorkspaceSize(tf, s0, s2, th16,
+		    &wsz, &ex), ACLNN_SUCCESS);
+		ck_assert_int_eq(aclnnAdds(NULL, 0, ex, NULL), ACLNN_SUCCESS);
+		ck_assert_int_eq(aclnnAddsGetWorkspaceSize(tf, s0, s2, tb16,
+		    &wsz, &ex), ACLNN_SUCCESS);
+		ck_assert_int_eq(aclnnAdds(NULL, 0, ex, NULL), ACLNN_SUCCESS);
+		ck_assert_int_eq(aclrtSynchronizeStream(NULL), ACL_SUCCESS);
+		to_host(h, dh, sizeof h);
+		ck_assert_uint_eq(h[0], 0x3d55);
+		ck_assert_uint_eq(h[1], 0x7c00);
+		ck_assert_uint_eq(h[2], 0x0010);
+		ck_assert_uint_eq(h[3], 0xc000);
+		to_host(h, db16, sizeof h);
+		ck_assert_uint_eq(h[0], 0x3fab);
+		ck_assert_uint_eq(h[3], 0xc000);
+	}
+
 	/* Matmul (2,3) x (3,2), FLOAT: no workspace. */
 	tma = dev_tensor(d23, 2, ACL_FLOAT, 4, ma, &da);
 	tmb = dev_tensor(d32, 2, ACL_FLOAT, 4, mb, &db);
