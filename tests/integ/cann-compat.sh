@@ -38,7 +38,7 @@ for h in acl/acl.h acl/acl_base.h acl/acl_prof.h aclnn/acl_meta.h \
 	[ -f "$inc/$h" ] || fail "not installed: include/$h"
 done
 [ -e "$inc/sim" ] && fail "headers still under include/sim"
-for n in ascendcl hccl hcomm nnopbase opapi msprofiler c_sec; do
+for n in ascendcl hccl hcomm nnopbase opapi runtime msprofiler c_sec; do
 	[ -e "$lib/lib$n.so" ] || fail "no lib$n.so"
 done
 
