@@ -5,6 +5,9 @@
 # says so (6) instead of SUCCESS and silence.  Every ACL call works in
 # every case, also when --as-needed dropped the runtime from the link.
 set -u
+MSPTI_TEST_CC=
+[ -f "$top_builddir/tests/integ/api-cc.env" ] &&
+	. "$top_builddir/tests/integ/api-cc.env"
 cc=${MSPTI_TEST_CC:-cc}
 src="$top_srcdir/tests/integ/api-linkorder.c"
 agent="$top_builddir/agent/.libs"
