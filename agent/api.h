@@ -133,6 +133,8 @@ void		activity_emit(const void *rec, size_t len);
 void		activity_emit_api(const void *rec, size_t len);
 /* The same whatever the masks say now (work queued while enabled). */
 void		activity_emit_api_always(const void *rec, size_t len);
+/* To the daemon session's sink only, when it wants the kind. */
+void		activity_emit_session(const void *rec, size_t len);
 size_t		activity_record_size(uint32_t kind);
 /* Records lost, all kinds; activity_drop counts n lost of kind. */
 uint64_t	activity_dropped(void);
@@ -274,9 +276,13 @@ struct pending {
 /* Records the ids of the calling thread's last submitted task, writes
  * the launch into a daemon session's ring (session_launch) when the
  * session wants the kind, and queues p for the in-process join when the
- * msPTI API wants it; false when the runtime cannot tell (no device record
- * will come, emit a host-timed one instead). */
-bool		devtime_submit(struct pending *p);
+ * msPTI API wants it.  Returns the consumers no device record will come
+ * to (the runtime cannot tell the task, no channel, the ring refused it):
+ * the caller gives each of them a host-timed record instead, so none gets
+ * two. */
+#define DEVTIME_HOST_API	1u
+#define DEVTIME_HOST_SESSION	2u
+unsigned	devtime_submit(struct pending *p);
 /* Whether device records can be produced (channel helpers present). */
 bool		devtime_available(void);
 /* Wakes the reader (masks changed). */
