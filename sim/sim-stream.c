@@ -115,6 +115,8 @@ sim_stream_free_task(struct sim_task *t)
 		sim_handle_put(&t->u.event.ev->obj);
 	if (t->kind == NPUSIM_TASK_COMM)
 		sim_comm_release(&t->u.comm);
+	if (t->kind == NPUSIM_TASK_KERNEL)
+		free(t->u.kernel.args);
 	free(t);
 }
 
@@ -143,6 +145,11 @@ sim_stream_inline(struct sim_task *t)
 	switch (t->kind) {
 	case NPUSIM_TASK_COMM:
 		return (0);
+	case NPUSIM_TASK_KERNEL:
+		/* A body that really computes over much data runs on the
+		 * worker, like a big copy. */
+		return (t->u.kernel.ops == NULL ||
+		    t->u.kernel.bytes <= SIM_STREAM_INLINE_BYTES);
 	case NPUSIM_TASK_MEMCPY:
 		/* A big copy would hold up the host like a real DMA does
 		 * not: the worker moves the bytes meanwhile. */
@@ -208,6 +215,8 @@ sim_stream_exec(struct sim_stream *s, struct sim_task *t, uint64_t now)
 		/* 1.8 GHz cores, blockDim of them busy. */
 		rec.aicore_cycles = (uint64_t)((double)t->dur_ns * 1.8) *
 		    (t->u.kernel.block_dim ? t->u.kernel.block_dim : 1);
+		if (t->u.kernel.ops != NULL)
+			t->u.kernel.ops->run(t->u.kernel.args);
 		break;
 	case NPUSIM_TASK_MEMCPY:
 		if (sim_stream_to_host(t))
