@@ -434,15 +434,15 @@ window_in(int32_t dev, uint64_t from, uint64_t to,
 }
 
 /*
- * An idle gap the model puts ahead of time: device 0 runs 150 ms, waits
- * for an event device 1 reaches at 300 ms, then runs 150 ms more.  Every
+ * An idle gap the model puts ahead of time: device 0 runs 300 ms, waits
+ * for an event device 1 reaches at 600 ms, then runs 300 ms more.  Every
  * task is submitted at once, so no host thread is idle when device 0 is;
  * the metrics page still says 0% in the gap and 100% around it.
  */
 START_TEST(test_metrics_modelled_gap)
 {
 	struct npusim_metrics_snapshot	 m;
-	aclrtFuncHandle			 k150, k300;
+	aclrtFuncHandle			 kshort, klong;
 	aclrtStream			 s0, s1;
 	aclrtEvent			 ev;
 	uint64_t			 rt, t0;
@@ -452,24 +452,24 @@ START_TEST(test_metrics_modelled_gap)
 	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtCreateStream(&s0), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtCreateEvent(&ev), ACL_SUCCESS);
-	k150 = kernel("K150", 150000000);
-	k300 = kernel("K300", 300000000);
+	kshort = kernel("K300", 300000000);
+	klong = kernel("K600", 600000000);
 	ck_assert_int_eq(npusimReadClock(0, &rt, &t0), ACL_SUCCESS);
-	ck_assert_int_eq(aclrtLaunchKernel(k300, 1, NULL, 0, s1), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtLaunchKernel(klong, 1, NULL, 0, s1), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtRecordEvent(ev, s1), ACL_SUCCESS);
-	ck_assert_int_eq(aclrtLaunchKernel(k150, 1, NULL, 0, s0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtLaunchKernel(kshort, 1, NULL, 0, s0), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtStreamWaitEvent(s0, ev), ACL_SUCCESS);
-	ck_assert_int_eq(aclrtLaunchKernel(k150, 1, NULL, 0, s0), ACL_SUCCESS);
-	/* Device 0 (clock offsets differ per device; all near t0 here):
-	 * busy until ~t0+150 ms, idle to ~t0+300 ms, busy to ~t0+450 ms.
-	 * Margins of 20 ms cover the submission spread. */
-	ck_assert_msg(window_in(0, t0 + 20000000, t0 + 130000000, &m),
+	ck_assert_int_eq(aclrtLaunchKernel(kshort, 1, NULL, 0, s0), ACL_SUCCESS);
+	/* Device 0 (its own clock; the submissions all lie near t0):
+	 * busy until ~t0+300 ms, idle to ~t0+600 ms, busy to ~t0+900 ms.
+	 * Margins of 40 ms cover the submission spread. */
+	ck_assert_msg(window_in(0, t0 + 40000000, t0 + 260000000, &m),
 	    "no window in the first busy span");
 	ck_assert_msg(m.utilization > 0.999, "busy: %f", m.utilization);
-	ck_assert_msg(window_in(0, t0 + 170000000, t0 + 280000000, &m),
+	ck_assert_msg(window_in(0, t0 + 340000000, t0 + 560000000, &m),
 	    "no window in the gap");
 	ck_assert_msg(m.utilization == 0.0, "gap: %f", m.utilization);
-	ck_assert_msg(window_in(0, t0 + 320000000, t0 + 430000000, &m),
+	ck_assert_msg(window_in(0, t0 + 640000000, t0 + 860000000, &m),
 	    "no window in the second busy span");
 	ck_assert_msg(m.utilization > 0.999, "busy again: %f",
 	    m.utilization);
