@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,15 +210,44 @@ coll(uint32_t n, uint64_t count, HcclDataType dt, size_t esz,
 	return (bad);
 }
 
+static char	shm_prefix[64];
+
+/* Remove this run's device objects (also on SIGINT/SIGTERM). */
+static void
+cleanup(void)
+{
+	char	name[128];
+	int	i;
+
+	for (i = 0; i < 4; i++) {
+		snprintf(name, sizeof name, "/%s-dev%d-chan", shm_prefix, i);
+		shm_unlink(name);
+		snprintf(name, sizeof name, "/%s-dev%d-metrics", shm_prefix,
+		    i);
+		shm_unlink(name);
+	}
+}
+
+static void
+on_signal(int sig)
+{
+	cleanup();
+	_exit(128 + sig);
+}
+
 int
 main(int argc, char **argv)
 {
-	char	prefix[64], name[128];
 	long	n = argc > 1 ? atol(argv[1]) : 1000000;
-	int	bad = 0, i;
+	int	bad = 0;
 
-	snprintf(prefix, sizeof prefix, "npusimbench-%d", (int)getpid());
-	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
+	snprintf(shm_prefix, sizeof shm_prefix, "npusimbench-%d",
+	    (int)getpid());
+	setenv("NPUSIM_SHM_PREFIX", shm_prefix, 1);
+	/* A closed pipe (| head) must not skip the cleanup. */
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
 	setenv("NPUSIM_CHANNEL_RECORDS", "65536", 1);
 	unsetenv("NPUSIM_TIME_SCALE");
 	if (n <= 0)
@@ -239,12 +269,7 @@ main(int argc, char **argv)
 	bad |= run("10us, not recorded", 10000, n / 10, 0);
 	bad |= run("10us, recorded", 10000, n / 10, 1);
 	aclFinalize();
-	for (i = 0; i < 4; i++) {
-		snprintf(name, sizeof name, "/%s-dev%d-chan", prefix, i);
-		shm_unlink(name);
-		snprintf(name, sizeof name, "/%s-dev%d-metrics", prefix, i);
-		shm_unlink(name);
-	}
+	cleanup();
 	if (bad)
 		fprintf(stderr, "bench-sim: a simulator call failed\n");
 	return (bad);
