@@ -18,6 +18,7 @@
 #include <event2/buffer.h>
 
 #include "frame.h"
+#include "record.h"
 
 #ifndef TAILQ_FOREACH_SAFE
 #define TAILQ_FOREACH_SAFE(var, head, field, tvar)			\
@@ -42,8 +43,36 @@ struct sess_acks;
 struct devcol;		/* devcol.h */
 struct metrics;		/* metrics.h */
 struct metrics_sub;	/* metrics.h */
+struct metrics_counter;	/* metrics.h */
 struct join;		/* join.h */
-struct sess_mark;	/* session.c */
+
+/* Sessions (session*.c). */
+#define SESS_ACK_TIMEOUT_MS	3000	/* agent acks of start and stop */
+#define SESS_DRAIN_MS		100	/* drain timer */
+#define SESS_DRAIN_BATCH	65536	/* records per ring per drain call */
+/* A launch this recent at the end may still be queued on the device. */
+#define SESS_INFLIGHT_NS	JOIN_DEV_TIMEOUT_NS
+/* The most a device record is written after records that started up to
+ * this much later (its task waited JOIN_DEV_TIMEOUT_NS for a launch, then
+ * the next drain tick): recorded in the header as "max_lateness_ns" for
+ * the analysis' reorder window. */
+#define SESS_MAX_LATENESS_NS	(JOIN_DEV_TIMEOUT_NS + \
+	3ull * SESS_DRAIN_MS * 1000000ull)
+#define SESS_KEEP_DONE		64	/* finished sessions kept for `sessions` */
+#define SESS_STRINGS		4096	/* producer string ids 1..this */
+#define SESS_ALLSTR		(2 * SESS_STRINGS)	/* + daemon-made ones */
+#define SESS_MARKS		1024	/* host marker ids remembered */
+#define SESS_MAX_TARGETS	4096
+#define SESS_MAX_DOMAINS	32
+#define SESS_DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
+
+/* A host marker's strings (agent namespace), for the device marker of the
+ * same id. */
+struct sess_mark {
+	uint64_t	id;
+	uint32_t	name_id;
+	uint32_t	domain_id;
+};
 
 /* Which socket a peer came from; a message type lists who may send it. */
 enum peer_kind {
@@ -151,7 +180,7 @@ struct sess_agent {
 	uint8_t			*fr;
 	size_t			 frcap, frstart, frlen;
 	uint64_t		 fr_evicted;
-	/* Device timing, joined here (session.c "device collection"). */
+	/* Device timing, joined here (session-dev.c). */
 	struct join		*join;		/* launches <-> device tasks */
 	uint64_t		 dev_unmatched;	/* launches left without device
 						   timing, once join is gone */
@@ -279,27 +308,98 @@ int		 ctl_list(struct peer *, const ProtobufCMessage *);
 bool		 ctl_may_act_on(const struct peer_cred *caller, uid_t owner);
 
 /* session.c */
-int		 session_start_req(struct peer *, const ProtobufCMessage *);
-int		 session_stop_req(struct peer *, const ProtobufCMessage *);
-int		 session_retarget_req(struct peer *, const ProtobufCMessage *);
-int		 session_list_req(struct peer *, const ProtobufCMessage *);
-int		 session_wait_req(struct peer *, const ProtobufCMessage *);
-int		 session_snapshot_req(struct peer *, const ProtobufCMessage *);
-int		 session_capture_ack(struct peer *, const ProtobufCMessage *);
-int		 session_agent_registered(struct daemon *, struct agent *);
-void		 session_agent_gone(struct daemon *, struct agent *);
-void		 session_peer_gone(struct daemon *, struct peer *);
-void		 session_stop(struct session *, const char *reason);
-void		 session_fail(struct session *, int err, const char *what);
-void		 session_free(struct session *);
-void		 session_gc(struct daemon *);
-void		 session_shutdown(struct daemon *);
-void		 session_agent_devices(struct daemon *, struct agent *);
+extern const char *const session_state_names[];
 size_t		 session_kind_names(uint32_t mask, char **out);
+struct session	*session_find(struct daemon *d, uint64_t id);
+bool		 session_done(const struct session *s);
+struct sess_agent *session_agent_of(struct daemon *d, const struct agent *a);
+void		 session_fail(struct session *s, int err, const char *what);
+void		 session_agent_finish(struct sess_agent *sa, const char *why);
+int		 session_attach(struct session *s, struct agent *a,
+		     const char **why);
+void		 session_check_done(struct session *s);
+void		 session_stop(struct session *s, const char *reason);
+void		 session_free(struct session *s);
+void		 session_gc(struct daemon *d);
+void		 session_timeout_cb(evutil_socket_t fd, short what, void *arg);
+void		 session_duration_cb(evutil_socket_t fd, short what,
+		     void *arg);
+bool		 session_selects(const struct session *s,
+		     const struct agent *a);
 int		 session_parse_kinds(char **names, size_t n, uint32_t *mask,
 		     char *bad, size_t badlen);
-int		 session_domains_set(struct session *, char **on, size_t non,
+int		 session_domains_set(struct session *s, char **on, size_t non,
 		     char **off, size_t noff);
+int		 session_capture_ack(struct peer *p,
+		     const ProtobufCMessage *m);
+int		 session_agent_registered(struct daemon *d, struct agent *a);
+void		 session_agent_gone(struct daemon *d, struct agent *a);
+void		 session_peer_gone(struct daemon *d, struct peer *p);
+void		 session_shutdown(struct daemon *d);
+
+/* session-drain.c */
+bool		 session_drain_remap(struct session *s, struct sess_agent *sa,
+		     struct rec_hdr *h);
+bool		 session_drain_out(struct sess_agent *sa,
+		     const struct rec_hdr *h);
+uint32_t	 session_drain_string(struct sess_agent *sa, const char *str);
+void		 session_drain_agent(struct sess_agent *sa);
+void		 session_drain_losses(const struct session *s,
+		     uint64_t losses[LOSS_STAGE_MAX]);
+void		 session_drain_cb(evutil_socket_t fd, short what, void *arg);
+void		 session_drain_wake_cb(evutil_socket_t fd, short what,
+		     void *arg);
+
+/* session-flight.c */
+void		 session_flight_add(struct sess_agent *sa,
+		     const struct rec_hdr *h);
+int		 session_flight_write(struct session *s, int fd,
+		     uint64_t *nrec);
+
+/* session-dev.c */
+bool		 session_dev_is_launch(const struct rec_hdr *h);
+void		 session_dev_add_launch(struct sess_agent *sa,
+		     const struct rec_hdr *h);
+bool		 session_dev_filter(uint32_t device, uint32_t pid, void *arg);
+void		 session_dev_poll(struct daemon *d);
+void		 session_dev_use(struct session *s, const struct agent *a);
+uint64_t	 session_dev_lost(const struct session *s);
+void		 session_dev_release(struct session *s);
+void		 session_dev_clock_records(struct session *s, uint64_t mask);
+void		 session_dev_counter_cb(const struct metrics_counter *c,
+		     void *arg);
+uint64_t	 session_dev_unmatched(const struct sess_agent *sa);
+void		 session_dev_join_flush(struct session *s);
+void		 session_dev_agent_changed(struct daemon *d, struct agent *a);
+void		 session_dev_start(struct sess_agent *sa, struct agent *a);
+void		 session_dev_clock_text(struct session *s, char *out,
+		     size_t len);
+
+/* session-sink.c */
+void		 session_sink_emit(struct session *s, const void *rec);
+void		 session_sink_emit_valid(struct session *s,
+		     const struct rec_hdr *rec);
+uint32_t	 session_sink_intern(struct session *s, const char *str);
+void		 session_sink_event(struct session *s, unsigned ev,
+		     uint32_t pid, const char *detail);
+void		 session_sink_process(struct session *s,
+		     const struct agent *a);
+int		 session_sink_open(struct session *s, int fd,
+		     struct trace_writer **wp);
+int		 session_sink_flush_tick(struct session *s);
+
+/* session-ctl.c */
+int		 session_ctl_send_info(struct peer *p, struct session *s);
+void		 session_ctl_acks_free(struct sess_acks *k);
+void		 session_ctl_reply_pending(struct session *s);
+int		 session_ctl_start(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_stop(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_wait(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_list(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_retarget(struct peer *p,
+		     const ProtobufCMessage *m);
+int		 session_ctl_snapshot(struct peer *p,
+		     const ProtobufCMessage *m);
 
 /* sd.c: every use of libsystemd lives there. */
 void		 sd_ready(const char *status);

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the daemon's sessions (daemon/session.c, linked from
+ * Unit tests for the daemon's sessions (daemon/session*.c, linked from
  * libmsptid): the configuration logic (kind lists, their names, the
  * marker-domain list), and the session state machine driven by fake
  * agents and a fake msptictl over socketpairs (daemon-harness.h).  A fake
