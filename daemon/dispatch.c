@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "log.h"
@@ -34,28 +35,41 @@ static const struct dispatch_entry dispatch_table[MSG_TYPE_MAX] = {
 	[T(MSG_AGENT_SYNC)] =	{ registry_sync, PEER_AGENT },
 };
 
+/*
+ * Judges a frame by its header alone, before any payload is buffered:
+ * NULL when p may send it now, else why not (in buf or static).
+ */
+const char *
+dispatch_check(const struct peer *p, const struct frame_hdr *h, char *buf,
+    size_t len)
+{
+	const struct dispatch_entry *e = &dispatch_table[h->type];
+
+	if (e->handler == NULL || (e->who & p->kind) == 0) {
+		snprintf(buf, len, "unexpected %s message", msg_name(h->type));
+		return buf;
+	}
+	/* An agent must say Hello first, and only once. */
+	if (p->kind == PEER_AGENT &&
+	    (p->agent == NULL) != (h->type == T(MSG_HELLO)))
+		return p->agent == NULL ? "message before Hello" :
+		    "second Hello";
+	return NULL;
+}
+
 int
 dispatch_frame(struct peer *p, const struct frame_hdr *h,
     const uint8_t *payload)
 {
 	const struct dispatch_entry *e = &dispatch_table[h->type];
 	ProtobufCMessage *msg;
+	const char *bad;
 	char why[96];
 	int rc;
 
-	if (e->handler == NULL || (e->who & p->kind) == 0) {
-		snprintf(why, sizeof(why), "unexpected %s message",
-		    msg_name(h->type));
+	if ((bad = dispatch_check(p, h, why, sizeof(why))) != NULL) {
 		p->d->frames_rejected++;
-		peer_drop(p, why);
-		return -1;
-	}
-	/* An agent must say Hello first, and only once. */
-	if (p->kind == PEER_AGENT &&
-	    (p->agent == NULL) != (h->type == T(MSG_HELLO))) {
-		p->d->frames_rejected++;
-		peer_drop(p, p->agent == NULL ? "message before Hello" :
-		    "second Hello");
+		peer_drop(p, bad);
 		return -1;
 	}
 	if (frame_unpack(h, payload, &msg) != 0) {

@@ -32,7 +32,10 @@
 
 #define PEER_MAX_AGENTS		4096	/* registered agents at once */
 #define PEER_MAX_CTL_PER_UID	32	/* control connections per uid */
-#define PEER_MAX_QUEUED		(2 * FRAME_MAX_LEN) /* unsent bytes before a peer is dropped */
+#define PEER_MAX_QUEUED		(2 * FRAME_MAX_LEN) /* queue memory before a peer is dropped */
+#define PEER_MAX_PREHELLO_PER_UID 64	/* agent connections without Hello */
+#define PEER_HELLO_TIMEOUT_MS	5000	/* an agent says Hello within this */
+#define PEER_FRAME_TIMEOUT_MS	10000	/* a started frame completes within */
 #define PEER_MAX_RXFDS		4	/* descriptors received and not yet used */
 
 struct daemon;
@@ -64,6 +67,10 @@ struct join;		/* join.h */
 #define SESS_MARKS		1024	/* host marker ids remembered */
 #define SESS_MAX_TARGETS	4096
 #define SESS_MAX_DOMAINS	32
+/* Ring mode's flight recorders live in msptid's memory: bounded per
+ * session owner's uid and in total (msptid --ring-memory-*). */
+#define SESS_RING_MEM_PER_UID	(256ull << 20)
+#define SESS_RING_MEM_TOTAL	(1024ull << 20)
 #define SESS_DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
 
 /* A host marker's strings (agent namespace), for the device marker of the
@@ -86,6 +93,7 @@ struct peer_out {
 	uint8_t			*buf;
 	size_t			 len;
 	size_t			 off;
+	size_t			 cost;		/* memory it holds, overhead too */
 	int			 fd;
 };
 
@@ -132,6 +140,10 @@ struct peer {
 	size_t			 queued;
 	struct agent		*agent;		/* PEER_AGENT after Hello */
 	bool			 closing;	/* drop once outq drains */
+	struct event		*tev;		/* Hello or half-frame timeout */
+	bool			 dead;		/* freed; the struct waits in
+						   d->dead_peers for reaping */
+	bool			 frame_timing;	/* tev runs for a half frame */
 };
 
 TAILQ_HEAD(peer_list, peer);
@@ -245,7 +257,19 @@ struct session {
 };
 TAILQ_HEAD(session_list, session);
 
+/* Bounds on what peers may make the daemon hold (server_create sets the
+ * defaults; msptid's options and tests change them). */
+struct daemon_limits {
+	size_t		max_queued;		/* PEER_MAX_QUEUED */
+	unsigned	prehello_per_uid;	/* PEER_MAX_PREHELLO_PER_UID */
+	unsigned	hello_timeout_ms;	/* PEER_HELLO_TIMEOUT_MS */
+	unsigned	frame_timeout_ms;	/* PEER_FRAME_TIMEOUT_MS */
+	uint64_t	ring_mem_per_uid;	/* flight recorders of one uid */
+	uint64_t	ring_mem_total;		/* all flight recorders */
+};
+
 struct daemon {
+	struct daemon_limits	 lim;
 	struct event_base	*base;
 	char			*rundir;
 	int			 lockfd;
@@ -258,6 +282,8 @@ struct daemon {
 	uint64_t		 start_ns;	/* CLOCK_REALTIME */
 	uint64_t		 start_mono;
 	struct peer_list	 peers;
+	struct peer_list	 dead_peers;	/* closed, not yet free()d */
+	struct event		*reap_ev;
 	struct agent_list	 agents;
 	struct session_list	 sessions;
 	uint64_t		 next_session_id;
@@ -281,6 +307,7 @@ void		 server_free(struct daemon *);
 /* peer.c */
 struct peer	*peer_new(struct daemon *, enum peer_kind, int fd);
 void		 peer_free(struct peer *);
+void		 peer_reap(struct daemon *);
 void		 peer_drop(struct peer *, const char *why);
 int		 peer_send(struct peer *, uint16_t type,
 		     const ProtobufCMessage *msg, int fd);
@@ -294,6 +321,8 @@ const char	*peer_name(const struct peer *, char *buf, size_t len);
 typedef int (*dispatch_fn)(struct peer *, const ProtobufCMessage *);
 int		 dispatch_frame(struct peer *, const struct frame_hdr *,
 		     const uint8_t *payload);
+const char	*dispatch_check(const struct peer *, const struct frame_hdr *,
+		     char *buf, size_t len);
 
 /* registry.c */
 int		 registry_hello(struct peer *, const ProtobufCMessage *);

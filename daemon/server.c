@@ -22,6 +22,12 @@
 #include "devcol.h"
 #include "metrics.h"
 
+static void
+server_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	peer_reap(arg);
+}
+
 struct daemon *
 server_create(const char *rundir)
 {
@@ -34,21 +40,31 @@ server_create(const char *rundir)
 		return NULL;
 	}
 	d->lockfd = d->agent_lfd = d->ctl_lfd = -1;
+	d->lim.max_queued = PEER_MAX_QUEUED;
+	d->lim.prehello_per_uid = PEER_MAX_PREHELLO_PER_UID;
+	d->lim.hello_timeout_ms = PEER_HELLO_TIMEOUT_MS;
+	d->lim.frame_timeout_ms = PEER_FRAME_TIMEOUT_MS;
+	d->lim.ring_mem_per_uid = SESS_RING_MEM_PER_UID;
+	d->lim.ring_mem_total = SESS_RING_MEM_TOTAL;
 	d->next_agent_id = 1;
 	d->next_session_id = 1;
 	TAILQ_INIT(&d->sessions);
 	d->start_ns = util_realtime_ns();
 	d->start_mono = util_monotonic_ns();
 	TAILQ_INIT(&d->peers);
+	TAILQ_INIT(&d->dead_peers);
 	TAILQ_INIT(&d->agents);
 	if ((d->base = event_base_new()) == NULL) {
 		free(d->rundir);
 		free(d);
 		return NULL;
 	}
-	if ((d->devcol = devcol_new(d->base)) == NULL ||
+	if ((d->reap_ev = event_new(d->base, -1, 0, server_reap_cb, d)) ==
+	    NULL || (d->devcol = devcol_new(d->base)) == NULL ||
 	    (d->metrics = metrics_new(d->base)) == NULL) {
 		devcol_free(d->devcol);
+		if (d->reap_ev != NULL)
+			event_free(d->reap_ev);
 		event_base_free(d->base);
 		free(d->rundir);
 		free(d);
@@ -258,6 +274,9 @@ server_free(struct daemon *d)
 		close(d->ctl_lfd);
 	if (d->lockfd >= 0)
 		close(d->lockfd);
+	peer_reap(d);
+	if (d->reap_ev != NULL)
+		event_free(d->reap_ev);
 	metrics_free(d->metrics);
 	d->metrics = NULL;
 	devcol_free(d->devcol);
