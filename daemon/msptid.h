@@ -36,6 +36,7 @@
 #define PEER_MAX_PREHELLO_PER_UID 64	/* agent connections without Hello */
 #define PEER_HELLO_TIMEOUT_MS	5000	/* an agent says Hello within this */
 #define PEER_FRAME_TIMEOUT_MS	10000	/* a started frame completes within */
+#define SERVER_ACCEPT_PAUSE_MS	1000	/* listeners off after EMFILE */
 #define PEER_MAX_RXFDS		4	/* descriptors received and not yet used */
 
 struct daemon;
@@ -278,6 +279,9 @@ struct daemon {
 	bool			 activated;	/* sockets from systemd */
 	struct event		*agent_lev;
 	struct event		*ctl_lev;
+	struct event		*accept_tv;	/* resumes paused listeners */
+	bool			 accept_paused;	/* out of descriptors */
+	uint64_t		 accept_pauses, accept_refused;
 	struct event		*sigev[3];
 	uint64_t		 start_ns;	/* CLOCK_REALTIME */
 	uint64_t		 start_mono;
@@ -303,6 +307,7 @@ int		 server_listen(struct daemon *);
 int		 server_run(struct daemon *);
 void		 server_shutdown(struct daemon *);
 void		 server_free(struct daemon *);
+void		 server_accept_resume(struct daemon *);
 
 /* peer.c */
 struct peer	*peer_new(struct daemon *, enum peer_kind, int fd);

@@ -197,8 +197,12 @@ peer_free(struct peer *p)
 	}
 	for (int i = 0; i < p->nrxfds; i++)
 		close(p->rxfds[i]);
-	if (p->fd >= 0)
+	if (p->fd >= 0) {
 		close(p->fd);
+		/* A descriptor is free again: listeners paused by EMFILE
+		 * may accept. */
+		server_accept_resume(p->d);
+	}
 	p->fd = -1;
 	p->dead = true;
 	TAILQ_INSERT_TAIL(&p->d->dead_peers, p, entry);

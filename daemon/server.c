@@ -146,6 +146,48 @@ server_bind(struct daemon *d, const char *name)
 	return fd;
 }
 
+/*
+ * Out of descriptors (or memory): stop listening instead of retrying a
+ * readable listener forever.  The listeners come back when a peer closes
+ * (server_accept_resume from peer_free) or after SERVER_ACCEPT_PAUSE_MS.
+ */
+static void
+server_accept_pause(struct daemon *d, int err)
+{
+	struct timeval tv = { SERVER_ACCEPT_PAUSE_MS / 1000,
+	    (SERVER_ACCEPT_PAUSE_MS % 1000) * 1000 };
+
+	d->accept_refused++;
+	if (d->accept_paused)
+		return;
+	d->accept_paused = true;
+	event_del(d->agent_lev);
+	event_del(d->ctl_lev);
+	evtimer_add(d->accept_tv, &tv);
+	/* One line per pause, not per connection. */
+	if (d->accept_pauses++ % 100 == 0)
+		log_warnx("accept: %s: pausing the listeners until a "
+		    "descriptor frees (%llu pauses so far)", strerror(err),
+		    (unsigned long long)d->accept_pauses);
+}
+
+void
+server_accept_resume(struct daemon *d)
+{
+	if (!d->accept_paused)
+		return;
+	d->accept_paused = false;
+	evtimer_del(d->accept_tv);
+	event_add(d->agent_lev, NULL);
+	event_add(d->ctl_lev, NULL);
+}
+
+static void
+server_accept_tv_cb(evutil_socket_t fd, short what, void *arg)
+{
+	server_accept_resume(arg);
+}
+
 static void
 server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
@@ -156,7 +198,11 @@ server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	for (;;) {
 		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				server_accept_pause(d, errno);
+			else if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
 				log_warn("accept");
 			return;
 		}
@@ -209,7 +255,8 @@ server_listen(struct daemon *d)
 	    server_accept_cb, d);
 	d->ctl_lev = event_new(d->base, d->ctl_lfd, EV_READ | EV_PERSIST,
 	    server_accept_cb, d);
-	if (d->agent_lev == NULL || d->ctl_lev == NULL ||
+	d->accept_tv = evtimer_new(d->base, server_accept_tv_cb, d);
+	if (d->agent_lev == NULL || d->ctl_lev == NULL || d->accept_tv == NULL ||
 	    event_add(d->agent_lev, NULL) != 0 || event_add(d->ctl_lev, NULL) != 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
@@ -268,6 +315,8 @@ server_free(struct daemon *d)
 		event_free(d->agent_lev);
 	if (d->ctl_lev != NULL)
 		event_free(d->ctl_lev);
+	if (d->accept_tv != NULL)
+		event_free(d->accept_tv);
 	if (d->agent_lfd >= 0)
 		close(d->agent_lfd);
 	if (d->ctl_lfd >= 0)
