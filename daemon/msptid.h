@@ -72,6 +72,10 @@ struct join;		/* join.h */
  * session owner's uid and in total (msptid --ring-memory-*). */
 #define SESS_RING_MEM_PER_UID	(256ull << 20)
 #define SESS_RING_MEM_TOTAL	(1024ull << 20)
+/* A producer's dropped-record count may grow by at most one per this
+ * many ns since it joined (100 M/s, 20x the agent's fastest), plus slack. */
+#define SESS_MIN_RECORD_NS	10
+#define SESS_DROPS_SLACK	65536
 #define SESS_DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
 
 /* A host marker's strings (agent namespace), for the device marker of the
@@ -80,6 +84,13 @@ struct sess_mark {
 	uint64_t	id;
 	uint32_t	name_id;
 	uint32_t	domain_id;
+};
+
+/* Per-target errors collected while resolving a request's targets. */
+struct sess_acks {
+	Mspti__TargetAck	*v;
+	size_t			 n, cap;
+	char			*msgs[SESS_MAX_TARGETS];
 };
 
 /* Which socket a peer came from; a message type lists who may send it. */
@@ -188,7 +199,10 @@ struct sess_agent {
 	uint64_t		 records;
 	uint64_t		 rejects;	/* ours, beyond ring_drain's */
 	uint64_t		 ring_rejects;
-	uint64_t		 ring_drops;
+	uint64_t		 ring_drops;	/* producer's claim, bounded */
+	bool			 drops_forged;	/* claimed beyond the bound */
+	uint64_t		 joined_mono;	/* CLOCK_MONOTONIC at attach */
+	uint64_t		 pid_rewrites;	/* records naming another pid */
 	/* Ring mode: the flight recorder, a circular buffer of records. */
 	uint8_t			*fr;
 	size_t			 frcap, frstart, frlen;
@@ -378,6 +392,8 @@ bool		 session_drain_out(struct sess_agent *sa,
 		     const struct rec_hdr *h);
 uint32_t	 session_drain_string(struct sess_agent *sa, const char *str);
 void		 session_drain_agent(struct sess_agent *sa);
+void		 session_drain_agent_losses(const struct sess_agent *sa,
+		     uint64_t losses[LOSS_STAGE_MAX]);
 void		 session_drain_losses(const struct session *s,
 		     uint64_t losses[LOSS_STAGE_MAX]);
 void		 session_drain_cb(evutil_socket_t fd, short what, void *arg);

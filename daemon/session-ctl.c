@@ -26,7 +26,8 @@
 #include "metrics.h"
 
 static void
-session_ctl_ack_info(Mspti__TargetAck *t, const struct sess_agent *sa)
+session_ctl_ack_info(Mspti__TargetAck *t, const struct sess_agent *sa,
+    uint64_t losses[LOSS_STAGE_MAX])
 {
 	static const char *names[] = {
 		[SA_STARTING] = "starting",
@@ -42,12 +43,18 @@ session_ctl_ack_info(Mspti__TargetAck *t, const struct sess_agent *sa)
 	t->rank = sa->rank;
 	t->code = sa->state == SA_FAILED ? 1 : 0;
 	t->message = sa->error != NULL ? sa->error : (char *)names[sa->state];
+	if (losses != NULL) {
+		session_drain_agent_losses(sa, losses);
+		t->losses = losses;
+		t->n_losses = LOSS_STAGE_MAX;
+	}
 }
 
 /* Fills info for s; *bufs hold what must be freed with session_ctl_info_free. */
 struct sess_info_bufs {
 	Mspti__TargetAck	*acks;
 	Mspti__TargetAck	**ptrs;
+	uint64_t		(*tlosses)[LOSS_STAGE_MAX];	/* per target */
 	char			*kinds[16];
 	uint64_t		 losses[LOSS_STAGE_MAX];
 };
@@ -90,14 +97,16 @@ session_ctl_info(struct session *s, Mspti__SessionInfo *i,
 	if (n > 0) {
 		b->acks = calloc(n, sizeof(*b->acks));
 		b->ptrs = calloc(n, sizeof(*b->ptrs));
-		if (b->acks == NULL || b->ptrs == NULL)
+		b->tlosses = calloc(n, sizeof(*b->tlosses));
+		if (b->acks == NULL || b->ptrs == NULL || b->tlosses == NULL)
 			n = 0;
 	}
 	i->n_targets = 0;
 	TAILQ_FOREACH(sa, &s->agents, entry) {
 		if (i->n_targets >= n)
 			break;
-		session_ctl_ack_info(&b->acks[i->n_targets], sa);
+		session_ctl_ack_info(&b->acks[i->n_targets], sa,
+		    b->tlosses[i->n_targets]);
 		b->ptrs[i->n_targets] = &b->acks[i->n_targets];
 		i->n_targets++;
 	}
@@ -109,6 +118,7 @@ session_ctl_info_free(struct sess_info_bufs *b)
 {
 	free(b->acks);
 	free(b->ptrs);
+	free(b->tlosses);
 }
 
 int
@@ -123,13 +133,6 @@ session_ctl_send_info(struct peer *p, struct session *s)
 	session_ctl_info_free(&b);
 	return rc;
 }
-
-/* Per-target errors collected while resolving a request's targets. */
-struct sess_acks {
-	Mspti__TargetAck	*v;
-	size_t			 n, cap;
-	char			*msgs[SESS_MAX_TARGETS];
-};
 
 static void
 session_ctl_acks_add(struct sess_acks *k, uint32_t pid, int code,
@@ -217,8 +220,11 @@ session_ctl_reply_pending(struct session *s)
 	Mspti__TargetAck **ptrs = NULL;
 	struct peer *p = s->reply_peer;
 
-	if (p == NULL)
+	if (p == NULL) {
+		/* The requester hung up: nobody takes these. */
+		session_ctl_acks_free(s->pending_acks);
 		return;
+	}
 	s->reply_peer = NULL;
 	if (s->ack_tv != NULL)
 		evtimer_del(s->ack_tv);
@@ -685,6 +691,7 @@ session_ctl_retarget(struct peer *p, const ProtobufCMessage *m)
 	session_sink_event(s, SESSION_EV_RETARGET, 0, detail);
 	log_info("session %llu retarget: %s", (unsigned long long)s->id,
 	    detail);
+	session_ctl_acks_free(s->pending_acks);
 	free(s->pending_acks);
 	s->pending_acks = k;
 	s->reply_peer = p;

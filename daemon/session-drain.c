@@ -180,6 +180,18 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 		sa->rejects++;
 		return 0;
 	}
+	/* Every record is the ring owner's (SO_PEERCRED), whatever pid it
+	 * names: a device marker names none, anything else is rewritten. */
+	if (record_pid(h) != (uint32_t)sa->pid && !(h->type == REC_MARKER &&
+	    ((const struct rec_marker *)h)->source_kind == 1 &&
+	    record_pid(h) == REC_NONE)) {
+		if (sa->pid_rewrites++ == 0)
+			log_warnx("session %llu: pid %ld writes records naming "
+			    "pid %lu; they are attributed to pid %ld",
+			    (unsigned long long)s->id, (long)sa->pid,
+			    (unsigned long)record_pid(h), (long)sa->pid);
+		(void)record_set_pid((struct rec_hdr *)h, (uint32_t)sa->pid);
+	}
 	/* With --steps, the capture ends at the last counted step's end. */
 	if (s->steps_max > 0 && s->steps_seen >= s->steps_max)
 		return 1;
@@ -209,6 +221,34 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 	return s->error != NULL;
 }
 
+/*
+ * The producer's own count of records it dropped (ring full) is
+ * untrusted: it only ever grows, and never past what the agent could
+ * have tried to write since it joined (one record per SESS_MIN_RECORD_NS).
+ * A claim beyond that is a forgery: the counter is frozen where it was
+ * and the forgery counts as one daemon reject.
+ */
+static void
+session_drain_drops(struct sess_agent *sa, uint64_t drops)
+{
+	uint64_t cap = (util_monotonic_ns() - sa->joined_mono) /
+	    SESS_MIN_RECORD_NS + SESS_DROPS_SLACK;
+
+	if (sa->drops_forged || drops <= sa->ring_drops)
+		return;
+	if (drops > cap) {
+		sa->drops_forged = true;
+		sa->rejects++;
+		log_warnx("session %llu: pid %ld claims %llu dropped records, "
+		    "more than it could have written; its count stays %llu",
+		    (unsigned long long)sa->s->id, (long)sa->pid,
+		    (unsigned long long)drops,
+		    (unsigned long long)sa->ring_drops);
+		return;
+	}
+	sa->ring_drops = drops;
+}
+
 /* Drains sa's ring completely (bounded) and updates loss counters. */
 void
 session_drain_agent(struct sess_agent *sa)
@@ -226,17 +266,29 @@ session_drain_agent(struct sess_agent *sa)
 	} while (n == SESS_DRAIN_BATCH && ++rounds < 64 && s->error == NULL);
 	ring_get_stats(sa->ring, &st);
 	sa->ring_rejects = st.rejects;
-	/* Producer-reported drops are untrusted: they only ever grow. */
-	if (st.drops > sa->ring_drops)
-		sa->ring_drops = st.drops;
+	session_drain_drops(sa, st.drops);
 	if (n == -EBADMSG && !sa->corrupt) {
 		sa->corrupt = true;
+		/* What it still held is lost: a daemon reject. */
+		sa->rejects++;
 		log_warnx("session %llu: ring of pid %ld is corrupt, dropping "
-		    "its capture", (unsigned long long)s->id,
-		    (long)sa->pid);
+		    "its capture (%llu bytes unread)", (unsigned long long)s->id,
+		    (long)sa->pid, (unsigned long long)st.pending);
 	}
 	if (ctx.stop && s->state == SESS_ACTIVE)
 		session_stop(s, s->stop_reason ? s->stop_reason : "limit");
+}
+
+/* sa's own losses (the device-channel and disk stages are per device and
+ * per file: the session's). */
+void
+session_drain_agent_losses(const struct sess_agent *sa,
+    uint64_t losses[LOSS_STAGE_MAX])
+{
+	memset(losses, 0, sizeof(uint64_t) * LOSS_STAGE_MAX);
+	losses[LOSS_AGENT_RING] = sa->ring_drops;
+	losses[LOSS_DAEMON_REJECT] = sa->ring_rejects + sa->rejects;
+	losses[LOSS_DEVICE_UNMATCHED] = session_dev_unmatched(sa);
 }
 
 void
@@ -290,6 +342,11 @@ session_drain_wake_cb(evutil_socket_t fd, short what, void *arg)
 	while (read(fd, &v, sizeof(v)) > 0)
 		;
 	session_drain_agent(sa);
+	if (sa->corrupt && sa->state == SA_ACTIVE) {
+		/* Frees sa->ev, this callback's event: touch nothing after. */
+		session_agent_finish(sa, "ring corrupt");
+		return;
+	}
 	if (sa->ring != NULL)
 		ring_arm_wake(sa->ring, sa->wake_threshold);
 }

@@ -179,6 +179,30 @@ session_agent_release(struct sess_agent *sa)
 	}
 }
 
+/* The trace's record of sa leaving, with what it lost so far (the
+ * footer has the session's totals; this is the per-target part). */
+static void
+session_agent_leave_event(struct sess_agent *sa, const char *why)
+{
+	static const char *names[LOSS_STAGE_MAX] = {
+		[LOSS_AGENT_RING] = "agent_ring",
+		[LOSS_DAEMON_REJECT] = "daemon_reject",
+	};
+	uint64_t losses[LOSS_STAGE_MAX];
+	char buf[256];
+	size_t n;
+
+	session_drain_agent_losses(sa, losses);
+	n = (size_t)snprintf(buf, sizeof(buf), "%s", why ? why : "");
+	for (unsigned k = 0; k < LOSS_STAGE_MAX && n < sizeof(buf); k++)
+		if (names[k] != NULL && losses[k] > 0)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+			    "%s%s=%llu", strchr(buf, '=') ? " " :
+			    n ? "; lost " : "lost ", names[k], (unsigned long long)losses[k]);
+	session_sink_event(sa->s, SESSION_EV_AGENT_LEAVE, (uint32_t)sa->pid,
+	    why != NULL || *buf ? buf : NULL);
+}
+
 /* The agent is out of the capture: drained, done, unmapped. */
 void
 session_agent_finish(struct sess_agent *sa, const char *why)
@@ -191,7 +215,7 @@ session_agent_finish(struct sess_agent *sa, const char *why)
 	if (why != NULL && sa->error == NULL)
 		sa->error = strdup(why);
 	sa->state = sa->state == SA_STARTING ? SA_FAILED : SA_DONE;
-	session_sink_event(s, SESSION_EV_AGENT_LEAVE, (uint32_t)sa->pid, why);
+	session_agent_leave_event(sa, why);
 	session_agent_release(sa);
 	if (sa->agent != NULL && sa->agent->session_id == s->id)
 		sa->agent->session_id = 0;
@@ -230,6 +254,7 @@ session_attach(struct session *s, struct agent *a, const char **why)
 	sa->agent_id = a->id;
 	sa->evfd = -1;
 	sa->state = SA_STARTING;
+	sa->joined_mono = util_monotonic_ns();
 	if (s->ring_mode) {
 		sa->frcap = s->buffer_size;
 		if ((sa->fr = malloc(sa->frcap)) == NULL) {

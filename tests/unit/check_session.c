@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
@@ -826,6 +827,217 @@ START_TEST(test_session_agent_exits)
 }
 END_TEST
 
+/* ---- hostile agents and requesters (issue 13) ---- */
+
+/* StartCapture for f, with the ring's shared header mapped at *shp too
+ * (what a hostile agent may scribble on). */
+static void
+fake_start_mapped(struct fake *f, uint8_t **shp)
+{
+	Mspti__StartCapture *sc;
+	int fd = -1;
+
+	sc = (Mspti__StartCapture *)dh_expect(&f->c, T(MSG_START_CAPTURE),
+	    &fd);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ring_map(fd, &f->ring), 0);
+	*shp = mmap(NULL, RING_HDR_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    fd, 0);
+	ck_assert(*shp != MAP_FAILED);
+	close(fd);
+	f->sid = sc->session_id;
+	f->kinds = sc->kinds;
+	free_msg(sc);
+	fake_ack_start(f);
+}
+
+/*
+ * Records are the ring owner's: a marker or API record naming another
+ * pid is attributed to the agent that wrote it; the producer's drop
+ * counter cannot claim more than it could have written, and counts for
+ * that target.
+ */
+START_TEST(test_session_forged_records)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	struct rec_marker m;
+	struct rec_api api;
+	const struct rec_hdr *r;
+	struct trace_reader *rd;
+	uint8_t *sh;
+	uint64_t forged = 4600000000000000000ull, others = 0, mine = 0;
+	uint32_t pid;
+	int rc;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start_mapped(&f, &sh);
+	free_msg(ctl_start_reply(&ctl));
+
+	fake_string(&f, 1, "step");
+	REC_INIT(&m, REC_MARKER, 0);
+	m.timestamp = f.ts++;
+	m.id = 7;
+	m.pid = 1;			/* somebody else */
+	m.tid = 1;
+	m.device = m.stream = REC_NONE;
+	m.name_id = 1;
+	m.flag = MARKER_START;
+	ck_assert_int_eq(ring_write(f.ring, &m), 0);
+	m.flag = MARKER_END;
+	m.timestamp = f.ts++;
+	ck_assert_int_eq(ring_write(f.ring, &m), 0);
+	REC_INIT(&api, REC_API, 0);
+	api.start = f.ts++;
+	api.end = f.ts++;
+	api.pid = 1;
+	api.tid = 1;
+	api.correlation_id = 1;
+	api.name_id = 1;
+	api.kind = 3;
+	ck_assert_int_eq(ring_write(f.ring, &api), 0);
+	fake_marker(&f, MARKER_INSTANT, 1);	/* its own pid */
+	memcpy(sh + RING_OFF_DROPS, &forged, sizeof(forged));
+	fake_flush(&f);
+
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	/* Bounded: nowhere near the claim. */
+	ck_assert_uint_lt(info->losses[LOSS_AGENT_RING], 1000000000000ull);
+	ck_assert_uint_eq(info->n_targets, 1);
+	ck_assert_uint_eq(info->targets[0]->n_losses, LOSS_STAGE_MAX);
+	ck_assert_uint_eq(info->targets[0]->losses[LOSS_AGENT_RING],
+	    info->losses[LOSS_AGENT_RING]);
+	free_msg(info);
+
+	ck_assert_int_eq(trace_reader_open(out_path, &rd), 0);
+	while ((rc = trace_reader_next(rd, &r)) == 1) {
+		if (r->type < REC_MARKER || r->type > REC_COMMUNICATION)
+			continue;
+		if (record_pid(r) == pid)
+			mine++;
+		else
+			others++;
+	}
+	ck_assert_int_eq(rc, 0);
+	trace_reader_close(rd);
+	ck_assert_uint_eq(others, 0);
+	ck_assert_uint_eq(mine, 4);
+	munmap(sh, RING_HDR_SIZE);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/* A ring whose producer broke it beyond repair counts in daemon_reject
+ * (its records are lost), and only that agent leaves the capture. */
+START_TEST(test_session_corrupt_ring_counted)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	uint8_t *sh;
+	uint64_t head;
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start_mapped(&f, &sh);
+	free_msg(ctl_start_reply(&ctl));
+	fake_string(&f, 1, "step");
+	fake_marker(&f, MARKER_INSTANT, 1);
+	fake_flush(&f);
+	/* A head a whole lap (and more) beyond the tail. */
+	memcpy(&head, sh + RING_OFF_HEAD, sizeof(head));
+	head += 1ull << 40;
+	memcpy(sh + RING_OFF_HEAD, &head, sizeof(head));
+	ck_assert_int_eq(write(f.evfd, &(uint64_t){ 1 }, 8), 8);
+	ck_assert(DH_PUMP_UNTIL(session_by_id(1)->state != SESS_ACTIVE));
+	ctl_wait(&ctl2, 1);
+	info = ctl_info(&ctl2);
+	ck_assert_uint_ge(info->losses[LOSS_DAEMON_REJECT], 1);
+	ck_assert_uint_eq(info->records, 1);
+	free_msg(info);
+	munmap(sh, RING_HDR_SIZE);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/*
+ * The start requester hangs up before the agent acks; the acks collected
+ * for its reply are freed when the reply is due with no one to take it
+ * (they leaked, 905 bytes, once a retarget replaced them).
+ */
+START_TEST(test_session_requester_gone)
+{
+	Mspti__RetargetSession rt = MSPTI__RETARGET_SESSION__INIT;
+	Mspti__RetargetReply *rr;
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	struct session *s;
+	char *on[] = { "marker" };
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	free_msg(fake_get_start(&f));
+	s = session_by_id(1);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_ge(s->pending_acks->n, 1);
+	dh_close(&ctl);
+	ck_assert(DH_PUMP_UNTIL(s->reply_peer == NULL));
+	fake_ack_start(&f);
+	ck_assert(DH_PUMP_UNTIL(s->state == SESS_ACTIVE));
+	/* Nobody to answer: nothing is kept for it. */
+	ck_assert_uint_eq(s->pending_acks->n, 0);
+	ck_assert_ptr_null(s->pending_acks->v);
+
+	rt.session_id = 1;
+	rt.kinds_on = on;
+	rt.n_kinds_on = 1;
+	ck_assert_int_eq(dh_send(&ctl2, T(MSG_RETARGET_SESSION), &rt.base, -1),
+	    0);
+	{
+		Mspti__UpdateCapture *uc;
+		Mspti__CaptureAck ack = MSPTI__CAPTURE_ACK__INIT;
+
+		uc = (Mspti__UpdateCapture *)dh_expect(&f.c,
+		    T(MSG_UPDATE_CAPTURE), NULL);
+		free_msg(uc);
+		ack.session_id = f.sid;
+		ack.op = MSPTI__CAPTURE_OP__CAPTURE_UPDATE;
+		ck_assert_int_eq(dh_send(&f.c, T(MSG_CAPTURE_ACK), &ack.base,
+		    -1), 0);
+	}
+	rr = (Mspti__RetargetReply *)dh_expect(&ctl2, T(MSG_RETARGET_REP),
+	    NULL);
+	ck_assert_ptr_nonnull(rr);
+	free_msg(rr);
+	ck_assert_uint_eq(s->pending_acks->n, 0);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	free_msg(ctl_info(&ctl2));
+	fake_close(&f);
+	dh_close(&ctl2);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -847,6 +1059,9 @@ session_suite(void)
 	tcase_add_test(tm, test_session_steps);
 	tcase_add_test(tm, test_session_max_size);
 	tcase_add_test(tm, test_session_agent_exits);
+	tcase_add_test(tm, test_session_forged_records);
+	tcase_add_test(tm, test_session_corrupt_ring_counted);
+	tcase_add_test(tm, test_session_requester_gone);
 	suite_add_tcase(su, tm);
 	return su;
 }
