@@ -317,13 +317,14 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 	if (fd < 0)
 		return peer_send_error(p, 2, "start: no output file descriptor "
 		    "came with the request");
-	/* The CLI opened the file as the requester; we only write to it. */
-	if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) ||
-	    S_ISFIFO(st.st_mode)) || (fl = fcntl(fd, F_GETFL)) < 0 ||
-	    (fl & O_ACCMODE) == O_RDONLY) {
+	/* The CLI opened the file as the requester; we only write to it.
+	 * Only a regular file: a pipe or device whose reader stalls would
+	 * stall the writer. */
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_ACCMODE) == O_RDONLY) {
 		close(fd);
 		return peer_send_error(p, 2, "start: the output must be a "
-		    "regular file or a pipe open for writing");
+		    "regular file open for writing");
 	}
 	if (cfg != NULL && session_parse_kinds(cfg->kinds, cfg->n_kinds,
 	    &kinds, bad, sizeof(bad)) != 0) {

@@ -1038,6 +1038,43 @@ START_TEST(test_session_requester_gone)
 }
 END_TEST
 
+/* The daemon writes only regular files: a pipe (whose reader may never
+ * read, blocking the loop) is refused with a clear error. */
+START_TEST(test_session_output_not_regular)
+{
+	Mspti__StartSession req = MSPTI__START_SESSION__INIT;
+	Mspti__SessionTarget tg = MSPTI__SESSION_TARGET__INIT;
+	Mspti__Error *err;
+	struct dh_conn ctl;
+	struct fake f;
+	uint32_t pid;
+	int p[2];
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	tg.pids = &pid;
+	tg.n_pids = 1;
+	req.target = &tg;
+	req.output = "fifo";
+	ck_assert_int_eq(dh_send(&ctl, T(MSG_START_SESSION), &req.base, p[1]),
+	    0);
+	close(p[1]);
+	err = (Mspti__Error *)dh_expect(&ctl, T(MSG_ERROR), NULL);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err->message, "regular file"));
+	free_msg(err);
+	ck_assert_ptr_null(session_by_id(1));
+	/* The agent was never asked. */
+	dh_pump(10);
+	ck_assert_int_eq(dh_poll(&f.c), 0);
+	close(p[0]);
+	fake_close(&f);
+	dh_close(&ctl);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -1062,6 +1099,7 @@ session_suite(void)
 	tcase_add_test(tm, test_session_forged_records);
 	tcase_add_test(tm, test_session_corrupt_ring_counted);
 	tcase_add_test(tm, test_session_requester_gone);
+	tcase_add_test(tm, test_session_output_not_regular);
 	suite_add_tcase(su, tm);
 	return su;
 }
