@@ -37,6 +37,8 @@
 #define PEER_HELLO_TIMEOUT_MS	5000	/* an agent says Hello within this */
 #define PEER_FRAME_TIMEOUT_MS	10000	/* a started frame completes within */
 #define SERVER_ACCEPT_PAUSE_MS	1000	/* listeners off after EMFILE */
+#define SERVER_TRIM_DELAY_MS	1000	/* malloc_trim this long after */
+#define PEER_TRIM_BYTES		(64u << 10) /* a peer this big: trim after */
 #define PEER_MAX_RXFDS		4	/* descriptors received and not yet used */
 
 struct daemon;
@@ -76,6 +78,10 @@ struct join;		/* join.h */
  * many ns since it joined (100 M/s, 20x the agent's fastest), plus slack. */
 #define SESS_MIN_RECORD_NS	10
 #define SESS_DROPS_SLACK	65536
+/* Compressed chunks waiting for a slow disk, per session; beyond it they
+ * count as LOSS_DISK. */
+#define SESS_WRITE_QUEUE	(64u << 20)
+#define SESS_CLOSE_WAIT_MS	10000	/* at shutdown, for the last writes */
 #define SESS_DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
 
 /* A host marker's strings (agent namespace), for the device marker of the
@@ -245,6 +251,10 @@ struct session {
 	int			 outfd;
 	char			*output;	/* display name from the CLI */
 	struct trace_writer	*w;
+	struct trace_writer	*wclosing;	/* its thread writes the end */
+	struct event		*close_ev;	/* on its close_fd */
+	int			 close_fd;
+	bool			 finalizing;
 	/* Progress. */
 	struct sess_agent_list	 agents;
 	uint64_t		 start_ns, end_ns;
@@ -302,6 +312,7 @@ struct daemon {
 	struct peer_list	 peers;
 	struct peer_list	 dead_peers;	/* closed, not yet free()d */
 	struct event		*reap_ev;
+	struct event		*trim_ev;	/* malloc_trim after a burst */
 	struct agent_list	 agents;
 	struct session_list	 sessions;
 	uint64_t		 next_session_id;
@@ -322,6 +333,7 @@ int		 server_run(struct daemon *);
 void		 server_shutdown(struct daemon *);
 void		 server_free(struct daemon *);
 void		 server_accept_resume(struct daemon *);
+void		 server_trim_soon(struct daemon *);
 
 /* peer.c */
 struct peer	*peer_new(struct daemon *, enum peer_kind, int fd);

@@ -172,6 +172,9 @@ peer_free(struct peer *p)
 
 	if (p == NULL || p->dead)
 		return;
+	if (p->queued > PEER_TRIM_BYTES || (p->in != NULL &&
+	    evbuffer_get_length(p->in) > PEER_TRIM_BYTES))
+		server_trim_soon(p->d);
 	if (p->agent != NULL)
 		registry_remove(p->d, p->agent);
 	if (p->kind == PEER_CTL)
@@ -229,6 +232,7 @@ peer_drop(struct peer *p, const char *why)
 
 	log_warnx("dropping %s: %s", peer_name(p, name, sizeof(name)), why);
 	p->d->peers_dropped++;
+	server_trim_soon(p->d);
 	peer_free(p);
 }
 

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,24 @@ static void
 server_reap_cb(evutil_socket_t fd, short what, void *arg)
 {
 	peer_reap(arg);
+}
+
+/* Gives freed memory back to the system: after a burst of hostile peers
+ * or a session, malloc's arenas would otherwise keep the peak. */
+static void
+server_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
+
+void
+server_trim_soon(struct daemon *d)
+{
+	struct timeval tv = { SERVER_TRIM_DELAY_MS / 1000,
+	    (SERVER_TRIM_DELAY_MS % 1000) * 1000 };
+
+	if (d->trim_ev != NULL && !evtimer_pending(d->trim_ev, NULL))
+		evtimer_add(d->trim_ev, &tv);
 }
 
 struct daemon *
@@ -60,11 +79,14 @@ server_create(const char *rundir)
 		return NULL;
 	}
 	if ((d->reap_ev = event_new(d->base, -1, 0, server_reap_cb, d)) ==
+	    NULL || (d->trim_ev = evtimer_new(d->base, server_trim_cb, d)) ==
 	    NULL || (d->devcol = devcol_new(d->base)) == NULL ||
 	    (d->metrics = metrics_new(d->base)) == NULL) {
 		devcol_free(d->devcol);
 		if (d->reap_ev != NULL)
 			event_free(d->reap_ev);
+		if (d->trim_ev != NULL)
+			event_free(d->trim_ev);
 		event_base_free(d->base);
 		free(d->rundir);
 		free(d);
@@ -326,6 +348,8 @@ server_free(struct daemon *d)
 	peer_reap(d);
 	if (d->reap_ev != NULL)
 		event_free(d->reap_ev);
+	if (d->trim_ev != NULL)
+		event_free(d->trim_ev);
 	metrics_free(d->metrics);
 	d->metrics = NULL;
 	devcol_free(d->devcol);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -311,52 +312,16 @@ session_pending_done(struct session *s)
 	session_ctl_reply_pending(s);
 }
 
+/* The end of finalizing, once the trace is closed (st valid when the
+ * session had a writer). */
 static void
-session_finalize(struct session *s)
+session_finalize_end(struct session *s, int rc, const struct trace_writer_stats *st)
 {
-	struct trace_footer f;
-	struct trace_writer_stats st;
 	struct sess_agent *sa;
-	int rc;
 
-	if (s->ack_tv != NULL)
-		evtimer_del(s->ack_tv);
-	if (s->drain_tv != NULL)
-		evtimer_del(s->drain_tv);
-	if (s->dur_tv != NULL)
-		evtimer_del(s->dur_tv);
-	TAILQ_FOREACH(sa, &s->agents, entry) {
-		session_drain_agent(sa);
-		session_agent_release(sa);
-	}
-	/* Device tasks of the last launches, then whatever still waits. */
-	session_dev_poll(s->d);
-	session_dev_join_flush(s);
-	if (s->msub != NULL) {
-		metrics_unsubscribe(s->msub);
-		s->msub = NULL;
-	}
-	session_dev_clock_records(s, s->devmask);
-	session_dev_release(s);
-	s->end_ns = util_realtime_ns();
-	if (s->ring_mode && s->outfd >= 0 && s->error == NULL) {
-		uint64_t n;
-
-		rc = session_flight_write(s, s->outfd, &n);
-		if (rc != 0)
-			session_fail(s, rc, "writing the trace");
-		s->bytes = (uint64_t)lseek(s->outfd, 0, SEEK_CUR);
-	}
-	if (s->w != NULL) {
-		session_sink_event(s, SESSION_EV_STOP, 0,
-		    s->stop_reason ? s->stop_reason : "stopped");
-		memset(&f, 0, sizeof(f));
-		f.end_ns = s->end_ns;
-		session_drain_losses(s, f.losses);
-		rc = trace_writer_close(s->w, &f, &st);
-		s->w = NULL;
-		s->bytes = st.file_bytes;
-		s->disk_lost = st.lost;
+	if (st != NULL) {
+		s->bytes = st->file_bytes;
+		s->disk_lost = st->lost;
 		if (rc != 0 && s->error == NULL) {
 			char buf[256];
 
@@ -389,6 +354,112 @@ session_finalize(struct session *s)
 	for (size_t i = 0; i < s->nwaiters; i++)
 		session_ctl_send_info(s->waiters[i], s);
 	s->nwaiters = 0;
+	server_trim_soon(s->d);
+}
+
+/* The trace's writer thread wrote the footer (or failed). */
+static void
+session_closed_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	struct trace_writer_stats st;
+	int rc;
+
+	rc = trace_writer_close_finish(s->wclosing, &st);
+	s->wclosing = NULL;
+	event_free(s->close_ev);
+	s->close_ev = NULL;
+	session_finalize_end(s, rc, &st);
+}
+
+/*
+ * Drains what is left, writes the last records and closes the trace.  The
+ * writer's thread does the closing writes; the session stays "stopping"
+ * until it is done (session_closed_cb), so no reply says finalized before
+ * the file is whole, and the loop never waits for the disk.
+ */
+static void
+session_finalize(struct session *s)
+{
+	struct trace_footer f;
+	struct trace_writer_stats st;
+	struct sess_agent *sa;
+	int rc, fd;
+
+	if (s->finalizing)
+		return;
+	s->finalizing = true;
+	if (s->ack_tv != NULL)
+		evtimer_del(s->ack_tv);
+	if (s->drain_tv != NULL)
+		evtimer_del(s->drain_tv);
+	if (s->dur_tv != NULL)
+		evtimer_del(s->dur_tv);
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		session_drain_agent(sa);
+		session_agent_release(sa);
+	}
+	/* Device tasks of the last launches, then whatever still waits. */
+	session_dev_poll(s->d);
+	session_dev_join_flush(s);
+	if (s->msub != NULL) {
+		metrics_unsubscribe(s->msub);
+		s->msub = NULL;
+	}
+	session_dev_clock_records(s, s->devmask);
+	session_dev_release(s);
+	s->end_ns = util_realtime_ns();
+	if (s->ring_mode && s->outfd >= 0 && s->error == NULL) {
+		uint64_t n;
+
+		rc = session_flight_write(s, s->outfd, &n);
+		if (rc != 0)
+			session_fail(s, rc, "writing the trace");
+		s->bytes = (uint64_t)lseek(s->outfd, 0, SEEK_CUR);
+	}
+	if (s->w == NULL) {
+		session_finalize_end(s, 0, NULL);
+		return;
+	}
+	session_sink_event(s, SESSION_EV_STOP, 0,
+	    s->stop_reason ? s->stop_reason : "stopped");
+	memset(&f, 0, sizeof(f));
+	f.end_ns = s->end_ns;
+	session_drain_losses(s, f.losses);
+	/* No record goes to the writer from here on. */
+	s->wclosing = s->w;
+	s->w = NULL;
+	if ((fd = trace_writer_close_start(s->wclosing, &f)) >= 0 &&
+	    (s->close_ev = event_new(s->d->base, fd, EV_READ,
+	    session_closed_cb, s)) != NULL && event_add(s->close_ev, NULL) == 0) {
+		s->close_fd = fd;
+		return;
+	}
+	if (s->close_ev != NULL) {
+		event_free(s->close_ev);
+		s->close_ev = NULL;
+	}
+	/* A synchronous writer (or no event): close here. */
+	rc = fd >= 0 ? trace_writer_close_finish(s->wclosing, &st) :
+	    trace_writer_close(s->wclosing, &f, &st);
+	s->wclosing = NULL;
+	session_finalize_end(s, rc, &st);
+}
+
+/* Waits (daemon shutdown) for a trace being closed by its thread, at most
+ * SESS_CLOSE_WAIT_MS. */
+static void
+session_finalize_wait(struct session *s)
+{
+	struct pollfd pf = { s->close_fd, POLLIN, 0 };
+
+	if (s->close_ev == NULL)
+		return;
+	if (poll(&pf, 1, SESS_CLOSE_WAIT_MS) == 1)
+		session_closed_cb(s->close_fd, EV_READ, s);
+	else
+		log_warnx("session %llu: the trace is still being written; "
+		    "it may be incomplete", (unsigned long long)s->id);
 }
 
 /* Finalizes a stopping session once no agent is left to ack. */
@@ -477,6 +548,9 @@ session_free(struct session *s)
 	if (s->ack_tv != NULL)
 		event_free(s->ack_tv);
 	trace_writer_abort(s->w);
+	if (s->close_ev != NULL)
+		event_free(s->close_ev);
+	trace_writer_abort(s->wclosing);
 	if (s->outfd >= 0)
 		close(s->outfd);
 	for (size_t i = 0; i < s->ndomains_off; i++)
@@ -771,6 +845,7 @@ session_shutdown(struct daemon *d)
 			s->stop_reason = "daemon shutdown";
 		s->state = SESS_STOPPING;
 		session_finalize(s);
+		session_finalize_wait(s);
 	}
 	while ((s = TAILQ_FIRST(&d->sessions)) != NULL) {
 		TAILQ_REMOVE(&d->sessions, s, entry);

@@ -10,7 +10,14 @@
  */
 #include "config.h"
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
 #include <check.h>
+#include <dlfcn.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
@@ -108,6 +117,38 @@ END_TEST
 #define DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
 
 static char out_path[128];
+
+/*
+ * A disk that stalls: while stall_on, every trace write waits for a byte
+ * on stall_pipe (at most 3 s, so old code that wrote on the loop thread
+ * fails the test instead of hanging it).  Writes from the loop thread
+ * during a stall are counted: there must be none.
+ */
+static atomic_int stall_on, loop_writes;
+static int stall_pipe[2] = { -1, -1 };
+static pid_t loop_tid;
+
+ssize_t	pwritev(int, const struct iovec *, int, off_t);
+
+ssize_t
+pwritev(int fd, const struct iovec *iov, int n, off_t off)
+{
+	static ssize_t (*real)(int, const struct iovec *, int, off_t);
+
+	if (real == NULL)
+		real = (ssize_t (*)(int, const struct iovec *, int, off_t))
+		    dlsym(RTLD_NEXT, "pwritev");
+	if (atomic_load(&stall_on)) {
+		struct pollfd pf = { stall_pipe[0], POLLIN, 0 };
+		char c;
+
+		if ((pid_t)syscall(SYS_gettid) == loop_tid)
+			atomic_fetch_add(&loop_writes, 1);
+		if (poll(&pf, 1, 3000) == 1)
+			(void)!read(stall_pipe[0], &c, 1);
+	}
+	return real(fd, iov, n, off);
+}
 
 static void
 sess_setup(void)
@@ -1075,6 +1116,63 @@ START_TEST(test_session_output_not_regular)
 }
 END_TEST
 
+/* A stalled disk never stalls the daemon: the trace's writes happen on its
+ * writer thread, control requests are answered meanwhile, and the session
+ * says finalized only once the file is whole. */
+START_TEST(test_session_slow_disk)
+{
+	Mspti__StatusRequest sreq = MSPTI__STATUS_REQUEST__INIT;
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	struct tfile t;
+	uint32_t pid;
+
+	loop_tid = (pid_t)syscall(SYS_gettid);
+	ck_assert_int_eq(pipe2(stall_pipe, O_CLOEXEC), 0);
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	fake_string(&f, 1, "step");
+	for (int i = 0; i < 1000; i++)
+		fake_marker(&f, MARKER_INSTANT, 1);
+	fake_flush(&f);
+
+	atomic_store(&stall_on, 1);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	dh_pump(200);
+	/* The disk is stuck: the daemon still answers. */
+	ck_assert_int_eq(dh_send(&ctl, T(MSG_STATUS_REQ), &sreq.base, -1), 0);
+	free_msg((Mspti__StatusReply *)dh_expect(&ctl, T(MSG_STATUS_REP),
+	    NULL));
+	ck_assert_int_eq(atomic_load(&loop_writes), 0);
+	/* Not finalized before its file is. */
+	ck_assert_int_eq(dh_poll(&ctl2), 0);
+	ck_assert_int_eq(session_by_id(1)->state, SESS_STOPPING);
+
+	atomic_store(&stall_on, 0);
+	ck_assert_int_eq(write(stall_pipe[1], "xxxxxxxx", 8), 8);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_uint_eq(info->losses[LOSS_DISK], 0);
+	free_msg(info);
+	read_trace(&t);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.markers, 1000);
+	ck_assert_int_eq(atomic_load(&loop_writes), 0);
+	close(stall_pipe[0]);
+	close(stall_pipe[1]);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -1100,6 +1198,7 @@ session_suite(void)
 	tcase_add_test(tm, test_session_corrupt_ring_counted);
 	tcase_add_test(tm, test_session_requester_gone);
 	tcase_add_test(tm, test_session_output_not_regular);
+	tcase_add_test(tm, test_session_slow_disk);
 	suite_add_tcase(su, tm);
 	return su;
 }
