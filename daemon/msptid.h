@@ -377,6 +377,8 @@ void		 session_fail(struct session *s, int err, const char *what);
 void		 session_agent_finish(struct sess_agent *sa, const char *why);
 int		 session_attach(struct session *s, struct agent *a,
 		     const char **why);
+void		 session_ring_memory(struct daemon *d, uid_t uid,
+		     uint64_t *of_uid, uint64_t *all);
 void		 session_check_done(struct session *s);
 void		 session_stop(struct session *s, const char *reason);
 void		 session_free(struct session *s);

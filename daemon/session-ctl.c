@@ -346,6 +346,24 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 		return peer_send_error(p, 2, "start: buffer size must be "
 		    "between 4K and 1G");
 	}
+	/* A flight recorder per target in msptid's memory: one that alone
+	 * passes the caps is refused here (the others at each attach). */
+	if (cfg != NULL && cfg->mode != NULL && strcmp(cfg->mode, "ring") == 0) {
+		uint64_t want = cfg->buffer_size ? cfg->buffer_size :
+		    RING_DEFAULT_CAPACITY;
+
+		if (want > d->lim.ring_mem_per_uid ||
+		    want > d->lim.ring_mem_total) {
+			close(fd);
+			return peer_send_error(p, 2, "start: a %llu KiB ring "
+			    "buffer exceeds msptid's ring memory cap (%llu KiB "
+			    "per uid, %llu KiB in all; msptid "
+			    "--ring-memory-per-uid/--ring-memory-total)",
+			    (unsigned long long)(want >> 10),
+			    (unsigned long long)(d->lim.ring_mem_per_uid >> 10),
+			    (unsigned long long)(d->lim.ring_mem_total >> 10));
+		}
+	}
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
 	    (k = calloc(1, sizeof(*k))) == NULL)
 		goto nomem;

@@ -223,6 +223,28 @@ session_agent_finish(struct sess_agent *sa, const char *why)
 	session_check_done(s);
 }
 
+/* Flight recorder memory held by live sessions of uid, and by all. */
+void
+session_ring_memory(struct daemon *d, uid_t uid, uint64_t *of_uid,
+    uint64_t *all)
+{
+	struct session *s;
+	struct sess_agent *sa;
+
+	*of_uid = *all = 0;
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s) || !s->ring_mode)
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry) {
+			if (sa->fr == NULL)
+				continue;
+			*all += sa->frcap;
+			if (s->owner.uid == uid)
+				*of_uid += sa->frcap;
+		}
+	}
+}
+
 /*
  * Creates the ring for a in s and sends StartCapture.  Returns 0, or -1
  * with the reason in *why (the peer of a may have been dropped).
@@ -257,7 +279,25 @@ session_attach(struct session *s, struct agent *a, const char **why)
 	sa->state = SA_STARTING;
 	sa->joined_mono = util_monotonic_ns();
 	if (s->ring_mode) {
+		static char msg[192];
+		uint64_t uid_used, all_used;
+
 		sa->frcap = s->buffer_size;
+		session_ring_memory(s->d, s->owner.uid, &uid_used, &all_used);
+		if (uid_used + sa->frcap > s->d->lim.ring_mem_per_uid ||
+		    all_used + sa->frcap > s->d->lim.ring_mem_total) {
+			snprintf(msg, sizeof(msg), "ring memory cap reached: "
+			    "uid %lu holds %llu KiB of %llu KiB, msptid %llu "
+			    "KiB of %llu KiB", (unsigned long)s->owner.uid,
+			    (unsigned long long)(uid_used >> 10),
+			    (unsigned long long)(s->d->lim.ring_mem_per_uid >>
+			    10), (unsigned long long)(all_used >> 10),
+			    (unsigned long long)(s->d->lim.ring_mem_total >>
+			    10));
+			session_agent_free(sa);
+			*why = msg;
+			return -1;
+		}
 		if ((sa->fr = malloc(sa->frcap)) == NULL) {
 			session_agent_free(sa);
 			*why = "daemon out of memory";

@@ -1173,6 +1173,69 @@ START_TEST(test_session_slow_disk)
 }
 END_TEST
 
+/*
+ * Ring mode's flight recorders live in msptid's memory: bounded per uid
+ * and in total.  A buffer beyond the cap is refused at start; targets
+ * beyond what is left are refused one by one, with the reason.
+ */
+START_TEST(test_session_ring_memory_cap)
+{
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	Mspti__StartSessionReply *rep;
+	Mspti__Error *err;
+	struct dh_conn ctl;
+	struct fake f[3];
+	uint32_t pids[3];
+	int ok = 0, capped = 0;
+
+	dh_d->lim.ring_mem_per_uid = 1u << 20;
+	for (int i = 0; i < 3; i++) {
+		fake_register(&f[i], "job", i);
+		pids[i] = (uint32_t)f[i].pid;
+	}
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	cfg.mode = "ring";
+	cfg.buffer_size = 2u << 20;
+	ctl_start(&ctl, pids, 3, &cfg);
+	err = (Mspti__Error *)dh_expect(&ctl, T(MSG_ERROR), NULL);
+	ck_assert_ptr_nonnull(strstr(err->message, "ring memory"));
+	free_msg(err);
+
+	cfg.buffer_size = 512u << 10;
+	ctl_start(&ctl, pids, 3, &cfg);
+	for (int i = 0; i < 3; i++) {
+		Mspti__StartCapture *sc;
+		int fd = -1;
+
+		dh_pump(20);
+		if (dh_poll(&f[i].c) != 1)
+			continue;
+		sc = (Mspti__StartCapture *)dh_expect(&f[i].c,
+		    T(MSG_START_CAPTURE), &fd);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(ring_map(fd, &f[i].ring), 0);
+		close(fd);
+		f[i].sid = sc->session_id;
+		free_msg(sc);
+		fake_ack_start(&f[i]);
+	}
+	rep = ctl_start_reply(&ctl);
+	for (size_t i = 0; i < rep->n_acks; i++) {
+		if (rep->acks[i]->code == 0)
+			ok++;
+		else if (strstr(rep->acks[i]->message, "ring memory"))
+			capped++;
+	}
+	ck_assert_int_eq(ok, 2);
+	ck_assert_int_eq(capped, 1);
+	free_msg(rep);
+	/* Newest first: an older fake's child is kept by the newer ones. */
+	for (int i = 2; i >= 0; i--)
+		fake_close(&f[i]);
+	dh_close(&ctl);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -1199,6 +1262,7 @@ session_suite(void)
 	tcase_add_test(tm, test_session_requester_gone);
 	tcase_add_test(tm, test_session_output_not_regular);
 	tcase_add_test(tm, test_session_slow_disk);
+	tcase_add_test(tm, test_session_ring_memory_cap);
 	suite_add_tcase(su, tm);
 	return su;
 }
