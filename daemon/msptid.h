@@ -291,6 +291,7 @@ struct daemon_limits {
 	unsigned	frame_timeout_ms;	/* PEER_FRAME_TIMEOUT_MS */
 	uint64_t	ring_mem_per_uid;	/* flight recorders of one uid */
 	uint64_t	ring_mem_total;		/* all flight recorders */
+	size_t		write_queue;		/* SESS_WRITE_QUEUE */
 };
 
 struct daemon {

@@ -65,6 +65,7 @@ server_create(const char *rundir)
 	d->lim.frame_timeout_ms = PEER_FRAME_TIMEOUT_MS;
 	d->lim.ring_mem_per_uid = SESS_RING_MEM_PER_UID;
 	d->lim.ring_mem_total = SESS_RING_MEM_TOTAL;
+	d->lim.write_queue = SESS_WRITE_QUEUE;
 	d->next_agent_id = 1;
 	d->next_session_id = 1;
 	TAILQ_INIT(&d->sessions);

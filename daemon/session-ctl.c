@@ -454,7 +454,7 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 	/* Writes go to the writer's own thread: a slow disk never delays
 	 * the loop (chunks beyond SESS_WRITE_QUEUE count as disk loss). */
 	if (s->w != NULL && (rc = trace_writer_set_async(s->w,
-	    SESS_WRITE_QUEUE)) != 0)
+	    d->lim.write_queue)) != 0)
 		log_warnx("session %llu: writing in the loop: %s",
 		    (unsigned long long)s->id, strerror(-rc));
 	session_gc(d);

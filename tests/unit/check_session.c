@@ -1236,6 +1236,48 @@ START_TEST(test_session_ring_memory_cap)
 }
 END_TEST
 
+/* A disk too slow for the queue: chunks that do not fit are not written
+ * and count as disk losses; what is written plus what is lost is all. */
+START_TEST(test_session_disk_loss_counted)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	struct tfile t;
+	uint32_t pid;
+
+	loop_tid = (pid_t)syscall(SYS_gettid);
+	ck_assert_int_eq(pipe2(stall_pipe, O_CLOEXEC), 0);
+	dh_d->lim.write_queue = 1;	/* nothing fits */
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	fake_string(&f, 1, "step");
+	for (int i = 0; i < 500; i++)
+		fake_marker(&f, MARKER_INSTANT, 1);
+	fake_flush(&f);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_uint_ge(info->losses[LOSS_DISK], 500);
+	free_msg(info);
+	read_trace(&t);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.markers, 0);
+	ck_assert_uint_ge(t.f.losses[LOSS_DISK], 500);
+	close(stall_pipe[0]);
+	close(stall_pipe[1]);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -1263,6 +1305,7 @@ session_suite(void)
 	tcase_add_test(tm, test_session_output_not_regular);
 	tcase_add_test(tm, test_session_slow_disk);
 	tcase_add_test(tm, test_session_ring_memory_cap);
+	tcase_add_test(tm, test_session_disk_loss_counted);
 	suite_add_tcase(su, tm);
 	return su;
 }
