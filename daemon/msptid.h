@@ -99,6 +99,18 @@ struct sess_acks {
 	char			*msgs[SESS_MAX_TARGETS];
 };
 
+/* A snapshot being written by its writer's thread; its requester gets the
+ * answer when it is done (p NULL once that peer is gone). */
+struct sess_snap {
+	TAILQ_ENTRY(sess_snap)	 entry;
+	struct session		*s;
+	struct peer		*p;
+	struct trace_writer	*w;
+	struct event		*ev;
+	uint64_t		 nrec;
+};
+TAILQ_HEAD(sess_snap_list, sess_snap);
+
 /* Which socket a peer came from; a message type lists who may send it. */
 enum peer_kind {
 	PEER_AGENT = 1,
@@ -252,6 +264,7 @@ struct session {
 	char			*output;	/* display name from the CLI */
 	struct trace_writer	*w;
 	struct trace_writer	*wclosing;	/* its thread writes the end */
+	struct sess_snap_list	 snaps;		/* snapshots being written */
 	struct event		*close_ev;	/* on its close_fd */
 	int			 close_fd;
 	bool			 finalizing;
@@ -419,7 +432,7 @@ void		 session_drain_wake_cb(evutil_socket_t fd, short what,
 void		 session_flight_add(struct sess_agent *sa,
 		     const struct rec_hdr *h);
 int		 session_flight_write(struct session *s, int fd,
-		     uint64_t *nrec);
+		     uint64_t *nrec, struct trace_writer **wp);
 
 /* session-dev.c */
 bool		 session_dev_is_launch(const struct rec_hdr *h);
@@ -449,7 +462,7 @@ void		 session_sink_event(struct session *s, unsigned ev,
 		     uint32_t pid, const char *detail);
 void		 session_sink_process(struct session *s,
 		     const struct agent *a);
-int		 session_sink_open(struct session *s, int fd,
+int		 session_sink_open(struct session *s, int fd, size_t queue,
 		     struct trace_writer **wp);
 int		 session_sink_flush_tick(struct session *s);
 
@@ -457,6 +470,7 @@ int		 session_sink_flush_tick(struct session *s);
 int		 session_ctl_send_info(struct peer *p, struct session *s);
 void		 session_ctl_acks_free(struct sess_acks *k);
 void		 session_ctl_reply_pending(struct session *s);
+void		 session_ctl_snap_free(struct sess_snap *sn);
 int		 session_ctl_start(struct peer *p, const ProtobufCMessage *m);
 int		 session_ctl_stop(struct peer *p, const ProtobufCMessage *m);
 int		 session_ctl_wait(struct peer *p, const ProtobufCMessage *m);

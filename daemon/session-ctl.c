@@ -379,6 +379,7 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 		s->kind_on_ns[i] = s->start_ns;
 	s->pending_acks = k;
 	TAILQ_INIT(&s->agents);
+	TAILQ_INIT(&s->snaps);
 	s->output = strdup(req->output ? req->output : "");
 	s->ring_mode = cfg != NULL && cfg->mode != NULL &&
 	    strcmp(cfg->mode, "ring") == 0;
@@ -445,18 +446,14 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 			if (session_selects(s, a) && a->session_id == 0 &&
 			    ctl_may_act_on(&p->cred, a->cred.uid))
 				session_dev_use(s, a);
-	if (!s->ring_mode && (rc = session_sink_open(s, s->outfd, &s->w)) !=
-	    0) {
+	/* Writes go to the writer's own thread: a slow disk never delays
+	 * the loop (chunks beyond lim.write_queue count as disk loss). */
+	if (!s->ring_mode && (rc = session_sink_open(s, s->outfd,
+	    d->lim.write_queue, &s->w)) != 0) {
 		session_free(s);
 		return peer_send_error(p, 1, "start: cannot write the trace: %s",
 		    strerror(-rc));
 	}
-	/* Writes go to the writer's own thread: a slow disk never delays
-	 * the loop (chunks beyond SESS_WRITE_QUEUE count as disk loss). */
-	if (s->w != NULL && (rc = trace_writer_set_async(s->w,
-	    d->lim.write_queue)) != 0)
-		log_warnx("session %llu: writing in the loop: %s",
-		    (unsigned long long)s->id, strerror(-rc));
 	session_gc(d);
 	TAILQ_INSERT_TAIL(&d->sessions, s, entry);
 	d->nsessions++;
@@ -761,15 +758,50 @@ session_ctl_retarget(struct peer *p, const ProtobufCMessage *m)
 	return 0;
 }
 
+void
+session_ctl_snap_free(struct sess_snap *sn)
+{
+	TAILQ_REMOVE(&sn->s->snaps, sn, entry);
+	if (sn->ev != NULL)
+		event_free(sn->ev);
+	trace_writer_abort(sn->w);
+	free(sn);
+}
+
+/* A snapshot's writer thread is done: the requester gets its answer. */
+static void
+session_ctl_snap_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sess_snap *sn = arg;
+	struct session *s = sn->s;
+	struct peer *p = sn->p;
+	int rc;
+
+	rc = trace_writer_close_finish(sn->w, NULL);
+	sn->w = NULL;
+	if (rc == 0)
+		log_info("session %llu: snapshot of %llu records",
+		    (unsigned long long)s->id, (unsigned long long)sn->nrec);
+	session_ctl_snap_free(sn);
+	if (p == NULL)
+		return;
+	if (rc != 0)
+		peer_send_error(p, 1, "snapshot: writing the trace: %s",
+		    strerror(-rc));
+	else
+		session_ctl_send_info(p, s);
+}
+
 int
 session_ctl_snapshot(struct peer *p, const ProtobufCMessage *m)
 {
 	const Mspti__SnapshotSession *req = (const Mspti__SnapshotSession *)m;
+	struct trace_footer f;
 	struct session *s;
 	struct sess_agent *sa;
+	struct sess_snap *sn = NULL;
 	struct stat st;
-	uint64_t n;
-	int fd = peer_take_fd(p), rc;
+	int fd = peer_take_fd(p), rc, dfd;
 
 	if ((s = session_ctl_lookup(p, req->session_id, 0)) == NULL)
 		goto out;
@@ -778,7 +810,7 @@ session_ctl_snapshot(struct peer *p, const ProtobufCMessage *m)
 		    "needs --mode ring", (unsigned long long)s->id);
 		goto out;
 	}
-	if (session_done(s)) {
+	if (session_done(s) || s->finalizing) {
 		peer_send_error(p, 1, "session %llu is %s",
 		    (unsigned long long)s->id, session_state_names[s->state]);
 		goto out;
@@ -788,16 +820,32 @@ session_ctl_snapshot(struct peer *p, const ProtobufCMessage *m)
 		    "with the request");
 		goto out;
 	}
+	if ((sn = calloc(1, sizeof(*sn))) == NULL) {
+		peer_send_error(p, 1, "daemon out of memory");
+		goto out;
+	}
 	TAILQ_FOREACH(sa, &s->agents, entry)
 		session_drain_agent(sa);
-	if ((rc = session_flight_write(s, fd, &n)) != 0) {
+	if ((rc = session_flight_write(s, fd, &sn->nrec, &sn->w)) != 0) {
+		free(sn);
 		peer_send_error(p, 1, "snapshot: writing the trace: %s",
 		    strerror(-rc));
 		goto out;
 	}
-	log_info("session %llu: snapshot of %llu records",
-	    (unsigned long long)s->id, (unsigned long long)n);
-	session_ctl_send_info(p, s);
+	sn->s = s;
+	sn->p = p;
+	TAILQ_INSERT_TAIL(&s->snaps, sn, entry);
+	memset(&f, 0, sizeof(f));
+	f.end_ns = util_realtime_ns();
+	session_drain_losses(s, f.losses);
+	/* The thread writes it; the answer comes when it is done. */
+	if ((dfd = trace_writer_close_start(sn->w, &f)) < 0 ||
+	    (sn->ev = event_new(s->d->base, dfd, EV_READ,
+	    session_ctl_snap_done_cb, sn)) == NULL ||
+	    event_add(sn->ev, NULL) != 0) {
+		session_ctl_snap_free(sn);
+		peer_send_error(p, 1, "snapshot: cannot write the trace");
+	}
 out:
 	if (fd >= 0)
 		close(fd);

@@ -60,18 +60,26 @@ session_flight_add(struct sess_agent *sa, const struct rec_hdr *h)
 	sa->frlen += len;
 }
 
-/* Ring mode: writes every agent's flight recorder to a new trace on fd. */
+/*
+ * Ring mode: every agent's flight recorder as a new trace on fd, in *wp,
+ * open: the caller closes it (trace_writer_close_start, with the footer).
+ * The writer is async with room for the whole recorder, so nothing here
+ * waits for the disk.
+ */
 int
-session_flight_write(struct session *s, int fd, uint64_t *nrec)
+session_flight_write(struct session *s, int fd, uint64_t *nrec,
+    struct trace_writer **wp)
 {
 	struct trace_writer *w, *saved = s->w;
-	struct trace_footer f;
 	struct sess_agent *sa;
 	uint64_t buf[REC_MAX_SIZE / 8];
+	size_t room = 16u << 20;
 	int rc;
 
 	*nrec = 0;
-	if ((rc = session_sink_open(s, fd, &w)) != 0)
+	TAILQ_FOREACH(sa, &s->agents, entry)
+		room += sa->frlen;
+	if ((rc = session_sink_open(s, fd, room, &w)) != 0)
 		return rc;
 	s->w = w;
 	session_sink_event(s, SESSION_EV_SNAPSHOT, 0, "snapshot");
@@ -97,9 +105,7 @@ session_flight_write(struct session *s, int fd, uint64_t *nrec)
 		}
 		memset(sa->strmap, 0, (SESS_ALLSTR + 1) * sizeof(*sa->strmap));
 	}
-	memset(&f, 0, sizeof(f));
-	f.end_ns = util_realtime_ns();
-	session_drain_losses(s, f.losses);
 	s->w = saved;
-	return trace_writer_close(w, &f, NULL);
+	*wp = w;
+	return 0;
 }

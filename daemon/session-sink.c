@@ -104,7 +104,7 @@ session_sink_process(struct session *s, const struct agent *a)
  */
 static int
 session_sink_writer_open(int fd, const struct trace_header *h,
-    struct trace_writer **wp)
+    size_t queue, struct trace_writer **wp)
 {
 	const char *lv = getenv("MSPTID_ZSTD_LEVEL");
 	const char *ck = getenv("MSPTID_ZSTD_CHECKSUM");
@@ -113,7 +113,8 @@ session_sink_writer_open(int fd, const struct trace_header *h,
 	char *end = NULL;
 	int rc;
 
-	if ((rc = trace_writer_open(fd, h, 0, wp)) != 0)
+	/* Async: the writer's thread does every write, the header too. */
+	if ((rc = trace_writer_open_async(fd, h, 0, queue, wp)) != 0)
 		return rc;
 	if (lv != NULL && *lv != '\0')
 		level = strtol(lv, &end, 10);
@@ -126,7 +127,8 @@ session_sink_writer_open(int fd, const struct trace_header *h,
 }
 
 int
-session_sink_open(struct session *s, int fd, struct trace_writer **wp)
+session_sink_open(struct session *s, int fd, size_t queue,
+    struct trace_writer **wp)
 {
 	struct trace_header h;
 	struct trace_kv kv[12];
@@ -174,7 +176,7 @@ session_sink_open(struct session *s, int fd, struct trace_writer **wp)
 	h.producer = "msptid " MSPTID_VERSION;
 	h.config = kv;
 	h.nconfig = nkv;
-	return session_sink_writer_open(fd, &h, wp);
+	return session_sink_writer_open(fd, &h, queue, wp);
 }
 
 /* Writes out the writer's partial chunk about once a second, so a killed

@@ -452,22 +452,23 @@ session_finalize(struct session *s)
 	if (s->ring_mode && s->outfd >= 0 && s->error == NULL) {
 		uint64_t n;
 
-		rc = session_flight_write(s, s->outfd, &n);
-		if (rc != 0)
+		if ((rc = session_flight_write(s, s->outfd, &n,
+		    &s->wclosing)) != 0)
 			session_fail(s, rc, "writing the trace");
-		s->bytes = (uint64_t)lseek(s->outfd, 0, SEEK_CUR);
 	}
-	if (s->w == NULL) {
+	if (s->w == NULL && s->wclosing == NULL) {
 		session_finalize_end(s, 0, NULL);
 		return;
 	}
-	session_sink_event(s, SESSION_EV_STOP, 0,
-	    s->stop_reason ? s->stop_reason : "stopped");
+	if (s->w != NULL)
+		session_sink_event(s, SESSION_EV_STOP, 0,
+		    s->stop_reason ? s->stop_reason : "stopped");
 	memset(&f, 0, sizeof(f));
 	f.end_ns = s->end_ns;
 	session_drain_losses(s, f.losses);
 	/* No record goes to the writer from here on. */
-	s->wclosing = s->w;
+	if (s->w != NULL)
+		s->wclosing = s->w;
 	s->w = NULL;
 	if ((fd = trace_writer_close_start(s->wclosing, &f)) >= 0 &&
 	    (s->close_ev = event_new(s->d->base, fd, EV_READ,
@@ -588,6 +589,8 @@ session_free(struct session *s)
 	if (s->ack_tv != NULL)
 		event_free(s->ack_tv);
 	trace_writer_abort(s->w);
+	while (!TAILQ_EMPTY(&s->snaps))
+		session_ctl_snap_free(TAILQ_FIRST(&s->snaps));
 	if (s->close_ev != NULL)
 		event_free(s->close_ev);
 	trace_writer_abort(s->wclosing);
@@ -864,8 +867,13 @@ session_peer_gone(struct daemon *d, struct peer *p)
 	struct session *s;
 
 	TAILQ_FOREACH(s, &d->sessions, entry) {
+		struct sess_snap *sn;
+
 		if (s->reply_peer == p)
 			s->reply_peer = NULL;
+		TAILQ_FOREACH(sn, &s->snaps, entry)
+			if (sn->p == p)
+				sn->p = NULL;
 		for (size_t i = 0; i < s->nwaiters; i++)
 			if (s->waiters[i] == p)
 				s->waiters[i--] = s->waiters[--s->nwaiters];

@@ -46,7 +46,7 @@ struct strent {
 /* One queued write of an async writer: a compressed chunk, or the end. */
 struct wq_item {
 	struct wq_item	*next;
-	bool		 footer;
+	enum { WQ_CHUNK, WQ_RAW, WQ_FOOTER } kind;	/* RAW: comp as is */
 	uint8_t		*comp;
 	size_t		 comp_len;
 	uint32_t	 data_crc;
@@ -242,13 +242,15 @@ header_encode(const struct trace_header *hdr, uint8_t **outp, size_t *lenp)
 	return 0;
 }
 
-int
-trace_writer_open(int fd, const struct trace_header *hdr, int level,
-    struct trace_writer **wp)
+/* trace_writer_open, and with max_queued > 0 trace_writer_open_async. */
+static int
+writer_open(int fd, const struct trace_header *hdr, int level,
+    size_t max_queued, struct trace_writer **wp)
 {
 	struct trace_writer *w;
 	struct iovec iov;
 	struct stat sb;
+	struct wq_item *q;
 	uint8_t *hbuf = NULL;
 	size_t hlen;
 	off_t pos;
@@ -289,6 +291,28 @@ trace_writer_open(int fd, const struct trace_header *hdr, int level,
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
 	if ((rc = header_encode(hdr, &hbuf, &hlen)) != 0)
 		goto fail;
+	if (max_queued > 0) {
+		/* Even the header is the thread's to write. */
+		if ((q = calloc(1, sizeof(*q))) == NULL) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		if ((rc = trace_writer_set_async(w, max_queued)) != 0) {
+			free(q);
+			goto fail;
+		}
+		q->kind = WQ_RAW;
+		q->comp = hbuf;
+		q->comp_len = hlen;
+		pthread_mutex_lock(&w->mu);
+		w->queued += hlen;
+		*w->qtail = q;
+		w->qtail = &q->next;
+		pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		*wp = w;
+		return 0;
+	}
 	iov.iov_base = hbuf;
 	iov.iov_len = hlen;
 	if ((rc = writer_put(w, &iov, 1)) != 0) {
@@ -302,6 +326,20 @@ fail:
 	free(hbuf);
 	trace_writer_abort(w);
 	return rc;
+}
+
+int
+trace_writer_open(int fd, const struct trace_header *hdr, int level,
+    struct trace_writer **wp)
+{
+	return writer_open(fd, hdr, level, 0, wp);
+}
+
+int
+trace_writer_open_async(int fd, const struct trace_header *hdr, int level,
+    size_t max_queued, struct trace_writer **wp)
+{
+	return writer_open(fd, hdr, level, max_queued ? max_queued : 1, wp);
 }
 
 /* Frees w without writing anything more; NULL is a no-op.  An async
@@ -473,8 +511,21 @@ writer_thread(void *arg)
 		if ((w->qhead = q->next) == NULL)
 			w->qtail = &w->qhead;
 		pthread_mutex_unlock(&w->mu);
-		if (!q->footer) {
-			writer_thread_chunk(w, q);
+		if (q->kind == WQ_RAW) {
+			struct iovec iov = { q->comp, q->comp_len };
+			int zero = 0;
+
+			if (atomic_load(&w->aerror) == 0 &&
+			    (rc = writer_put(w, &iov, 1)) != 0)
+				atomic_compare_exchange_strong(&w->aerror,
+				    &zero, rc);
+			pthread_mutex_lock(&w->mu);
+			w->queued -= q->comp_len;
+			pthread_mutex_unlock(&w->mu);
+		}
+		if (q->kind != WQ_FOOTER) {
+			if (q->kind == WQ_CHUNK)
+				writer_thread_chunk(w, q);
 			free(q->comp);
 			free(q);
 			continue;
@@ -553,7 +604,7 @@ trace_writer_close_start(struct trace_writer *w,
 	writer_chunk(w);
 	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return -ENOMEM;
-	q->footer = true;
+	q->kind = WQ_FOOTER;
 	if (footer != NULL)
 		q->f = *footer;
 	w->closing = true;

@@ -149,6 +149,10 @@ void	trace_writer_abort(struct trace_writer *w);
  * (LOSS_DISK).  Returns 0 or a negative errno (w stays synchronous).
  */
 int	trace_writer_set_async(struct trace_writer *w, size_t max_queued);
+/* trace_writer_open in async mode from the start: the header too is
+ * written by the thread, so opening never waits for the disk either. */
+int	trace_writer_open_async(int fd, const struct trace_header *hdr,
+	    int level, size_t max_queued, struct trace_writer **wp);
 /*
  * Closing an async writer without waiting: queues the last chunk and the
  * footer, and returns a descriptor that turns readable once the thread

@@ -1134,6 +1134,8 @@ START_TEST(test_session_slow_disk)
 	pid = (uint32_t)f.pid;
 	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
 	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	/* Stuck from the start: even the header waits. */
+	atomic_store(&stall_on, 1);
 	ctl_start(&ctl, &pid, 1, NULL);
 	fake_start(&f);
 	free_msg(ctl_start_reply(&ctl));
@@ -1141,8 +1143,6 @@ START_TEST(test_session_slow_disk)
 	for (int i = 0; i < 1000; i++)
 		fake_marker(&f, MARKER_INSTANT, 1);
 	fake_flush(&f);
-
-	atomic_store(&stall_on, 1);
 	ctl_stop(&ctl2, 1);
 	fake_stop(&f);
 	dh_pump(200);
@@ -1278,6 +1278,73 @@ START_TEST(test_session_disk_loss_counted)
 }
 END_TEST
 
+/* A ring-mode snapshot to a stalled disk: the daemon answers others
+ * meanwhile, and the snapshot's own answer comes once it is written. */
+START_TEST(test_session_snapshot_slow_disk)
+{
+	Mspti__SnapshotSession sn = MSPTI__SNAPSHOT_SESSION__INIT;
+	Mspti__StatusRequest sreq = MSPTI__STATUS_REQUEST__INIT;
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	char snap[100];
+	struct tfile t;
+	uint32_t pid;
+	int fd;
+
+	loop_tid = (pid_t)syscall(SYS_gettid);
+	ck_assert_int_eq(pipe2(stall_pipe, O_CLOEXEC), 0);
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	cfg.mode = "ring";
+	cfg.buffer_size = 65536;
+	ctl_start(&ctl, &pid, 1, &cfg);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	fake_string(&f, 1, "step");
+	for (int i = 0; i < 100; i++)
+		fake_marker(&f, MARKER_INSTANT, 1);
+	fake_flush(&f);
+
+	atomic_store(&stall_on, 1);
+	snprintf(snap, sizeof(snap), "%s/snap.trace", dh_dir);
+	fd = open(snap, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	sn.session_id = 1;
+	ck_assert_int_eq(dh_send(&ctl2, T(MSG_SNAPSHOT_SESSION), &sn.base, fd),
+	    0);
+	close(fd);
+	dh_pump(200);
+	ck_assert_int_eq(dh_send(&ctl, T(MSG_STATUS_REQ), &sreq.base, -1), 0);
+	free_msg((Mspti__StatusReply *)dh_expect(&ctl, T(MSG_STATUS_REP),
+	    NULL));
+	ck_assert_int_eq(dh_poll(&ctl2), 0);
+	ck_assert_int_eq(atomic_load(&loop_writes), 0);
+	atomic_store(&stall_on, 0);
+	ck_assert_int_eq(write(stall_pipe[1], "xxxxxxxx", 8), 8);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "active");
+	free_msg(info);
+	snprintf(out_path, sizeof(out_path), "%s", snap);
+	read_trace(&t);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.markers, 100);
+	unlink(snap);
+	snprintf(out_path, sizeof(out_path), "%s/out.trace", dh_dir);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	free_msg(ctl_info(&ctl2));
+	close(stall_pipe[0]);
+	close(stall_pipe[1]);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -1306,6 +1373,7 @@ session_suite(void)
 	tcase_add_test(tm, test_session_slow_disk);
 	tcase_add_test(tm, test_session_ring_memory_cap);
 	tcase_add_test(tm, test_session_disk_loss_counted);
+	tcase_add_test(tm, test_session_snapshot_slow_disk);
 	suite_add_tcase(su, tm);
 	return su;
 }
