@@ -81,6 +81,32 @@ for _ in range(50):
         break
 print("after: %d KiB" % after)
 assert after - idle < 16 * 1024, "RSS %d KiB after the burst, idle was %d" % (after, idle)
+
+# Reply-only types may be 16 MiB long; nobody may send one to msptid.
+# Judged on the header: dropped before the payload is buffered.
+LIST_REP = 19
+big = []
+for _ in range(8):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(rt, "ctl.sock"))
+    s.setblocking(False)
+    big.append(s)
+chunk = b"\0" * (1 << 20)
+peak = 0
+for s in big:
+    try:
+        s.send(hdr(LIST_REP, (16 << 20) - 1))
+        for _ in range(16):
+            s.send(chunk)
+    except (BlockingIOError, BrokenPipeError, ConnectionResetError):
+        pass
+    peak = max(peak, rss_kib())
+time.sleep(0.5)
+peak = max(peak, rss_kib())
+for s in big:
+    s.close()
+print("8 x 16 MiB reply frames: peak %d KiB over idle" % (peak - idle))
+assert peak - idle < 16 * 1024, "a reply-type frame was buffered: +%d KiB" % (peak - idle)
 PY
 grep dropping "$T/daemon.log" | sort | uniq -c | head -5 >&2
 ok "flooders dropped at the bound; memory given back"
