@@ -100,6 +100,7 @@ struct trace_writer {
 	_Atomic int	 aerror;	/* the thread's first write error */
 	int		 done_fd;	/* eventfd: readable once it ended */
 	bool		 abandon;	/* aborted: the thread frees w */
+	bool		 finished;	/* the thread wrote the end and left */
 	bool		 closing;
 	int		 close_rc;
 };
@@ -142,7 +143,11 @@ writer_put(struct trace_writer *w, struct iovec *iov, int iovcnt)
 			iov->iov_len -= (size_t)n;
 		}
 	}
+	if (w->async)
+		pthread_mutex_lock(&w->mu);
 	w->off += total;
+	if (w->async)
+		pthread_mutex_unlock(&w->mu);
 	return 0;
 }
 
@@ -351,12 +356,19 @@ trace_writer_abort(struct trace_writer *w)
 	if (w == NULL)
 		return;
 	if (w->async) {
+		bool finished;
+
 		pthread_mutex_lock(&w->mu);
 		w->abandon = true;
+		finished = w->finished;
 		pthread_cond_signal(&w->cv);
 		pthread_mutex_unlock(&w->mu);
-		pthread_detach(w->thr);
-		return;
+		if (!finished) {
+			pthread_detach(w->thr);
+			return;
+		}
+		/* It is gone already: nobody else frees w. */
+		pthread_join(w->thr, NULL);
 	}
 	writer_free(w);
 }
@@ -553,6 +565,7 @@ writer_thread(void *arg)
 			writer_free(w);
 			return NULL;
 		}
+		w->finished = true;
 		pthread_mutex_unlock(&w->mu);
 		(void)!write(w->done_fd, &one, sizeof(one));
 		return NULL;
