@@ -195,6 +195,10 @@ session_agent_leave_event(struct sess_agent *sa, const char *why)
 
 	session_drain_agent_losses(sa, losses);
 	n = (size_t)snprintf(buf, sizeof(buf), "%s", why ? why : "");
+	if (sa->pid_rewrites > 0 && n < sizeof(buf))
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%llu records "
+		    "named another pid", n ? "; " : "",
+		    (unsigned long long)sa->pid_rewrites);
 	for (unsigned k = 0; k < LOSS_STAGE_MAX && n < sizeof(buf); k++)
 		if (names[k] != NULL && losses[k] > 0)
 			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
