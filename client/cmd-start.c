@@ -370,6 +370,16 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		return rc;
 	}
 	if (client_output_commit(&out) != 0) {
+		Mspti__StopSession st = MSPTI__STOP_SESSION__INIT;
+		ProtobufCMessage *m2;
+
+		/* Its file has no name: capturing into it would lose it all. */
+		st.session_id = rep->session->session_id;
+		fprintf(stderr, "msptictl: stopping session %llu\n",
+		    (unsigned long long)st.session_id);
+		if (client_request(c, MSPTI__MSG_TYPE__MSG_STOP_SESSION,
+		    &st.base, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &m2) == EXIT_OK)
+			protobuf_c_message_free_unpacked(m2, NULL);
 		protobuf_c_message_free_unpacked(msg, NULL);
 		return EXIT_FAIL;
 	}
