@@ -193,8 +193,8 @@ client_output_open(struct client_output *o, const char *output)
 		return -1;
 	}
 	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "msptictl: %s is not a regular file; traces are "
-		    "written to regular files only\n", o->path);
+		fprintf(stderr, "msptictl: %s is not a regular file; traces "
+		    "are written to regular files only\n", o->path);
 		return -1;
 	}
 	slash = strrchr(o->path, '/');
@@ -378,7 +378,8 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		fprintf(stderr, "msptictl: stopping session %llu\n",
 		    (unsigned long long)st.session_id);
 		if (client_request(c, MSPTI__MSG_TYPE__MSG_STOP_SESSION,
-		    &st.base, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &m2) == EXIT_OK)
+		    &st.base, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &m2) ==
+		    EXIT_OK)
 			protobuf_c_message_free_unpacked(m2, NULL);
 		protobuf_c_message_free_unpacked(msg, NULL);
 		return EXIT_FAIL;

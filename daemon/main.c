@@ -59,7 +59,8 @@ main(int argc, char **argv)
 		case 'T':
 			if ((c == 'U' ? (ring_uid = util_parse_size(optarg)) :
 			    (ring_total = util_parse_size(optarg))) <= 0) {
-				fprintf(stderr, "msptid: bad size '%s'\n", optarg);
+				fprintf(stderr, "msptid: bad size '%s'\n",
+				    optarg);
 				return 2;
 			}
 			break;
