@@ -34,10 +34,11 @@
 #define PEER_MAX_CTL_PER_UID	32	/* control connections per uid */
 /* Memory a peer's unsent replies may hold before it is dropped. */
 #define PEER_MAX_QUEUED		(2 * FRAME_MAX_LEN)
-#define PEER_MAX_PREHELLO_PER_UID 64	/* agent links without Hello */
+#define PEER_MAX_PREHELLO_PER_UID 256	/* agent links without Hello */
 #define PEER_HELLO_TIMEOUT_MS	5000	/* an agent says Hello in this */
 #define PEER_FRAME_TIMEOUT_MS	10000	/* a frame begun completes in */
 #define SERVER_ACCEPT_PAUSE_MS	1000	/* listeners off after EMFILE */
+#define SERVER_ACCEPT_BATCH	32	/* accepts per listener wake-up */
 #define SERVER_TRIM_DELAY_MS	1000	/* malloc_trim this long after */
 #define PEER_TRIM_BYTES		(64u << 10) /* a peer this big: trim */
 #define PEER_MAX_RXFDS		4	/* descriptors received and not yet used */

@@ -218,7 +218,9 @@ server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	enum peer_kind kind = lfd == d->agent_lfd ? PEER_AGENT : PEER_CTL;
 	int fd;
 
-	for (;;) {
+	/* A bounded batch: the Hellos of those just accepted are read
+	 * before more connections count against the per-uid bound. */
+	for (int n = 0; n < SERVER_ACCEPT_BATCH; n++) {
 		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE ||
