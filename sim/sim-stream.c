@@ -259,6 +259,9 @@ sim_stream_exec(struct sim_stream *s, struct sim_task *t, uint64_t now)
 	}
 	if (t->kind == NPUSIM_TASK_COMM || sim_stream_to_host(t))
 		now = sim_clock_mono();	/* it took real time */
+	/* Waiting for the last rank is not busy; the transfer is. */
+	if (t->kind == NPUSIM_TASK_COMM && start + rec.wait_ns <= end)
+		start += rec.wait_ns;
 	sim_shm_task_done(d, s->busy, start, end, &rec, now);
 	return (e);
 }

@@ -444,6 +444,71 @@ START_TEST(test_model_time)
 END_TEST
 
 /*
+ * Waiting for a late rank is not device work: rank 1 computes 600 ms
+ * first, rank 0 goes straight into the all_reduce.  Rank 0's metrics
+ * page reads 0% while it waits (every window inside the wait), rank 1's
+ * 100%.
+ */
+static int
+rank_wait_idle(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
+{
+	struct npusim_metrics_snapshot	 m;
+	aclrtFuncHandle			 k;
+	uint64_t			 rt, t0, from, to, deadline;
+	float				 x[16] = { 0 };
+	int				 seen = 0, ok = 0;
+
+	(void)n;
+	if (npusimKernelRegister("Late", NPUSIM_KERNEL_AI_CORE, 0, 0,
+	    600000000, &k) != ACL_SUCCESS)
+		return (70);
+	/* Line up on a barrier first, so both start at one instant. */
+	if (HcclBarrier(comm, s) || !sync_ok(s) ||
+	    npusimReadClock((int32_t)r, &rt, &t0) != ACL_SUCCESS)
+		return (71);
+	if (r == 1 && aclrtLaunchKernel(k, 1, NULL, 0, s))
+		return (72);
+	if (HcclAllReduce(x, x, 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,
+	    comm, s))
+		return (73);
+	from = t0 + 100000000;
+	to = t0 + 500000000;
+	deadline = mono_ns() + 10000000000ULL;
+	while (!ok && mono_ns() < deadline) {
+		usleep(2000);
+		if (npusim_metrics_read((int32_t)r, &m) != 0 ||
+		    m.device_ns <= from)
+			continue;
+		if (m.device_ns >= to)
+			break;
+		if (seen++ == 0) {
+			from = m.device_ns;	/* the next window starts here */
+			continue;
+		}
+		ok = 1;
+	}
+	if (!ok)
+		return (74);
+	if (r == 0 && m.utilization != 0.0) {
+		fprintf(stderr, "rank 0 waiting: utilization %f\n",
+		    m.utilization);
+		return (75);
+	}
+	if (r == 1 && m.utilization < 0.999) {
+		fprintf(stderr, "rank 1 computing: utilization %f\n",
+		    m.utilization);
+		return (76);
+	}
+	return (sync_ok(s) ? 0 : 77);
+}
+
+START_TEST(test_wait_not_busy)
+{
+	ck_assert_int_eq(run_ranks(2, rank_wait_idle), 0);
+}
+END_TEST
+
+/*
  * A rank that has finished its part may exit: ranks 1 and 2 still trade
  * a message after rank 0 is gone (rank 1 sends late, so rank 2 waits and
  * checks its peers meanwhile).  Only the peer a send/recv needs matters.
@@ -594,6 +659,7 @@ sim_hccl_suite(void)
 	tcase_add_test(tc, test_model_time);
 	tcase_add_test(tc, test_rank_dies);
 	tcase_add_test(tc, test_p2p_after_exit);
+	tcase_add_test(tc, test_wait_not_busy);
 	tcase_add_test(tc, test_init_timeout);
 	tcase_add_test(tc, test_bad_params);
 	tcase_add_test(tc, test_single_rank_params);
