@@ -41,7 +41,7 @@ PY
 		[ -f "$pkg/$m.so" ] || fail "$m.so not installed in $pkg"
 	done
 	libdir=$(dirname "$(find "$R" -name 'libmspti.so.0' | head -n 1)")
-	PYTHONPATH="$R$pydir" LD_LIBRARY_PATH="$libdir" LD_PRELOAD="$libdir/libmspti.so" \
+	PYTHONPATH="$R$pydir" LD_LIBRARY_PATH="$libdir" LD_PRELOAD="${MSPTI_ASAN_RUNTIME:+$MSPTI_ASAN_RUNTIME:}$libdir/libmspti.so" \
 	    MSPTID_RUNTIME_DIR="$RT" "$python3_bin" -c '
 import sys, mspti, mspti._mspti, mspti._npusim
 assert mspti.__file__.startswith(sys.argv[1]), mspti.__file__
@@ -52,7 +52,9 @@ else
 fi
 
 # systemd: the tools, given the scratch root, find what was installed.
-if command -v systemctl >/dev/null && command -v systemd-tmpfiles >/dev/null &&
+if [ "$prefix" != /usr ] && [ "$prefix" != /usr/local ]; then
+	echo "skip: systemd searches no unit dirs under prefix $prefix"
+elif command -v systemctl >/dev/null && command -v systemd-tmpfiles >/dev/null &&
     command -v systemd-sysusers >/dev/null; then
 	mkdir -p "$R/etc"
 	systemctl --root="$R" enable msptid.socket msptid.service \

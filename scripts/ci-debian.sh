@@ -1,0 +1,75 @@
+#!/bin/sh
+# CI for the Debian packages (doc/install.md), as root on Debian 12:
+#  1. builds them from the tracked tree in a scratch copy:
+#     dpkg-buildpackage -us -uc -b, without the test suite (nocheck: CI
+#     runs make check on its own build);
+#  2. lintian: fails on any error;
+#  3. installs them on a copy-on-write copy of this system (a private
+#     mount namespace, an overlay over /, chroot; fresh /run, /tmp and
+#     /dev/shm) and checks what a new user would see: maintainer scripts
+#     (group, user, runtime dir, units enabled), msptid started by socket
+#     activation as msptid.socket and msptid.service describe it, an agent
+#     preloaded by name registering, a capture and its report, the Python
+#     package, a CANN-style program built from the -dev packages, the
+#     bash completion; then purges them and checks nothing is left.
+# Nothing of it reaches the host: the namespace and its mounts go with
+# its last process, which the check kills by pid.
+# MSPTI_DEB_NO_APT=1 skips installing the build dependencies;
+# MSPTI_DEB_KEEP=DIR keeps the .debs there.
+set -eu
+cd "$(dirname "$0")/.."
+[ "$(id -u)" -eq 0 ] || { echo "ci-debian: needs root" >&2; exit 1; }
+W=$(mktemp -d /tmp/mspti-deb.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export DEBIAN_FRONTEND=noninteractive
+
+if [ -z "${MSPTI_DEB_NO_APT:-}" ]; then
+	apt-get build-dep -y -q ./ >"$W/apt.log" 2>&1 ||
+		{ tail -n 30 "$W/apt.log"; exit 1; }
+fi
+
+echo "== dpkg-buildpackage -us -uc -b"
+src="$W/mspti"
+mkdir "$src"
+if git rev-parse --git-dir >/dev/null 2>&1; then
+	git ls-files -z -co --exclude-standard | xargs -0 sh -c \
+	    'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+	    tar --null -T - -cf - | tar -xf - -C "$src"
+else
+	tar --exclude=./build --exclude=./debian/build -cf - . | tar -xf - -C "$src"
+fi
+(cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=${JOBS:-2}" \
+    dpkg-buildpackage -us -uc -b) >"$W/build.log" 2>&1 ||
+	{ tail -n 60 "$W/build.log"; echo "ci-debian: package build failed"; exit 1; }
+ls "$W"/*.deb | sed 's|.*/|  |'
+
+echo "== lintian"
+lintian --fail-on error --suppress-tags running-as-root "$W"/*.changes ||
+	{ echo "ci-debian: lintian reports errors"; exit 1; }
+
+echo "== install on a copy of this system"
+mkdir "$W/debs"
+cp "$W"/*.deb "$W/debs/"
+[ -z "${MSPTI_DEB_KEEP:-}" ] || { mkdir -p "$MSPTI_DEB_KEEP"; cp "$W"/*.deb "$MSPTI_DEB_KEEP/"; }
+for d in "$W"/debs/*.deb; do
+	dpkg-deb --fsys-tarfile "$d" | tar -tf - | sed -n 's|^\./|/|p' |
+	    grep -v '/$' >>"$W/debs/files" || true
+done
+cp scripts/ci-debian-check.sh "$W/debs/check.sh"
+timeout 600 unshare -m --propagation private sh -eu -c '
+W=$1
+m="$W/root"
+mkdir "$W/ovl" "$m"
+mount -t tmpfs mspti-ovl "$W/ovl"
+mkdir "$W/ovl/upper" "$W/ovl/work"
+mount -t overlay overlay -o lowerdir=/,upperdir="$W/ovl/upper",workdir="$W/ovl/work" "$m"
+mount -t proc proc "$m/proc"
+mount --rbind /dev "$m/dev"
+mount -t tmpfs mspti-shm "$m/dev/shm"
+mount --rbind /sys "$m/sys"
+mount -t tmpfs -o mode=0755 mspti-run "$m/run"
+mount -t tmpfs -o mode=1777 mspti-tmp "$m/tmp"
+cp -r "$W/debs" "$m/tmp/debs"
+chroot "$m" /bin/sh /tmp/debs/check.sh
+' sh "$W"
+echo "ci-debian: packages build, pass lintian, install, run and purge"
