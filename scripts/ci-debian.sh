@@ -12,8 +12,9 @@
 #     preloaded by name registering, a capture and its report, the Python
 #     package, a CANN-style program built from the -dev packages, the
 #     bash completion; then purges them and checks nothing is left.
-# Nothing of it reaches the host: the namespace and its mounts go with
-# its last process, which the check kills by pid.
+# Nothing of it reaches the host: the check kills what it starts by pid,
+# and the mount and pid namespaces take their mounts and any straggler
+# with them when they end.
 # MSPTI_DEB_NO_APT=1 skips installing the build dependencies;
 # MSPTI_DEB_KEEP=DIR keeps the .debs there; MSPTI_DEB_PREBUILT=DIR takes
 # them from there instead of building.
@@ -67,7 +68,7 @@ for d in "$W"/debs/*.deb; do
 	    grep -v '/$' >>"$W/debs/files" || true
 done
 cp scripts/ci-debian-check.sh "$W/debs/check.sh"
-timeout 600 unshare -m --propagation private sh -eu -c '
+timeout 600 unshare -m -p -f --kill-child --propagation private sh -eu -c '
 W=$1
 m="$W/root"
 mkdir "$W/ovl" "$m"

@@ -3,8 +3,9 @@
 # into msptid, msptictl and the agent is the one msptid.socket listens in
 # and tmpfiles.d creates, and `msptid --foreground` (the unit's ExecStart,
 # no --runtime-dir) starts there and takes registrations.  As root, the
-# daemon runs in a private mount namespace with a tmpfs over /run, so the
-# host's /run is never touched and the mount goes with the namespace.
+# daemon runs in private mount and pid namespaces with a tmpfs over /run:
+# the host's /run is never touched, and the mount and every process in
+# there go with the namespace, even if this test is killed.
 . "$(dirname "$0")/lib.sh"
 unset MSPTID_RUNTIME_DIR
 
@@ -29,7 +30,7 @@ if ! out=$("$MSPTICTL" status 2>&1); then
 fi
 ok "msptictl's compiled-in runtime dir is $rundir"
 
-if [ "$(id -u)" -ne 0 ] || ! unshare -m --propagation private true 2>/dev/null; then
+if [ "$(id -u)" -ne 0 ] || ! unshare -m -p -f --kill-child --mount-proc --propagation private true 2>/dev/null; then
 	echo "skip: starting msptid on $rundir needs root and mount namespaces"
 	exit 0
 fi
@@ -37,7 +38,7 @@ runtop="/$(echo "$rundir" | cut -d/ -f2)"
 # Inside: tmpfs over /run, then the daemon exactly as the unit starts it,
 # then an agent with no MSPTID_RUNTIME_DIR.  Everything is killed by pid
 # before the namespace's last process exits.
-unshare -m --propagation private sh -s "$runtop" "$rundir" "$MSPTID" \
+unshare -m -p -f --kill-child --mount-proc --propagation private sh -s "$runtop" "$rundir" "$MSPTID" \
     "$MSPTICTL" "${AGENT_PRELOAD:-$AGENT}" "$APP" "$T" <<'EOF' >"$T/ns.out" 2>&1
 runtop=$1 rundir=$2 msptid=$3 msptictl=$4 agent=$5 app=$6 t=$7
 d="" a=""
