@@ -37,6 +37,9 @@ fi
 [ -L /etc/systemd/system/sockets.target.wants/msptid.socket ] ||
 	fail "msptid.socket not enabled"
 ok "group mspti${user:+, user $user}, $rundir, msptid.socket enabled"
+systemd-analyze verify --man=no "$sock" "$svc" >/tmp/verify.out 2>&1 ||
+	{ cat /tmp/verify.out; fail "systemd-analyze verify"; }
+ok "systemd-analyze verify accepts msptid.socket and msptid.service"
 
 # What systemd does: bind the socket unit's ListenStream= paths, start the
 # service's ExecStart= (as its User=) on the first connection with them.
