@@ -76,6 +76,14 @@ msptictl report /tmp/cap.mspti >/tmp/report.out 2>&1 || { cat /tmp/report.out; f
 grep -q . /tmp/report.out || fail "empty report"
 ok "capture and report with the installed msptictl"
 
+# msptictl run finds the agent (libmspti.so) and the daemon in the
+# installed layout.
+msptictl run --output /tmp/run.mspti -- npusim-train --steps 20 \
+    >/tmp/run.out 2>&1 || { cat /tmp/run.out; fail "msptictl run"; }
+msptictl report /tmp/run.mspti >/tmp/report2.out 2>&1 ||
+	{ cat /tmp/report2.out; fail "report of msptictl run's capture"; }
+ok "msptictl run -- npusim-train captures from the first call"
+
 LD_PRELOAD=libmspti.so /usr/bin/python3 -c '
 import mspti, sys
 assert mspti.__file__.startswith("/usr/lib/python3/dist-packages/"), mspti.__file__
