@@ -346,7 +346,7 @@ near(uint64_t got, uint64_t want)
 }
 
 /*
- * Collectives take the model's time: a 200 ms kernel and a barrier line
+ * Collectives take the model's time: a 1 s kernel and a barrier line
  * both ranks up at one modelled instant, then rank 1 computes 100 ms more.
  * Its all_reduce (1M fp16) starts 100 ms after rank 0's: rank 0 waits
  * exactly that long, and both transfers last the ring model, 2(n-1)/n *
@@ -370,7 +370,7 @@ rank_model(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 		return (40);
 	if (npusim_channel_open((int32_t)r, &rd) != 0 ||
 	    npusimKernelRegister("Head", NPUSIM_KERNEL_AI_CORE, 0, 0,
-	    200000000, &head) != ACL_SUCCESS ||
+	    1000000000, &head) != ACL_SUCCESS ||
 	    npusimKernelRegister("Late", NPUSIM_KERNEL_AI_CORE, 0, 0,
 	    100000000, &late) != ACL_SUCCESS)
 		return (41);
@@ -444,7 +444,7 @@ START_TEST(test_model_time)
 END_TEST
 
 /*
- * Waiting for a late rank is not device work: rank 1 computes 600 ms
+ * Waiting for a late rank is not device work: rank 1 computes 1.5 s
  * first, rank 0 goes straight into the all_reduce.  Rank 0's metrics
  * page reads 0% while it waits (every window inside the wait), rank 1's
  * 100%.
@@ -460,7 +460,7 @@ rank_wait_idle(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 
 	(void)n;
 	if (npusimKernelRegister("Late", NPUSIM_KERNEL_AI_CORE, 0, 0,
-	    600000000, &k) != ACL_SUCCESS)
+	    1500000000, &k) != ACL_SUCCESS)
 		return (70);
 	/* Line up on a barrier first, so both start at one instant. */
 	if (HcclBarrier(comm, s) || !sync_ok(s) ||
@@ -471,8 +471,8 @@ rank_wait_idle(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	if (HcclAllReduce(x, x, 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,
 	    comm, s))
 		return (73);
-	from = t0 + 100000000;
-	to = t0 + 500000000;
+	from = t0 + 200000000;
+	to = t0 + 1300000000;
 	deadline = mono_ns() + 10000000000ULL;
 	while (!ok && mono_ns() < deadline) {
 		usleep(2000);

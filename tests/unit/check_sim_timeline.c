@@ -94,7 +94,7 @@ assert_len(const struct npusim_record *r, uint64_t ns)
 START_TEST(test_zero_gap)
 {
 	struct npusim_channel_reader	 r;
-	aclrtFuncHandle			 head = kernel("Head", 200000000);
+	aclrtFuncHandle			 head = kernel("Head", 1000000000);
 	aclrtFuncHandle			 tiny = kernel("Tiny", 100);
 	aclrtStream			 s;
 	int				 i, n, N = 200;
@@ -109,7 +109,7 @@ START_TEST(test_zero_gap)
 	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
 	n = drain(&r, N + 1);
 	ck_assert_int_eq(n, N + 1);
-	assert_len(&recs[0], 200000000);
+	assert_len(&recs[0], 1000000000);
 	for (i = 1; i <= N; i++) {
 		ck_assert_str_eq(recs[i].name, "Tiny");
 		ck_assert_msg(recs[i].start_ns == recs[i - 1].end_ns,
@@ -131,7 +131,7 @@ START_TEST(test_event_model_time)
 {
 	struct npusim_channel_reader	 r;
 	aclrtFuncHandle			 k = kernel("Two", 2000000);
-	aclrtFuncHandle			 head = kernel("Head", 100000000);
+	aclrtFuncHandle			 head = kernel("Head", 500000000);
 	aclrtStream			 s;
 	aclrtEvent			 a, b;
 	float				 ms = 0;
@@ -203,7 +203,7 @@ END_TEST
 START_TEST(test_stream_wait_event)
 {
 	struct npusim_channel_reader	 r;
-	aclrtFuncHandle			 head = kernel("Head", 100000000);
+	aclrtFuncHandle			 head = kernel("Head", 500000000);
 	aclrtFuncHandle			 k = kernel("After", 1000000);
 	aclrtStream			 a, b;
 	aclrtEvent			 ev, never;
@@ -345,10 +345,10 @@ END_TEST
 START_TEST(test_metrics_follow_model)
 {
 	struct npusim_metrics_snapshot	 m;
-	aclrtFuncHandle			 k = kernel("Fifty", 50000);
+	aclrtFuncHandle			 k = kernel("Busy", 2500000);
 	aclrtStream			 s;
 	uint64_t			 rt, d0, busy_from, busy_to, deadline;
-	int				 i, N = 10000, seen = 0, ok = 0;
+	int				 i, N = 400, seen = 0, ok = 0;
 
 	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
@@ -357,9 +357,9 @@ START_TEST(test_metrics_follow_model)
 		ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, s),
 		    ACL_SUCCESS);
 	/* Busy from the last launch (the queue is ahead of the host from
-	 * then on) to the modelled end of 500 ms of kernels. */
+	 * then on) to the modelled end of 1 s of kernels. */
 	ck_assert_int_eq(npusimReadClock(0, &rt, &busy_from), ACL_SUCCESS);
-	busy_to = d0 + dev_len(0, (uint64_t)N * 50000);
+	busy_to = d0 + dev_len(0, (uint64_t)N * 2500000);
 	/*
 	 * The sampler's windows are contiguous, so every snapshot after one
 	 * taken inside the busy span covers busy time only, until one is
@@ -434,8 +434,8 @@ window_in(int32_t dev, uint64_t from, uint64_t to,
 }
 
 /*
- * An idle gap the model puts ahead of time: device 0 runs 300 ms, waits
- * for an event device 1 reaches at 600 ms, then runs 300 ms more.  Every
+ * An idle gap the model puts ahead of time: device 0 runs 600 ms, waits
+ * for an event device 1 reaches at 1200 ms, then runs 600 ms more.  Every
  * task is submitted at once, so no host thread is idle when device 0 is;
  * the metrics page still says 0% in the gap and 100% around it.
  */
@@ -452,8 +452,8 @@ START_TEST(test_metrics_modelled_gap)
 	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtCreateStream(&s0), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtCreateEvent(&ev), ACL_SUCCESS);
-	kshort = kernel("K300", 300000000);
-	klong = kernel("K600", 600000000);
+	kshort = kernel("K600", 600000000);
+	klong = kernel("K1200", 1200000000);
 	ck_assert_int_eq(npusimReadClock(0, &rt, &t0), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtLaunchKernel(klong, 1, NULL, 0, s1), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtRecordEvent(ev, s1), ACL_SUCCESS);
@@ -461,15 +461,15 @@ START_TEST(test_metrics_modelled_gap)
 	ck_assert_int_eq(aclrtStreamWaitEvent(s0, ev), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtLaunchKernel(kshort, 1, NULL, 0, s0), ACL_SUCCESS);
 	/* Device 0 (its own clock; the submissions all lie near t0):
-	 * busy until ~t0+300 ms, idle to ~t0+600 ms, busy to ~t0+900 ms.
-	 * Margins of 40 ms cover the submission spread. */
-	ck_assert_msg(window_in(0, t0 + 40000000, t0 + 260000000, &m),
+	 * busy until ~t0+600 ms, idle to ~t0+1200 ms, busy to ~t0+1800 ms.
+	 * Margins of 100 ms cover the submission spread. */
+	ck_assert_msg(window_in(0, t0 + 100000000, t0 + 500000000, &m),
 	    "no window in the first busy span");
 	ck_assert_msg(m.utilization > 0.999, "busy: %f", m.utilization);
-	ck_assert_msg(window_in(0, t0 + 340000000, t0 + 560000000, &m),
+	ck_assert_msg(window_in(0, t0 + 700000000, t0 + 1100000000, &m),
 	    "no window in the gap");
 	ck_assert_msg(m.utilization == 0.0, "gap: %f", m.utilization);
-	ck_assert_msg(window_in(0, t0 + 640000000, t0 + 860000000, &m),
+	ck_assert_msg(window_in(0, t0 + 1300000000, t0 + 1700000000, &m),
 	    "no window in the second busy span");
 	ck_assert_msg(m.utilization > 0.999, "busy again: %f",
 	    m.utilization);
@@ -483,7 +483,7 @@ sim_timeline_suite(void)
 	Suite	*s = suite_create("sim_timeline");
 	TCase	*tc = tcase_create("core");
 
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_zero_gap);
 	tcase_add_test(tc, test_event_model_time);
 	tcase_add_test(tc, test_sync_sleeps_once);
