@@ -51,7 +51,8 @@ analysis_opts_init(struct analysis_opts *o)
 	o->data_marker = "data";
 	o->launch_runtime_us = 50;
 	o->launch_delay_us = 100;
-	o->rank_imbalance = 0.05;
+	o->rank_imbalance = 0.01;
+	o->rank_sigmas = 5;
 	o->dataloader_ms = 10;
 	o->malloc_ms = 10;
 	o->host_gap_ms = 200;
