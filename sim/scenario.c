@@ -142,7 +142,7 @@ static const struct scn_def {
 	    "send/recv to its neighbours takes fault-pct of the step's "
 	    "compute longer" },
 	[SCENARIO_HOST_BOUND] = { "host-bound", "data loading", 20, 1,
-	    "the slow rank loads data (a \"dataload\" range on the host) "
+	    "the slow rank loads data (a dataload range on the host) "
 	    "for fault-pct of the step's compute before each step" },
 	[SCENARIO_LAUNCH_BOUND] = { "launch-bound", "host/launch", 20, 1,
 	    "the slow rank spends host time before each of its tiny "
