@@ -13,6 +13,9 @@
 
 #include "sim.h"
 
+/* Every real sleep the runtime takes (npusimHostSleeps, a test hook). */
+static uint64_t	sim_clock_sleeps;
+
 uint64_t
 sim_clock_mono(void)
 {
@@ -61,11 +64,29 @@ sim_clock_sleep_until(uint64_t deadline)
 {
 	struct timespec	ts;
 
+	__atomic_fetch_add(&sim_clock_sleeps, 1, __ATOMIC_RELAXED);
 	ts.tv_sec = (time_t)(deadline / 1000000000ULL);
 	ts.tv_nsec = (long)(deadline % 1000000000ULL);
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
 	    NULL) == EINTR)
 		;
+}
+
+/*
+ * A host-visible wait for a modelled instant: return once the host clock
+ * has passed it, sleeping at most once.
+ */
+void
+sim_clock_wait_until(uint64_t deadline)
+{
+	if (sim_clock_mono() < deadline)
+		sim_clock_sleep_until(deadline);
+}
+
+SIM_EXPORT uint64_t
+npusimHostSleeps(void)
+{
+	return (__atomic_load_n(&sim_clock_sleeps, __ATOMIC_RELAXED));
 }
 
 SIM_EXPORT aclError

@@ -11,9 +11,12 @@
  * dead rank makes everyone fail instead of hang; a failure marks the comm
  * aborted for every rank.
  *
- * Timing: the first barrier tells every rank when the slowest arrived;
- * the collective ends at that instant plus a ring-algorithm transfer time
- * over the link bandwidth (the slow link, if one rank has it).
+ * Timing is the model's: a rank arrives at its task's modelled start
+ * (not when its worker got there); the first barrier tells every rank
+ * the slowest arrival, and the collective ends at that instant plus a
+ * ring-algorithm transfer time over the link bandwidth (the slow link, if
+ * one rank has it).  How long the real data movement takes on the host
+ * never shows: a late rank is wait time, the transfer is the model's.
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -878,8 +881,10 @@ sim_comm_exec(struct sim_comm_op *op, uint64_t start, struct npusim_record *rec)
 	}
 	rec->bytes = bytes;
 	rec->wait_ns = t_last > start ? t_last - start : 0;
+	/* The model's end, however long moving the data really took; a
+	 * failed op ends when the failure was seen. */
 	now = sim_clock_mono();
-	rec->end_ns = r == HCCL_SUCCESS ? (end > now ? end : now) : now;
+	rec->end_ns = r == HCCL_SUCCESS ? end : (now > start ? now : start);
 	return (r == HCCL_SUCCESS ? ACL_SUCCESS : sim_comm_acl_error(r));
 }
 

@@ -308,6 +308,120 @@ START_TEST(test_slow_rank)
 }
 END_TEST
 
+/* Device-clock length of a monotonic interval on device dev. */
+static uint64_t
+dev_len(int32_t dev, uint64_t ns)
+{
+	int64_t	drift = 0;
+
+	npusimClockParams(dev, NULL, &drift);
+	return ((uint64_t)llround((double)ns * (1.0 + (double)drift / 1e9)));
+}
+
+static int
+near(uint64_t got, uint64_t want)
+{
+	return (got + 2 >= want && got <= want + 2);
+}
+
+/*
+ * Collectives take the model's time: a 200 ms kernel and a barrier line
+ * both ranks up at one modelled instant, then rank 1 computes 100 ms more.
+ * Its all_reduce (1M fp16) starts 100 ms after rank 0's: rank 0 waits
+ * exactly that long, and both transfers last the ring model, 2(n-1)/n *
+ * B / 25 GB/s + 2(n-1) * 2 us.  A second, larger all_reduce right behind
+ * starts together on both ranks: no wait, and bytes / duration is the
+ * link bandwidth (to within the 4 us of latency).
+ */
+static int
+rank_model(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
+{
+	struct npusim_channel_reader	 rd;
+	struct npusim_record		 rec[16], *ar[2];
+	aclrtFuncHandle			 head, late;
+	uint64_t			 lost, deadline, model[2], b[2], len;
+	size_t				 cnt[2] = { 1U << 20, 4U << 20 };
+	void				*buf[2];
+	double				 gbs;
+	int				 i, got = 0, nar = 0;
+
+	if (n != 2)
+		return (40);
+	if (npusim_channel_open((int32_t)r, &rd) != 0 ||
+	    npusimKernelRegister("Head", NPUSIM_KERNEL_AI_CORE, 0, 0,
+	    200000000, &head) != ACL_SUCCESS ||
+	    npusimKernelRegister("Late", NPUSIM_KERNEL_AI_CORE, 0, 0,
+	    100000000, &late) != ACL_SUCCESS)
+		return (41);
+	b[0] = cnt[0] * 2;	/* fp16 */
+	b[1] = cnt[1] * 4;	/* fp32 */
+	for (i = 0; i < 2; i++) {
+		if ((buf[i] = calloc(1, b[i])) == NULL)
+			return (42);
+		model[i] = (uint64_t)((double)b[i] / 25e9 * 1e9 + 4000.0);
+	}
+	if (aclrtLaunchKernel(head, 1, NULL, 0, s) || HcclBarrier(comm, s) ||
+	    (r == 1 && aclrtLaunchKernel(late, 1, NULL, 0, s)) ||
+	    HcclAllReduce(buf[0], buf[0], cnt[0], HCCL_DATA_TYPE_FP16,
+	    HCCL_REDUCE_SUM, comm, s) || HcclAllReduce(buf[1], buf[1],
+	    cnt[1], HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s) ||
+	    !sync_ok(s))
+		return (43);
+	deadline = mono_ns() + 5000000000ULL;
+	while (nar < 2 && mono_ns() < deadline) {
+		i = npusim_channel_read(&rd, rec + got, 16 - (size_t)got,
+		    &lost);
+		if (i < 0)
+			return (44);
+		for (nar = 0, got += i, i = 0; i < got; i++)
+			if (rec[i].kind == NPUSIM_TASK_COMM &&
+			    strcmp(rec[i].name, "HcclAllReduce") == 0 &&
+			    nar < 2)
+				ar[nar++] = &rec[i];
+		usleep(1000);
+	}
+	npusim_channel_close(&rd);
+	if (nar < 2)
+		return (45);
+	for (i = 0; i < 2; i++) {
+		if (ar[i]->bytes != b[i])
+			return (46);
+		len = ar[i]->end_ns - ar[i]->start_ns;
+		if (!near(len - dev_len((int32_t)r, ar[i]->wait_ns),
+		    dev_len((int32_t)r, model[i]))) {
+			fprintf(stderr, "rank %u all_reduce %d: %llu ns "
+			    "(wait %llu), model %llu\n", r, i,
+			    (unsigned long long)len,
+			    (unsigned long long)ar[i]->wait_ns,
+			    (unsigned long long)model[i]);
+			return (47);
+		}
+	}
+	if (ar[0]->wait_ns != (r == 0 ? 100000000ULL : 0)) {
+		fprintf(stderr, "rank %u waited %llu ns\n", r,
+		    (unsigned long long)ar[0]->wait_ns);
+		return (48);
+	}
+	if (ar[1]->wait_ns != 0 || ar[1]->start_ns != ar[0]->end_ns)
+		return (49);
+	/* HcclData.bandwidth, as the agent computes it: bytes / ns. */
+	gbs = (double)ar[1]->bytes / (double)(ar[1]->end_ns -
+	    ar[1]->start_ns);
+	if (gbs < 25.0 * 0.99 || gbs > 25.0) {
+		fprintf(stderr, "rank %u: %.3f GB/s\n", r, gbs);
+		return (50);
+	}
+	free(buf[0]);
+	free(buf[1]);
+	return (0);
+}
+
+START_TEST(test_model_time)
+{
+	ck_assert_int_eq(run_ranks(2, rank_model), 0);
+}
+END_TEST
+
 /* Rank 1 dies after joining; rank 0's collective must fail promptly. */
 static int
 rank_dies(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
@@ -420,6 +534,7 @@ sim_hccl_suite(void)
 	tcase_add_test(tc, test_allreduce);
 	tcase_add_test(tc, test_collectives);
 	tcase_add_test(tc, test_slow_rank);
+	tcase_add_test(tc, test_model_time);
 	tcase_add_test(tc, test_rank_dies);
 	tcase_add_test(tc, test_init_timeout);
 	tcase_add_test(tc, test_bad_params);
@@ -440,6 +555,7 @@ main(void)
 	setenv("NPUSIM_DEVICES", "4", 1);
 	unsetenv("NPUSIM_SLOW_RANK");
 	unsetenv("NPUSIM_SLOW_LINK");
+	unsetenv("NPUSIM_LINK_BW_GBS");
 	unsetenv("NPUSIM_TIME_SCALE");
 	unsetenv("NPUSIM_HCCL_TIMEOUT_S");
 	sr = srunner_create(sim_hccl_suite());
