@@ -13,7 +13,10 @@ non-zero only when a run or a report breaks.
 Environment: top_builddir (the build tree), BENCH_VERDICT_RUNS (runs per
 cell, 2), BENCH_VERDICT_STEPS (8), BENCH_VERDICT_BUDGET_S (wall budget,
 240: cells left when it is spent are skipped and counted),
-BENCH_VERDICT_QUICK=1 (one fault size, 4 ranks: a smoke run).
+BENCH_VERDICT_QUICK=1 (one fault size, 4 ranks: a smoke run),
+BENCH_VERDICT_TIME_SCALE (NPUSIM_TIME_SCALE of the runs, 1),
+BENCH_VERDICT_KEEP=DIR (keep the traces of runs whose verdict was wrong).
+A run that fails is run once more; a second failure counts as broken.
 """
 import json
 import os
@@ -32,6 +35,8 @@ RUNS = int(os.environ.get("BENCH_VERDICT_RUNS", "2"))
 STEPS = int(os.environ.get("BENCH_VERDICT_STEPS", "8"))
 BUDGET = float(os.environ.get("BENCH_VERDICT_BUDGET_S", "240"))
 QUICK = os.environ.get("BENCH_VERDICT_QUICK") == "1"
+SCALE = os.environ.get("BENCH_VERDICT_TIME_SCALE", "1")
+KEEP = os.environ.get("BENCH_VERDICT_KEEP")
 
 FAULTS = ["slow-compute", "slow-link", "host-bound", "launch-bound",
           "aicpu", "memory-bound"]
@@ -45,9 +50,9 @@ class Bench:
         self.rt = os.path.join(self.tmp, "run")
         self.prefix = "mspti-bv-%d" % os.getpid()
         self.env = dict(os.environ, NPUSIM_SHM_PREFIX=self.prefix)
-        for k in ("NPUSIM_SLOW_RANK", "NPUSIM_SLOW_LINK",
-                  "NPUSIM_TIME_SCALE"):
+        for k in ("NPUSIM_SLOW_RANK", "NPUSIM_SLOW_LINK"):
             self.env.pop(k, None)
+        self.env["NPUSIM_TIME_SCALE"] = SCALE
         self.daemon = None
         self.hogs = []
         self.t0 = time.monotonic()
@@ -120,17 +125,29 @@ class Bench:
             env=self.env).stdout)
         self.nrun += 1
         trace = os.path.join(self.tmp, "r%d.mspti" % self.nrun)
-        r = subprocess.run([CTL, "-r", self.rt, "run", "--output", trace,
-                            "--", DIST] + args, capture_output=True,
-                           env=self.env)
+        for attempt in (1, 2):
+            r = subprocess.run([CTL, "-r", self.rt, "run", "--output",
+                                trace, "--", DIST] + args,
+                               capture_output=True, env=self.env)
+            if r.returncode == 0:
+                break
+            sys.stderr.write("run %s failed (attempt %d): %s\n" % (
+                " ".join(args), attempt, r.stderr.decode()[-600:]))
         if r.returncode != 0:
             self.broken += 1
-            sys.stderr.write("run %s failed: %s\n" % (
-                " ".join(args), r.stderr.decode()[-400:]))
             return None
         rep = subprocess.run([CTL, "report", "--json", "--section",
                               "slow_rank", trace], capture_output=True,
                              env=self.env)
+        v = None
+        if rep.returncode == 0:
+            v = json.loads(rep.stdout)["slow_rank"][0]
+        if KEEP and v is not None and (v["Rank"] not in truth["slow_ranks"]
+                                       or (v["Rank"] >= 0 and v["Cause"] !=
+                                           truth["cause"])):
+            os.makedirs(KEEP, exist_ok=True)
+            shutil.copy(trace, os.path.join(KEEP, "%s-%dr-%s-seed%d.mspti" %
+                                            (scenario, ranks, fault, seed)))
         try:
             os.unlink(trace)
         except OSError:
@@ -139,7 +156,7 @@ class Bench:
             self.broken += 1
             sys.stderr.write("report failed: %s\n" % rep.stderr.decode())
             return None
-        return truth, json.loads(rep.stdout)["slow_rank"][0]
+        return truth, v
 
 
 class Score:
@@ -183,12 +200,11 @@ def main():
             print("bench-verdict: %s is not built" % f)
             return 1
     b = Bench()
-    out = []
     try:
         b.start()
         print("Slow-rank verdict accuracy (%d steps per run, %d runs per "
-              "cell; fault = extra time on one rank, %% of its step's "
-              "modelled compute)" % (STEPS, RUNS))
+              "cell, NPUSIM_TIME_SCALE %s; fault = extra time on one rank, "
+              "%% of its step's modelled compute)" % (STEPS, RUNS, SCALE))
         print("%-13s %5s %5s %4s %6s %6s %6s %7s" % (
             "scenario", "fault", "ranks", "runs", "prec", "recall",
             "cause", "thr(%)"))
@@ -222,6 +238,7 @@ def main():
             ("rotating straggler 20%", "rotating", 20, None, 0, 4),
         ]
         bal = Score()
+        named = []
         for name, sc, fault, jit, hogs, nruns in fp_cases:
             b.hog(hogs)
             s = Score()
@@ -232,11 +249,22 @@ def main():
                     s.add(*res)
                     if sc == "balanced":
                         bal.add(*res)
+                    v = res[1]
+                    if v["Rank"] >= 0:
+                        named.append("  %s, %d ranks: rank %d (%s), %.2f%% "
+                                     "of its step over a threshold of "
+                                     "%.2f%% (noise %.2f%%)" % (
+                                         name, n, v["Rank"], v["Cause"],
+                                         v["Share of Step(%)"],
+                                         v["Threshold(%)"], v["Noise(%)"]))
             b.hog(0)
             thr = sorted(s.thr)
             print("%-28s %4d %8d %7.2f" % (name, s.runs, s.named,
                                             thr[len(thr) // 2] if thr else 0))
             sys.stdout.flush()
+        if named:
+            print("verdicts on runs without a slow rank:")
+            print("\n".join(named))
         print()
         if key is not None and key.runs:
             print("target: 3%% compute-slow rank among 8: precision %s "

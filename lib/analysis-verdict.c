@@ -114,12 +114,16 @@ an_verdict(struct analysis *a)
 	struct analysis_verdict *v = &a->verdict;
 	double floor = a->o.rank_imbalance > 0 ? a->o.rank_imbalance : 0;
 	double k = a->o.rank_sigmas > 0 ? a->o.rank_sigmas : 5;
+	bool stepped = false;
 
 	memset(v, 0, sizeof(*v));
 	v->rank = -1;
-	for (size_t i = 0; i < a->nproc; i++)
+	for (size_t i = 0; i < a->nproc; i++) {
 		if (a->proc[i]->nres > maxres)
 			maxres = a->proc[i]->nres;
+		if (a->proc[i]->rank >= 0 && a->proc[i]->nsteps > 0)
+			stepped = true;
+	}
 	rp = vd_alloc(a->nproc * sizeof(*rp));
 	med = vd_alloc(a->nproc * sizeof(*med));
 	sd = vd_alloc(a->nproc * sizeof(*sd));
@@ -128,7 +132,9 @@ an_verdict(struct analysis *a)
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 
-		if (p->rank < 0 || p->nres == 0)
+		/* A whole capture is no step: with step markers on some
+		 * ranks, ranks without them are not compared. */
+		if (p->rank < 0 || p->nres == 0 || (stepped && p->nsteps == 0))
 			continue;
 		for (int f = 0; f < V_NF; f++) {
 			for (size_t j = 0; j < p->nres; j++)
