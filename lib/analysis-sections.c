@@ -505,8 +505,9 @@ sec_launch(struct analysis *a)
 		sec_advise(a, a->l_slow_delay * 10 > a->launches ? "Medium" :
 		    "Low", "launch_delay", "%" PRIu64 " of %" PRIu64
 		    " launches started over %.0f us after the launch call "
-		    "returned (max %.1f us): the device queue is deep or "
-		    "stalled", a->l_slow_delay, a->launches,
+		    "returned while the device had nothing else to run (max "
+		    "delay %.1f us): the device waited for the host",
+		    a->l_slow_delay, a->launches,
 		    a->o.launch_delay_us, US(a->l_delay.max));
 }
 

@@ -4,7 +4,9 @@
  * balanced ranks give no verdict, a small slow rank on quiet data is
  * found with its cause, and a slow rank hidden in noise is not named.
  * Records are constructed; a seeded generator makes the noise, so every
- * case is the same on every run.
+ * case is the same on every run.  Also: a compute-bound loop whose
+ * launches wait behind a deep queue gets no launch-delay advice (the
+ * device was busy, not stalled), while a real stall still does.
  */
 #include "config.h"
 
@@ -19,12 +21,13 @@
 #define NR_MAX	8
 
 /* String ids: 1 step, 2 MatMul, 3 AI_CORE, 4 HcclAllReduce, 5 comm0,
- * 6 HcclSend, 7 dataload. */
+ * 6 HcclSend, 7 dataload, 8 aclrtLaunchKernel. */
 static struct analysis_source *
 src_new(struct analysis *a, uint32_t pid, int rank, int world)
 {
 	static const char *const s[] = { NULL, "step", "MatMul", "AI_CORE",
-	    "HcclAllReduce", "comm0", "HcclSend", "dataload" };
+	    "HcclAllReduce", "comm0", "HcclSend", "dataload",
+	    "aclrtLaunchKernel" };
 	struct analysis_source *src = analysis_source_new(a, "test", "h");
 	struct rec_process p;
 
@@ -41,7 +44,8 @@ src_new(struct analysis *a, uint32_t pid, int rank, int world)
 }
 
 static void
-kernel(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e)
+kernel_corr(struct analysis_source *src, uint32_t pid, uint64_t s,
+    uint64_t e, uint64_t corr)
 {
 	struct rec_kernel k;
 
@@ -51,7 +55,41 @@ kernel(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e)
 	k.end = T0 + e;
 	k.name_id = 2;
 	k.type_id = 3;
+	k.correlation_id = corr;
 	ck_assert_int_eq(analysis_source_add(src, &k.hdr), 0);
+}
+
+static void
+kernel(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e)
+{
+	kernel_corr(src, pid, s, e, 0);
+}
+
+static void
+launch_api(struct analysis_source *src, uint32_t pid, uint64_t s,
+    uint64_t e, uint64_t corr)
+{
+	struct rec_api r;
+
+	REC_INIT(&r, REC_API, 0);
+	r.pid = pid;
+	r.start = T0 + s;
+	r.end = T0 + e;
+	r.name_id = 8;
+	r.correlation_id = corr;
+	ck_assert_int_eq(analysis_source_add(src, &r.hdr), 0);
+}
+
+static bool
+has_advice(struct analysis *a, const char *rule)
+{
+	size_t n;
+	const struct analysis_advice *v = analysis_advice(a, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].rule, rule) == 0)
+			return true;
+	return false;
 }
 
 static void
@@ -315,6 +353,57 @@ START_TEST(test_table)
 }
 END_TEST
 
+/*
+ * A compute-bound loop: 20 launches in 20 us, kernels of 200 us back to
+ * back on the device, then a sync; the later launches wait up to 4 ms in
+ * the queue.  That is a deep queue with a busy device: no launch_delay
+ * advice, in either arrival order.  A kernel that starts 500 us after its
+ * launch with the device idle before it is a stall: advice.
+ */
+START_TEST(test_queued_launches)
+{
+	for (int order = 0; order < 2; order++) {
+		struct analysis *a = analysis_new(NULL);
+		struct analysis_source *src = src_new(a, 7, 0, 1);
+		uint64_t c = 1;
+
+		for (int st = 0; st < 3; st++) {
+			uint64_t b = (uint64_t)st * 5000 * US;
+
+			marker(src, 7, b, (uint64_t)st + 1, 1, 1);
+			for (int i = 0; i < 20; i++, c++) {
+				uint64_t ks = b + (30 + 200 * (uint64_t)i) * US;
+
+				if (order == 0)
+					launch_api(src, 7, b + (uint64_t)i * US,
+					    b + (uint64_t)i * US + 500, c);
+				kernel_corr(src, 7, ks, ks + 200 * US, c);
+				if (order == 1)
+					launch_api(src, 7, b + (uint64_t)i * US,
+					    b + (uint64_t)i * US + 500, c);
+			}
+			marker(src, 7, b + 4100 * US, (uint64_t)st + 1, 1, 0);
+		}
+		ck_assert_int_eq(analysis_run(a), 0);
+		ck_assert_msg(!has_advice(a, "launch_delay"), "order %d: "
+		    "queueing behind a busy device called a stall", order);
+		analysis_free(a);
+	}
+	{
+		struct analysis *a = analysis_new(NULL);
+		struct analysis_source *src = src_new(a, 7, 0, 1);
+
+		launch_api(src, 7, 0, 10 * US, 1);
+		kernel_corr(src, 7, 20 * US, 40 * US, 1);
+		launch_api(src, 7, 50 * US, 60 * US, 2);
+		kernel_corr(src, 7, 560 * US, 580 * US, 2);
+		ck_assert_int_eq(analysis_run(a), 0);
+		ck_assert(has_advice(a, "launch_delay"));
+		analysis_free(a);
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -328,6 +417,7 @@ main(void)
 	tcase_add_test(tc, test_small_slow_rank_in_noise);
 	tcase_add_test(tc, test_causes);
 	tcase_add_test(tc, test_table);
+	tcase_add_test(tc, test_queued_launches);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
