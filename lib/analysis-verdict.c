@@ -17,10 +17,16 @@
  *   rank noise   robust spread of the other ranks' medians (with three
  *                or more of them): differences that balanced ranks show;
  *   threshold    rank_sigmas (5) x the larger of the two, and at least
- *                rank_imbalance (1%) of the mean step, the smallest
- *                effect worth a verdict.  Without a noise estimate (two
- *                ranks with fewer than three steps each) the floor is
- *                5%.
+ *                rank_imbalance (1%) of the category's own median level
+ *                plus a tenth of the mean step (the smallest effect
+ *                worth a verdict).  Host/launch, the residue where every
+ *                scheduling delay of a shared machine lands, needs at
+ *                least rank_host_floor (3%) of the mean step: with few
+ *                ranks, step noise cannot see that the scheduler favours
+ *                one process.  Host/launch and data loading are judged
+ *                only with three or more steps per rank; without a
+ *                noise estimate at all (two ranks, under three steps)
+ *                the floor is 5% of the step.
  *
  * Compute on a quiet device is exact, so a small compute slowdown is
  * found; host time that jitters by milliseconds raises only the host
@@ -48,6 +54,8 @@ static const char *const vd_cause[V_NF] = { [V_C] = "compute",
 #define VD_MAD_SIGMA	1.4826	/* MAD to standard deviation (normal) */
 #define VD_MEDIAN_SE	1.2533	/* median's spread over the mean's */
 #define VD_BLIND_FLOOR	0.05	/* no noise estimate: the old 5% */
+#define VD_STEP_SHARE	0.1	/* of the step, added to a category's
+				   level for its floor */
 
 static int
 vd_cmp_dbl(const void *x, const void *y)
@@ -114,6 +122,7 @@ an_verdict(struct analysis *a)
 	struct analysis_verdict *v = &a->verdict;
 	double floor = a->o.rank_imbalance > 0 ? a->o.rank_imbalance : 0;
 	double k = a->o.rank_sigmas > 0 ? a->o.rank_sigmas : 5;
+	double hfloor = a->o.rank_host_floor > 0 ? a->o.rank_host_floor : 0;
 	bool stepped = false;
 
 	memset(v, 0, sizeof(*v));
@@ -161,13 +170,19 @@ an_verdict(struct analysis *a)
 	v->imbalance = tmean > 0 ? (maxo - mino) / tmean : 0;
 	for (size_t c = 0; c < sizeof(vd_cat) / sizeof(vd_cat[0]); c++) {
 		int f = vd_cat[c];
-		double step_sd, base_step;
+		double step_sd, base_step, level;
 
+		/* Host-measured causes need step-to-step noise to judge. */
+		if ((f == V_H || f == V_D) && minsteps < 3)
+			continue;
 		for (size_t i = 0; i < n; i++)
 			tmp[i] = sd[i][f];
 		step_sd = vd_median(tmp, n);
 		base_step = minsteps >= 3 ? VD_MEDIAN_SE * step_sd *
 		    sqrt(2.0 / (double)minsteps) : 0;
+		for (size_t i = 0; i < n; i++)
+			tmp[i] = med[i][f];
+		level = vd_median(tmp, n);
 		for (size_t i = 0; i < n; i++) {
 			size_t m = 0;
 			double ref, ex, cross = 0, noise, thr;
@@ -180,8 +195,13 @@ an_verdict(struct analysis *a)
 				cross = vd_spread(tmp, m, ref);
 			noise = base_step > cross ? base_step : cross;
 			thr = k * noise;
-			if (thr < floor * tmean)
-				thr = floor * tmean;
+			/* The smallest effect worth a verdict: a share of the
+			 * category itself (plus a little of the step), so a
+			 * few percent more compute counts in a long step. */
+			if (thr < floor * (level + VD_STEP_SHARE * tmean))
+				thr = floor * (level + VD_STEP_SHARE * tmean);
+			if (f == V_H && thr < hfloor * tmean)
+				thr = hfloor * tmean;
 			if (minsteps < 3 && m < 3 && thr < VD_BLIND_FLOOR * tmean)
 				thr = VD_BLIND_FLOOR * tmean;
 			ex = med[i][f] - ref;

@@ -53,6 +53,7 @@ analysis_opts_init(struct analysis_opts *o)
 	o->launch_delay_us = 100;
 	o->rank_imbalance = 0.01;
 	o->rank_sigmas = 5;
+	o->rank_host_floor = 0.03;
 	o->dataloader_ms = 10;
 	o->malloc_ms = 10;
 	o->host_gap_ms = 200;

@@ -78,10 +78,13 @@ struct analysis_opts {
 	double		 launch_runtime_us;	/* 50 */
 	double		 launch_delay_us;	/* 100 */
 	/* Slow rank: a rank's excess in a category must be over
-	 * rank_sigmas times the noise measured in the capture, and over
-	 * rank_imbalance of the mean step (analysis-verdict.c). */
-	double		 rank_imbalance;	/* 0.01 of the step */
+	 * rank_sigmas times the noise measured in the capture, over
+	 * rank_imbalance of the category's level (plus a tenth of the
+	 * step), and for host/launch over rank_host_floor of the step
+	 * (analysis-verdict.c). */
+	double		 rank_imbalance;	/* 0.01 */
 	double		 rank_sigmas;		/* 5 */
+	double		 rank_host_floor;	/* 0.03 of the step */
 	double		 dataloader_ms;		/* 10 per step */
 	double		 malloc_ms;		/* 10 in total */
 	double		 host_gap_ms;		/* 200 */

@@ -149,6 +149,8 @@ struct shape {
 	double link_us;
 	int data_rank;
 	double data_us;
+	int host_rank;
+	double host_extra_us;
 	uint64_t seed;
 };
 
@@ -173,6 +175,8 @@ build(const struct shape *sh)
 
 			if (r == sh->slow_rank)
 				c += 1000 * sh->slow_pct / 100;
+			if (r == sh->host_rank)
+				h += sh->host_extra_us;
 			marker(s[r], pid, b, (uint64_t)k + 1, 1, 1);
 			if (r == sh->data_rank) {
 				marker(s[r], pid, t, 1000 + (uint64_t)k, 7, 1);
@@ -218,7 +222,7 @@ shape(int nr, int ns)
 	sh.nr = nr;
 	sh.ns = ns;
 	sh.host_us = 30;
-	sh.slow_rank = sh.link_rank = sh.data_rank = -1;
+	sh.slow_rank = sh.link_rank = sh.data_rank = sh.host_rank = -1;
 	sh.seed = 42;
 	return sh;
 }
@@ -271,6 +275,56 @@ START_TEST(test_small_slow_rank_found)
 		ck_assert_double_eq_tol(v.share, 30.0 / 1200, 0.005);
 		analysis_free(a);
 	}
+}
+END_TEST
+
+/* A 3% compute-slow rank among 8 in a step that host gaps make five
+ * times longer than its compute: still found (the floor is a share of
+ * the category, not of the step). */
+START_TEST(test_small_slow_rank_long_step)
+{
+	struct shape sh = shape(8, 8);
+	struct analysis_verdict v;
+	struct analysis *a;
+
+	sh.host_us = 4000;
+	sh.host_j = 0.3;
+	sh.comp_j = 0.001;
+	sh.slow_rank = 5;
+	sh.slow_pct = 3;
+	a = build(&sh);
+	analysis_verdict(a, &v);
+	ck_assert_int_eq(v.rank, 5);
+	ck_assert_str_eq(v.cause, "compute");
+	ck_assert(v.share < 0.01);
+	analysis_free(a);
+}
+END_TEST
+
+/* Host gaps: 25% of the step more on one rank is host/launch; 2% more,
+ * even on quiet data, is under the host floor (the scheduler of a shared
+ * machine can favour one process that much). */
+START_TEST(test_host_launch)
+{
+	struct shape sh = shape(2, 8);
+	struct analysis_verdict v;
+	struct analysis *a;
+
+	sh.host_j = 0.05;
+	sh.comp_j = 0.001;
+	sh.host_rank = 1;
+	sh.host_extra_us = 300;
+	a = build(&sh);
+	analysis_verdict(a, &v);
+	ck_assert_int_eq(v.rank, 1);
+	ck_assert_str_eq(v.cause, "host/launch");
+	analysis_free(a);
+
+	sh.host_extra_us = 25;
+	a = build(&sh);
+	analysis_verdict(a, &v);
+	ck_assert_int_eq(v.rank, -1);
+	analysis_free(a);
 }
 END_TEST
 
@@ -415,6 +469,8 @@ main(void)
 	tcase_add_test(tc, test_jitter_balanced);
 	tcase_add_test(tc, test_small_slow_rank_found);
 	tcase_add_test(tc, test_small_slow_rank_in_noise);
+	tcase_add_test(tc, test_small_slow_rank_long_step);
+	tcase_add_test(tc, test_host_launch);
 	tcase_add_test(tc, test_causes);
 	tcase_add_test(tc, test_table);
 	tcase_add_test(tc, test_queued_launches);
