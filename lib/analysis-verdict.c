@@ -26,7 +26,9 @@
  *                one process.  Host/launch and data loading are judged
  *                only with three or more steps per rank; without a
  *                noise estimate at all (two ranks, under three steps)
- *                the floor is 5% of the step.
+ *                the floor is 5% of the step.  Link is not judged when
+ *                the ranks hold different numbers of collectives (their
+ *                matching by sequence number is off; a warning says so).
  *
  * Compute on a quiet device is exact, so a small compute slowdown is
  * found; host time that jitters by milliseconds raises only the host
@@ -122,6 +124,7 @@ an_verdict(struct analysis *a)
 	struct analysis_verdict *v = &a->verdict;
 	double floor = a->o.rank_imbalance > 0 ? a->o.rank_imbalance : 0;
 	double k = a->o.rank_sigmas > 0 ? a->o.rank_sigmas : 5;
+	size_t mincoll = 0, maxcoll = 0;
 	double hfloor = a->o.rank_host_floor > 0 ? a->o.rank_host_floor : 0;
 	bool stepped = false;
 
@@ -153,6 +156,10 @@ an_verdict(struct analysis *a)
 		}
 		if (p->nres < minsteps)
 			minsteps = p->nres;
+		if (n == 0 || p->ncoll[p->cw] < mincoll)
+			mincoll = p->ncoll[p->cw];
+		if (p->ncoll[p->cw] > maxcoll)
+			maxcoll = p->ncoll[p->cw];
 		rp[n++] = p;
 	}
 	if (n < 2)
@@ -167,6 +174,14 @@ an_verdict(struct analysis *a)
 			mino = own;
 	}
 	tmean = sumt / (double)n;
+	/* Collectives are matched across ranks by their sequence number; a
+	 * rank whose capture began or ended elsewhere shifts it, and every
+	 * transit is then wrong. */
+	if (mincoll != maxcoll)
+		an_warn(a, "slow rank: the ranks' captures hold %zu to %zu "
+		    "collectives, so collectives cannot be matched across ranks "
+		    "(a rank was captured from later or to earlier than the "
+		    "others): the link cause is not judged", mincoll, maxcoll);
 	v->imbalance = tmean > 0 ? (maxo - mino) / tmean : 0;
 	for (size_t c = 0; c < sizeof(vd_cat) / sizeof(vd_cat[0]); c++) {
 		int f = vd_cat[c];
@@ -174,6 +189,8 @@ an_verdict(struct analysis *a)
 
 		/* Host-measured causes need step-to-step noise to judge. */
 		if ((f == V_H || f == V_D) && minsteps < 3)
+			continue;
+		if (f == V_X && mincoll != maxcoll)
 			continue;
 		for (size_t i = 0; i < n; i++)
 			tmp[i] = sd[i][f];
