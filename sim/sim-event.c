@@ -84,6 +84,7 @@ SIM_EXPORT aclError
 aclrtSynchronizeEvent(aclrtEvent event)
 {
 	struct sim_event	*ev;
+	struct sim_device	*d;
 	uint64_t		 target, when;
 
 	if ((ev = sim_handle_get(event, SIM_MAGIC_EVENT)) == NULL) {
@@ -96,9 +97,13 @@ aclrtSynchronizeEvent(aclrtEvent event)
 	while (ev->completed < target)
 		pthread_cond_wait(&ev->cond, &ev->lock);
 	when = ev->mono_ns;
+	d = ev->dev;
 	pthread_mutex_unlock(&ev->lock);
 	sim_handle_put(&ev->obj);
 	sim_clock_wait_until(when);
+	/* The records of the work waited for are due now. */
+	if (d != NULL && sim_runtime_device(d->id) == d)
+		sim_shm_busy_sweep(d, sim_clock_mono());
 	return (ACL_SUCCESS);
 }
 

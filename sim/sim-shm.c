@@ -282,14 +282,14 @@ sim_shm_busy_credit(struct sim_device *d, struct sim_busy *b, uint64_t now)
 
 /*
  * A task ran from start to end (modelled): account its busy time and
- * publish rec (NULL: none) once the host clock passes end.
+ * publish rec (NULL: none) once the host clock (now, recently read)
+ * passes end.
  */
 void
 sim_shm_task_done(struct sim_device *d, struct sim_busy *b, uint64_t start,
-    uint64_t end, struct npusim_record *rec)
+    uint64_t end, struct npusim_record *rec, uint64_t now)
 {
 	struct sim_busy_seg	*last;
-	uint64_t		 now = sim_clock_mono();
 
 	if (b == NULL) {
 		if (d->metrics != NULL)
@@ -361,8 +361,9 @@ sim_shm_busy_flush(struct sim_device *d, struct sim_busy *b)
 	pthread_mutex_unlock(&d->busy_lock);
 }
 
-/* Credit every ledger of d up to now (UINT64_MAX: all), drop dead ones. */
-static void
+/* Credit every ledger of d up to now (UINT64_MAX: all), publish what is
+ * due, drop dead ones. */
+void
 sim_shm_busy_sweep(struct sim_device *d, uint64_t now)
 {
 	struct sim_busy	*b, *nb;
@@ -383,6 +384,21 @@ sim_shm_busy_sweep(struct sim_device *d, uint64_t now)
 	if (sum > 0 && d->metrics != NULL)
 		__atomic_fetch_add(&d->metrics->busy_ns, sum,
 		    __ATOMIC_RELAXED);
+}
+
+/* At exit, publish the records whose time has come (a process that
+ * exits without synchronizing still reports the work it saw finish). */
+__attribute__((destructor)) static void
+sim_shm_exit(void)
+{
+	struct sim_device	*d;
+	int			 i;
+
+	for (i = 0; i < SIM_MAX_DEVICES; i++) {
+		d = &sim_rt.devices[i];
+		if (__atomic_load_n(&d->open, __ATOMIC_ACQUIRE))
+			sim_shm_busy_sweep(d, sim_clock_mono());
+	}
 }
 
 /* The stream is gone; the sampler credits the rest and frees it. */

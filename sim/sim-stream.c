@@ -8,7 +8,8 @@
  * arrival, and lasts its modelled duration.  No host thread's wake-up
  * becomes device time.  A task whose execution cannot block (kernels,
  * markers, events, memset, copies into device memory) runs in the
- * submitting thread when the stream is idle; the rest, and everything
+ * submitting thread when the stream is idle (copies and sets only when
+ * small); the rest, and everything
  * behind them, go to the stream's worker thread, which sleeps only
  * before a copy into host memory (so the host never sees the data before
  * the model says it arrived).  Host waits block until the work has been
@@ -23,9 +24,43 @@
 
 #include "sim.h"
 
+/* Copies and sets up to this size run in the submitter; larger ones on
+ * the worker, so the host's real memmove never delays its next launch. */
+#define SIM_STREAM_INLINE_BYTES	(64U << 10)
+
 static __thread uint32_t	sim_stream_last_task = NPUSIM_ID_NONE;
 static __thread uint32_t	sim_stream_last_stream = NPUSIM_ID_NONE;
 static __thread pid_t		sim_stream_tid;
+
+/* The process id, cached (a record carries it); a forked child
+ * recomputes it. */
+static pid_t		sim_stream_pid;
+static pthread_once_t	sim_stream_pid_once = PTHREAD_ONCE_INIT;
+
+static void
+sim_stream_pid_reset(void)
+{
+	__atomic_store_n(&sim_stream_pid, 0, __ATOMIC_RELAXED);
+}
+
+static void
+sim_stream_pid_init(void)
+{
+	pthread_atfork(NULL, NULL, sim_stream_pid_reset);
+}
+
+static pid_t
+sim_stream_getpid(void)
+{
+	pid_t	pid = __atomic_load_n(&sim_stream_pid, __ATOMIC_RELAXED);
+
+	if (pid == 0) {
+		pthread_once(&sim_stream_pid_once, sim_stream_pid_init);
+		pid = getpid();
+		__atomic_store_n(&sim_stream_pid, pid, __ATOMIC_RELAXED);
+	}
+	return (pid);
+}
 
 static pid_t
 sim_stream_gettid(void)
@@ -46,18 +81,27 @@ sim_stream_destroy(struct sim_obj *obj)
 	free(s);
 }
 
-/* A new task of the given kind, stamped with the calling thread. */
+/* Fill t as a new task of the given kind, stamped with the calling
+ * thread. */
+void
+sim_stream_task_init(struct sim_task *t, int kind, const char *name)
+{
+	memset(t, 0, sizeof *t);
+	t->kind = kind;
+	t->tid = sim_stream_gettid();
+	if (name != NULL)
+		strncpy(t->name, name, sizeof t->name - 1);
+}
+
+/* A new heap task of the given kind. */
 struct sim_task *
 sim_stream_task(int kind, const char *name)
 {
 	struct sim_task	*t;
 
-	if ((t = calloc(1, sizeof *t)) == NULL)
+	if ((t = malloc(sizeof *t)) == NULL)
 		return (NULL);
-	t->kind = kind;
-	t->tid = sim_stream_gettid();
-	if (name != NULL)
-		strncpy(t->name, name, sizeof t->name - 1);
+	sim_stream_task_init(t, kind, name);
 	return (t);
 }
 
@@ -71,6 +115,8 @@ sim_stream_free_task(struct sim_task *t)
 		sim_handle_put(&t->u.event.ev->obj);
 	if (t->kind == NPUSIM_TASK_COMM)
 		sim_comm_release(&t->u.comm);
+	if (t->kind == NPUSIM_TASK_KERNEL)
+		free(t->u.kernel.args);
 	free(t);
 }
 
@@ -99,8 +145,18 @@ sim_stream_inline(struct sim_task *t)
 	switch (t->kind) {
 	case NPUSIM_TASK_COMM:
 		return (0);
+	case NPUSIM_TASK_KERNEL:
+		/* A body that really computes over much data runs on the
+		 * worker, like a big copy. */
+		return (t->u.kernel.ops == NULL ||
+		    t->u.kernel.bytes <= SIM_STREAM_INLINE_BYTES);
 	case NPUSIM_TASK_MEMCPY:
-		return (!sim_stream_to_host(t));
+		/* A big copy would hold up the host like a real DMA does
+		 * not: the worker moves the bytes meanwhile. */
+		return (!sim_stream_to_host(t) &&
+		    t->u.memcpy.count <= SIM_STREAM_INLINE_BYTES);
+	case NPUSIM_TASK_MEMSET:
+		return (t->u.memset.count <= SIM_STREAM_INLINE_BYTES);
 	case SIM_TASK_WAIT:
 		ev = t->u.event.ev;
 		pthread_mutex_lock(&ev->lock);
@@ -117,7 +173,7 @@ sim_stream_inline(struct sim_task *t)
  * under the stream lock while the queue is empty, else the worker.
  */
 static aclError
-sim_stream_exec(struct sim_stream *s, struct sim_task *t)
+sim_stream_exec(struct sim_stream *s, struct sim_task *t, uint64_t now)
 {
 	struct sim_device	*d = s->dev;
 	struct npusim_record	 rec;
@@ -142,7 +198,7 @@ sim_stream_exec(struct sim_stream *s, struct sim_task *t)
 	rec.device = d->id;
 	rec.stream_id = s->id;
 	rec.task_id = t->task_id;
-	rec.pid = (int32_t)getpid();
+	rec.pid = (int32_t)sim_stream_getpid();
 	rec.tid = (int32_t)t->tid;
 	rec.peer = rec.reduce_op = NPUSIM_ID_NONE;
 	memcpy(rec.name, t->name, sizeof rec.name);
@@ -159,6 +215,8 @@ sim_stream_exec(struct sim_stream *s, struct sim_task *t)
 		/* 1.8 GHz cores, blockDim of them busy. */
 		rec.aicore_cycles = (uint64_t)((double)t->dur_ns * 1.8) *
 		    (t->u.kernel.block_dim ? t->u.kernel.block_dim : 1);
+		if (t->u.kernel.ops != NULL)
+			t->u.kernel.ops->run(t->u.kernel.args);
 		break;
 	case NPUSIM_TASK_MEMCPY:
 		if (sim_stream_to_host(t))
@@ -194,11 +252,14 @@ sim_stream_exec(struct sim_stream *s, struct sim_task *t)
 			ev->completed = t->u.event.gen;
 			ev->ts_ns = rec.end_ns;
 			ev->mono_ns = end;
+			ev->dev = d;
 		}
 		pthread_cond_broadcast(&ev->cond);
 		pthread_mutex_unlock(&ev->lock);
 	}
-	sim_shm_task_done(d, s->busy, start, end, &rec);
+	if (t->kind == NPUSIM_TASK_COMM || sim_stream_to_host(t))
+		now = sim_clock_mono();	/* it took real time */
+	sim_shm_task_done(d, s->busy, start, end, &rec, now);
 	return (e);
 }
 
@@ -218,7 +279,7 @@ sim_stream_main(void *arg)
 		/* t stays queued while it runs: submitters see a busy
 		 * stream and queue behind it. */
 		pthread_mutex_unlock(&s->lock);
-		e = sim_stream_exec(s, t);
+		e = sim_stream_exec(s, t, sim_clock_mono());
 		pthread_mutex_lock(&s->lock);
 		TAILQ_REMOVE(&s->queue, t, entry);
 		if (e != ACL_SUCCESS && s->error == ACL_SUCCESS)
@@ -337,14 +398,17 @@ sim_stream_resolve(aclrtStream stream, struct sim_stream **out)
 }
 
 /*
- * Queue a task; on success the stream owns it (and may already have run
- * and freed it).  Internal kinds get no task id: they have no record.
+ * Queue a task.  owned: t is the caller's heap task, which the stream
+ * then owns (and may already have run and freed); else t is the caller's
+ * (on its stack, holding no references) and is copied only if it must
+ * wait in the queue.  Internal kinds get no task id: they have no record.
  */
-aclError
-sim_stream_submit(struct sim_stream *s, struct sim_task *t)
+static aclError
+sim_stream_enqueue(struct sim_stream *s, struct sim_task *t, int owned)
 {
-	uint32_t	id = NPUSIM_ID_NONE;
-	int		visible = t->kind != SIM_TASK_WAIT;
+	struct sim_task	*q;
+	uint32_t	 id = NPUSIM_ID_NONE;
+	int		 visible = t->kind != SIM_TASK_WAIT;
 
 	t->submit_ns = sim_clock_mono();
 	pthread_mutex_lock(&s->lock);
@@ -354,20 +418,32 @@ sim_stream_submit(struct sim_stream *s, struct sim_task *t)
 		    "stream is being destroyed");
 		return (ACL_ERROR_RT_INVALID_HANDLE);
 	}
-	if (visible)
-		t->task_id = id = s->next_task_id++;
-	s->submitted++;
 	if (TAILQ_EMPTY(&s->queue) && sim_stream_inline(t)) {
 		/* The stream is idle and t cannot block: run it here. */
-		sim_stream_exec(s, t);
+		if (visible)
+			t->task_id = id = s->next_task_id++;
+		s->submitted++;
+		sim_stream_exec(s, t, t->submit_ns);
 		s->completed++;
 		pthread_mutex_unlock(&s->lock);
-		sim_stream_free_task(t);
+		if (owned)
+			sim_stream_free_task(t);
 	} else {
-		TAILQ_INSERT_TAIL(&s->queue, t, entry);
+		if (owned)
+			q = t;
+		else if ((q = malloc(sizeof *q)) != NULL)
+			memcpy(q, t, sizeof *q);
+		else {
+			pthread_mutex_unlock(&s->lock);
+			return (ACL_ERROR_RT_MEMORY_ALLOCATION);
+		}
+		if (visible)
+			q->task_id = id = s->next_task_id++;
+		s->submitted++;
+		TAILQ_INSERT_TAIL(&s->queue, q, entry);
 		pthread_cond_signal(&s->wake);
 		pthread_mutex_unlock(&s->lock);
-		/* t may be freed by now: only id is used below. */
+		/* q may be freed by now: only id is used below. */
 	}
 	if (visible) {
 		sim_stream_last_task = id;
@@ -377,6 +453,21 @@ sim_stream_submit(struct sim_stream *s, struct sim_task *t)
 			    1, __ATOMIC_RELAXED);
 	}
 	return (ACL_SUCCESS);
+}
+
+/* Queue a heap task; on success the stream owns it. */
+aclError
+sim_stream_submit(struct sim_stream *s, struct sim_task *t)
+{
+	return (sim_stream_enqueue(s, t, 1));
+}
+
+/* Queue a task the caller keeps (a kernel on its stack: no malloc when it
+ * runs at once). */
+aclError
+sim_stream_submit_copy(struct sim_stream *s, struct sim_task *t)
+{
+	return (sim_stream_enqueue(s, t, 0));
 }
 
 /*

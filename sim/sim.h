@@ -37,6 +37,10 @@
 #define SIM_MAGIC_CONTEXT	0x43545854U
 #define SIM_MAGIC_KERNEL	0x4b45524eU
 #define SIM_MAGIC_COMM		0x434f4d4dU
+#define SIM_MAGIC_TENSOR	0x54454e53U	/* sim-aclnn.c */
+#define SIM_MAGIC_SCALAR	0x5343414cU
+#define SIM_MAGIC_INTARRAY	0x49415252U
+#define SIM_MAGIC_EXECUTOR	0x45584543U
 
 struct sim_obj {
 	uint32_t		 magic;
@@ -63,6 +67,17 @@ struct sim_config {
 	int			 env_rank;	/* $RANK, -1 if unset */
 };
 
+/*
+ * A kernel with a body (the aclnn operators, sim-aclnn.c): its cost comes
+ * from the launch arguments, which are copied into the task as a real
+ * launch copies them, and the body runs on them when the task executes.
+ */
+struct sim_kernel_ops {
+	int			(*cost)(const void *, size_t, double *,
+				    double *);	/* 0 if the args are valid */
+	void			(*run)(const void *);
+};
+
 struct sim_kernel {
 	struct sim_obj		 obj;
 	char			 name[NPUSIM_NAME_LEN];
@@ -70,6 +85,7 @@ struct sim_kernel {
 	double			 flops;
 	double			 bytes;
 	uint64_t		 fixed_ns;
+	const struct sim_kernel_ops *ops;	/* NULL: no body */
 };
 
 struct sim_event {
@@ -80,6 +96,7 @@ struct sim_event {
 	uint64_t		 completed;	/* generation last reached */
 	uint64_t		 ts_ns;		/* device clock at completion */
 	uint64_t		 mono_ns;	/* the same instant, monotonic */
+	struct sim_device	*dev;		/* that recorded it last */
 };
 
 struct sim_context {
@@ -138,6 +155,8 @@ struct sim_task {
 			uint32_t	 block_dim;
 			double		 flops;
 			double		 bytes;
+			const struct sim_kernel_ops *ops;
+			void		*args;	/* owned copy, for ops */
 		} kernel;
 		struct {
 			void		*dst;
@@ -290,12 +309,13 @@ int		 sim_shm_device_open(struct sim_device *);
 void		 sim_shm_device_close(struct sim_device *);
 void		 sim_shm_record(struct sim_device *, struct npusim_record *);
 int		 sim_shm_seq_trylock(uint32_t *, unsigned *);
+void		 sim_shm_seq_unlock(uint32_t *);
 struct sim_busy	*sim_shm_busy_new(struct sim_device *);
 void		 sim_shm_task_done(struct sim_device *, struct sim_busy *,
-		     uint64_t, uint64_t, struct npusim_record *);
+		     uint64_t, uint64_t, struct npusim_record *, uint64_t);
 void		 sim_shm_busy_flush(struct sim_device *, struct sim_busy *);
+void		 sim_shm_busy_sweep(struct sim_device *, uint64_t);
 void		 sim_shm_busy_release(struct sim_device *, struct sim_busy *);
-void		 sim_shm_seq_unlock(uint32_t *);
 
 /* sim-runtime.c */
 void		 sim_runtime_init(void);
@@ -309,8 +329,10 @@ aclError	 sim_runtime_open_device(int);
 struct sim_stream *sim_stream_create(struct sim_device *, int);
 void		 sim_stream_shutdown(struct sim_stream *);
 aclError	 sim_stream_resolve(aclrtStream, struct sim_stream **);
+void		 sim_stream_task_init(struct sim_task *, int, const char *);
 struct sim_task	*sim_stream_task(int, const char *);
 aclError	 sim_stream_submit(struct sim_stream *, struct sim_task *);
+aclError	 sim_stream_submit_copy(struct sim_stream *, struct sim_task *);
 aclError	 sim_stream_sync(struct sim_stream *);
 aclError	 sim_stream_drain(struct sim_stream *, uint64_t *);
 void		 sim_stream_free_task(struct sim_task *);
@@ -324,6 +346,8 @@ void		 sim_memory_share_close(struct sim_device *);
 
 /* sim-kernel.c */
 uint64_t	 sim_kernel_model(int, double, double);
+aclError	 sim_kernel_register(const char *, int,
+		     const struct sim_kernel_ops *, aclrtFuncHandle *);
 
 /* sim-comm.c */
 aclError	 sim_comm_exec(struct sim_comm_op *, uint64_t,

@@ -126,6 +126,16 @@ rank_allreduce(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	/* 3.0 in fp16 and bf16; 15 in int8. */
 	if (h[1] != 0x4200 || hb[1] != 0x4040 || c[1] != 15)
 		return (9);
+	/* An fp16 sum of exactly zero is +0.0 (was 0x3800, 0.5). */
+	h[0] = r == 0 ? 0x3c00 : r == 1 ? 0xbc00 : 0x0000;	/* 1, -1, 0 */
+	if (HcclAllReduce(h, h + 1, 1, HCCL_DATA_TYPE_FP16, HCCL_REDUCE_SUM,
+	    comm, s) || !sync_ok(s))
+		return (8);
+	if (h[1] != 0x0000) {
+		fprintf(stderr, "rank %u: fp16 1 + -1 + 0 = %#06x\n", r,
+		    (unsigned)h[1]);
+		return (9);
+	}
 	free(f);
 	return (0);
 }
@@ -136,9 +146,11 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	int32_t		 b[4], g[NR * 2], rs[NR * 2], rso[2], a2a[NR],
 			 a2o[NR], sc[NR], sco, red;
 	uint64_t	 sc_[NR], sd[NR], rc[NR], rd[NR];
-	int32_t		 vin[NR * 2], vout[NR * 2];
+	int32_t		 vin[NR * NR], vout[NR * NR];
 	HcclSendRecvItem it[2];
 	int32_t		 tok, got = -1, left = -1, right = -1;
+	HcclResult	 hr = HCCL_SUCCESS;
+	aclError	 ae = ACL_SUCCESS;
 	uint32_t	 i, rk, sz;
 
 	if (HcclGetRankId(comm, &rk) || rk != r || HcclGetRankSize(comm, &sz) ||
@@ -184,21 +196,26 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	for (i = 0; i < n; i++)
 		if (a2o[i] != (int32_t)(i * 100 + r))
 			return (8);
-	/* AlltoAllV: rank r sends j+1 copies of r to rank j. */
+	/*
+	 * AlltoAllV: rank r sends j+1 copies of r to rank j, block j of
+	 * NR slots (j+1 <= NR, so every count fits its block); what lies
+	 * past a received count stays untouched.
+	 */
 	for (i = 0; i < n; i++) {
 		sc_[i] = i + 1;
-		sd[i] = i * 2;
+		sd[i] = i * NR;
 		rc[i] = r + 1;
-		rd[i] = i * 2;
-		vin[i * 2] = vin[i * 2 + 1] = (int32_t)r;
-		vout[i * 2] = vout[i * 2 + 1] = -1;
+		rd[i] = i * NR;
+	}
+	for (i = 0; i < NR * NR; i++) {
+		vin[i] = (int32_t)r;
+		vout[i] = -1;
 	}
 	if (HcclAlltoAllV(vin, sc_, sd, HCCL_DATA_TYPE_INT32, vout, rc, rd,
 	    HCCL_DATA_TYPE_INT32, comm, s) || !sync_ok(s))
 		return (9);
-	for (i = 0; i < n; i++)
-		if (vout[i * 2] != (int32_t)i || (r >= 1 && vout[i * 2 + 1] !=
-		    (int32_t)i))
+	for (i = 0; i < n * NR; i++)
+		if (vout[i] != (i % NR <= r ? (int32_t)(i / NR) : -1))
 			return (10);
 	/* Scatter from rank 2. */
 	for (i = 0; i < n; i++)
@@ -233,9 +250,13 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	it[1].count = 1;
 	it[1].dataType = HCCL_DATA_TYPE_INT32;
 	it[1].remoteRank = (r + n - 1) % n;
-	if (HcclBatchSendRecv(it, 2, comm, s) || !sync_ok(s) ||
-	    left != 1000 + (int32_t)((r + n - 1) % n))
+	if ((hr = HcclBatchSendRecv(it, 2, comm, s)) != HCCL_SUCCESS ||
+	    (ae = aclrtSynchronizeStream(s)) != ACL_SUCCESS ||
+	    left != 1000 + (int32_t)((r + n - 1) % n)) {
+		fprintf(stderr, "rank %u: batch send/recv %d, sync %d, got "
+		    "%d\n", r, (int)hr, (int)ae, (int)left);
 		return (15);
+	}
 	(void)right;
 	return (HcclCommDestroy(comm) == HCCL_SUCCESS ? 0 : 16);
 }
@@ -422,6 +443,42 @@ START_TEST(test_model_time)
 }
 END_TEST
 
+/*
+ * A rank that has finished its part may exit: ranks 1 and 2 still trade
+ * a message after rank 0 is gone (rank 1 sends late, so rank 2 waits and
+ * checks its peers meanwhile).  Only the peer a send/recv needs matters.
+ */
+static int
+rank_p2p_after_exit(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
+{
+	int32_t	v = -1;
+
+	(void)n;
+	if (r == 0)
+		_exit(0);
+	if (r == 1) {
+		usleep(300000);
+		v = 77;
+		if (HcclSend(&v, 1, HCCL_DATA_TYPE_INT32, 2, comm, s) ||
+		    !sync_ok(s))
+			return (60);
+		return (0);
+	}
+	if (HcclRecv(&v, 1, HCCL_DATA_TYPE_INT32, 1, comm, s))
+		return (61);
+	if (!sync_ok(s)) {
+		fprintf(stderr, "rank 2: recv failed with rank 0 gone\n");
+		return (62);
+	}
+	return (v == 77 ? 0 : 63);
+}
+
+START_TEST(test_p2p_after_exit)
+{
+	ck_assert_int_eq(run_ranks(3, rank_p2p_after_exit), 0);
+}
+END_TEST
+
 /* Rank 1 dies after joining; rank 0's collective must fail promptly. */
 static int
 rank_dies(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
@@ -536,6 +593,7 @@ sim_hccl_suite(void)
 	tcase_add_test(tc, test_slow_rank);
 	tcase_add_test(tc, test_model_time);
 	tcase_add_test(tc, test_rank_dies);
+	tcase_add_test(tc, test_p2p_after_exit);
 	tcase_add_test(tc, test_init_timeout);
 	tcase_add_test(tc, test_bad_params);
 	tcase_add_test(tc, test_single_rank_params);

@@ -305,6 +305,39 @@ START_TEST(test_sleep_count)
 END_TEST
 
 /*
+ * A record appears once its task has ended in the model, as profiling
+ * data does on hardware: not while the kernel still runs (the host asks
+ * well inside its 500 ms), and at once after the synchronize.
+ */
+START_TEST(test_record_after_end)
+{
+	struct npusim_channel_reader	 r;
+	aclrtFuncHandle			 k = kernel("Long", 500000000);
+	aclrtStream			 s;
+	uint64_t			 lost, rt, d0, d1;
+	int				 n;
+
+	ck_assert_int_eq(npusim_channel_open(0, &r), 0);
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(npusimReadClock(0, &rt, &d0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, s), ACL_SUCCESS);
+	n = npusim_channel_read(&r, recs, MAXREC, &lost);
+	ck_assert_int_eq(npusimReadClock(0, &rt, &d1), ACL_SUCCESS);
+	/* Only meaningful while the model says the kernel runs. */
+	if (d1 < d0 + dev_len(0, 500000000))
+		ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	n = npusim_channel_read(&r, recs, MAXREC, &lost);
+	ck_assert_int_eq(n, 1);
+	ck_assert_str_eq(recs[0].name, "Long");
+	ck_assert_int_eq(npusimReadClock(0, &rt, &d1), ACL_SUCCESS);
+	ck_assert_uint_le(recs[0].end_ns, d1);
+	npusim_channel_close(&r);
+}
+END_TEST
+
+/*
  * While back-to-back kernels keep the device busy in the model, the
  * metrics page says 100% busy (and the power that goes with it); once the
  * model says the device is idle, it says 0%.
@@ -387,6 +420,7 @@ sim_timeline_suite(void)
 	tcase_add_test(tc, test_sync_sleeps_once);
 	tcase_add_test(tc, test_stream_wait_event);
 	tcase_add_test(tc, test_sleep_count);
+	tcase_add_test(tc, test_record_after_end);
 	tcase_add_test(tc, test_metrics_follow_model);
 	suite_add_tcase(s, tc);
 	return (s);

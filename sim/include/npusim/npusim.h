@@ -294,7 +294,7 @@ struct npusim_metrics_page {
 					 * allocation succeeds */
 	uint64_t tasks_launched;
 	uint64_t tasks_completed;
-	uint64_t busy_ns;		/* sum of task durations */
+	uint64_t busy_ns;		/* modelled busy time passed so far */
 	uint32_t next_stream_id;	/* device-wide stream id allocator */
 	uint32_t processes;
 	uint8_t pad2[24];
