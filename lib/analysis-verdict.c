@@ -17,9 +17,9 @@
  *   rank noise   robust spread of the other ranks' medians (with three
  *                or more of them): differences that balanced ranks show;
  *   threshold    rank_sigmas (5) x the larger of the two, and at least
- *                rank_imbalance (1%) of the category's own median level
- *                plus a tenth of the mean step (the smallest effect
- *                worth a verdict).  Host/launch, the residue where every
+ *                rank_imbalance (1%) of the median rank's device work
+ *                (compute + transit) plus a tenth of the mean step (the
+ *                smallest effect worth a verdict).  Host/launch, the residue where every
  *                scheduling delay of a shared machine lands, needs at
  *                least rank_host_floor (3%) of the mean step: with few
  *                ranks, step noise cannot see that the scheduler favours
@@ -198,7 +198,7 @@ an_verdict(struct analysis *a)
 		base_step = minsteps >= 3 ? VD_MEDIAN_SE * step_sd *
 		    sqrt(2.0 / (double)minsteps) : 0;
 		for (size_t i = 0; i < n; i++)
-			tmp[i] = med[i][f];
+			tmp[i] = med[i][V_C] + med[i][V_X];
 		level = vd_median(tmp, n);
 		for (size_t i = 0; i < n; i++) {
 			size_t m = 0;
@@ -213,8 +213,9 @@ an_verdict(struct analysis *a)
 			noise = base_step > cross ? base_step : cross;
 			thr = k * noise;
 			/* The smallest effect worth a verdict: a share of the
-			 * category itself (plus a little of the step), so a
-			 * few percent more compute counts in a long step. */
+			 * ranks' device work (plus a little of the step), so a
+			 * few percent more compute counts even in a step that
+			 * host delays make long. */
 			if (thr < floor * (level + VD_STEP_SHARE * tmean))
 				thr = floor * (level + VD_STEP_SHARE * tmean);
 			if (f == V_H && thr < hfloor * tmean)

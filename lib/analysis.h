@@ -79,7 +79,7 @@ struct analysis_opts {
 	double		 launch_delay_us;	/* 100 */
 	/* Slow rank: a rank's excess in a category must be over
 	 * rank_sigmas times the noise measured in the capture, over
-	 * rank_imbalance of the category's level (plus a tenth of the
+	 * rank_imbalance of the device work (plus a tenth of the
 	 * step), and for host/launch over rank_host_floor of the step
 	 * (analysis-verdict.c). */
 	double		 rank_imbalance;	/* 0.01 */
