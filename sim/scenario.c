@@ -17,6 +17,7 @@
  * first call, so scenario_prepare measures the cost model in a child
  * process and sets the environment before the program's first call.
  */
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -145,9 +146,8 @@ static const struct scn_def {
 	    "the slow rank loads data (a dataload range on the host) "
 	    "for fault-pct of the step's compute before each step" },
 	[SCENARIO_LAUNCH_BOUND] = { "launch-bound", "host/launch", 20, 1,
-	    "the slow rank spends host time before each of its tiny "
-	    "kernels, so the device idles for fault-pct of the step's "
-	    "compute" },
+	    "the slow rank's host is late with each of its tiny kernels, "
+	    "so its device idles for fault-pct of the step's compute" },
 	[SCENARIO_AICPU] = { "aicpu", "compute", 20, 1,
 	    "the slow rank runs MoeGatingTopK, NonZero and "
 	    "ScatterNdUpdate on AI_CPU (fallback), fault-pct longer in all" },
@@ -767,6 +767,9 @@ scenario_rank_new(const struct scenario *sc, int rank, HcclComm comm,
 	for (int k = 0; k < K_NKERN; k++)
 		if (scn_fault_variant(r, (enum scn_k)k) != 0)
 			goto fail;
+	/* Host delays of the faults are sleeps: keep them to size. */
+	if (rank == scenario_slow_rank(sc))
+		prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	if (aclrtMallocHost(&r->host_in, SCN_IN_BYTES) != ACL_SUCCESS ||
 	    aclrtMallocHost((void **)&r->host_loss, SCN_LOSS_BYTES) !=
 	    ACL_SUCCESS)
@@ -841,13 +844,21 @@ scn_hccl(struct scenario_rank *r, HcclResult hr, const char *what)
 	return (-1);
 }
 
-/* Host work that really takes ns of this thread's time. */
+/* Sleeps until t0 + ns (CLOCK_MONOTONIC): deadlines from one start do
+ * not add up each wake-up's lateness. */
 static void
-scn_spin(uint64_t ns)
+scn_sleep_until(const struct timespec *t0, uint64_t ns)
 {
-	double	end = example_now_ms() + (double)ns / 1e6;
+	struct timespec	ts = *t0;
 
-	while (example_now_ms() < end)
+	ts.tv_sec += (time_t)(ns / 1000000000U);
+	ts.tv_nsec += (long)(ns % 1000000000U);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	    EINTR && !example_stop)
 		;
 }
 
@@ -914,14 +925,22 @@ scenario_step(struct scenario_rank *r, long step)
 		scn_sleep(sc->extra_ns);
 	example_range_end(id);
 	/* Tiny kernels: the launch-bound rank launches them first, with
-	 * host work before each, so its device idles; the others queue
+	 * host time before each, so its device idles; the others queue
 	 * them behind the first matmul, where their launches cost no
 	 * device time. */
-	if (launch_bound)
+	if (launch_bound) {
+		struct timespec t0;
+
+		/* The host is busy elsewhere before each launch (it sleeps,
+		 * so it takes no CPU from the other ranks of a small
+		 * machine). */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (int i = 0; i < SCN_TINY; i++) {
-			scn_spin(sc->extra_ns / SCN_TINY);
+			scn_sleep_until(&t0, sc->extra_ns * (uint64_t)(i + 1) /
+			    SCN_TINY);
 			rc |= scn_launch(r, K_TINY);
 		}
+	}
 	rc |= example_check(aclrtMemcpyAsync(r->in, SCN_IN_BYTES, r->host_in,
 	    SCN_IN_BYTES, ACL_MEMCPY_HOST_TO_DEVICE, r->s), "memcpy H2D");
 	if (coll)
