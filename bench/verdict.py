@@ -15,7 +15,9 @@ cell, 2), BENCH_VERDICT_STEPS (8), BENCH_VERDICT_BUDGET_S (wall budget,
 240: cells left when it is spent are skipped and counted),
 BENCH_VERDICT_QUICK=1 (one fault size, 4 ranks: a smoke run),
 BENCH_VERDICT_TIME_SCALE (NPUSIM_TIME_SCALE of the runs, 1),
-BENCH_VERDICT_KEEP=DIR (keep the traces of runs whose verdict was wrong).
+BENCH_VERDICT_KEEP=DIR (keep the traces of runs whose verdict was wrong),
+BENCH_VERDICT_REPORT=PATH (another build's msptictl to report with, to
+compare analyses on the same captures).
 A run that fails is run once more; a second failure counts as broken.
 """
 import json
@@ -30,6 +32,7 @@ import time
 B = os.environ.get("top_builddir", ".")
 MSPTID = os.path.join(B, "daemon", "msptid")
 CTL = os.path.join(B, "client", "msptictl")
+REPORT = os.environ.get("BENCH_VERDICT_REPORT", CTL)
 DIST = os.path.join(B, "sim", "npusim-dist")
 RUNS = int(os.environ.get("BENCH_VERDICT_RUNS", "2"))
 STEPS = int(os.environ.get("BENCH_VERDICT_STEPS", "8"))
@@ -136,12 +139,16 @@ class Bench:
         if r.returncode != 0:
             self.broken += 1
             return None
-        rep = subprocess.run([CTL, "report", "--json", "--section",
+        rep = subprocess.run([REPORT, "report", "--json", "--section",
                               "slow_rank", trace], capture_output=True,
                              env=self.env)
         v = None
         if rep.returncode == 0:
-            v = json.loads(rep.stdout)["slow_rank"][0]
+            try:
+                v = json.loads(rep.stdout)["slow_rank"][0]
+            except (ValueError, KeyError, IndexError) as e:
+                sys.stderr.write("report output unreadable: %s\n" % e)
+                rep.returncode = -1
         want = truth["slow_ranks"]
         if KEEP and v is not None and (
                 (want and v["Rank"] not in want) or
@@ -248,7 +255,7 @@ def main():
                                      "of %.2f%% (noise %.2f%%)" % (
                                          name, n, v["Rank"], v["Cause"],
                                          v["Share of Step(%)"],
-                                         v["Threshold(%)"], v["Noise(%)"]))
+                                         v["Threshold(%)"], v.get("Noise(%)", 0)))
             b.hog(0)
             thr = sorted(s.thr)
             fp_rows.append("  %-28s %4d %8d %7.2f" % (
