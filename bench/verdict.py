@@ -203,7 +203,15 @@ class Score:
             thr[len(thr) // 2] if thr else 0)
 
 
+def on_term(sig, frame):
+    raise SystemExit(128 + sig)
+
+
 def main():
+    # Stopped by a signal, still stop the daemon and the hogs (SIGINT is
+    # ignored in a background job of a shell).
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
     for f in (MSPTID, CTL, DIST):
         if not os.access(f, os.X_OK):
             print("bench-verdict: %s is not built" % f)
