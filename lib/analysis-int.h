@@ -138,6 +138,7 @@ struct an_stepres {
 struct an_proc {
 	struct analysis_source *src;
 	uint32_t	 pid;
+	uint64_t	 launch_dev_end;	/* latest device end joined */
 	int32_t		 rank, local_rank, world_size;
 	uint32_t	 job, exe;		/* global string ids */
 	int64_t		 offset;		/* ns added to align clocks */
@@ -222,6 +223,8 @@ struct analysis_source {
 struct an_pend {
 	uint64_t	corr;
 	uint64_t	start, end;	/* API or device op */
+	uint64_t	prev_end;	/* device op: the process's device work
+					   seen before it ended here */
 	uint32_t	name;		/* global: API name or kernel name */
 	uint8_t		is_dev;
 };
@@ -309,5 +312,7 @@ AN_HIDDEN void		 an_sweep_free(struct an_proc *p);
 /* analysis-sections.c */
 AN_HIDDEN int		 an_sections(struct analysis *a);
 AN_HIDDEN int		 an_steps(struct analysis *a);
+/* analysis-verdict.c */
+AN_HIDDEN void		 an_verdict(struct analysis *a);
 
 #endif

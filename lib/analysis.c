@@ -51,7 +51,9 @@ analysis_opts_init(struct analysis_opts *o)
 	o->data_marker = "data";
 	o->launch_runtime_us = 50;
 	o->launch_delay_us = 100;
-	o->rank_imbalance = 0.05;
+	o->rank_imbalance = 0.01;
+	o->rank_sigmas = 5;
+	o->rank_host_floor = 0.03;
 	o->dataloader_ms = 10;
 	o->malloc_ms = 10;
 	o->host_gap_ms = 200;
@@ -414,7 +416,10 @@ an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 	an_stat_add(&a->apis[idx - 1].st, dur);
 }
 
-/* A launch joined: API [as, ae] launched device work [ds, de]. */
+/* A launch joined: API [as, ae] launched device work [ds, de].  Its
+ * delay is a stall only for the part the device was idle: a kernel that
+ * waited behind the process's earlier device work was queued, not
+ * stalled (a compute-bound loop keeps a deep queue). */
 static void
 an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
     const struct an_pend *api, const struct an_pend *dev)
@@ -422,6 +427,8 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	struct analysis *a = src->a;
 	uint64_t rt = api->end - api->start, dur = dev->end - dev->start;
 	uint64_t delay = dev->start > api->end ? dev->start - api->end : 0;
+	uint64_t ready = api->end > dev->prev_end ? api->end : dev->prev_end;
+	uint64_t stall = dev->start > ready ? dev->start - ready : 0;
 	size_t i;
 
 	a->launches++;
@@ -430,7 +437,7 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	an_stat_add(&a->l_delay, delay);
 	if ((double)rt > a->o.launch_runtime_us * 1e3)
 		a->l_slow_runtime++;
-	if ((double)delay > a->o.launch_delay_us * 1e3)
+	if ((double)stall > a->o.launch_delay_us * 1e3)
 		a->l_slow_delay++;
 	if (dur < rt)
 		a->l_short++;
@@ -455,7 +462,13 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	if (corr == 0)
 		return;
 	slot = &src->pend[corr & (AN_PEND_SIZE - 1)];
-	me = (struct an_pend){ corr, s, e, gname, (uint8_t)is_dev };
+	me = (struct an_pend){ corr, s, e, 0, gname, (uint8_t)is_dev };
+	if (is_dev) {
+		/* Device records of a process come in about start order. */
+		me.prev_end = p->launch_dev_end;
+		if (e > p->launch_dev_end)
+			p->launch_dev_end = e;
+	}
 	if (slot->corr == corr && slot->is_dev != is_dev) {
 		if (is_dev)
 			an_launch(src, p, corr, slot, &me);
