@@ -1,0 +1,226 @@
+#!/bin/sh
+# Timeline exports of a real multi-rank capture (msptid, the agent in a
+# 4-rank npusim-dist, msptictl run): correlation ids collide across ranks
+# (each process counts from 1), so every check is against the ground truth
+# of the trace file itself (trace-dump).  Chrome JSON is parsed with
+# python3, Perfetto protobuf decoded with protoc and proto/perfetto.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/session-lib.sh"
+. "$(dirname "$0")/run-lib.sh"
+s=${top_srcdir:-..}
+
+start_daemon
+cd "$T" || fail "cd"
+$CTL run --output "$T/dist.mspti" -- "$DIST" --ranks 4 --steps 50 \
+    >"$T/dist.out" 2>"$T/dist.err" || fail "run dist: $(cat "$T/dist.err")"
+"$DUMP" "$T/dist.mspti" >"$T/dump.jsonl" || fail "trace-dump"
+
+# Report: 4 ranks x 50 steps, and nothing for the launcher (no steps).
+$CTL report --json "$T/dist.mspti" >"$T/rep.json" 2>"$T/rep.err" ||
+	fail "report: $(cat "$T/rep.err")"
+python3 - "$T/rep.json" <<'PY' || fail "report steps"
+import json, sys
+r = json.load(open(sys.argv[1]))
+steps = r["steps"]
+assert len(steps) == 200, "%d step rows" % len(steps)
+assert sorted({x["Rank"] for x in steps}) == [0, 1, 2, 3], \
+    sorted({x["Rank"] for x in steps})
+PY
+ok "report: 200 step rows for 4 ranks x 50 steps, none for the launcher"
+
+$CTL export "$T/dist.mspti" --format chrome -o "$T/x.json" ||
+	fail "export chrome"
+python3 - "$T/x.json" "$T/dump.jsonl" <<'PY' >"$T/chrome.out" 2>&1 ||
+import collections, json, re, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+dump = [json.loads(l) for l in open(sys.argv[2])][:-1]
+pname = {e["pid"]: e["args"]["name"] for e in ev
+         if e["ph"] == "M" and e["name"] == "process_name"}
+# The rank of each exported process, from its name.
+def rank_of(pid):
+    m = re.match(r"Rank (\d+) ", pname.get(pid, ""))
+    return int(m.group(1)) if m else None
+ranks = {p["pid"]: p["rank"] for p in dump if p["type"] == "process"}
+
+# Tracks: no fake NPU for pinned host memory, no "Rank -1" anything.
+for pid, n in pname.items():
+    assert "4294967295" not in n, n
+    assert "Rank -1" not in n, n
+# Pinned host memory: a counter on each rank's host process.
+host_mem = {e["pid"] for e in ev if e["ph"] == "C" and
+            "Pinned Host Memory" in e["name"]}
+assert {ranks[p] for p in host_mem} == {0, 1, 2, 3}, \
+    [pname[p] for p in host_mem]
+# Device metrics (pid 0 in the trace) on their device's track, not a rank's.
+metric_devs = {c["device"] for c in dump if c["type"] == "counter" and
+               c["pid"] == 0}
+assert metric_devs, "no device metrics in the capture"
+seen = collections.defaultdict(set)
+for e in ev:
+    if e["ph"] == "C" and e["name"].startswith("npu."):
+        seen[pname[e["pid"]]].add(e["name"])
+assert sorted(seen) == sorted("NPU %d" % dv for dv in metric_devs), \
+    sorted(seen)
+# No step slice at timestamp 0 for a process without steps.
+assert not [e for e in ev if e["ph"] == "X" and e.get("cat") == "step" and
+            e["name"].startswith("Step -1")]
+
+# Flows: one start and one finish per id, each bound to a slice enclosing
+# it on its own pid/tid, both ends in one rank and one correlation id.
+slices = collections.defaultdict(list)
+for e in ev:
+    if e["ph"] == "X":
+        slices[(e["pid"], e["tid"])].append(e)
+def enclosing(f):
+    for x in slices[(f["pid"], f["tid"])]:
+        if x["ts"] <= f["ts"] <= x["ts"] + x["dur"]:
+            return x
+    return None
+starts, ends = collections.defaultdict(list), collections.defaultdict(list)
+for e in ev:
+    if e["ph"] in "sf":
+        assert e.get("cat"), e
+        (starts if e["ph"] == "s" else ends)[e["id"]].append(e)
+        if e["ph"] == "f":
+            assert e.get("bp") == "e", e
+assert len(starts) >= 4 * 50 * 9, len(starts)
+bad_rank = 0
+for fid, ss in starts.items():
+    assert len(ss) == 1, "flow id %s starts %d times" % (fid, len(ss))
+    assert len(ends.get(fid, [])) == 1, "flow id %s: %d finishes" % (
+        fid, len(ends.get(fid, [])))
+    sx, fx = enclosing(ss[0]), enclosing(ends[fid][0])
+    assert sx is not None and fx is not None, (ss, ends[fid])
+    assert sx["args"]["correlation_id"] == fx["args"]["correlation_id"], \
+        (sx, fx)
+    if rank_of(sx["pid"]) != rank_of(fx["pid"]):
+        bad_rank += 1
+assert bad_rank == 0, "%d flows link two ranks" % bad_rank
+assert set(ends) <= set(starts)
+
+# MSTX ranges paired within their process: per process, the durations of
+# the exported step slices are those of the trace's own START/END pairs.
+truth = collections.defaultdict(list)
+open_ = {}
+for m in dump:
+    if m["type"] != "marker" or m["source"] != 0:
+        continue
+    key = (m["pid"], m["id"], m["source"])
+    if m["flag"] == 2:
+        open_[key] = m["ts"]
+    elif m["flag"] == 4 and key in open_:
+        truth[m["pid"]].append(m["ts"] - open_.pop(key))
+got = collections.defaultdict(list)
+for e in ev:
+    if e["ph"] == "X" and e.get("cat") == "marker" and e["name"] == "step":
+        got[e["pid"]].append(round(e["dur"] * 1000))
+assert sorted(truth) == sorted(got), (sorted(truth), sorted(got))
+for pid in truth:
+    assert len(truth[pid]) == 50, len(truth[pid])
+    assert sorted(truth[pid]) == sorted(got[pid]), pid
+print("ok", len(starts), "flows")
+PY
+	fail "chrome: $(tail -5 "$T/chrome.out")"
+ok "chrome: $(cat "$T/chrome.out")"
+
+$CTL export "$T/dist.mspti" --format perfetto -o "$T/x.pb" ||
+	fail "export perfetto"
+protoc --decode perfetto.protos.Trace -I"$s/proto/perfetto" \
+	"$s/proto/perfetto/trace.proto" <"$T/x.pb" >"$T/x.txt" ||
+	fail "protoc --decode"
+python3 - "$T/x.txt" "$T/dump.jsonl" <<'PY' >"$T/pf.out" 2>&1 ||
+import collections, json, re, sys
+
+def parse(lines):
+    """protoc's text format as nested dicts of lists."""
+    root, stack = {}, []
+    cur = root
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if line == "}":
+            cur = stack.pop()
+        elif line.endswith("{"):
+            child = {}
+            cur.setdefault(line[:-1].strip(), []).append(child)
+            stack.append(cur)
+            cur = child
+        else:
+            k, v = line.split(":", 1)
+            v = v.strip()
+            if v.startswith('"'):
+                v = json.loads(v)
+            elif re.match(r"^-?\d+$", v):
+                v = int(v)
+            cur.setdefault(k, []).append(v)
+    return root
+
+t = parse(open(sys.argv[1]))
+dump = [json.loads(l) for l in open(sys.argv[2])][:-1]
+ranks = {p["pid"]: p["rank"] for p in dump if p["type"] == "process"}
+pk = t["packet"]
+one = lambda m, k, d=None: m.get(k, [d])[0]
+
+# Timestamps are declared CLOCK_REALTIME.
+snaps = [p["clock_snapshot"][0] for p in pk if "clock_snapshot" in p]
+assert snaps and one(snaps[0], "primary_trace_clock") == \
+    "BUILTIN_CLOCK_REALTIME", snaps[:1]
+timed = [p for p in pk if "timestamp" in p]
+assert timed and all(one(p, "timestamp_clock_id") == 1 for p in timed)
+
+tracks = {}
+for p in pk:
+    for td in p.get("track_descriptor", []):
+        tracks[one(td, "uuid")] = td
+proc_of = {}
+for u, td in tracks.items():
+    if "process" in td:
+        proc_of[u] = td["process"][0]
+def process(td):
+    while "process" not in td:
+        td = tracks[one(td, "parent_uuid")]
+    return td["process"][0]
+def rank_of(td):
+    m = re.match(r"Rank (\d+) ", one(process(td), "process_name", ""))
+    return int(m.group(1)) if m else None
+
+events = [(p, p["track_event"][0]) for p in pk if "track_event" in p]
+# Thread tracks of host work carry their thread (pid, tid).
+api_tracks = {one(e, "track_uuid") for p, e in events
+              if one(e, "name") == "aclrtLaunchKernel"}
+assert api_tracks
+for u in api_tracks:
+    th = tracks[u].get("thread", [None])[0]
+    assert th is not None, tracks[u]
+    assert one(th, "pid") in ranks and one(th, "tid") > 0, th
+    assert one(th, "pid") == one(process(tracks[u]), "pid"), th
+# Counter units in the unit fields, not the name.
+counters = [td for td in tracks.values() if "counter" in td]
+assert counters
+for td in counters:
+    assert "(" not in one(td, "name"), one(td, "name")
+mem = [td for td in counters if "Memory" in one(td, "name")]
+assert mem and all(one(td["counter"][0], "unit") == "UNIT_SIZE_BYTES"
+                   for td in mem), mem[:1]
+# Flow ids: unique, each start has its one end in the same rank.
+fstart, fend = {}, {}
+for p, e in events:
+    for f in e.get("flow_ids", []):
+        assert f not in fstart, "flow %d starts twice" % f
+        fstart[f] = e
+    for f in e.get("terminating_flow_ids", []):
+        assert f not in fend, "flow %d ends twice" % f
+        fend[f] = e
+assert len(fstart) >= 4 * 50 * 9 and set(fend) == set(fstart), \
+    (len(fstart), len(fend))
+cross = sum(1 for f in fstart
+            if rank_of(tracks[one(fstart[f], "track_uuid")]) !=
+            rank_of(tracks[one(fend[f], "track_uuid")]))
+assert cross == 0, "%d flows link two ranks" % cross
+print("ok", len(fstart), "flows,", len(tracks), "tracks")
+PY
+	fail "perfetto: $(tail -5 "$T/pf.out")"
+ok "perfetto: $(cat "$T/pf.out")"
+echo "export-multirank: all passed"
