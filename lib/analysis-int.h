@@ -220,9 +220,10 @@ struct analysis_source {
 
 #define AN_PEND_SIZE	65536u
 struct an_pend {
-	uint64_t	corr;
+	uint64_t	corr;		/* per process: keyed with pid */
 	uint64_t	start, end;	/* API or device op */
 	uint32_t	name;		/* global: API name or kernel name */
+	uint32_t	pid;
 	uint8_t		is_dev;
 };
 
@@ -230,6 +231,8 @@ struct an_op {
 	uint32_t	name, type;	/* global ids */
 	bool		aicpu;		/* type names an AI_CPU core */
 	struct an_stat	st;
+	uint64_t	host_total;	/* launch API time of its kernels */
+	uint64_t	host_count;
 };
 
 struct an_launch_out {

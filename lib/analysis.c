@@ -434,6 +434,14 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 		a->l_slow_delay++;
 	if (dur < rt)
 		a->l_short++;
+	/* The host side of the op (key_averages' CPU time). */
+	if (dev->name != 0)
+		for (i = 0; i < a->nops; i++)
+			if (a->ops[i].name == dev->name) {
+				a->ops[i].host_total += rt;
+				a->ops[i].host_count++;
+				break;
+			}
 	/* Keep the worst launch delays (small insertion-sorted array). */
 	if (a->nl_top == 32 && delay <= a->l_top[31].delay)
 		return;
@@ -454,9 +462,12 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 
 	if (corr == 0)
 		return;
-	slot = &src->pend[corr & (AN_PEND_SIZE - 1)];
-	me = (struct an_pend){ corr, s, e, gname, (uint8_t)is_dev };
-	if (slot->corr == corr && slot->is_dev != is_dev) {
+	/* Correlation ids are per process: processes share a file. */
+	slot = &src->pend[(corr ^ (uint64_t)p->pid * 0x9e3779b1u) &
+	    (AN_PEND_SIZE - 1)];
+	me = (struct an_pend){ corr, s, e, gname, p->pid, (uint8_t)is_dev };
+	if (slot->corr == corr && slot->pid == p->pid &&
+	    slot->is_dev != is_dev) {
 		if (is_dev)
 			an_launch(src, p, corr, slot, &me);
 		else
