@@ -138,6 +138,7 @@ struct an_stepres {
 struct an_proc {
 	struct analysis_source *src;
 	uint32_t	 pid;
+	uint32_t	 idx;			/* creation order: flow ids */
 	int32_t		 rank, local_rank, world_size;
 	uint32_t	 job, exe;		/* global string ids */
 	int64_t		 offset;		/* ns added to align clocks */

@@ -445,7 +445,13 @@ st_breakdown(struct analysis *a, struct an_proc *p)
 	p->gap = p->gap_max[gu];
 	p->gap_at = p->gap_from[gu];
 	nsteps = p->nsteps ? p->nsteps : 1;
-	p->res = st_alloc(nsteps * sizeof(*p->res));
+	/* No step markers and no device work (a launcher): no step at all,
+	 * not an empty whole-capture one. */
+	if (p->nsteps == 0 && p->whole[AN_G_COMP] == 0 &&
+	    p->whole[AN_G_COMMC] == 0 && p->whole[AN_G_COMMH] == 0 &&
+	    p->whole[AN_G_MEM] == 0)
+		nsteps = 0;
+	p->res = st_alloc((nsteps ? nsteps : 1) * sizeof(*p->res));
 	p->nres = nsteps;
 	for (size_t i = 0; i < nsteps; i++) {
 		struct an_stepres *r = &p->res[i];

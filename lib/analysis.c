@@ -291,6 +291,7 @@ an_proc_find(struct analysis_source *src, uint32_t pid)
 	memset(p, 0, sizeof(*p));
 	p->src = src;
 	p->pid = pid;
+	p->idx = (uint32_t)a->nproc;
 	p->rank = p->local_rank = p->world_size = -1;
 	p->safe_static = UINT64_MAX;
 	a->proc = an_realloc(a->proc, (a->nproc + 1) * sizeof(*a->proc));
