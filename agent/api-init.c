@@ -4,18 +4,84 @@
  * atomic slot (a race only repeats the same lookup).  Simulator-only
  * helpers are found with dlsym(RTLD_DEFAULT) so the agent still loads, and
  * produces no device records, on a runtime without them.
+ *
+ * Link order must not matter: a program linked -lmspti -lruntime with
+ * --as-needed has every runtime symbol it calls resolved by us, so the
+ * linker drops the runtime and RTLD_NEXT finds nothing (and a runtime
+ * loaded later with RTLD_LOCAL is not in the global scope either).  Then
+ * the runtime is loaded by name, each of MSPTI_RUNTIME_LIBS (colon
+ * separated names or paths) or API_RUNTIME_LIBS, and the symbol is taken
+ * from the first that has it.
  */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "api.h"
 
 #define API_ABSENT	((void *)1)
+#define API_RUNTIME_LIBS \
+	"libnpusim.so.0:libnpusim.so:libascendcl.so:libhccl.so:libruntime.so"
+#define API_RUNTIME_MAX	8
 
 static int api_self_anchor;
+
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+static void *rt_handles[API_RUNTIME_MAX];
+static unsigned rt_nhandles;
+
+/* Loads the runtime libraries by name, once.  RTLD_GLOBAL: the
+ * simulator helpers found through RTLD_DEFAULT must see them too. */
+static void
+api_runtime_open(void)
+{
+	const char *env = getenv("MSPTI_RUNTIME_LIBS");
+	char buf[1024], *save = NULL, *name;
+	void *h;
+
+	if (env == NULL || *env == '\0' || strlen(env) >= sizeof(buf))
+		env = API_RUNTIME_LIBS;
+	strcpy(buf, env);
+	for (name = strtok_r(buf, ":", &save); name != NULL &&
+	    rt_nhandles < API_RUNTIME_MAX; name = strtok_r(NULL, ":", &save)) {
+		h = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+		if (h == NULL)
+			continue;
+		/* Not ourselves (a path naming libmspti by mistake). */
+		if (dlsym(h, "msptiActivityEnable") != NULL) {
+			dlclose(h);
+			continue;
+		}
+		rt_handles[rt_nhandles++] = h;
+	}
+}
+
+/* name from the runtime loaded by name, NULL if none has it. */
+static void *
+api_runtime_sym(const char *name)
+{
+	unsigned i;
+	void *p;
+
+	pthread_once(&rt_once, api_runtime_open);
+	for (i = 0; i < rt_nhandles; i++)
+		if ((p = dlsym(rt_handles[i], name)) != NULL)
+			return p;
+	return NULL;
+}
+
+/* The runtime's definition of name, never ours. */
+static void *
+api_next(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	return p != NULL ? p : api_runtime_sym(name);
+}
 
 void *
 api_real(_Atomic(void *) *slot, const char *name)
@@ -24,7 +90,7 @@ api_real(_Atomic(void *) *slot, const char *name)
 
 	if (API_LIKELY(p != NULL))
 		return p == API_ABSENT ? NULL : p;
-	p = dlsym(RTLD_NEXT, name);
+	p = api_next(name);
 	atomic_store_explicit(slot, p != NULL ? p : API_ABSENT,
 	    memory_order_release);
 	return p;
@@ -38,6 +104,8 @@ api_optional(_Atomic(void *) *slot, const char *name)
 	if (API_LIKELY(p != NULL))
 		return p == API_ABSENT ? NULL : p;
 	p = dlsym(RTLD_DEFAULT, name);
+	if (p == NULL)
+		p = api_runtime_sym(name);
 	atomic_store_explicit(slot, p != NULL ? p : API_ABSENT,
 	    memory_order_release);
 	return p;
@@ -56,8 +124,7 @@ api_internal(_Atomic(void *) *slot, const char *name)
 
 	if (API_LIKELY(p != NULL))
 		return p == API_ABSENT ? NULL : p;
-	p = api_interposed(name) ? dlsym(RTLD_NEXT, name) :
-	    dlsym(RTLD_DEFAULT, name);
+	p = api_interposed(name) ? api_next(name) : dlsym(RTLD_DEFAULT, name);
 	atomic_store_explicit(slot, p != NULL ? p : API_ABSENT,
 	    memory_order_release);
 	return p;

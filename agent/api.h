@@ -126,8 +126,12 @@ void		api_session_set_kinds(uint32_t mask);
 void		activity_emit(const void *rec, size_t len);
 /* The same, to the in-process API's buffers only. */
 void		activity_emit_api(const void *rec, size_t len);
+/* The same whatever the masks say now (work queued while enabled). */
+void		activity_emit_api_always(const void *rec, size_t len);
 size_t		activity_record_size(uint32_t kind);
+/* Records lost, all kinds; activity_drop counts n lost of kind. */
 uint64_t	activity_dropped(void);
+void		activity_drop(uint32_t kind, uint64_t n);
 /* Next process-wide correlation id (from 1). */
 uint64_t	activity_next_correlation(void);
 /* Emits one EXTERNAL_CORRELATION record per non-empty stack of the
@@ -248,7 +252,9 @@ struct pending {
 	uint32_t	 stream;
 	uint32_t	 task;
 	uint32_t	 kind;		/* MSPTI_ACTIVITY_KIND_* it stands for */
-	uint64_t	 corr;
+	uint32_t	 kinds;		/* in-process kinds wanted at the call
+					 * (set by devtime_submit) */
+	uint64_t	 corr;		/* MARKER: the marker id */
 	const char	*name;		/* interned */
 	const char	*comm_name;	/* HCCL: interned */
 	uint64_t	 bytes;
@@ -275,12 +281,16 @@ void		devtime_drain(void);
 void		devtime_note_device(uint32_t dev);
 /* Device markers: stream device and id of the marker task, 0 on failure. */
 bool		devtime_marker(uint64_t id, uint16_t flag, void *stream);
+/* Device records the channel lost (overrun), all kinds. */
+uint64_t	devtime_channel_lost(void);
 /* Clock model (exposed for tests): host ns for a device ns on dev. */
 uint64_t	devtime_to_host(uint32_t dev, uint64_t device_ns);
 
-/* mstx.c: marker metadata looked up when a device marker arrives. */
-bool		mstx_marker_info(uint64_t id, const char **name,
-		    const char **domain);
+/* mstx.c: marker metadata for the device record of marker id with
+ * flag (consumed: each device record takes it once); *host_ts gets the
+ * host record's timestamp.  False when unknown. */
+bool		mstx_marker_take(uint64_t id, uint32_t flag, const char **name,
+		    const char **domain, uint64_t *host_ts);
 int		mstx_domain_set_enabled(const char *name, bool enabled);
 
 #endif
