@@ -33,7 +33,6 @@ static uint64_t		 act_queued, act_delivered;
 static int		 act_running, act_stopping;
 static size_t		 act_bufsize = PYACT_DEFAULT_MB * PYACT_MB;
 static uint64_t		 act_lost_buffers;
-static uint64_t		 act_request_failed;	/* each cost libmspti a record */
 
 /* Set at start, read by the request callback. */
 static size_t		 act_next_bufsize = PYACT_DEFAULT_MB * PYACT_MB;
@@ -56,12 +55,8 @@ pyact_request_cb(uint8_t **buffer, size_t *size, size_t *max)
 	pthread_mutex_lock(&act_mtx);
 	sz = act_bufsize;
 	pthread_mutex_unlock(&act_mtx);
-	if (posix_memalign(&p, 8, sz) != 0) {
+	if (posix_memalign(&p, 8, sz) != 0)
 		p = NULL;
-		pthread_mutex_lock(&act_mtx);
-		act_request_failed++;
-		pthread_mutex_unlock(&act_mtx);
-	}
 	*buffer = p;
 	*size = p != NULL ? sz : 0;
 	*max = 0;
@@ -511,18 +506,16 @@ pyact_disable_domain(PyObject *self, PyObject *args)
 static PyObject *
 pyact_stats(PyObject *self, PyObject *noargs)
 {
-	unsigned long long lost, queued, delivered, failed;
+	unsigned long long lost, queued, delivered;
 
 	pthread_mutex_lock(&act_mtx);
 	lost = act_lost_buffers;
-	failed = act_request_failed;
 	queued = act_queued;
 	delivered = act_delivered;
 	pthread_mutex_unlock(&act_mtx);
-	return Py_BuildValue("{sKsKsKsKsKsK}", "callback_errors", act_errors,
+	return Py_BuildValue("{sKsKsKsKsK}", "callback_errors", act_errors,
 	    "records", act_records, "lost_buffers", lost, "buffers_queued",
-	    queued, "buffers_delivered", delivered, "buffer_requests_failed",
-	    failed);
+	    queued, "buffers_delivered", delivered);
 }
 
 /*

@@ -177,18 +177,16 @@ def _norm(name):
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-def _loss_counters():
-    """libmspti's and the delivery layer's loss counters, by name."""
+def _loss_counters(mask):
+    """Loss counters by name: libmspti's drops of the kinds in mask (its
+    msptiActivityGetNumDroppedRecords: failed buffer requests, channel
+    overruns, ...) and the buffers the delivery layer could not queue
+    (at least one record each)."""
     st = _mspti.stats()
-    keys = [k for k in ("dropped_records", "records_dropped")
-            if k in st]
-    if not keys:
-        # Without libmspti's own counter: each buffer request that got no
-        # buffer cost libmspti the record it was for.
-        keys = [k for k in ("buffer_requests_failed",) if k in st]
-    # Buffers the delivery layer could not queue: at least one record each.
-    keys += [k for k in ("lost_buffers",) if k in st]
-    return {k: int(st[k]) for k in keys}
+    out = {"libmspti": int(_mspti.dropped_records(mask))}
+    if "lost_buffers" in st:
+        out["lost_buffers"] = int(st["lost_buffers"])
+    return out
 
 
 class KeyAverages(Table):
@@ -321,7 +319,7 @@ class Profile:
                 # Warm-up records are delivered, and dropped, first.
                 _mspti.flush_all()
                 _mspti.profile_take()
-                self._stats0 = _loss_counters()
+                self._stats0 = _loss_counters(self._mask())
                 _mspti.profile_collect(self._mask(), True)
         self._action = new
 
@@ -329,12 +327,11 @@ class Profile:
         _mspti.flush_all()
         _mspti.profile_collect(0, False)
         raw, dropped = _mspti.profile_take()
-        after = _loss_counters()
-        # What this layer saw lost during the window: records the
-        # collector could not keep, plus those libmspti dropped (its own
-        # counter when it has one, else the buffers that could not be
-        # had or queued).  Other users' windows share libmspti's counter,
-        # so the figure is an upper bound, never an understatement.
+        after = _loss_counters(self._mask())
+        # What was lost during the window: records the collector could
+        # not keep, those libmspti dropped, buffers left unqueued.  The
+        # counters are process-wide (other monitors, profiles), so the
+        # figure may overstate a loss, never hide one.
         lost = dropped
         if self._stats0 is not None:
             lost += sum(max(0, after[k] - self._stats0.get(k, 0))
