@@ -546,12 +546,16 @@ ex_seen_add(struct ex_seen *s, uint64_t key)
 	return true;
 }
 
+/* µs since baseTimeNanoseconds; samples taken before the first record
+ * (a launcher's counters) are negative, not piled up at 0. */
 static void
 ch_ts(struct ex *x, uint64_t t)
 {
-	uint64_t rel = t > x->a->base_ts ? t - x->a->base_ts : 0;
+	uint64_t b = x->a->base_ts;
+	uint64_t rel = t >= b ? t - b : b - t;
 
-	fprintf(x->out, "%" PRIu64 ".%03u", rel / 1000, (unsigned)(rel % 1000));
+	fprintf(x->out, "%s%" PRIu64 ".%03u", t >= b ? "" : "-", rel / 1000,
+	    (unsigned)(rel % 1000));
 }
 
 static void

@@ -62,9 +62,15 @@ for e in ev:
         seen[pname[e["pid"]]].add(e["name"])
 assert sorted(seen) == sorted("NPU %d" % dv for dv in metric_devs), \
     sorted(seen)
-# No step slice at timestamp 0 for a process without steps.
+# No step slice at timestamp 0 for a process without steps, and nothing
+# of the launcher (no rank) clamped to 0: the capture's first record is a
+# rank's aclrtSetDevice.
 assert not [e for e in ev if e["ph"] == "X" and e.get("cat") == "step" and
             e["name"].startswith("Step -1")]
+norank = {pid for pid, n in pname.items() if n.startswith("Process ")}
+assert norank, pname
+assert not [e for e in ev if e.get("pid") in norank and e["ph"] != "M" and
+            e["ts"] == 0], [e for e in ev if e.get("pid") in norank][:3]
 
 # Flows: one start and one finish per id, each bound to a slice enclosing
 # it on its own pid/tid, both ends in one rank and one correlation id.
