@@ -28,6 +28,25 @@ assert sorted({x["Rank"] for x in steps}) == [0, 1, 2, 3], \
 PY
 ok "report: 200 step rows for 4 ranks x 50 steps, none for the launcher"
 
+# Launches are joined within their process: each worst-delay row's CPU
+# runtime is that of its own rank's API call with that correlation id.
+python3 - "$T/rep.json" "$T/dump.jsonl" <<'PY' || fail "launch join"
+import json, sys
+r = json.load(open(sys.argv[1]))
+dump = [json.loads(l) for l in open(sys.argv[2])][:-1]
+pid_of = {p["rank"]: p["pid"] for p in dump
+          if p["type"] == "process" and p["rank"] >= 0}
+api = {(a["pid"], a["corr"]): a["end"] - a["ts"] for a in dump
+       if a["type"] == "api"}
+rows = r["launch_outliers"]
+assert rows
+bad = [x for x in rows if abs(api[(pid_of[x["Rank"]], x["Correlation ID"])]
+                              / 1e3 - x["CPU Runtime(us)"]) > 0.002]
+assert not bad, "%d of %d rows joined to another process's API: %s" % (
+    len(bad), len(rows), bad[:2])
+PY
+ok "report: launches joined by (process, correlation id)"
+
 $CTL export "$T/dist.mspti" --format chrome -o "$T/x.json" ||
 	fail "export chrome"
 python3 - "$T/x.json" "$T/dump.jsonl" <<'PY' >"$T/chrome.out" 2>&1 ||
