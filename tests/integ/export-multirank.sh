@@ -257,4 +257,24 @@ print("ok", len(fstart), "flows,", len(tracks), "tracks")
 PY
 	fail "perfetto: $(tail -5 "$T/pf.out")"
 ok "perfetto: $(cat "$T/pf.out")"
+$CTL export "$T/dist.mspti" --format csv -o "$T/csv" || fail "export csv"
+python3 - "$T/csv/op_summary.csv" "$T/dump.jsonl" <<'PY' || fail "op_summary.csv"
+import collections, csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+dump = [json.loads(l) for l in open(sys.argv[2])][:-1]
+kernels = [k for k in dump if k["type"] == "kernel"]
+assert len(rows) == len(kernels), (len(rows), len(kernels))
+assert sorted({int(r["Rank"]) for r in rows}) == [0, 1, 2, 3]
+# Task Wait Time: the gap since the previous task of the same stream of the
+# same rank, never another rank's.
+from decimal import Decimal as D   # absolute us do not fit a double
+last = {}
+for r in rows:
+    key = (r["Rank"], r["Device_id"], r["Stream ID"])
+    s, d = D(r["Task Start Time(us)"]), D(r["Task Duration(us)"])
+    want = max(D(0), s - last[key]) if key in last else D(0)
+    assert abs(D(r["Task Wait Time(us)"]) - want) <= D("0.002"), (r, want)
+    last[key] = s + d
+PY
+ok "csv: op_summary has every kernel, waits per (rank, stream)"
 echo "export-multirank: all passed"
