@@ -173,11 +173,13 @@ struct an_proc {
 	size_t		 ncoll[2], ccoll[2];
 	struct an_step	*steps;
 	size_t		 nsteps, csteps;
-	struct {
+	struct an_open {
 		uint64_t id, ts;
 		uint32_t name;
-	}		 open[64];		/* open marker ranges */
-	size_t		 nopen;
+	}		*open;			/* open marker ranges, at most
+						   AN_OPEN_MAX */
+	size_t		 nopen, copen;
+	uint64_t	 open_evicted;		/* STARTs never paired */
 	struct an_union	 u_comp, u_comm;	/* export: chosen unions */
 	struct an_stepres *res;
 	size_t		 nres;
@@ -220,6 +222,9 @@ struct analysis_source {
 };
 
 #define AN_PEND_SIZE	65536u
+/* MSTX ranges open at once per process before the oldest is given up
+ * (counted, warned): bounds memory against STARTs that never end. */
+#define AN_OPEN_MAX	65536u
 struct an_pend {
 	uint64_t	corr;		/* per process: keyed with pid */
 	uint64_t	start, end;	/* API or device op */

@@ -226,6 +226,11 @@ st_check(struct analysis *a)
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 
+		if (p->open_evicted)
+			an_warn(a, "rank %d (pid %u): %" PRIu64 " MSTX ranges "
+			    "were still open when %u more opened: their ENDs "
+			    "were not paired", p->rank, p->pid,
+			    p->open_evicted, AN_OPEN_MAX);
 		if (p->late || p->forced)
 			an_warn(a, "rank %d (pid %u): %" PRIu64 " device "
 			    "intervals out of order beyond the %.1f s reorder "

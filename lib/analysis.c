@@ -189,6 +189,7 @@ analysis_free(struct analysis *a)
 		free(p->coll[0]);
 		free(p->coll[1]);
 		free(p->steps);
+		free(p->open);
 		free(p->res);
 		an_sweep_free(p);
 		an_union_free(&p->u_comp);
@@ -533,10 +534,15 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 	an_proc_ts(p, m->timestamp, m->timestamp);
 	an_host_ts(p, m->timestamp);
 	if (m->flag & 2u) {		/* MARKER_START */
-		if (p->nopen == 64)
-			memmove(p->open, p->open + 1, 63 * sizeof(p->open[0]));
-		else
-			p->nopen++;
+		if (p->nopen == AN_OPEN_MAX) {
+			/* Give up the oldest half at once (amortized). */
+			memmove(p->open, p->open + AN_OPEN_MAX / 2,
+			    (AN_OPEN_MAX / 2) * sizeof(p->open[0]));
+			p->nopen -= AN_OPEN_MAX / 2;
+			p->open_evicted += AN_OPEN_MAX / 2;
+		}
+		an_grow(&p->open, &p->copen, p->nopen, sizeof(*p->open));
+		p->nopen++;
 		p->open[p->nopen - 1].id = m->id;
 		p->open[p->nopen - 1].ts = m->timestamp;
 		p->open[p->nopen - 1].name = an_gid(src, m->name_id);
