@@ -214,6 +214,12 @@ ex_marker(struct ex *x, struct analysis_source *src, struct trace_reader *r,
 		return;		/* device copies of host ranges */
 	p = an_proc_find(src, m->pid);
 	if (m->flag & 2u) {
+		if (x->nopen == AN_OPEN_MAX) {
+			/* As the analysis: the oldest half is given up. */
+			memmove(x->open, x->open + AN_OPEN_MAX / 2,
+			    (AN_OPEN_MAX / 2) * sizeof(*x->open));
+			x->nopen -= AN_OPEN_MAX / 2;
+		}
 		ex_grow((void **)&x->open, &x->copen, x->nopen,
 		    sizeof(*x->open));
 		x->open[x->nopen++] = (struct ex_open){ m->id, m->timestamp,
