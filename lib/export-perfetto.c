@@ -209,6 +209,60 @@ pf_event(struct ex *x, uint64_t ts, const struct pf_buf *ev)
 	x->events++;
 }
 
+/*
+ * The slice's args (the walk's JSON fragment: "key":number or
+ * "key":"string", comma-separated, no nesting) as DebugAnnotations, so
+ * both formats carry the same arguments (correlation_id, bytes, ...).
+ */
+static void
+pf_args(struct pf_buf *ev, const char *args)
+{
+	const char *p = args, *k, *v;
+	char key[64], val[128];
+	size_t kn, vn;
+
+	while (*p == '"') {
+		k = ++p;
+		while (*p && *p != '"')
+			p++;
+		kn = (size_t)(p - k);
+		if (*p++ != '"' || *p++ != ':')
+			return;
+		if (*p == '"') {
+			v = ++p;
+			while (*p && *p != '"')
+				p++;
+			vn = (size_t)(p - v);
+			if (*p == '"')
+				p++;
+		} else {
+			v = p;
+			while (*p && *p != ',')
+				p++;
+			vn = (size_t)(p - v);
+		}
+		if (kn < sizeof(key) && vn < sizeof(val)) {
+			struct pf_buf d = { .n = 0 };
+			char *end;
+
+			memcpy(key, k, kn);
+			key[kn] = '\0';
+			memcpy(val, v, vn);
+			val[vn] = '\0';
+			pf_str(&d, 10, key);
+			if (v[-1] == '"')
+				pf_str(&d, 6, val);
+			else if (strpbrk(val, ".eE") == NULL && val[0] != '-')
+				pf_uint(&d, 3, strtoull(val, &end, 10));
+			else
+				pf_double(&d, 5, strtod(val, &end));
+			pf_bytes(ev, 4, d.b, d.n);
+		}
+		if (*p == ',')
+			p++;
+	}
+}
+
 static void
 pf_slice(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
@@ -221,6 +275,7 @@ pf_slice(struct ex *x, const struct ex_track *t, const char *name,
 	pf_uint(&ev, 11, uid);
 	pf_str(&ev, 22, cat);
 	pf_str(&ev, 23, name);
+	pf_args(&ev, args);
 	if (flow_out) {
 		pf_fixed64(&ev, 47, flow_out);
 		x->flows++;

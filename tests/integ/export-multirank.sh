@@ -253,6 +253,14 @@ cross = sum(1 for f in fend
             if rank_of(tracks[one(fstart[f], "track_uuid")]) !=
             rank_of(tracks[one(fend[f], "track_uuid")]))
 assert cross == 0, "%d flows link two ranks" % cross
+# Slices carry the args of the Chrome export as debug annotations: both
+# ends of a flow have the same correlation id.
+def corr(e):
+    return [one(d, "uint_value") for d in e.get("debug_annotations", [])
+            if one(d, "name") == "correlation_id"]
+for f in fend:
+    assert corr(fstart[f]) == corr(fend[f]) and corr(fend[f]), \
+        (fstart[f], fend[f])
 print("ok", len(fstart), "flows,", len(tracks), "tracks")
 PY
 	fail "perfetto: $(tail -5 "$T/pf.out")"
