@@ -111,6 +111,16 @@ api_optional(_Atomic(void *) *slot, const char *name)
 	return p;
 }
 
+/* Whether p is defined in this library. */
+static bool
+api_is_self(void *p)
+{
+	Dl_info self, sym;
+
+	return dladdr(&api_self_anchor, &self) != 0 && dladdr(p, &sym) != 0 &&
+	    self.dli_fbase == sym.dli_fbase;
+}
+
 /*
  * A runtime function the agent calls for itself: the runtime's own, never
  * our interposer of the same name (so the call makes no record).  When we
@@ -124,7 +134,9 @@ api_internal(_Atomic(void *) *slot, const char *name)
 
 	if (API_LIKELY(p != NULL))
 		return p == API_ABSENT ? NULL : p;
-	p = api_interposed(name) ? api_next(name) : dlsym(RTLD_DEFAULT, name);
+	p = api_interposed(name) ? NULL : dlsym(RTLD_DEFAULT, name);
+	if (p == NULL || api_is_self(p))
+		p = api_next(name);
 	atomic_store_explicit(slot, p != NULL ? p : API_ABSENT,
 	    memory_order_release);
 	return p;
@@ -139,15 +151,22 @@ api_internal(_Atomic(void *) *slot, const char *name)
 bool
 api_interposed(const char *name)
 {
-	Dl_info self, sym;
-	void *p;
+	static void *_Atomic global;
+	void *g = atomic_load(&global), *p;
 
-	p = dlsym(RTLD_DEFAULT, name);
-	if (p == NULL)
-		return false;
-	if (dladdr(&api_self_anchor, &self) == 0 || dladdr(p, &sym) == 0)
-		return false;
-	return self.dli_fbase == sym.dli_fbase;
+	/*
+	 * The application's lookup: the global scope (the program, what it
+	 * was linked with, LD_PRELOAD, RTLD_GLOBAL opens).  Not RTLD_DEFAULT
+	 * from here, which also searches our own dlopen group: loaded
+	 * RTLD_LOCAL (a Python extension), we would find ourselves.
+	 */
+	if (g == NULL) {
+		if ((g = dlopen(NULL, RTLD_NOW)) == NULL)
+			return false;
+		atomic_store(&global, g);
+	}
+	p = dlsym(g, name);
+	return p != NULL && api_is_self(p);
 }
 
 int
