@@ -396,6 +396,21 @@ activity_emit_api(const void *rec, size_t len)
 		abuf_append(rec, len);
 }
 
+void
+activity_emit_session(const void *rec, size_t len)
+{
+	uint64_t m = atomic_load_explicit(&api_kind_masks, memory_order_relaxed);
+	uint32_t kind = ((const msptiActivity *)rec)->kind;
+	api_sink_fn sink;
+
+	if ((m >> (API_MASK_SESSION_SHIFT + kind)) & 1) {
+		sink = atomic_load_explicit(&session_sink, memory_order_acquire);
+		if (sink != NULL)
+			sink(rec, len, atomic_load_explicit(&session_sink_arg,
+			    memory_order_relaxed));
+	}
+}
+
 /* The same whatever the masks say now: a device record of work queued
  * while its kind was enabled (devtime.c). */
 void

@@ -33,6 +33,10 @@ static int api_self_anchor;
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static void *rt_handles[API_RUNTIME_MAX];
 static unsigned rt_nhandles;
+/* Set once a runtime function was found (either way): until then an
+ * absent optional helper is not cached, the runtime may yet come. */
+static _Atomic bool rt_settled;
+static _Atomic bool rt_opened;		/* api_runtime_open ran */
 
 /* Loads the runtime libraries by name, once.  RTLD_GLOBAL: the
  * simulator helpers found through RTLD_DEFAULT must see them too. */
@@ -58,6 +62,8 @@ api_runtime_open(void)
 		}
 		rt_handles[rt_nhandles++] = h;
 	}
+	atomic_store(&rt_opened, true);
+	atomic_store(&rt_settled, true);
 }
 
 /* name from the runtime loaded by name, NULL if none has it. */
@@ -80,7 +86,11 @@ api_next(const char *name)
 {
 	void *p = dlsym(RTLD_NEXT, name);
 
-	return p != NULL ? p : api_runtime_sym(name);
+	if (p != NULL) {
+		atomic_store_explicit(&rt_settled, true, memory_order_relaxed);
+		return p;
+	}
+	return api_runtime_sym(name);
 }
 
 void *
@@ -104,8 +114,14 @@ api_optional(_Atomic(void *) *slot, const char *name)
 	if (API_LIKELY(p != NULL))
 		return p == API_ABSENT ? NULL : p;
 	p = dlsym(RTLD_DEFAULT, name);
-	if (p == NULL)
-		p = api_runtime_sym(name);
+	if (p == NULL) {
+		/* Never load a runtime just for a helper: only look in one
+		 * loaded by name for a runtime function. */
+		if (!atomic_load(&rt_settled))
+			return NULL;
+		if (atomic_load(&rt_opened))
+			p = api_runtime_sym(name);
+	}
 	atomic_store_explicit(slot, p != NULL ? p : API_ABSENT,
 	    memory_order_release);
 	return p;

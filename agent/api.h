@@ -36,16 +36,21 @@
  * Device records (devtime.c)
  * --------------------------
  * Interposers that queue device work record a "pending" entry (device,
- * stream id, task id → correlation id and call details) in a lock-free
- * MPSC queue.  One reader thread drains that queue into a private hash
- * map, reads the simulator's per-device profiling channel (through
+ * stream id, task id → correlation id, call details and the kinds wanted
+ * at the call) in a lock-free MPSC queue that spills into a locked
+ * overflow array when full.  One reader thread drains it into a private
+ * hash map that grows with the launches outstanding (bounded by memory,
+ * never by a fixed size), reads the simulator's per-device profiling
+ * channel (through
  * npusim_channel_* found with dlsym, so no hard dependency), joins by
  * (device, stream, task), converts device times with a clock model
  * fitted on (host CLOCK_REALTIME, device) sample pairs, and emits
- * KERNEL/MEMCPY/MEMSET/HCCL/COMMUNICATION and device MARKER records.  The
- * thread sleeps on a condition variable while no device kind is wanted,
- * polls every DEVTIME_POLL_MS while one is, and FlushAll wakes it for a
- * synchronous drain first.
+ * KERNEL/MEMCPY/MEMSET/HCCL/COMMUNICATION and device MARKER records, for
+ * the kinds wanted at the call even if disabled since.  The thread sleeps
+ * on a condition variable while no device kind is wanted and nothing is
+ * outstanding, polls every DEVTIME_POLL_MS otherwise, and FlushAll wakes
+ * it for a synchronous drain first.  Records that cannot be kept are
+ * counted per kind (activity_drop, msptiActivityGetNumDroppedRecords).
  *
  * Each interposed call queues at most one device task, so a pending entry
  * (and a daemon session's launch record) keys exactly one task: the
@@ -128,6 +133,8 @@ void		activity_emit(const void *rec, size_t len);
 void		activity_emit_api(const void *rec, size_t len);
 /* The same whatever the masks say now (work queued while enabled). */
 void		activity_emit_api_always(const void *rec, size_t len);
+/* To the daemon session's sink only, when it wants the kind. */
+void		activity_emit_session(const void *rec, size_t len);
 size_t		activity_record_size(uint32_t kind);
 /* Records lost, all kinds; activity_drop counts n lost of kind. */
 uint64_t	activity_dropped(void);
@@ -269,9 +276,13 @@ struct pending {
 /* Records the ids of the calling thread's last submitted task, writes
  * the launch into a daemon session's ring (session_launch) when the
  * session wants the kind, and queues p for the in-process join when the
- * msPTI API wants it; false when the runtime cannot tell (no device record
- * will come, emit a host-timed one instead). */
-bool		devtime_submit(struct pending *p);
+ * msPTI API wants it.  Returns the consumers no device record will come
+ * to (the runtime cannot tell the task, no channel, the ring refused it):
+ * the caller gives each of them a host-timed record instead, so none gets
+ * two. */
+#define DEVTIME_HOST_API	1u
+#define DEVTIME_HOST_SESSION	2u
+unsigned	devtime_submit(struct pending *p);
 /* Whether device records can be produced (channel helpers present). */
 bool		devtime_available(void);
 /* Wakes the reader (masks changed). */
@@ -281,8 +292,6 @@ void		devtime_drain(void);
 void		devtime_note_device(uint32_t dev);
 /* Device markers: stream device and id of the marker task, 0 on failure. */
 bool		devtime_marker(uint64_t id, uint16_t flag, void *stream);
-/* Device records the channel lost (overrun), all kinds. */
-uint64_t	devtime_channel_lost(void);
 /* Clock model (exposed for tests): host ns for a device ns on dev. */
 uint64_t	devtime_to_host(uint32_t dev, uint64_t device_ns);
 

@@ -44,6 +44,7 @@
 
 #include "agent.h"
 #include "api.h"
+#include "log.h"
 
 #define DEVTIME_POLL_MS		5
 #define DEVTIME_MAX_DEV		32
@@ -250,7 +251,9 @@ queue_pop(struct pending *out)
 	return true;
 }
 
-/* Queues p for the in-process join; a loss is counted. */
+/* Queues p for the in-process join; false when no device record can
+ * come (no channel helpers).  An entry that cannot be stored is counted
+ * lost (true: no host-timed record stands in for it). */
 static bool
 devtime_enqueue(const struct pending *p)
 {
@@ -261,43 +264,43 @@ devtime_enqueue(const struct pending *p)
 		return true;
 	atomic_fetch_sub(&dt_outstanding, 1);
 	pending_drop(p);
-	return false;
+	return true;
 }
 
-uint64_t
-devtime_channel_lost(void)
-{
-	return atomic_load(&dt_channel_lost);
-}
-
-bool
+unsigned
 devtime_submit(struct pending *p)
 {
 	task_ids_fn ids = (task_ids_fn)api_internal(&h_taskids,
 	    "rtGetTaskIdAndStreamID");
-	uint32_t task, stream, kinds = 1u << p->kind;
-	bool ok = true;
+	uint32_t task, stream, kinds = 1u << p->kind, api, sess;
+	unsigned host = 0;
 
 	if (p->kind == MSPTI_ACTIVITY_KIND_HCCL)
 		kinds |= 1u << MSPTI_ACTIVITY_KIND_COMMUNICATION;
+	api = api_kinds_api() & kinds;
+	sess = api_kinds_session() & kinds;
+	if (api != 0)
+		host |= DEVTIME_HOST_API;
+	if (sess != 0)
+		host |= DEVTIME_HOST_SESSION;
 	if (ids == NULL || ids(&task, &stream) != RT_ERROR_NONE ||
 	    task == NPUSIM_ID_NONE)
-		return false;
+		return host;
 	/* Same ids as last time: the call queued no task of its own. */
 	if (task == tls_last_task && stream == tls_last_stream)
-		return false;
+		return host;
 	tls_last_task = task;
 	tls_last_stream = stream;
 	p->task = task;
 	p->stream = stream;
 	/* Two independent consumers: a daemon session joins device timing
 	 * in msptid from the launch record; the in-process API joins here. */
-	if (api_kinds_session() & kinds)
-		ok = session_launch(p);
-	p->kinds = api_kinds_api() & kinds;
-	if (p->kinds != 0)
-		ok = devtime_enqueue(p) && ok;
-	return ok;
+	if (sess != 0 && session_launch(p))
+		host &= ~DEVTIME_HOST_SESSION;
+	p->kinds = api;
+	if (api != 0 && devtime_enqueue(p))
+		host &= ~DEVTIME_HOST_API;
+	return host;
 }
 
 bool
@@ -1031,7 +1034,12 @@ devtime_pass(bool draining)
 			n = cread(&d->r, dt_batch, DEVTIME_BATCH, &lost);
 			pthread_mutex_unlock(&dt_chan_mtx);
 			if (lost != 0) {
-				atomic_fetch_add(&dt_channel_lost, lost);
+				/* Counted per kind by map_expire. */
+				log_debug("device %u channel overran: %llu "
+				    "records lost (%llu in all)", dev,
+				    (unsigned long long)lost,
+				    (unsigned long long)(atomic_fetch_add(
+				    &dt_channel_lost, lost) + lost));
 				dt_lost_at = now;
 			}
 			if (n <= 0)

@@ -372,9 +372,11 @@ mstx_end(uint64_t id)
 	domain = e->domain;
 	stream = e->stream;
 	ts = e->end_ts = api_now();
+	/* The host END's reference becomes the device END's, if any. */
 	if (stream != NULL)
-		e->refs++;		/* the device END */
-	pthread_mutex_unlock(&sh->mtx);
+		pthread_mutex_unlock(&sh->mtx);
+	else
+		mstx_unref_locked(sh, slot);
 	if (stream != NULL) {
 		if (devtime_marker(id, MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE,
 		    stream))
@@ -383,7 +385,6 @@ mstx_end(uint64_t id)
 			mstx_unref(id);
 	}
 	mstx_host_record(id, flag, name, domain, ts);
-	mstx_unref(id);			/* the host END */
 }
 
 MSTX_API void

@@ -14,7 +14,6 @@
  */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -604,30 +603,6 @@ pyact_stats(PyObject *self, PyObject *noargs)
 	return r;
 }
 
-/*
- * _mspti.interposed(): whether the global lookup of aclrtLaunchKernel
- * lands in libmspti (LD_PRELOAD in effect).  None when no runtime and no
- * interposer is in the global scope yet.  Without interposition libmspti
- * never learns which devices are in use, so KERNEL records need it too.
- */
-static PyObject *
-pyact_interposed(PyObject *self, PyObject *noargs)
-{
-	Dl_info	 self_info, sym_info;
-	void	*main_h, *p;
-
-	if ((main_h = dlopen(NULL, RTLD_NOW)) == NULL)
-		Py_RETURN_NONE;
-	p = dlsym(main_h, "aclrtLaunchKernel");
-	dlclose(main_h);
-	if (p == NULL)
-		Py_RETURN_NONE;
-	if (dladdr((const void *)msptiActivityEnable, &self_info) == 0 ||
-	    dladdr(p, &sym_info) == 0)
-		Py_RETURN_NONE;
-	return PyBool_FromLong(self_info.dli_fbase == sym_info.dli_fbase);
-}
-
 /* In a forked child: no delivery thread, and the queue holds the
  * parent's records (the parent delivers them). */
 static void
@@ -662,8 +637,6 @@ pyact_after_fork(PyObject *self, PyObject *noargs)
 PyMethodDef pyact_methods[] = {
 	{ "after_fork", pyact_after_fork, METH_NOARGS,
 	  "In a forked child: disable the parent's monitored kinds." },
-	{ "interposed", pyact_interposed, METH_NOARGS,
-	  "Whether libmspti interposes the runtime (None: unknown)." },
 	{ "delivery_loop", pyact_delivery_loop, METH_NOARGS,
 	  "Run the delivery loop until stop()." },
 	{ "start", pyact_start, METH_NOARGS, "Prepare delivery." },

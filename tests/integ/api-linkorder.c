@@ -12,7 +12,7 @@
 #include <acl/acl.h>
 #include <mspti/mspti.h>
 
-static size_t napi, nmemcpy;
+static size_t napi, nmemcpy, njoined;
 
 static void
 req(uint8_t **buffer, size_t *size, size_t *max)
@@ -30,8 +30,13 @@ done(uint8_t *buffer, size_t size, size_t valid)
 	while (msptiActivityGetNextRecord(buffer, valid, &r) == MSPTI_SUCCESS) {
 		if (r->kind == MSPTI_ACTIVITY_KIND_API)
 			napi++;
-		else if (r->kind == MSPTI_ACTIVITY_KIND_MEMCPY)
+		else if (r->kind == MSPTI_ACTIVITY_KIND_MEMCPY) {
 			nmemcpy++;
+			/* Timed by the device channel, not the host call. */
+			if (((msptiActivityMemcpy *)r)->streamId !=
+			    MSPTI_INVALID_STREAM_ID)
+				njoined++;
+		}
 	}
 	free(buffer);
 }
@@ -68,7 +73,8 @@ main(void)
 	TRY(aclrtDestroyStream(s));
 	TRY(aclrtResetDevice(0));
 	msptiActivityFlushAll(1);
-	printf("enable api=%d memcpy=%d acl=%d%s%s records api=%zu memcpy=%zu\n",
-	    api, mc, (int)err, *what ? " at " : "", what, napi, nmemcpy);
+	printf("enable api=%d memcpy=%d acl=%d%s%s records api=%zu memcpy=%zu "
+	    "device=%zu\n", api, mc, (int)err, *what ? " at " : "", what, napi,
+	    nmemcpy, njoined);
 	return 0;
 }

@@ -267,3 +267,29 @@ def test_fork_child_monitors():
     lines = p.stdout.splitlines()
     assert "child 0 0 0 ['child']" in lines, p.stdout
     assert "parent 0 ['parent-1', 'parent-2']" in lines, p.stdout
+
+
+def test_stats_count_channel_losses():
+    # A device channel far too small for the run: whatever is lost shows
+    # in stats()["dropped"][KERNEL], so delivered + dropped == launched.
+    code = r"""
+import mspti, mspti.npusim as sim
+sim.set_device(0)
+s = sim.Stream()
+k = sim.Kernel("Burst", sim.AI_CORE, fixed_ns=1000)
+KERNEL = mspti.MsptiActivityKind.KERNEL
+before = mspti.stats()
+got = []
+mon = mspti.KernelMonitor()
+mon.start(got.append)
+for _ in range(20000):
+    k.launch(s)
+s.synchronize()
+mon.stop()
+after = mspti.stats()
+dropped = after["dropped"].get(KERNEL, 0) - before["dropped"].get(KERNEL, 0)
+print(len(got) + dropped, after["dropped_total"] >= dropped)
+"""
+    p = run_python(code, env={"NPUSIM_CHANNEL_RECORDS": "16"}, timeout=240)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["20000", "True"], p.stdout

@@ -318,12 +318,14 @@ START_TEST(test_mstx_outstanding)
 }
 END_TEST
 
-/* Device START never earlier than host START, over many marks. */
-START_TEST(test_device_marker_order)
+/* Device START never earlier than host START, over n ranges spaced by
+ * gap_us. */
+static void
+check_marker_order(size_t n, unsigned gap_us)
 {
 	msptiActivity *r = NULL;
 	uint64_t *host_ts;
-	size_t i, n = 2000, checked = 0;
+	size_t i, checked = 0;
 	mstxRangeId first = 0, id;
 
 	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER),
@@ -333,6 +335,8 @@ START_TEST(test_device_marker_order)
 		if (first == 0)
 			first = id;
 		mstxRangeEnd(id);
+		if (gap_us != 0)
+			usleep(gap_us);
 	}
 	ck_assert_int_eq(aclrtSynchronizeStream(stream), ACL_SUCCESS);
 	ck_assert_int_eq(msptiActivityFlushAll(1), MSPTI_SUCCESS);
@@ -365,6 +369,26 @@ START_TEST(test_device_marker_order)
 	}
 	ck_assert_uint_eq(checked, n);
 	free(host_ts);
+}
+
+START_TEST(test_device_marker_order)
+{
+	check_marker_order(2000, 0);
+}
+END_TEST
+
+/* The same with a device clock running 2000 ppm slow: the host-time
+ * model lags behind it, and must still not put a device START first. */
+static void
+setup_slow_clock(void)
+{
+	setenv("NPUSIM_CLOCK_DRIFT_PPM", "-2000", 1);
+	setup();
+}
+
+START_TEST(test_device_marker_order_drift)
+{
+	check_marker_order(300, 2000);
 }
 END_TEST
 
@@ -515,6 +539,11 @@ main(void)
 	tcase_add_test(tc, test_device_marker_order);
 	tcase_add_test(tc, test_dropped_counted);
 	tcase_add_test(tc, test_fork_parent_records);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("drift");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, setup_slow_clock, teardown);
+	tcase_add_test(tc, test_device_marker_order_drift);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("overrun");
 	tcase_set_timeout(tc, 300);
