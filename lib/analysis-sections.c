@@ -358,7 +358,7 @@ sec_ops(struct analysis *a)
 {
 	static const char *const cols[] = { "OP Type", "Core Type", "Count",
 	    "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
-	    "Ratio(%)" };
+	    "Ratio(%)", "Host Launch Total(us)", "Host Launch Avg(us)" };
 	static const char *const tcols[] = { "Rank", "Kernel", "Core Type",
 	    "Count", "Total Time(us)", "Avg Time(us)", "Ratio(%)" };
 	struct table *t;
@@ -368,7 +368,7 @@ sec_ops(struct analysis *a)
 	for (size_t i = 0; i < a->nops; i++)
 		total += a->ops[i].st.total;
 	t = table_new("op_statistic", "Operators (op statistic, all ranks)",
-	    8, cols);
+	    10, cols);
 	for (size_t i = 0; i < a->nops; i++) {
 		struct an_op *o = &a->ops[i];
 
@@ -379,6 +379,9 @@ sec_ops(struct analysis *a)
 		sec_stat_cols(t, &o->st);
 		table_num(t, total ? 100.0 * (double)o->st.total /
 		    (double)total : 0, 2);
+		table_num(t, US(o->host_total), 3);
+		table_num(t, o->host_count ? US(o->host_total) /
+		    (double)o->host_count : 0, 3);
 	}
 	a->tables[ANALYSIS_OPS] = t;
 	t = table_new("top_kernels", "Top kernels by total device time", 7,

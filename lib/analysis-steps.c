@@ -218,6 +218,11 @@ st_check(struct analysis *a)
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 
+		if (p->open_evicted)
+			an_warn(a, "rank %d (pid %u): %" PRIu64 " MSTX ranges "
+			    "were still open when %u more opened: their ENDs "
+			    "were not paired", p->rank, p->pid,
+			    p->open_evicted, AN_OPEN_MAX);
 		if (p->late || p->forced)
 			an_warn(a, "rank %d (pid %u): %" PRIu64 " device "
 			    "intervals out of order beyond the %.1f s reorder "
@@ -437,7 +442,13 @@ st_breakdown(struct analysis *a, struct an_proc *p)
 	p->gap = p->gap_max[gu];
 	p->gap_at = p->gap_from[gu];
 	nsteps = p->nsteps ? p->nsteps : 1;
-	p->res = st_alloc(nsteps * sizeof(*p->res));
+	/* No step markers and no device work (a launcher): no step at all,
+	 * not an empty whole-capture one. */
+	if (p->nsteps == 0 && p->whole[AN_G_COMP] == 0 &&
+	    p->whole[AN_G_COMMC] == 0 && p->whole[AN_G_COMMH] == 0 &&
+	    p->whole[AN_G_MEM] == 0)
+		nsteps = 0;
+	p->res = st_alloc((nsteps ? nsteps : 1) * sizeof(*p->res));
 	p->nres = nsteps;
 	for (size_t i = 0; i < nsteps; i++) {
 		struct an_stepres *r = &p->res[i];

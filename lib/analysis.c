@@ -191,6 +191,7 @@ analysis_free(struct analysis *a)
 		free(p->coll[0]);
 		free(p->coll[1]);
 		free(p->steps);
+		free(p->open);
 		free(p->res);
 		an_sweep_free(p);
 		an_union_free(&p->u_comp);
@@ -293,6 +294,7 @@ an_proc_find(struct analysis_source *src, uint32_t pid)
 	memset(p, 0, sizeof(*p));
 	p->src = src;
 	p->pid = pid;
+	p->idx = (uint32_t)a->nproc;
 	p->rank = p->local_rank = p->world_size = -1;
 	p->safe_static = UINT64_MAX;
 	a->proc = an_realloc(a->proc, (a->nproc + 1) * sizeof(*a->proc));
@@ -441,6 +443,14 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 		a->l_slow_delay++;
 	if (dur < rt)
 		a->l_short++;
+	/* The host side of the op (key_averages' CPU time). */
+	if (dev->name != 0)
+		for (i = 0; i < a->nops; i++)
+			if (a->ops[i].name == dev->name) {
+				a->ops[i].host_total += rt;
+				a->ops[i].host_count++;
+				break;
+			}
 	/* Keep the worst launch delays (small insertion-sorted array). */
 	if (a->nl_top == 32 && delay <= a->l_top[31].delay)
 		return;
@@ -461,15 +471,18 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 
 	if (corr == 0)
 		return;
-	slot = &src->pend[corr & (AN_PEND_SIZE - 1)];
-	me = (struct an_pend){ corr, s, e, 0, gname, (uint8_t)is_dev };
+	/* Correlation ids are per process: processes share a file. */
+	slot = &src->pend[(corr ^ (uint64_t)p->pid * 0x9e3779b1u) &
+	    (AN_PEND_SIZE - 1)];
+	me = (struct an_pend){ corr, s, e, 0, gname, p->pid, (uint8_t)is_dev };
 	if (is_dev) {
 		/* Device records of a process come in about start order. */
 		me.prev_end = p->launch_dev_end;
 		if (e > p->launch_dev_end)
 			p->launch_dev_end = e;
 	}
-	if (slot->corr == corr && slot->is_dev != is_dev) {
+	if (slot->corr == corr && slot->pid == p->pid &&
+	    slot->is_dev != is_dev) {
 		if (is_dev)
 			an_launch(src, p, corr, slot, &me);
 		else
@@ -534,10 +547,15 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 	an_proc_ts(p, m->timestamp, m->timestamp);
 	an_host_ts(p, m->timestamp);
 	if (m->flag & 2u) {		/* MARKER_START */
-		if (p->nopen == 64)
-			memmove(p->open, p->open + 1, 63 * sizeof(p->open[0]));
-		else
-			p->nopen++;
+		if (p->nopen == AN_OPEN_MAX) {
+			/* Give up the oldest half at once (amortized). */
+			memmove(p->open, p->open + AN_OPEN_MAX / 2,
+			    (AN_OPEN_MAX / 2) * sizeof(p->open[0]));
+			p->nopen -= AN_OPEN_MAX / 2;
+			p->open_evicted += AN_OPEN_MAX / 2;
+		}
+		an_grow(&p->open, &p->copen, p->nopen, sizeof(*p->open));
+		p->nopen++;
 		p->open[p->nopen - 1].id = m->id;
 		p->open[p->nopen - 1].ts = m->timestamp;
 		p->open[p->nopen - 1].name = an_gid(src, m->name_id);
