@@ -36,7 +36,7 @@ from ._dist import (init_process_group, destroy_process_group,
                     is_initialized, get_rank, get_world_size, barrier,
                     DistributedDataParallel, compute_buckets, spawn,
                     BUCKET_CAP_MB)
-from . import _ops
+from . import _mode, _ops
 
 __all__ = [
     "device", "is_available", "device_count", "current_device",
@@ -161,9 +161,23 @@ def _module_to(self, *args, **kwargs):
     # Parameters and buffers live on the device for good.
     b.persistent += 1
     try:
-        return _orig["module_to"](self, *a, **kw)
+        ret = _orig["module_to"](self, *a, **kw)
     finally:
         b.persistent -= 1
+        b.flush_pending()
+    _cast_weights(self)
+    return ret
+
+
+def _cast_weights(module):
+    # torch_npu's Module.npu() casts conv weights to FRACTAL_Z, the cube's
+    # layout, once: a TransData each, not one per forward.
+    for m in module.modules():
+        if isinstance(m, torch.nn.modules.conv._ConvNd):
+            w = m.weight
+            if w.is_meta and _mode._fmt(w) != _mode.FRACTAL_Z:
+                bridge()._transdata(w, _mode.FRACTAL_Z)
+                _mode._set_fmt(w, _mode.FRACTAL_Z)
 
 
 def _module_npu(self, device=None):

@@ -207,22 +207,21 @@ class _Bucket:
 
 
 def compute_buckets(params, cap_bytes, first_bytes=FIRST_BUCKET_BYTES):
-    """DDP's assignment: parameters in reverse order (roughly the order
-    backward produces their gradients), one dtype per bucket, the first
-    bucket capped at first_bytes and the others at cap_bytes."""
-    buckets, cur, size, open_dtype = [], [], 0, None
+    """DDP's assignment (_compute_bucket_assignment_by_size): parameters
+    in reverse order (roughly the order backward produces their
+    gradients), one dtype per bucket; a bucket closes once it holds at
+    least its limit, first_bytes for the first and cap_bytes after."""
+    buckets, open_ = [], {}
     limit = first_bytes
     for p in reversed(params):
-        n = _ops.nbytes(p)
-        if cur and (p.dtype != open_dtype or size + n > limit):
-            buckets.append(cur)
-            cur, size = [], 0
+        cur = open_.setdefault(p.dtype, [[], 0])
+        cur[0].append(p)
+        cur[1] += _ops.nbytes(p)
+        if cur[1] >= limit:
+            buckets.append(cur[0])
+            del open_[p.dtype]
             limit = cap_bytes
-        cur.append(p)
-        size += n
-        open_dtype = p.dtype
-    if cur:
-        buckets.append(cur)
+    buckets.extend(c[0] for c in open_.values() if c[0])
     return buckets
 
 

@@ -53,10 +53,12 @@ class _Allocator:
     copies (batches) cycle through a few blocks per size."""
 
     RING = 4
+    SEGMENT = 20 << 20      # the caching allocator's large-block size
 
     def __init__(self):
         self.reserved = 0
-        self._persistent = []
+        self._segments = []
+        self._seg = None        # (base, size, used) of the open segment
         self._rings = {}
         self._scratch = None
 
@@ -72,8 +74,14 @@ class _Allocator:
     def block(self, nbytes, persistent):
         size = self._round(nbytes)
         if persistent:
-            p = self._new(size)
-            self._persistent.append(p)
+            # Carved from large segments, so a model's hundreds of
+            # parameters cost a few aclrtMalloc calls.
+            if self._seg is None or self._seg[2] + size > self._seg[1]:
+                seg = max(self.SEGMENT, size)
+                self._seg = [self._new(seg), seg, 0]
+                self._segments.append(self._seg[0])
+            p = self._seg[0] + self._seg[2]
+            self._seg[2] += size
             return p
         ring = self._rings.setdefault(size, collections.deque())
         if len(ring) < self.RING:
@@ -96,6 +104,7 @@ class Bridge:
 
     def __init__(self):
         self.lock = threading.RLock()
+        self.tls = threading.local()
         self.device = None
         self.stream = None
         self.kernels = {}
@@ -113,11 +122,14 @@ class Bridge:
     def ensure_device(self, index=None):
         """Opens this process's device the first time: index, else
         $LOCAL_RANK modulo the device count, else 0."""
-        with self.lock:
-            if self.device is not None and (index is None or
-                                            index == self.device):
+        if self.device is not None and (index is None or
+                                        index == self.device):
+            if getattr(self.tls, "device", None) != self.device:
+                # A thread's current device is its own (ACL).
                 _npusim.set_device(self.device)
-                return self.device
+                self.tls.device = self.device
+            return self.device
+        with self.lock:
             if index is None:
                 local = os.environ.get("LOCAL_RANK") or \
                     os.environ.get("RANK") or "0"
@@ -128,6 +140,7 @@ class Bridge:
                                      local) from None
             _npusim.set_device(index)
             self.device = index
+            self.tls.device = index
             if self.alloc is None:
                 self.alloc = _Allocator()
             if self.stream is None:
@@ -144,6 +157,11 @@ class Bridge:
     def _sync_stream(self):
         _npusim.synchronize_stream(self.stream)
         self.pending.clear()
+
+    def flush_pending(self):
+        """Waits for the copies that still read host tensors."""
+        if self.pending:
+            self._sync_stream()
 
     def _memcpy(self, dst, src, n, kind, sync):
         _npusim.memcpy(dst, src, n, kind, self.stream)
@@ -203,12 +221,14 @@ class Bridge:
         n = _ops.nbytes(src)
         if n > 0:
             dst = self.alloc.block(n, persistent)
-            self._memcpy(dst, src.data_ptr(), n, HOST_TO_DEVICE,
-                         not non_blocking)
-            if non_blocking:
+            # A module's parameters go asynchronously, with one wait at
+            # the end of Module.npu() (see flush_pending).
+            async_ = non_blocking or persistent
+            self._memcpy(dst, src.data_ptr(), n, HOST_TO_DEVICE, not async_)
+            if async_:
                 # The copy reads src when it runs: keep src until then.
                 self.pending.append(src)
-                if len(self.pending) > _MAX_PENDING:
+                if len(self.pending) > _MAX_PENDING and not persistent:
                     self._sync_stream()
             self.stats["memcpy_h2d"] += 1
         if src.dtype != out.dtype:
