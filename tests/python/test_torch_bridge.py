@@ -180,6 +180,40 @@ def test_ddp_buckets_as_torch():
     assert [len(b) for b in npu.compute_buckets(mixed, 25 * mb)] == [1, 1]
 
 
+def test_ddp_overlaps_all_reduce_with_backward(monkeypatch):
+    from mspti.npusim import get_root_info, ROOT_INFO_ENV
+    monkeypatch.setenv(ROOT_INFO_ENV, get_root_info().hex())
+    if not npu.is_initialized():
+        npu.init_process_group("hccl", rank=0, world_size=1)
+    for overlap in (True, False):
+        # Three 1 MB weights: three buckets at bucket_cap_mb=1.
+        model = torch.nn.Sequential(
+            torch.nn.Linear(512, 512), torch.nn.ReLU(),
+            torch.nn.Linear(512, 512), torch.nn.ReLU(),
+            torch.nn.Linear(512, 512)).npu()
+        ddp = npu.DistributedDataParallel(model, bucket_cap_mb=1,
+                                          overlap=overlap)
+        assert [len(b.params) for b in ddp.buckets] == [2, 2, 2]
+        x = torch.randn(8, 512).npu()
+        ks, hs = [], []
+        km, hm = mspti.KernelMonitor(), mspti.HcclMonitor()
+        assert km.start(ks.append) == mspti.MsptiResult.SUCCESS
+        assert hm.start(hs.append) == mspti.MsptiResult.SUCCESS
+        ddp(x).sum().backward()
+        npu.synchronize()
+        km.stop()
+        hm.stop()
+        starts = sorted(h.start for h in hs if h.name == "HcclAllReduce")
+        assert len(starts) == 3, [h.name for h in hs]
+        backward_end = max(k.end for k in ks if k.name in
+                           ("MatMul", "ReluGrad", "ReduceSum"))
+        if overlap:
+            # The last layer's bucket is reduced while backward goes on.
+            assert starts[0] < backward_end
+        else:
+            assert starts[0] >= backward_end
+
+
 def test_unknown_op_is_a_clear_error():
     out = run_python(
         "import torch, mspti.npusim.torch as npu\n"
