@@ -25,7 +25,6 @@ import sys
 import time
 
 import torch
-import torchvision
 
 import mspti
 import mspti.npusim.torch as npu
@@ -46,6 +45,7 @@ def rank_main(args):
     if args.model == "small":
         model = small_cnn()
     else:
+        import torchvision      # only then: four ranks import it otherwise
         model = getattr(torchvision.models, args.model)(weights=None)
     model = npu.DistributedDataParallel(model.npu(),
                                         bucket_cap_mb=args.bucket_cap_mb,

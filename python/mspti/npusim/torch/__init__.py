@@ -17,13 +17,15 @@ run``) and msPTI sees them as on hardware.  Values read back (``.item()``,
 ``.cpu()``) are zeros.  See doc/torch.md.
 
 Importing this module installs the bridge on the importing thread: the
-dispatch mode, ``Tensor.npu()`` / ``Module.npu()``, ``.to("npu")``, the
+dispatch mode, ``Tensor.npu()`` / ``Module.npu()``, ``.to("npu")``,
+``torch.npu`` (this module: ``torch.npu.synchronize()``...), the
 fused optimizers (Adam, AdamW, SGD launch ApplyAdam, ApplyAdamW,
 ApplyMomentum / ApplyGradientDescent per parameter) and dropout as
 DropOutGenMaskV3 + DropOutDoMask.
 """
 
 import functools
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -258,6 +260,9 @@ def install():
     torch.Tensor.is_npu = property(lambda self: self.is_meta)
     torch.nn.Module.to = _module_to
     torch.nn.Module.npu = _module_npu
+    if not hasattr(torch, "npu"):
+        # torch.npu.synchronize() etc., as torch_npu registers them.
+        torch.npu = sys.modules[__name__]
     F.dropout = _dropout
     dl._BaseDataLoaderIter.__next__ = _loader_next(
         dl._BaseDataLoaderIter.__next__)
@@ -284,6 +289,8 @@ def uninstall():
             delattr(torch.Tensor, attr)
     if hasattr(torch.nn.Module, "npu"):
         delattr(torch.nn.Module, "npu")
+    if getattr(torch, "npu", None) is sys.modules[__name__]:
+        del torch.npu
     for cls in list(_orig):
         cls.step = _orig.pop(cls)
 
