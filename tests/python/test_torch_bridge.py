@@ -224,6 +224,12 @@ def test_unknown_op_is_a_clear_error():
     assert msg.startswith("mspti.npusim.torch: aten::_cholesky_solve_helper "
                           "has no meta kernel in torch 1.13"), msg
     assert "\n" not in msg
+    # A user error stays torch's own error.
+    with pytest.raises(RuntimeError) as e:
+        torch.mm(x, torch.randn(3, 3).npu())
+    assert "mspti" not in str(e.value)
+    with pytest.raises(ValueError, match="one device per process"):
+        npu.set_device(1)
     # The bridge still works afterwards.
     assert (x + x).is_meta
 

@@ -130,6 +130,10 @@ class Bridge:
                 self.tls.device = self.device
             return self.device
         with self.lock:
+            if self.device is not None:
+                raise ValueError("this process already uses NPU %d; the "
+                                 "bridge drives one device per process "
+                                 "(LOCAL_RANK)" % self.device)
             if index is None:
                 local = os.environ.get("LOCAL_RANK") or \
                     os.environ.get("RANK") or "0"
@@ -315,6 +319,11 @@ class Bridge:
         try:
             out = func(*args, **kwargs)
         except (NotImplementedError, RuntimeError) as e:
+            # A missing meta kernel, not a user error (mixed devices, bad
+            # shapes): those propagate as torch raised them.
+            if not isinstance(e, NotImplementedError) and \
+                    base not in _ops.SHAPES:
+                raise
             out = _ops.derive_shapes(base, func, args, kwargs)
             if out is None:
                 raise NotImplementedError(
