@@ -169,6 +169,21 @@ def test_npu_copies_are_memcpys():
     assert (x + 1)[5].item() == 6.0
 
 
+def test_dataloader_work_is_a_host_range():
+    data = torch.utils.data.TensorDataset(torch.randn(6, 3))
+    ranges = []
+    mon = mspti.MstxMonitor()
+    assert mon.start(range_cb=ranges.append) == mspti.MsptiResult.SUCCESS
+    for (batch,) in torch.utils.data.DataLoader(data, batch_size=2):
+        batch.npu()
+    mon.stop()
+    host = [r for r in ranges if r.name == "DataLoader" and
+            r.source_kind == mspti.MsptiActivitySourceKind.HOST]
+    # Three batches, and the call that ends the iteration.
+    assert len(host) == 4, [(r.name, r.source_kind) for r in ranges]
+    assert all(r.end >= r.start for r in host)
+
+
 def test_ddp_buckets_as_torch():
     mb = 1 << 20
     ps = [torch.empty(n // 4, device="meta") for n in
