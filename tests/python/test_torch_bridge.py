@@ -249,6 +249,45 @@ def test_unknown_op_is_a_clear_error():
     assert (x + x).is_meta
 
 
+RANK_SCRIPT = """
+import json, torch, mspti
+import mspti.npusim.torch as npu
+got = []
+mon = mspti.HcclMonitor()
+mon.start(got.append)
+npu.init_process_group("hccl")
+model = npu.DistributedDataParallel(torch.nn.Linear(16, 4).npu())
+model(torch.randn(2, 16).npu()).sum().backward()
+npu.synchronize()
+mon.stop()
+print(json.dumps([npu.get_rank(), npu.get_world_size(), npu.current_device(),
+                  sorted(k.name for k in got)]))
+"""
+
+
+def test_torchrun_style_ranks_meet_through_a_file(tmp_path):
+    # No root info in the environment (torchrun sets none): rank 0 writes
+    # it to a file the others read, and removes it once all joined.
+    root_file = tmp_path / "root"
+    procs = []
+    for r in range(2):
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
+                   MSPTI_NPUSIM_ROOT_FILE=str(root_file))
+        env.pop("MSPTI_NPUSIM_ROOT_INFO", None)
+        procs.append(subprocess.Popen([sys.executable, "-c", RANK_SCRIPT],
+                                      env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        outs.append(json.loads(out.strip().splitlines()[-1]))
+    for r, (rank, world, dev, names) in enumerate(outs):
+        assert (rank, world, dev) == (r, 2, r)
+        assert "HcclAllReduce" in names and "HcclBroadcast" in names
+    assert not root_file.exists()
+
+
 # ---------------------------------------------------------------------------
 # The examples, as real processes.
 
