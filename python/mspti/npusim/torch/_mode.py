@@ -15,7 +15,6 @@ import threading
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from ... import _npusim
 from .. import (AI_CORE, AI_VECTOR, AI_CPU, HOST_TO_DEVICE, DEVICE_TO_HOST,
@@ -115,6 +114,7 @@ class Bridge:
         self.stats = collections.Counter()
         self.unmapped = collections.Counter()
         self.op_counts = collections.Counter()
+        self.no_meta = set()     # ops without a meta kernel seen so far
         self.mode = NpuMode(self)
 
     # -- device -----------------------------------------------------------
@@ -273,8 +273,7 @@ class Bridge:
     # -- the op -----------------------------------------------------------
 
     def dispatch(self, func, args, kwargs):
-        flat = tree_flatten((args, kwargs))[0]
-        tensors = [a for a in flat if isinstance(a, torch.Tensor)]
+        tensors = _tensors(args, kwargs)
         dev = kwargs.get("device")
         to_npu = dev is not None and torch.device(dev).type == "meta"
         on_npu = any(t.is_meta for t in tensors)
@@ -317,7 +316,14 @@ class Bridge:
             self.read_scalar(args[0])
             return True
         try:
-            out = func(*args, **kwargs)
+            if func in self.no_meta:
+                # Known to fail: skip the exception torch would build.
+                out = _ops.derive_shapes(base, func, args, kwargs)
+                if out is None:
+                    self.no_meta.discard(func)
+                    out = func(*args, **kwargs)
+            else:
+                out = func(*args, **kwargs)
         except (NotImplementedError, RuntimeError) as e:
             # A missing meta kernel, not a user error (mixed devices, bad
             # shapes): those propagate as torch raised them.
@@ -331,12 +337,13 @@ class Bridge:
                     "torch %s and no shape rule: %s" %
                     (base, torch.__version__, str(e).splitlines()[0])) \
                     from e
+            self.no_meta.add(func)
+        if func in self.no_meta:
             self.stats["derived_shapes"] += 1
         if base in _ops.NO_KERNEL:
             self._layout_view(base, tensors, out)
             return out
-        outs = [t for t in tree_flatten(out)[0]
-                if isinstance(t, torch.Tensor)]
+        outs = _tensors(out if isinstance(out, (tuple, list)) else (out,))
         ins = [t for t in tensors if t.is_meta]
         launches, mapped = _ops.kernels(base, args, kwargs, ins, outs)
         if not mapped:
@@ -352,8 +359,7 @@ class Bridge:
     def _layout_view(self, base, ins, out):
         """A view keeps a 4-D tensor's layout when it keeps its shape; one
         that reshapes a 5HD tensor needs it in ND first (TransData)."""
-        outs = [t for t in tree_flatten(out)[0]
-                if isinstance(t, torch.Tensor)]
+        outs = _tensors(out if isinstance(out, (tuple, list)) else (out,))
         src = ins[0] if ins and isinstance(ins[0], torch.Tensor) else None
         if src is None or not src.is_meta:
             return
@@ -412,6 +418,24 @@ class Bridge:
         for o in outs:
             if o.dim() == 4 and out_fmt is not None:
                 _set_fmt(o, out_fmt)
+
+
+def _tensors(args, kwargs=None):
+    """The tensors among an op's arguments (aten arguments nest one level:
+    Tensor[] and Tensor?[]); cheaper than a pytree flatten."""
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            out.extend(t for t in a if isinstance(t, torch.Tensor))
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, torch.Tensor):
+                out.append(a)
+            elif isinstance(a, (list, tuple)):
+                out.extend(t for t in a if isinstance(t, torch.Tensor))
+    return out
 
 
 def _spatial_reduce(args):
