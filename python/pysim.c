@@ -2,8 +2,9 @@
  * pysim.c - the _npusim extension: a thin binding of libnpusim (ACL,
  * HCCL and kernel registration) for writing example workloads in Python.
  * Handles (streams, kernels, device and host pointers, communicators) are
- * plain ints; mspti/npusim/__init__.py wraps them.  Every call that may block runs
- * with the GIL released.  Failures raise _npusim.Error(code, message).
+ * plain ints; mspti/npusim/__init__.py wraps them.  Every call that may
+ * block runs with the GIL released.  Failures raise _npusim.Error(code,
+ * message).
  */
 #include "config.h"
 
