@@ -75,16 +75,16 @@ def test_inference_launches_ascend_kernels():
 
 
 def test_cost_follows_shapes():
-    # The same conv on 4x the pixels moves 4x the bytes: it lasts longer.
+    # The same conv on 64x the pixels moves ~50x the bytes: it lasts longer.
     conv = torch.nn.Conv2d(64, 64, 3, padding=1).npu()
     npu.synchronize()
     with torch.no_grad():
         small = capture(lambda: conv(torch.randn(1, 64, 32, 32).npu()))
-        big = capture(lambda: conv(torch.randn(1, 64, 128, 128).npu()))
+        big = capture(lambda: conv(torch.randn(1, 64, 256, 256).npu()))
     d = {}
     for tag, recs in (("small", small), ("big", big)):
         d[tag] = [k.end - k.start for k in recs if k.name == "Conv2D"][0]
-    assert d["big"] > 2 * d["small"], d
+    assert d["big"] > 3 * d["small"], d
 
 
 def test_backward_and_fused_optimizer():

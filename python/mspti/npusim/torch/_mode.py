@@ -283,6 +283,14 @@ class Bridge:
         inplace = base.endswith("_") and not base.endswith("__")
         if inplace:
             base = base[:-1]
+        if base in ("max", "min"):
+            # max.other is elementwise, max() of everything a reduction;
+            # max.dim (values and indices) keeps its name.
+            ov = func._overloadname
+            if ov == "other":
+                base = base + "imum"
+            elif ov == "default":
+                base = "a" + base
         self.op_counts[base] += 1
         with self.lock:
             return self._device_op(func, base, args, kwargs, tensors,

@@ -30,9 +30,6 @@ NO_KERNEL = frozenset("""
     _record_function_enter _record_function_exit _record_function_enter_new
     """.split())
 
-# View ops whose output keeps the input's layout when the shape is kept.
-VIEWS = NO_KERNEL
-
 # Elementwise ops: aten base name -> (kernel, core type, flops/element).
 # Layout-agnostic: they run on whatever format their inputs are in.
 ELEMENTWISE = {
@@ -81,7 +78,6 @@ ELEMENTWISE = {
     "ones_like": ("OnesLike", AI_VECTOR, 0), "new_ones": ("Fill", AI_VECTOR, 0),
     "full": ("Fill", AI_VECTOR, 0), "full_like": ("Fill", AI_VECTOR, 0),
     "new_full": ("Fill", AI_VECTOR, 0),
-    "masked_fill_": ("MaskedFill", AI_VECTOR, 1),
     "native_dropout_backward": ("DropOutDoMask", AI_VECTOR, 1),
     "tril": ("Tril", AI_VECTOR, 0), "triu": ("Triu", AI_VECTOR, 0),
 }
