@@ -13,14 +13,21 @@ import sys
 
 import pytest
 
-torch = pytest.importorskip(
-    "torch", reason="PyTorch is not importable (Debian: apt-get install "
-    "python3-torch python3-torchvision)")
+import mspti
+from conftest import run_python
 
-import mspti  # noqa: E402
-import mspti.npusim.torch as npu  # noqa: E402
-from mspti.npusim.torch import _ops  # noqa: E402
-from conftest import run_python  # noqa: E402
+try:
+    import torch
+except ImportError:
+    torch = None
+else:
+    import mspti.npusim.torch as npu
+    from mspti.npusim.torch import _ops
+
+# Skipped tests, not an empty module: run.sh counts "no tests" as failure.
+pytestmark = pytest.mark.skipif(
+    torch is None, reason="PyTorch is not importable (Debian: apt-get "
+    "install python3-torch python3-torchvision)")
 
 
 def capture(fn):
