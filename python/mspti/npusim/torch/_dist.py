@@ -262,6 +262,9 @@ class DistributedDataParallel(torch.nn.Module):
                 self._bucket_of[id(p)] = bk
         self._next = 0
         self._queued = False
+        # Kernels the bridge had launched when each bucket of the last
+        # backward was all-reduced (how much of backward it overlapped).
+        self.launched_at = []
         self._ready_ev = _npusim.create_event()
         self._done_ev = _npusim.create_event()
         self._hooks = []
@@ -312,6 +315,7 @@ class DistributedDataParallel(torch.nn.Module):
     def _grad_ready(self, key):
         if not self._queued:
             self._queued = True
+            self.launched_at = []
             torch.autograd.Variable._execution_engine.queue_callback(
                 self._finish)
         bk = self._bucket_of[key]
@@ -335,6 +339,7 @@ class DistributedDataParallel(torch.nn.Module):
                  stream=g.stream, elems=bk.count)
         g.all_reduce_raw(bk.buf, bk.count, _hccl_dtype(bk.dtype))
         bk.launched = True
+        self.launched_at.append(b.stats["kernels"])
 
     def _finish(self):
         # Unused parameters never fire their hook: reduce what is left.
