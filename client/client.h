@@ -78,6 +78,10 @@ int	client_config_option(const struct cmd_entry *, int ch, const char *arg,
 int	client_open_output(const char *output, char *path, size_t len,
 	    bool *created);
 
+/* cluster.c: capture verbs over all nodes of a job (--cluster/--hosts). */
+bool	cluster_wanted(const char *verb, int argc, char **argv);
+int	cluster_exec(struct client *, const char *verb, int argc, char **argv);
+
 /* cmd-*.c */
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_list_entry;
