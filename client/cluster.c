@@ -65,6 +65,7 @@ struct cluster {
 	const char	*job;
 	const char	*outdir;
 	bool		 allow_partial;
+	bool		 raw;		/* keep every output line (sessions) */
 	int		 timeout_ms;
 	struct cluster_node *nodes;
 	size_t		 nnodes;
@@ -385,7 +386,7 @@ run_capture(char **argv, int *status, char *err, size_t errlen)
 	n = read(fds[1], tmp, sizeof(tmp) - 1);
 	tmp[n > 0 ? n : 0] = '\0';
 	tmp[strcspn(tmp, "\n")] = '\0';
-	snprintf(err, errlen, "%s", tmp);
+	snprintf(err, errlen, "%.200s", tmp);
 	close(fds[0]);
 	close(fds[1]);
 	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
@@ -572,9 +573,10 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 		n->rc = atoi(line + 4);
 		return;
 	}
-	if (stream == 0 && line[0] == '{') {
+	if (stream == 0 && (line[0] == '{' || line[0] == '[' || cl->raw)) {
 		buf_add(&n->out, &n->outlen, line, strlen(line));
-		return;
+		if (!cl->raw || strncmp(line, "msptictl: ", 10) != 0)
+			return;
 	}
 	if (*line) {
 		free(n->err);
@@ -1013,8 +1015,6 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 		if (cl->nodes[i].rc == 0 && st != NULL && st->i &&
 		    good == (acks ? acks->n : 0))
 			nok++;
-		else if (cl->nodes[i].rc == 0 && st != NULL && st->i)
-			;	/* started with some failed ranks: partial */
 	}
 	if (c->json) {
 		printf("{\"nodes_total\":%zu,\"nodes_ok\":%zu,\"ranks_total\":%zu,"
@@ -1046,15 +1046,20 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 			const struct cluster_node *n = &cl->nodes[i];
 			const struct jval *acks = json_get(&rep[i], "acks");
 
-			if (n->session == 0 || json_get(&rep[i], "started") == NULL ||
-			    !json_get(&rep[i], "started")->i) {
+			const struct jval *st = json_get(&rep[i], "started");
+
+			if (st == NULL) {
 				printf("  %s: FAILED: %s\n", n->name,
 				    node_why(cl, n));
 				continue;
 			}
-			printf("  %s: session %llu, file %s\n", n->name,
-			    (unsigned long long)n->session,
-			    json_str(&rep[i], "output"));
+			if (st->i)
+				printf("  %s: session %llu, file %s\n", n->name,
+				    (unsigned long long)n->session,
+				    json_str(&rep[i], "output"));
+			else
+				printf("  %s: FAILED: no rank could be captured\n",
+				    n->name);
 			for (size_t k = 0; acks && k < acks->n; k++) {
 				const struct jval *a = &acks->kids[k];
 
@@ -1179,6 +1184,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	margv[m++] = (char *)self_exe();
 	margv[m++] = "--json";
 	margv[m++] = (char *)verb;
+	cl.raw = strcmp(verb, "sessions") == 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -1292,7 +1298,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			map[--maplen] = '\0';
 		}
 		if (strcmp(verb, "snapshot") == 0) {
-			static char snap[PATH_MAX];
+			static char snap[PATH_MAX + 32];
 
 			snprintf(snap, sizeof(snap), "%s/@N-snapshot.mspti",
 			    cl.outdir);
@@ -1302,13 +1308,15 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		margv[m++] = "@S";
 	}
 	if (is_start) {
-		static char out[PATH_MAX];
+		static char out[PATH_MAX + 16];
 
 		snprintf(out, sizeof(out), "%s/@N.mspti", cl.outdir);
 		margv[m++] = "--output";
 		margv[m++] = out;
 	}
 	margv[m] = NULL;
+	if (cl.raw && !c->json)		/* sessions: the nodes' own tables */
+		memmove(&margv[1], &margv[2], (m - 1) * sizeof(*margv));
 	if (strcmp(verb, "wait") == 0 && cl.timeout_ms == CLUSTER_TIMEOUT_MS)
 		cl.timeout_ms = INT_MAX;	/* wait: as long as the sessions run */
 	if (cl.nnodes == 0 && (rc = cluster_resolve(&cl)) != EXIT_OK)
