@@ -705,11 +705,19 @@ cluster_fanout(struct cluster *cl, char **margv, const char *map)
 			argv[a++] = "-o";
 			argv[a++] = "ConnectTimeout=10";
 			argv[a++] = cl->nodes[i].name;
-			remote = strdup("MSPTI_NODE=");
+			/* MSPTI_NODE: the name the hosts file gives, which the
+			 * manifest and the session map use. */
+			remote = strdup("env");
 			rl = strlen(remote);
-			shell_quote(&remote, &rl, cl->nodes[i].name);
-			buf_add(&remote, &rl, " sh -c", 6);
-			remote[rl - 1] = ' ';
+			{
+				char kv[300];
+
+				snprintf(kv, sizeof(kv), "MSPTI_NODE=%s",
+				    cl->nodes[i].name);
+				shell_quote(&remote, &rl, kv);
+			}
+			shell_quote(&remote, &rl, "sh");
+			shell_quote(&remote, &rl, "-c");
 			shell_quote(&remote, &rl, cluster_wrapper);
 			shell_quote(&remote, &rl, "sh");
 			shell_quote(&remote, &rl, map);
@@ -1115,22 +1123,28 @@ cluster_session_report(struct client *c, struct cluster *cl, struct jval *rep,
 		}
 		printf("]}\n");
 	} else {
-		printf("%s: %zu of %zu nodes, %llu records, %llu lost\n", verb,
-		    nok, cl->nnodes, records, lost);
+		if (strcmp(verb, "snapshot") == 0)
+			printf("snapshot: %zu of %zu nodes\n", nok, cl->nnodes);
+		else
+			printf("%s: %zu of %zu nodes, %llu records, %llu lost\n",
+			    verb, nok, cl->nnodes, records, lost);
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			const struct cluster_node *n = &cl->nodes[i];
 
 			if (n->rc != 0 || rep[i].t != J_OBJ)
 				printf("  %s: FAILED: %s\n", n->name,
 				    node_why(cl, n));
+			else if (*json_str(&rep[i], "snapshot"))
+				printf("  %s: session %llu snapshot written to "
+				    "%s\n", n->name,
+				    (unsigned long long)n->session,
+				    json_str(&rep[i], "snapshot"));
 			else
 				printf("  %s: session %llu %s, %lld records, "
 				    "file %s\n", n->name,
 				    (unsigned long long)n->session,
 				    json_str(&rep[i], "state"),
 				    json_int(&rep[i], "records", 0),
-				    *json_str(&rep[i], "snapshot") ?
-				    json_str(&rep[i], "snapshot") :
 				    json_str(&rep[i], "output"));
 		}
 	}
@@ -1329,7 +1343,8 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		rc = cluster_sessions_report(c, &cl);
 	else {
 		cluster_parse_replies(&cl, rep);
-		if (cl.outdir != NULL)
+		/* A snapshot adds files; the manifest keeps the session's. */
+		if (cl.outdir != NULL && strcmp(verb, "snapshot") != 0)
 			manifest_write(&cl, verb, rep);
 		rc = is_start ? cluster_start_report(c, &cl, rep) :
 		    cluster_session_report(c, &cl, rep, verb);
