@@ -12,7 +12,7 @@ MC="$top_srcdir/scripts/minicluster --dir $T/mc"
 export MSPTID="$top_builddir/daemon/msptid"
 JOB_PID=""
 mc_cleanup() {
-	[ -n "$JOB_PID" ] && kill -9 "$JOB_PID" 2>/dev/null
+	[ -n "$JOB_PID" ] && { kill -9 "$JOB_PID"; wait "$JOB_PID"; } 2>/dev/null
 	$MC down
 	cleanup
 }

@@ -59,5 +59,17 @@ ctl "$MSPTICTL" start --cluster slurm --job "$JOB" --output-dir "$T/cap3" --allo
 	fail "--allow-partial exited nonzero: $(cat "$T/p2.out")"
 grep -q '^  node2: FAILED: msptid is not running' "$T/p2.out" || fail "node2 not named: $(cat "$T/p2.out")"
 ok "--allow-partial accepts the partial start (exit 0), still naming node2"
+ctl "$MSPTICTL" stop --cluster slurm --job "$JOB" --output-dir "$T/cap3" >"$T/p2s.out" 2>&1 ||
+	fail "stopping the partial capture: $(cat "$T/p2s.out")"
+
+# node2 itself goes down (its slurmd dies): srun cannot launch there, and
+# node2 is named with srun's reason while node1 still starts.
+kill -KILL "$($MC pid node2 slurmd)"
+ctl "$MSPTICTL" start --cluster slurm --job "$JOB" --output-dir "$T/cap4" --timeout 30s >"$T/d.out" 2>&1 &&
+	fail "a start with a node down exited 0: $(cat "$T/d.out")"
+grep -q '^1 of 2 nodes' "$T/d.out" || fail "node-down reply: $(cat "$T/d.out")"
+grep -q '^  node2: FAILED: srun: ' "$T/d.out" || fail "node2 not named: $(cat "$T/d.out")"
+grep -q '^  node1: session ' "$T/d.out" || fail "node1 not started: $(cat "$T/d.out")"
+ok "a node that is down is named with srun's reason; the others start"
 touch "$T/go"
 echo "cluster-slurm: all passed"
