@@ -32,6 +32,7 @@
 
 #define CLUSTER_TIMEOUT_MS	60000
 #define CLUSTER_MAX_NODES	4096
+#define CLUSTER_MAX_REPLY	(16u << 20)
 
 /*
  * Runs on each node: $1 is the node->session map ("-" when none), the
@@ -574,7 +575,9 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 		return;
 	}
 	if (stream == 0 && (line[0] == '{' || line[0] == '[' || cl->raw)) {
-		buf_add(&n->out, &n->outlen, line, strlen(line));
+		/* A node's reply is small; one that is not is cut, not grown. */
+		if (n->outlen < CLUSTER_MAX_REPLY)
+			buf_add(&n->out, &n->outlen, line, strlen(line));
 		if (!cl->raw || strncmp(line, "msptictl: ", 10) != 0)
 			return;
 	}
