@@ -42,7 +42,7 @@
 static const char cluster_wrapper[] =
     "n=${MSPTI_NODE:-${SLURMD_NODENAME:-$(hostname)}}; m=$1; shift; s=\n"
     "for kv in $m; do case $kv in \"$n=\"*) s=${kv#*=};; esac; done\n"
-    "echo \"@node $n\"\n"
+    "echo \"@node $n\"; echo \"@clock $(date +%s%N)\"\n"
     "if [ \"$m\" != - ] && [ -z \"$s\" ]; then\n"
     "  echo \"no session of this capture on $n\" >&2; echo \"@rc 3\"; exit 0; fi\n"
     "for a; do shift; case $a in *@N*) a=$(printf %s \"$a\" | sed \"s/@N/$n/g\");;\n"
@@ -58,6 +58,10 @@ struct cluster_node {
 	int		 rc;		/* -1: never reported */
 	uint64_t	 session;
 	int		 task;		/* srun task id, -1 until "@node" */
+	/* The node read node_ns on its CLOCK_REALTIME after we launched at
+	 * launch_ns and before its line reached us at recv_ns (both ours):
+	 * its offset to us lies in [node - recv, node - launch]. */
+	int64_t		 node_ns, launch_ns, recv_ns;
 };
 
 struct cluster {
@@ -570,6 +574,14 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 			snprintf(cl->fanerr, sizeof(cl->fanerr), "%s", line);
 		return;
 	}
+	if (stream == 0 && strncmp(line, "@clock ", 7) == 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		n->recv_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		n->node_ns = strtoll(line + 7, NULL, 10);
+		return;
+	}
 	if (stream == 0 && strncmp(line, "@rc ", 4) == 0) {
 		n->rc = atoi(line + 4);
 		return;
@@ -641,6 +653,14 @@ cluster_fanout(struct cluster *cl, char **margv, const char *map)
 
 	while (margv[nargs] != NULL)
 		nargs++;
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		for (size_t i = 0; i < cl->nnodes; i++)
+			cl->nodes[i].launch_ns = (int64_t)ts.tv_sec * 1000000000 +
+			    ts.tv_nsec;
+	}
 	procs = calloc(cl->nnodes, sizeof(*procs));
 	pfd = calloc(2 * cl->nnodes, sizeof(*pfd));
 	if (procs == NULL || pfd == NULL) {
@@ -882,6 +902,14 @@ manifest_write(const struct cluster *cl, const char *verb, struct jval *rep)
 			fprintf(f, ",\"error\":");
 			json_out_str(f, node_why(cl, n));
 		}
+		if (n->node_ns > 0 && n->recv_ns > 0)
+			fprintf(f, ",\"clock\":{\"node_realtime_ns\":%lld,"
+			    "\"launch_ns\":%lld,\"reply_ns\":%lld,"
+			    "\"offset_min_ns\":%lld,\"offset_max_ns\":%lld}",
+			    (long long)n->node_ns, (long long)n->launch_ns,
+			    (long long)n->recv_ns,
+			    (long long)(n->node_ns - n->recv_ns),
+			    (long long)(n->node_ns - n->launch_ns));
 		if (json_get(r, "state") != NULL) {
 			fprintf(f, ",\"state\":");
 			json_out_str(f, json_str(r, "state"));

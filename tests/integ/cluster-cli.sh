@@ -37,7 +37,16 @@ cd "$T" || exit 1
 "$MSPTICTL" start --hosts hosts --job cj --output-dir cap >start.out 2>&1 || fail "start: $(cat start.out)"
 grep -q '^2 of 2 nodes, 4 of 4 ranks capturing$' start.out || fail "start reply: $(cat start.out)"
 [ -f "$T/cap/manifest.json" ] || fail "no manifest in $T/cap"
-ok "start --hosts: 2 of 2 nodes, 4 of 4 ranks capturing (relative --output-dir made absolute)"
+python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+for n in m["nodes"]:
+    c = n["clock"]
+    # Same machine, same clock: the true offset 0 lies inside the bracket.
+    assert c["offset_min_ns"] <= 0 <= c["offset_max_ns"], n
+    assert c["launch_ns"] <= c["reply_ns"], n
+' "$T/cap/manifest.json" || fail "manifest clock data: $(cat "$T/cap/manifest.json")"
+ok "start --hosts: 2 of 2 nodes, 4 of 4 ranks capturing; the manifest brackets each host's clock offset"
 "$MSPTICTL" --json stop --hosts hosts --output-dir cap >stop.json 2>&1 || fail "stop: $(cat stop.json)"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nodes_ok"] == 2 and [n["reply"]["state"] for n in d["nodes"]] == ["finalized"]*2, d' stop.json ||
 	fail "stop --json: $(cat stop.json)"
