@@ -251,6 +251,10 @@ session_quiesce(void)
 	return true;
 }
 
+/* Set by session_string when a STRING_DEF found the segment full: the
+ * record that needed it is dropped (and counted once) by the caller. */
+static API_TLS bool sess_def_full;
+
 /* Interns s into this ring's string namespace; 0 when it cannot. */
 static uint32_t
 session_string(struct agent_session *s, struct ring_producer *p,
@@ -290,9 +294,12 @@ session_string(struct agent_session *s, struct ring_producer *p,
 			 * too: the same id and bytes twice is harmless. */
 			len = strnlen(str, SESS_STRING_KEEP);
 			if (record_string_def_encode(buf, sizeof(buf),
-			    (uint32_t)i + 1, str, len) == 0 ||
-			    ring_pwrite(p, buf) != 0)
+			    (uint32_t)i + 1, str, len) == 0)
 				return 0;
+			if (ring_pwrite_nodrop(p, buf) != 0) {
+				sess_def_full = true;
+				return 0;
+			}
 			atomic_fetch_or_explicit(&e->defined, bit,
 			    memory_order_release);
 		}
@@ -498,6 +505,13 @@ session_marker(struct agent_session *s, struct ring_producer *p,
 		return;
 	name_id = session_string(s, p, x->name);
 	domain_id = session_string(s, p, x->domain);
+	if (API_UNLIKELY(sess_def_full)) {
+		/* Full before its strings: one record lost, counted once. */
+		sess_def_full = false;
+		ring_pdrop(p, sizeof(*r));
+		session_wake(s, p);
+		return;
+	}
 	/* A full ring counts its own drops. */
 	if (ring_preserve(p, sizeof(*r), (void **)&r) == 0) {
 		session_marker_fill(r, x, name_id, domain_id);
@@ -505,6 +519,16 @@ session_marker(struct agent_session *s, struct ring_producer *p,
 		ring_commit(r, &h);
 	}
 	session_wake(s, p);
+}
+
+/* The size in an encoded record's header. */
+static inline size_t
+session_rec_size(const void *rec)
+{
+	struct rec_hdr h;
+
+	memcpy(&h, rec, sizeof h);
+	return h.size;
 }
 
 /* The session sink: runs on the producing thread, never blocks. */
@@ -535,7 +559,11 @@ session_sink(const msptiActivity *a, size_t len, void *arg)
 	}
 	if (session_encode(s, p, a, rec) == 0)
 		goto out;
-	ring_pwrite(p, rec);	/* a full ring counts its own drops */
+	if (API_UNLIKELY(sess_def_full)) {
+		sess_def_full = false;
+		ring_pdrop(p, session_rec_size(rec));
+	} else
+		ring_pwrite(p, rec);	/* a full ring counts its own drops */
 	session_wake(s, p);
 out:
 	session_leave(t);
@@ -606,7 +634,11 @@ session_launch(const struct pending *p)
 	default:
 		goto out;
 	}
-	ok = ring_pwrite(q, rec) == 0;
+	if (API_UNLIKELY(sess_def_full)) {
+		sess_def_full = false;
+		ring_pdrop(q, session_rec_size(rec));
+	} else
+		ok = ring_pwrite(q, rec) == 0;
 	session_wake(s, q);
 out:
 	session_leave(t);

@@ -290,8 +290,17 @@ ring_store_word(void *p, uint64_t word)
 	atomic_store_explicit((_Atomic uint64_t *)p, word, memory_order_release);
 }
 
+static int ring_reserve_(struct ring *r, size_t len, void **pp, bool count);
+
 int
 ring_reserve(struct ring *r, size_t len, void **pp)
+{
+	return ring_reserve_(r, len, pp, true);
+}
+
+/* ring_reserve; a full ring counts the drop only when count is set. */
+static int
+ring_reserve_(struct ring *r, size_t len, void **pp, bool count)
 {
 	struct ring_shared *sh = r->sh;
 	uint64_t h, t, off, pad, need;
@@ -313,7 +322,8 @@ ring_reserve(struct ring *r, size_t len, void **pp)
 			/* Our head is older than the tail: reload, a bounded
 			 * number of times (a broken tail must not trap us). */
 			if (++stale > 8) {
-				ring_count_drop(r, len);
+				if (count)
+					ring_count_drop(r, len);
 				return -ENOSPC;
 			}
 			h = atomic_load_explicit(&sh->head,
@@ -321,7 +331,8 @@ ring_reserve(struct ring *r, size_t len, void **pp)
 			continue;
 		}
 		if (__builtin_expect(h - t > r->cap - need, 0)) {
-			ring_count_drop(r, len);
+			if (count)
+				ring_count_drop(r, len);
 			return -ENOSPC;
 		}
 		if (atomic_compare_exchange_weak_explicit(&sh->head, &h,
@@ -490,14 +501,15 @@ ring_pcount_drop(struct ring_shared *sh, size_t len)
 	    &sh->drop_bytes, memory_order_relaxed) + len, memory_order_relaxed);
 }
 
-int
-ring_preserve(struct ring_producer *p, size_t len, void **pp)
+/* ring_preserve; a full segment counts the drop only when count is set. */
+static inline int
+ring_preserve_(struct ring_producer *p, size_t len, void **pp, bool count)
 {
 	struct ring_shared *sh = p->sh;
 	uint64_t h, off, pad, need, cap = p->mask + 1;
 
 	if (__builtin_expect(p->seg == 0, 0))
-		return ring_reserve(p->ring, len, pp);
+		return ring_reserve_(p->ring, len, pp, count);
 	if (__builtin_expect(len < REC_HDR_SIZE || (len & 7), 0))
 		return -EINVAL;
 	if (__builtin_expect(len > p->maxrec, 0)) {
@@ -513,7 +525,8 @@ ring_preserve(struct ring_producer *p, size_t len, void **pp)
 		 * ahead of our head is broken; it counts as full. */
 		p->tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
 		if ((int64_t)(h - p->tail) < 0 || h - p->tail > cap - need) {
-			ring_pcount_drop(sh, len);
+			if (count)
+				ring_pcount_drop(sh, len);
 			return -ENOSPC;
 		}
 	}
@@ -528,18 +541,45 @@ ring_preserve(struct ring_producer *p, size_t len, void **pp)
 }
 
 int
-ring_pwrite(struct ring_producer *p, const void *rec)
+ring_preserve(struct ring_producer *p, size_t len, void **pp)
+{
+	return ring_preserve_(p, len, pp, true);
+}
+
+static int
+ring_pwrite_(struct ring_producer *p, const void *rec, bool count)
 {
 	const struct rec_hdr *h = rec;
 	void *q;
 	int rc;
 
-	if ((rc = ring_preserve(p, h->size, &q)) != 0)
+	if ((rc = ring_preserve_(p, h->size, &q, count)) != 0)
 		return rc;
 	memcpy((uint8_t *)q + REC_HDR_SIZE, (const uint8_t *)rec + REC_HDR_SIZE,
 	    h->size - REC_HDR_SIZE);
 	ring_commit(q, h);
 	return 0;
+}
+
+int
+ring_pwrite(struct ring_producer *p, const void *rec)
+{
+	return ring_pwrite_(p, rec, true);
+}
+
+int
+ring_pwrite_nodrop(struct ring_producer *p, const void *rec)
+{
+	return ring_pwrite_(p, rec, false);
+}
+
+void
+ring_pdrop(struct ring_producer *p, size_t len)
+{
+	if (p->seg == 0)
+		ring_count_drop(p->ring, len);
+	else
+		ring_pcount_drop(p->sh, len);
 }
 
 bool

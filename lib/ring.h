@@ -168,6 +168,11 @@ void	ring_producer_release(struct ring_producer *p);
 int	ring_preserve(struct ring_producer *p, size_t len, void **pp);
 int	ring_pwrite(struct ring_producer *p, const void *rec);
 bool	ring_pneeds_wake(struct ring_producer *p);
+/* ring_pwrite, but a full segment does not count a drop (for what is not
+ * a record of its own, e.g. a STRING_DEF: the caller then drops the record
+ * that needed it with ring_pdrop, so the loss counts records, once each). */
+int	ring_pwrite_nodrop(struct ring_producer *p, const void *rec);
+void	ring_pdrop(struct ring_producer *p, size_t len);
 
 /*
  * Consumer side.  Arms the wake hint of every segment before the consumer
