@@ -17,7 +17,8 @@ usage(FILE *f)
 	fprintf(f, "usage: msptid [-fv] [--runtime-dir DIR] [--foreground] "
 	    "[--verbose]\n"
 	    "    [--ring-memory-per-uid SIZE] [--ring-memory-total SIZE] "
-	    "[--version]\n");
+	    "[--version]\n"
+	    "    [--metrics-listen HOST:PORT]\n");
 }
 
 int
@@ -31,9 +32,10 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "ring-memory-per-uid", required_argument, NULL, 'U' },
 		{ "ring-memory-total", required_argument, NULL, 'T' },
+		{ "metrics-listen", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *rundir = NULL;
+	const char *rundir = NULL, *metrics_listen = NULL;
 	int64_t ring_uid = -1, ring_total = -1;
 	struct daemon *d;
 	int c, verbose = 0, foreground = 0, rc;
@@ -55,6 +57,9 @@ main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'M':
+			metrics_listen = optarg;
+			break;
 		case 'U':
 		case 'T':
 			if ((c == 'U' ? (ring_uid = util_parse_size(optarg)) :
@@ -83,6 +88,13 @@ main(int argc, char **argv)
 	if (ring_total > 0)
 		d->lim.ring_mem_total = (uint64_t)ring_total;
 	if (server_listen(d) != 0) {
+		server_free(d);
+		return 1;
+	}
+	/* Off unless asked for: an HTTP port is a new way in. */
+	if (metrics_listen != NULL &&
+	    (d->http = httpmetrics_start(d, metrics_listen)) == NULL) {
+		server_shutdown(d);
 		server_free(d);
 		return 1;
 	}

@@ -53,6 +53,9 @@ struct metrics;		/* metrics.h */
 struct metrics_sub;	/* metrics.h */
 struct metrics_counter;	/* metrics.h */
 struct join;		/* join.h */
+struct httpmetrics;	/* httpmetrics.c */
+struct sockaddr_storage;
+struct evbuffer;
 
 /* Sessions (session*.c). */
 #define SESS_ACK_TIMEOUT_MS	3000	/* agent acks of start and stop */
@@ -339,6 +342,10 @@ struct daemon {
 	uint64_t		 peers_dropped;
 	struct devcol		*devcol;	/* device channels */
 	struct metrics		*metrics;	/* metric sampling */
+	struct httpmetrics	*http;		/* --metrics-listen */
+	/* Of sessions already freed, so node totals never go down. */
+	uint64_t		 retired_records;
+	uint64_t		 retired_losses[LOSS_STAGE_MAX];
 	int			 exit_code;
 };
 
@@ -481,6 +488,14 @@ int		 session_ctl_retarget(struct peer *p,
 		     const ProtobufCMessage *m);
 int		 session_ctl_snapshot(struct peer *p,
 		     const ProtobufCMessage *m);
+
+/* httpmetrics.c: GET /metrics in Prometheus text format 0.0.4. */
+struct httpmetrics *httpmetrics_start(struct daemon *d, const char *spec);
+void		 httpmetrics_free(struct httpmetrics *);
+uint16_t	 httpmetrics_port(const struct httpmetrics *);
+int		 httpmetrics_parse(const char *spec,
+		     struct sockaddr_storage *ss, socklen_t *len);
+int		 httpmetrics_render(struct httpmetrics *, struct evbuffer *);
 
 /* sd.c: every use of libsystemd lives there. */
 void		 sd_ready(const char *status);

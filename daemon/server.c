@@ -313,6 +313,8 @@ server_shutdown(struct daemon *d)
 	struct peer *p;
 
 	sd_stopping();
+	httpmetrics_free(d->http);
+	d->http = NULL;
 	session_shutdown(d);
 	while ((p = TAILQ_FIRST(&d->peers)) != NULL)
 		peer_free(p);
@@ -336,6 +338,8 @@ server_free(struct daemon *d)
 	for (size_t i = 0; i < nitems(d->sigev); i++)
 		if (d->sigev[i] != NULL)
 			event_free(d->sigev[i]);
+	httpmetrics_free(d->http);
+	d->http = NULL;
 	if (d->agent_lev != NULL)
 		event_free(d->agent_lev);
 	if (d->ctl_lev != NULL)

@@ -580,6 +580,15 @@ session_free(struct session *s)
 
 	if (s == NULL)
 		return;
+	/* For msptid's node-wide counters (httpmetrics.c). */
+	if (s->d != NULL) {
+		uint64_t lost[LOSS_STAGE_MAX];
+
+		session_drain_losses(s, lost);
+		for (unsigned i = 0; i < LOSS_STAGE_MAX; i++)
+			s->d->retired_losses[i] += lost[i];
+		s->d->retired_records += s->records;
+	}
 	while ((sa = TAILQ_FIRST(&s->agents)) != NULL) {
 		TAILQ_REMOVE(&s->agents, sa, entry);
 		if (sa->agent != NULL && sa->agent->session_id == s->id)
