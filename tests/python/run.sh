@@ -9,6 +9,19 @@ name=$(basename "$1" .py)
 PYTHONPATH="$top_builddir/python/stage${PYTHONPATH:+:$PYTHONPATH}"
 LD_LIBRARY_PATH="$top_builddir/agent/.libs:$top_builddir/sim/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 LD_PRELOAD="$top_builddir/agent/.libs/libmspti.so"
+# Sanitizer build: python3 is not built with ASan, so its runtime is
+# preloaded first; what python itself allocates and never frees at exit
+# is suppressed (lsan-python.supp says how), nothing of ours.
+supp=""
+if [ -n "${MSPTI_ASAN_RUNTIME:-}" ]; then
+	LD_PRELOAD="$MSPTI_ASAN_RUNTIME:$LD_PRELOAD"
+	supp=$(mktemp "${TMPDIR:-/tmp}/mspti-lsan.XXXXXX") || exit 99
+	cat "$top_srcdir/tests/lsan.supp" \
+	    "$top_srcdir/tests/python/lsan-python.supp" >"$supp"
+	LSAN_OPTIONS="suppressions=$supp"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_context_size=2"
+	export LSAN_OPTIONS ASAN_OPTIONS
+fi
 NPUSIM_SHM_PREFIX="pytest-$name-$$"
 NPUSIM_DEVICES=4
 MSPTI_TEST_BUILDDIR="$top_builddir"
@@ -24,6 +37,7 @@ export MSPTID_RUNTIME_DIR
 rc=$?
 # Remove the simulator's shm objects of this run.
 rm -f /dev/shm/"$NPUSIM_SHM_PREFIX"-* 2>/dev/null
+[ -n "$supp" ] && rm -f "$supp"
 # 5 is "no tests collected": a broken test file, not a pass.
 [ $rc -eq 5 ] && echo "no tests collected from $1" && exit 1
 exit $rc
