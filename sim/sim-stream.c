@@ -307,11 +307,12 @@ sim_stream_submit(struct sim_stream *s, struct sim_task *t)
 		return (ACL_ERROR_RT_INVALID_HANDLE);
 	}
 	t->task_id = s->next_task_id++;
+	/* Once unlocked, the worker may run and free t. */
+	sim_stream_last_task = t->task_id;
 	s->submitted++;
 	TAILQ_INSERT_TAIL(&s->queue, t, entry);
 	pthread_cond_signal(&s->wake);
 	pthread_mutex_unlock(&s->lock);
-	sim_stream_last_task = t->task_id;
 	sim_stream_last_stream = s->id;
 	if (s->dev->metrics != NULL)
 		__atomic_fetch_add(&s->dev->metrics->tasks_launched, 1,

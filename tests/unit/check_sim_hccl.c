@@ -136,7 +136,7 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	int32_t		 b[4], g[NR * 2], rs[NR * 2], rso[2], a2a[NR],
 			 a2o[NR], sc[NR], sco, red;
 	uint64_t	 sc_[NR], sd[NR], rc[NR], rd[NR];
-	int32_t		 vin[NR * 2], vout[NR * 2];
+	int32_t		 vin[NR * NR], vout[NR * NR];
 	HcclSendRecvItem it[2];
 	int32_t		 tok, got = -1, left = -1, right = -1;
 	uint32_t	 i, rk, sz;
@@ -184,21 +184,26 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	for (i = 0; i < n; i++)
 		if (a2o[i] != (int32_t)(i * 100 + r))
 			return (8);
-	/* AlltoAllV: rank r sends j+1 copies of r to rank j. */
+	/*
+	 * AlltoAllV: rank r sends j+1 copies of r to rank j, block j of
+	 * NR slots (j+1 <= NR, so every count fits its block); what lies
+	 * past a received count stays untouched.
+	 */
 	for (i = 0; i < n; i++) {
 		sc_[i] = i + 1;
-		sd[i] = i * 2;
+		sd[i] = i * NR;
 		rc[i] = r + 1;
-		rd[i] = i * 2;
-		vin[i * 2] = vin[i * 2 + 1] = (int32_t)r;
-		vout[i * 2] = vout[i * 2 + 1] = -1;
+		rd[i] = i * NR;
+	}
+	for (i = 0; i < NR * NR; i++) {
+		vin[i] = (int32_t)r;
+		vout[i] = -1;
 	}
 	if (HcclAlltoAllV(vin, sc_, sd, HCCL_DATA_TYPE_INT32, vout, rc, rd,
 	    HCCL_DATA_TYPE_INT32, comm, s) || !sync_ok(s))
 		return (9);
-	for (i = 0; i < n; i++)
-		if (vout[i * 2] != (int32_t)i || (r >= 1 && vout[i * 2 + 1] !=
-		    (int32_t)i))
+	for (i = 0; i < n * NR; i++)
+		if (vout[i] != (i % NR <= r ? (int32_t)(i / NR) : -1))
 			return (10);
 	/* Scatter from rank 2. */
 	for (i = 0; i < n; i++)
