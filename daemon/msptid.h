@@ -304,6 +304,7 @@ int		 session_domains_set(struct session *, char **on, size_t non,
 /* sd.c: every use of libsystemd lives there. */
 void		 sd_ready(const char *status);
 void		 sd_stopping(void);
+int		 sd_watchdog_start(struct event_base *);
 void		 sd_status(const char *fmt, ...)
 		     __attribute__((format(printf, 1, 2)));
 int		 sd_sockets(int *agent_fd, int *ctl_fd);
