@@ -85,6 +85,7 @@ struct agent {
 	uint64_t		 capabilities;
 	uint64_t		 since_ns;
 	uint64_t		 session_id;
+	bool			 exe_checked;	/* exe from /proc (priv.c) */
 };
 
 struct peer {
@@ -300,6 +301,12 @@ int		 session_parse_kinds(char **names, size_t n, uint32_t *mask,
 		     char *bad, size_t badlen);
 int		 session_domains_set(struct session *, char **on, size_t non,
 		     char **off, size_t noff);
+
+/* priv.c: what our privileges allow; status reports what they do not. */
+bool		 priv_can_read_any_exe(void);
+void		 priv_agent_exe(struct agent *);
+size_t		 priv_limits(const struct daemon *, char *buf, size_t len,
+		     char **lines, size_t max);
 
 /* sd.c: every use of libsystemd lives there. */
 void		 sd_ready(const char *status);

@@ -14,6 +14,8 @@ export NPUSIM_SHM_PREFIX
 sandir=""
 if [ -n "${MSPTI_ASAN_RUNTIME:-}" ]; then
 	sandir=$(mktemp -d "${TMPDIR:-/tmp}/mspti-san.XXXXXX") || exit 99
+	# Tests that run programs as another user: their reports too.
+	chmod 1777 "$sandir"
 	ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:print_suppressions=0:log_path=$sandir/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 	UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$sandir/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 	LSAN_OPTIONS="suppressions=${MSPTI_LSAN_SUPP:-$(dirname "$0")/lsan.supp}${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
