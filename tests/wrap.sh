@@ -18,6 +18,14 @@ if [ -n "${MSPTI_ASAN_RUNTIME:-}" ]; then
 	chmod 1777 "$sandir"
 	ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:print_suppressions=0:log_path=$sandir/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 	UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$sandir/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+	# tests/asan-fork.c into every process; where a test preloads the
+	# agent (MSPTI_ASAN_RUNTIME first) it comes right after the runtime.
+	if [ -n "${MSPTI_ASAN_FORK:-}" ]; then
+		ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"
+		LD_PRELOAD="$MSPTI_ASAN_FORK${LD_PRELOAD:+:$LD_PRELOAD}"
+		MSPTI_ASAN_RUNTIME="$MSPTI_ASAN_RUNTIME:$MSPTI_ASAN_FORK"
+		export LD_PRELOAD MSPTI_ASAN_RUNTIME
+	fi
 	LSAN_OPTIONS="suppressions=${MSPTI_LSAN_SUPP:-$(dirname "$0")/lsan.supp}${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 	export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 fi
