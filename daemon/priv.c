@@ -64,6 +64,11 @@ priv_agent_exe(struct agent *a)
 		return;
 	}
 	buf[n] = '\0';
+	/* As registry.c does with what peers send: no control characters
+	 * in what we print. */
+	for (ssize_t i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = '?';
 	a->exe_checked = true;
 	if (a->exe != NULL && strcmp(a->exe, buf) == 0)
 		return;
