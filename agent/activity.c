@@ -26,7 +26,8 @@ static _Atomic(msptiBuffersCallbackRequestFunc) cb_request;
 static _Atomic(msptiBuffersCallbackCompleteFunc) cb_complete;
 
 static _Atomic uint64_t next_corr = 1;
-static _Atomic uint64_t dropped_records;
+/* Records lost, per kind ([0]: unknown kind); see activity_drop(). */
+static _Atomic uint64_t dropped_records[MSPTI_ACTIVITY_KIND_COUNT];
 
 struct abuf {
 	uint8_t		*base;
@@ -87,7 +88,34 @@ activity_record_size(uint32_t kind)
 uint64_t
 activity_dropped(void)
 {
-	return atomic_load(&dropped_records);
+	uint64_t n = 0;
+	unsigned k;
+
+	for (k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; k++)
+		n += atomic_load_explicit(&dropped_records[k],
+		    memory_order_relaxed);
+	return n;
+}
+
+void
+activity_drop(uint32_t kind, uint64_t n)
+{
+	if (kind >= MSPTI_ACTIVITY_KIND_COUNT)
+		kind = 0;
+	atomic_fetch_add_explicit(&dropped_records[kind], n,
+	    memory_order_relaxed);
+}
+
+MSPTI_API msptiResult
+msptiActivityGetNumDroppedRecords(msptiActivityKind kind, size_t *dropped)
+{
+	if (dropped == NULL || kind < MSPTI_ACTIVITY_KIND_INVALID ||
+	    kind >= MSPTI_ACTIVITY_KIND_COUNT)
+		return MSPTI_ERROR_INVALID_PARAMETER;
+	*dropped = kind == MSPTI_ACTIVITY_KIND_INVALID ?
+	    (size_t)activity_dropped() :
+	    (size_t)atomic_load(&dropped_records[kind]);
+	return MSPTI_SUCCESS;
 }
 
 uint64_t
@@ -135,22 +163,28 @@ deliver_mtx_init(void)
  * BUSY (fork in the middle of its record copy) would make every flush
  * spin forever, and a lock it held would never be released.  Such a slot
  * loses its buffer (the owner's registers held it); the others are free
- * for reuse, their buffers stay attached.  The FlushPeriod worker is gone
- * too: the next FlushPeriod starts a new one.
+ * for reuse, their buffers stay attached but emptied: the records in them
+ * are the parent's, which the parent delivers.  The FlushPeriod worker is
+ * gone too: the next FlushPeriod starts a new one.
  */
 static void
 activity_atfork_child(void)
 {
 	struct abuf_thread *t;
+	struct abuf *b;
 
 	atomic_store(&cached_pid, 0);
 	tls_tid = 0;
 	for (t = atomic_load(&abuf_threads); t != NULL; t = t->next) {
-		if (t == tls_abuf)
-			continue;
-		if (atomic_load(&t->cur) == ABUF_BUSY)
+		b = atomic_load(&t->cur);
+		if (b == ABUF_BUSY)
 			atomic_store(&t->cur, NULL);
-		atomic_store(&t->alive, 0);
+		else if (b != NULL) {
+			b->used = 0;
+			b->nrec = 0;
+		}
+		if (t != tls_abuf)
+			atomic_store(&t->alive, 0);
 	}
 	deliver_mtx_init();
 	pthread_mutex_init(&period_mtx, NULL);
@@ -331,7 +365,7 @@ abuf_append(const void *rec, size_t len)
 		abuf_deliver(b);
 	return;
 drop:
-	atomic_fetch_add_explicit(&dropped_records, 1, memory_order_relaxed);
+	activity_drop(((const msptiActivity *)rec)->kind, 1);
 }
 
 void
@@ -360,6 +394,29 @@ activity_emit_api(const void *rec, size_t len)
 
 	if ((m >> ((const msptiActivity *)rec)->kind) & 1)
 		abuf_append(rec, len);
+}
+
+void
+activity_emit_session(const void *rec, size_t len)
+{
+	uint64_t m = atomic_load_explicit(&api_kind_masks, memory_order_relaxed);
+	uint32_t kind = ((const msptiActivity *)rec)->kind;
+	api_sink_fn sink;
+
+	if ((m >> (API_MASK_SESSION_SHIFT + kind)) & 1) {
+		sink = atomic_load_explicit(&session_sink, memory_order_acquire);
+		if (sink != NULL)
+			sink(rec, len, atomic_load_explicit(&session_sink_arg,
+			    memory_order_relaxed));
+	}
+}
+
+/* The same whatever the masks say now: a device record of work queued
+ * while its kind was enabled (devtime.c). */
+void
+activity_emit_api_always(const void *rec, size_t len)
+{
+	abuf_append(rec, len);
 }
 
 /* Takes t's buffer away from it (waiting out a record copy) and delivers
@@ -415,20 +472,34 @@ msptiActivityRegisterCallbacks(msptiBuffersCallbackRequestFunc req,
 	return MSPTI_SUCCESS;
 }
 
-/* Kinds whose records come from interposed calls the vendor also needs
- * LD_PRELOAD for, and the symbol that shows whether ours come first. */
+/*
+ * Kinds whose records come from interposed calls, and the symbol that
+ * shows whether ours come first.  KERNEL and the API kinds need it too:
+ * without it the agent never sees a launch (no correlation, no device),
+ * so they would say SUCCESS and record nothing.  MARKER does not (the
+ * application calls our MSTX functions directly).
+ */
 static const char *
 activity_kind_symbol(msptiActivityKind kind)
 {
 	switch (kind) {
 	case MSPTI_ACTIVITY_KIND_HCCL:
+	case MSPTI_ACTIVITY_KIND_COMMUNICATION:
+	case MSPTI_ACTIVITY_KIND_NODE_API:
 		return "HcclAllReduce";
 	case MSPTI_ACTIVITY_KIND_MEMORY:
+	case MSPTI_ACTIVITY_KIND_ACL_API:
 		return "aclrtMalloc";
 	case MSPTI_ACTIVITY_KIND_MEMSET:
 		return "aclrtMemset";
 	case MSPTI_ACTIVITY_KIND_MEMCPY:
 		return "aclrtMemcpy";
+	case MSPTI_ACTIVITY_KIND_KERNEL:
+	case MSPTI_ACTIVITY_KIND_API:
+	case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+		return "aclrtLaunchKernel";
+	case MSPTI_ACTIVITY_KIND_RUNTIME_API:
+		return "rtGetTaskIdAndStreamID";
 	default:
 		return NULL;
 	}

@@ -36,16 +36,21 @@
  * Device records (devtime.c)
  * --------------------------
  * Interposers that queue device work record a "pending" entry (device,
- * stream id, task id → correlation id and call details) in a lock-free
- * MPSC queue.  One reader thread drains that queue into a private hash
- * map, reads the simulator's per-device profiling channel (through
+ * stream id, task id → correlation id, call details and the kinds wanted
+ * at the call) in a lock-free MPSC queue that spills into a locked
+ * overflow array when full.  One reader thread drains it into a private
+ * hash map that grows with the launches outstanding (bounded by memory,
+ * never by a fixed size), reads the simulator's per-device profiling
+ * channel (through
  * npusim_channel_* found with dlsym, so no hard dependency), joins by
  * (device, stream, task), converts device times with a clock model
  * fitted on (host CLOCK_REALTIME, device) sample pairs, and emits
- * KERNEL/MEMCPY/MEMSET/HCCL/COMMUNICATION and device MARKER records.  The
- * thread sleeps on a condition variable while no device kind is wanted,
- * polls every DEVTIME_POLL_MS while one is, and FlushAll wakes it for a
- * synchronous drain first.
+ * KERNEL/MEMCPY/MEMSET/HCCL/COMMUNICATION and device MARKER records, for
+ * the kinds wanted at the call even if disabled since.  The thread sleeps
+ * on a condition variable while no device kind is wanted and nothing is
+ * outstanding, polls every DEVTIME_POLL_MS otherwise, and FlushAll wakes
+ * it for a synchronous drain first.  Records that cannot be kept are
+ * counted per kind (activity_drop, msptiActivityGetNumDroppedRecords).
  *
  * Each interposed call queues at most one device task, so a pending entry
  * (and a daemon session's launch record) keys exactly one task: the
@@ -126,8 +131,14 @@ void		api_session_set_kinds(uint32_t mask);
 void		activity_emit(const void *rec, size_t len);
 /* The same, to the in-process API's buffers only. */
 void		activity_emit_api(const void *rec, size_t len);
+/* The same whatever the masks say now (work queued while enabled). */
+void		activity_emit_api_always(const void *rec, size_t len);
+/* To the daemon session's sink only, when it wants the kind. */
+void		activity_emit_session(const void *rec, size_t len);
 size_t		activity_record_size(uint32_t kind);
+/* Records lost, all kinds; activity_drop counts n lost of kind. */
 uint64_t	activity_dropped(void);
+void		activity_drop(uint32_t kind, uint64_t n);
 /* Next process-wide correlation id (from 1). */
 uint64_t	activity_next_correlation(void);
 /* Emits one EXTERNAL_CORRELATION record per non-empty stack of the
@@ -248,7 +259,9 @@ struct pending {
 	uint32_t	 stream;
 	uint32_t	 task;
 	uint32_t	 kind;		/* MSPTI_ACTIVITY_KIND_* it stands for */
-	uint64_t	 corr;
+	uint32_t	 kinds;		/* in-process kinds wanted at the call
+					 * (set by devtime_submit) */
+	uint64_t	 corr;		/* MARKER: the marker id */
 	const char	*name;		/* interned */
 	const char	*comm_name;	/* HCCL: interned */
 	uint64_t	 bytes;
@@ -263,9 +276,13 @@ struct pending {
 /* Records the ids of the calling thread's last submitted task, writes
  * the launch into a daemon session's ring (session_launch) when the
  * session wants the kind, and queues p for the in-process join when the
- * msPTI API wants it; false when the runtime cannot tell (no device record
- * will come, emit a host-timed one instead). */
-bool		devtime_submit(struct pending *p);
+ * msPTI API wants it.  Returns the consumers no device record will come
+ * to (the runtime cannot tell the task, no channel, the ring refused it):
+ * the caller gives each of them a host-timed record instead, so none gets
+ * two. */
+#define DEVTIME_HOST_API	1u
+#define DEVTIME_HOST_SESSION	2u
+unsigned	devtime_submit(struct pending *p);
 /* Whether device records can be produced (channel helpers present). */
 bool		devtime_available(void);
 /* Wakes the reader (masks changed). */
@@ -278,9 +295,11 @@ bool		devtime_marker(uint64_t id, uint16_t flag, void *stream);
 /* Clock model (exposed for tests): host ns for a device ns on dev. */
 uint64_t	devtime_to_host(uint32_t dev, uint64_t device_ns);
 
-/* mstx.c: marker metadata looked up when a device marker arrives. */
-bool		mstx_marker_info(uint64_t id, const char **name,
-		    const char **domain);
+/* mstx.c: marker metadata for the device record of marker id with
+ * flag (consumed: each device record takes it once); *host_ts gets the
+ * host record's timestamp.  False when unknown. */
+bool		mstx_marker_take(uint64_t id, uint32_t flag, const char **name,
+		    const char **domain, uint64_t *host_ts);
 int		mstx_domain_set_enabled(const char *name, bool enabled);
 
 #endif

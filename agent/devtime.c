@@ -2,20 +2,34 @@
  * Device records: the pending-launch queue, the channel reader thread,
  * the join of device tasks to host calls and the device clock model.
  *
- * Producers (interposers, any thread) push struct pending into a bounded
- * lock-free MPSC queue (Vyukov's sequence-numbered ring).  The reader
- * thread alone pops it into a private hash map keyed by (device, stream,
- * task), reads each device's profiling channel through the simulator's
+ * Producers (interposers, any thread) push struct pending into a
+ * lock-free MPSC queue (Vyukov's sequence-numbered ring); when the ring is
+ * full they spill into an overflow array under dt_over_mtx, so a deep
+ * device queue loses nothing.  The reader thread alone pops both into a
+ * private hash map keyed by (device, stream, task) that grows with the
+ * number of launches outstanding, reads each device's profiling channel
+ * through the simulator's
  * npusim_channel_* helpers (found with dlsym, so a runtime without them
  * just yields no device records), joins, converts device time to host
  * CLOCK_REALTIME with a least-squares fit (offset and drift) over recent
  * (host, device) clock pairs, and emits through activity_emit.
  *
- * The thread sleeps on dt_cond while no device kind is wanted (no CPU
- * when idle); while one is, it polls every DEVTIME_POLL_MS, and
+ * A pending entry remembers the kinds wanted when its call was made, and
+ * a joined record is emitted for those kinds whatever the masks say now:
+ * work launched while a kind was enabled is delivered even when the
+ * device finishes it after msptiActivityDisable.  The thread sleeps on
+ * dt_cond while no device kind is wanted and nothing is outstanding (no
+ * CPU when idle); otherwise it polls every DEVTIME_POLL_MS, and
  * devtime_drain (FlushAll) wakes it for one synchronous pass.  Channels
- * are opened only while wanted: an open reader makes the device record.
- * dt_mtx guards the thread's state and the drain handshake.
+ * are open while a kind is wanted or launches are outstanding: an open
+ * reader makes the device record.  dt_mtx guards the thread's state and
+ * the drain handshake.
+ *
+ * Losses are counted per kind (activity_drop): a launch whose pending
+ * entry cannot be stored (memory), and a launch whose device record never
+ * comes (the channel overran: tasks of one stream complete in order, so a
+ * record for a later task of the stream proves the earlier one lost; or
+ * it is older than DEVTIME_EXPIRE_NS).
  */
 #include "config.h"
 
@@ -30,13 +44,14 @@
 
 #include "agent.h"
 #include "api.h"
+#include "log.h"
 
 #define DEVTIME_POLL_MS		5
 #define DEVTIME_MAX_DEV		32
 #define DEVTIME_QUEUE		(1u << 14)
-#define DEVTIME_MAP		(1u << 16)	/* pending map slots */
+#define DEVTIME_MAP_MIN		(1u << 12)	/* pending map slots, first */
 #define DEVTIME_BATCH		256
-#define DEVTIME_DEFER		4096
+#define DEVTIME_STREAMS		256		/* streams tracked for losses */
 #define DEVTIME_DEFER_NS	2000000000ull	/* unmatched: emit after (a
 						 * descheduled launcher may be late) */
 #define DEVTIME_EXPIRE_NS	30000000000ull	/* stale pending entries */
@@ -65,8 +80,14 @@ struct qcell {
 static struct qcell *_Atomic dt_queue;
 static _Atomic size_t dt_enq;
 static size_t dt_deq;
-static _Atomic uint64_t dt_queue_full;
 static _Atomic uint64_t dt_channel_lost;
+/* Overflow of the ring (dt_over_mtx); dt_over_len is read without it. */
+static pthread_mutex_t dt_over_mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct pending *dt_over;
+static size_t dt_over_cap;
+static _Atomic size_t dt_over_len;
+/* Pending entries queued and not yet joined, expired or counted lost. */
+static _Atomic size_t dt_outstanding;
 
 /* Thread state. */
 static pthread_mutex_t dt_mtx = PTHREAD_MUTEX_INITIALIZER;
@@ -96,20 +117,24 @@ struct dev_state {
 };
 static struct dev_state devs[DEVTIME_MAX_DEV];
 
-struct mapent {
-	bool		used;
-	uint64_t	added;		/* host ns */
-	struct pending	p;
-};
-static struct mapent *dt_map;
-static size_t dt_map_used;
+/* Open addressing; kind 0 marks a free slot.  Reader only. */
+static struct pending *dt_map;
+static size_t dt_map_cap, dt_map_used;
+static uint64_t dt_last_expire;
 
 struct deferred {
 	struct npusim_record	rec;
 	uint64_t		since;
 };
 static struct deferred *dt_defer;
-static size_t dt_ndefer;
+static size_t dt_ndefer, dt_defer_cap;
+
+/* Highest task seen per stream, to tell a lost record (reader only). */
+static struct {
+	uint32_t	dev, stream, high;
+	bool		set;
+} dt_high[DEVTIME_STREAMS];
+static uint64_t dt_lost_at;	/* host ns of the last channel loss */
 
 static struct npusim_record dt_batch[DEVTIME_BATCH];
 
@@ -142,6 +167,43 @@ devtime_queue(void)
 	return q;
 }
 
+/* Counts a launch lost for every kind it was wanted for. */
+static void
+pending_drop(const struct pending *p)
+{
+	uint32_t k;
+
+	for (k = 1; k < MSPTI_ACTIVITY_KIND_COUNT; k++)
+		if (p->kinds & (1u << k))
+			activity_drop(k, 1);
+}
+
+/* The ring is full (the reader is behind a deep device queue): keep the
+ * entry in the overflow array. */
+static bool
+overflow_push(const struct pending *p)
+{
+	struct pending *n;
+	size_t len, cap;
+
+	pthread_mutex_lock(&dt_over_mtx);
+	len = atomic_load_explicit(&dt_over_len, memory_order_relaxed);
+	if (len == dt_over_cap) {
+		cap = dt_over_cap ? dt_over_cap * 2 : DEVTIME_QUEUE;
+		n = realloc(dt_over, cap * sizeof(*n));
+		if (n == NULL) {
+			pthread_mutex_unlock(&dt_over_mtx);
+			return false;
+		}
+		dt_over = n;
+		dt_over_cap = cap;
+	}
+	dt_over[len] = *p;
+	atomic_store_explicit(&dt_over_len, len + 1, memory_order_release);
+	pthread_mutex_unlock(&dt_over_mtx);
+	return true;
+}
+
 static bool
 queue_push(const struct pending *p)
 {
@@ -160,10 +222,9 @@ queue_push(const struct pending *p)
 			if (atomic_compare_exchange_weak_explicit(&dt_enq, &pos,
 			    pos + 1, memory_order_relaxed, memory_order_relaxed))
 				break;
-		} else if (dif < 0) {
-			atomic_fetch_add(&dt_queue_full, 1);
-			return false;
-		} else
+		} else if (dif < 0)
+			return overflow_push(p);
+		else
 			pos = atomic_load_explicit(&dt_enq,
 			    memory_order_relaxed);
 	}
@@ -190,33 +251,56 @@ queue_pop(struct pending *out)
 	return true;
 }
 
-bool
+/* Queues p for the in-process join; false when no device record can
+ * come (no channel helpers).  An entry that cannot be stored is counted
+ * lost (true: no host-timed record stands in for it). */
+static bool
+devtime_enqueue(const struct pending *p)
+{
+	if (!devtime_available())
+		return false;
+	atomic_fetch_add(&dt_outstanding, 1);
+	if (queue_push(p))
+		return true;
+	atomic_fetch_sub(&dt_outstanding, 1);
+	pending_drop(p);
+	return true;
+}
+
+unsigned
 devtime_submit(struct pending *p)
 {
 	task_ids_fn ids = (task_ids_fn)api_internal(&h_taskids,
 	    "rtGetTaskIdAndStreamID");
-	uint32_t task, stream, kinds = 1u << p->kind;
-	bool ok = true;
+	uint32_t task, stream, kinds = 1u << p->kind, api, sess;
+	unsigned host = 0;
 
 	if (p->kind == MSPTI_ACTIVITY_KIND_HCCL)
 		kinds |= 1u << MSPTI_ACTIVITY_KIND_COMMUNICATION;
+	api = api_kinds_api() & kinds;
+	sess = api_kinds_session() & kinds;
+	if (api != 0)
+		host |= DEVTIME_HOST_API;
+	if (sess != 0)
+		host |= DEVTIME_HOST_SESSION;
 	if (ids == NULL || ids(&task, &stream) != RT_ERROR_NONE ||
 	    task == NPUSIM_ID_NONE)
-		return false;
+		return host;
 	/* Same ids as last time: the call queued no task of its own. */
 	if (task == tls_last_task && stream == tls_last_stream)
-		return false;
+		return host;
 	tls_last_task = task;
 	tls_last_stream = stream;
 	p->task = task;
 	p->stream = stream;
 	/* Two independent consumers: a daemon session joins device timing
 	 * in msptid from the launch record; the in-process API joins here. */
-	if (api_kinds_session() & kinds)
-		ok = session_launch(p);
-	if (api_kinds_api() & kinds)
-		ok = devtime_available() && queue_push(p) && ok;
-	return ok;
+	if (sess != 0 && session_launch(p))
+		host &= ~DEVTIME_HOST_SESSION;
+	p->kinds = api;
+	if (api != 0 && devtime_enqueue(p))
+		host &= ~DEVTIME_HOST_API;
+	return host;
 }
 
 bool
@@ -236,6 +320,20 @@ devtime_marker(uint64_t id, uint16_t flag, void *stream)
 	if (ids != NULL && ids(&task, &sid) == RT_ERROR_NONE) {
 		tls_last_task = task;
 		tls_last_stream = sid;
+		/* The in-process join delivers it even after a Disable. */
+		if (api_kinds_api() & (1u << MSPTI_ACTIVITY_KIND_MARKER)) {
+			struct pending p;
+
+			memset(&p, 0, sizeof(p));
+			p.kind = MSPTI_ACTIVITY_KIND_MARKER;
+			p.kinds = 1u << MSPTI_ACTIVITY_KIND_MARKER;
+			p.device = icall_stream_device(stream);
+			p.stream = sid;
+			p.task = task;
+			p.corr = id;
+			p.start = p.end = api_now();
+			devtime_enqueue(&p);
+		}
 	}
 	return true;
 }
@@ -269,12 +367,20 @@ devtime_atfork_child(void)
 	pthread_mutex_init(&dt_mtx, NULL);
 	pthread_mutex_init(&dt_chan_mtx, NULL);
 	devtime_cond_init();
+	pthread_mutex_init(&dt_over_mtx, NULL);
 	dt_started = false;
 	dt_drain_req = dt_drain_done = 0;
+	/* The parent's launches are its own: none is delivered here. */
+	free(dt_map);
 	dt_map = NULL;
-	dt_map_used = 0;
+	dt_map_cap = dt_map_used = 0;
+	free(dt_defer);
 	dt_defer = NULL;
-	dt_ndefer = 0;
+	dt_ndefer = dt_defer_cap = 0;
+	atomic_store(&dt_over_len, 0);
+	atomic_store(&dt_outstanding, 0);
+	memset(dt_high, 0, sizeof(dt_high));
+	dt_lost_at = 0;
 	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++) {
 		devs[dev].open = false;
 		devs[dev].nsamples = 0;
@@ -326,7 +432,7 @@ devtime_kick(void)
 {
 	bool want = (api_kinds_api() & API_DEVICE_KINDS) != 0;
 
-	if (!want && !dt_started)
+	if (!want && !dt_started && atomic_load(&dt_outstanding) == 0)
 		return;
 	if (!devtime_available())
 		return;
@@ -375,7 +481,8 @@ devtime_drain(void)
 	struct timespec ts;
 	uint64_t mine;
 
-	if (!dt_started || (api_kinds_api() & API_DEVICE_KINDS) == 0)
+	if (!dt_started || ((api_kinds_api() & API_DEVICE_KINDS) == 0 &&
+	    atomic_load(&dt_outstanding) == 0))
 		return;
 	timespec_after(&ts, 1000000000ull);
 	pthread_mutex_lock(&dt_mtx);
@@ -471,84 +578,191 @@ map_hash(uint32_t dev, uint32_t stream, uint32_t task)
 	k ^= k >> 31;
 	k *= 0x9e3779b97f4a7c15ull;
 	k ^= k >> 29;
-	return (size_t)k & (DEVTIME_MAP - 1);
+	return (size_t)k & (dt_map_cap - 1);
 }
 
-static bool map_take(uint32_t, uint32_t, uint32_t, struct pending *);
-
-/* Drops entries whose device record never came (lost, or launched while
- * the device kind was off). */
-static void
-map_expire(uint64_t now)
+static bool
+map_same(const struct pending *e, uint32_t dev, uint32_t stream,
+    uint32_t task)
 {
-	struct pending p;
-	size_t i;
-
-	for (i = 0; i < DEVTIME_MAP; i++)
-		while (dt_map[i].used && now - dt_map[i].added > DEVTIME_EXPIRE_NS)
-			map_take(dt_map[i].p.device, dt_map[i].p.stream,
-			    dt_map[i].p.task, &p);
+	return e->kind != 0 && e->device == dev && e->stream == stream &&
+	    e->task == task;
 }
 
-/* Linear probing without deletion holes: a removed entry is refilled by
- * shifting later entries of its cluster back. */
+/* Inserts without growing; the table has a free slot. */
 static void
-map_put(const struct pending *p, uint64_t now)
+map_insert(const struct pending *p)
 {
-	size_t i = map_hash(p->device, p->stream, p->task), n;
+	size_t i = map_hash(p->device, p->stream, p->task);
 
-	if (dt_map_used > DEVTIME_MAP / 2)
-		map_expire(now);
-	if (dt_map_used > DEVTIME_MAP * 3 / 4)
-		return;		/* lost: the device record gets no id */
-	for (n = 0; n < DEVTIME_MAP; n++, i = (i + 1) & (DEVTIME_MAP - 1)) {
-		if (!dt_map[i].used)
-			break;
-		if (dt_map[i].p.device == p->device &&
-		    dt_map[i].p.stream == p->stream &&
-		    dt_map[i].p.task == p->task) {
-			dt_map[i].p = *p;	/* task id reused */
-			dt_map[i].added = now;
+	while (dt_map[i].kind != 0) {
+		if (map_same(&dt_map[i], p->device, p->stream, p->task)) {
+			/* Task id reused: the older launch never came. */
+			pending_drop(&dt_map[i]);
+			atomic_fetch_sub(&dt_outstanding, 1);
+			dt_map[i] = *p;
 			return;
 		}
+		i = (i + 1) & (dt_map_cap - 1);
 	}
-	dt_map[i].used = true;
-	dt_map[i].added = now;
-	dt_map[i].p = *p;
+	dt_map[i] = *p;
 	dt_map_used++;
+}
+
+/* Doubles the table (at most 3/4 full); false when memory ran out. */
+static bool
+map_grow(void)
+{
+	struct pending *old = dt_map;
+	size_t ocap = dt_map_cap, cap = ocap ? ocap * 2 : DEVTIME_MAP_MIN, i;
+
+	dt_map = calloc(cap, sizeof(*dt_map));
+	if (dt_map == NULL) {
+		dt_map = old;
+		return false;
+	}
+	dt_map_cap = cap;
+	dt_map_used = 0;
+	for (i = 0; i < ocap; i++)
+		if (old[i].kind != 0)
+			map_insert(&old[i]);
+	free(old);
+	return true;
+}
+
+static void
+map_put(const struct pending *p)
+{
+	if ((dt_map_used + 1) * 4 > dt_map_cap * 3 && !map_grow() &&
+	    dt_map_used + 1 >= dt_map_cap) {
+		pending_drop(p);
+		atomic_fetch_sub(&dt_outstanding, 1);
+		return;
+	}
+	map_insert(p);
+}
+
+/* Removes slot i (backward-shift deletion keeps probing hole-free). */
+static void
+map_remove_at(size_t i)
+{
+	size_t j = i, k, mask = dt_map_cap - 1;
+
+	dt_map[i].kind = 0;
+	dt_map_used--;
+	atomic_fetch_sub(&dt_outstanding, 1);
+	for (;;) {
+		j = (j + 1) & mask;
+		if (dt_map[j].kind == 0)
+			break;
+		k = map_hash(dt_map[j].device, dt_map[j].stream,
+		    dt_map[j].task);
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			dt_map[i] = dt_map[j];
+			dt_map[j].kind = 0;
+			i = j;
+		}
+	}
 }
 
 static bool
 map_take(uint32_t dev, uint32_t stream, uint32_t task, struct pending *out)
 {
-	size_t i = map_hash(dev, stream, task), j, k;
+	size_t i;
 
-	for (;;) {
-		if (!dt_map[i].used)
-			return false;
-		if (dt_map[i].p.device == dev && dt_map[i].p.stream == stream &&
-		    dt_map[i].p.task == task)
-			break;
-		i = (i + 1) & (DEVTIME_MAP - 1);
-	}
-	*out = dt_map[i].p;
-	dt_map[i].used = false;
-	dt_map_used--;
-	/* Backward-shift deletion. */
-	j = i;
-	for (;;) {
-		j = (j + 1) & (DEVTIME_MAP - 1);
-		if (!dt_map[j].used)
-			break;
-		k = map_hash(dt_map[j].p.device, dt_map[j].p.stream,
-		    dt_map[j].p.task);
-		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-			dt_map[i] = dt_map[j];
-			dt_map[j].used = false;
-			i = j;
+	if (dt_map_used == 0)
+		return false;
+	for (i = map_hash(dev, stream, task); dt_map[i].kind != 0;
+	    i = (i + 1) & (dt_map_cap - 1))
+		if (map_same(&dt_map[i], dev, stream, task)) {
+			*out = dt_map[i];
+			map_remove_at(i);
+			return true;
 		}
-	}
-	return true;
+	return false;
+}
+
+/* The highest task seen on (dev, stream), NULL if untracked. */
+static uint32_t *
+stream_high(uint32_t dev, uint32_t stream, bool add)
+{
+	size_t i;
+
+	for (i = 0; i < DEVTIME_STREAMS && dt_high[i].set; i++)
+		if (dt_high[i].dev == dev && dt_high[i].stream == stream)
+			return &dt_high[i].high;
+	if (!add || i == DEVTIME_STREAMS)
+		return NULL;
+	dt_high[i].set = true;
+	dt_high[i].dev = dev;
+	dt_high[i].stream = stream;
+	dt_high[i].high = 0;
+	return &dt_high[i].high;
+}
+
+static void
+stream_saw(uint32_t dev, uint32_t stream, uint32_t task)
+{
+	uint32_t *h = stream_high(dev, stream, true);
+
+	if (h != NULL && (int32_t)(task - *h) > 0)
+		*h = task;
+}
+
+/*
+ * Counts and forgets the entries whose device record cannot come any
+ * more: after a channel loss, those behind a later record of their
+ * stream; always, those older than DEVTIME_EXPIRE_NS.  Runs at most once
+ * a second, or each pass for a while after a loss.
+ */
+static void
+map_expire(uint64_t now)
+{
+	bool after_loss = dt_lost_at != 0 && now - dt_lost_at < 2000000000ull;
+	uint32_t *h;
+	size_t i;
+
+	if (dt_map_used == 0 || (!after_loss &&
+	    now - dt_last_expire < 1000000000ull))
+		return;
+	dt_last_expire = now;
+	for (i = 0; i < dt_map_cap; i++)
+		while (dt_map[i].kind != 0) {
+			const struct pending *e = &dt_map[i];
+
+			h = after_loss ? stream_high(e->device, e->stream,
+			    false) : NULL;
+			/* Signed: entries may be newer than now. */
+			if ((int64_t)(now - e->start) <=
+			    (int64_t)DEVTIME_EXPIRE_NS &&
+			    (h == NULL || (int32_t)(*h - e->task) <= 0))
+				break;
+			pending_drop(e);
+			map_remove_at(i);
+		}
+}
+
+/* Pops the ring and the overflow array into the map. */
+static void
+queue_drain(void)
+{
+	struct pending p, *over;
+	size_t n, i;
+
+	while (queue_pop(&p))
+		map_put(&p);
+	if (atomic_load_explicit(&dt_over_len, memory_order_acquire) == 0)
+		return;
+	pthread_mutex_lock(&dt_over_mtx);
+	over = dt_over;
+	n = atomic_load(&dt_over_len);
+	dt_over = NULL;
+	dt_over_cap = 0;
+	atomic_store(&dt_over_len, 0);
+	pthread_mutex_unlock(&dt_over_mtx);
+	for (i = 0; i < n; i++)
+		map_put(&over[i]);
+	free(over);
 }
 
 /* ---- emitting ---- */
@@ -588,8 +802,12 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 	uint32_t dev = (uint32_t)rec->device;
 	uint64_t start = devtime_to_host(dev, rec->start_ns);
 	uint64_t end = devtime_to_host(dev, rec->end_ns);
-	uint64_t corr = p != NULL ? p->corr : MSPTI_INVALID_CORRELATION_ID;
-	uint32_t w = api_kinds_api();
+	uint64_t corr = p != NULL && p->kind != MSPTI_ACTIVITY_KIND_MARKER ?
+	    p->corr : MSPTI_INVALID_CORRELATION_ID;
+	/* Joined: the kinds wanted when the call was made. */
+	uint32_t w = p != NULL ? p->kinds : api_kinds_api();
+	void (*emit)(const void *, size_t) = p != NULL ?
+	    activity_emit_api_always : activity_emit_api;
 	char name[NPUSIM_NAME_LEN], comm[NPUSIM_COMM_NAME_LEN];
 
 	memcpy(name, rec->name, sizeof(name));
@@ -610,7 +828,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.correlationId = corr;
 			r.type = kernel_type_name(rec->kernel_type);
 			r.name = api_intern(name);
-			activity_emit_api(&r, sizeof(r));
+			emit(&r, sizeof(r));
 		}
 		break;
 	case NPUSIM_TASK_MEMCPY:
@@ -630,7 +848,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.streamId = rec->stream_id;
 			r.correlationId = corr;
 			r.isAsync = p != NULL ? p->is_async : 1;
-			activity_emit_api(&r, sizeof(r));
+			emit(&r, sizeof(r));
 		}
 		break;
 	case NPUSIM_TASK_MEMSET:
@@ -647,7 +865,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.streamId = rec->stream_id;
 			r.correlationId = corr;
 			r.isAsync = p != NULL ? p->is_async : 1;
-			activity_emit_api(&r, sizeof(r));
+			emit(&r, sizeof(r));
 		}
 		break;
 	case NPUSIM_TASK_COMM:
@@ -666,7 +884,7 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			    (double)rec->bytes / (double)(end - start) : 0;
 			r.name = api_intern(name);
 			r.commName = api_intern(comm);
-			activity_emit_api(&r, sizeof(r));
+			emit(&r, sizeof(r));
 		}
 		if (w & (1u << MSPTI_ACTIVITY_KIND_COMMUNICATION)) {
 			msptiActivityCommunication r;
@@ -683,26 +901,30 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 			r.name = api_intern(name);
 			r.commName = api_intern(comm);
 			r.correlationId = corr;
-			activity_emit_api(&r, sizeof(r));
+			emit(&r, sizeof(r));
 		}
 		break;
 	case NPUSIM_TASK_MARKER:
 		if (w & (1u << MSPTI_ACTIVITY_KIND_MARKER)) {
 			msptiActivityMarker r;
 			const char *mname = NULL, *mdom = NULL;
+			uint64_t host_ts = 0;
 
 			memset(&r, 0, sizeof(r));
-			mstx_marker_info(rec->marker_id, &mname, &mdom);
+			mstx_marker_take(rec->marker_id, rec->tag_id, &mname,
+			    &mdom, &host_ts);
 			r.kind = MSPTI_ACTIVITY_KIND_MARKER;
 			r.flag = (msptiActivityFlag)rec->tag_id;
 			r.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_DEVICE;
-			r.timestamp = start;
+			/* The device reached the marker after the host queued
+			 * it: a clock model error must not put it before. */
+			r.timestamp = start > host_ts ? start : host_ts;
 			r.id = rec->marker_id;
 			r.objectId.ds.deviceId = dev;
 			r.objectId.ds.streamId = rec->stream_id;
 			r.name = mname;
 			r.domain = mdom;
-			activity_emit_api(&r, sizeof(r));
+			emit(&r, sizeof(r));
 		}
 		break;
 	default:
@@ -714,7 +936,8 @@ static bool
 rec_needs_join(const struct npusim_record *rec)
 {
 	return rec->kind == NPUSIM_TASK_KERNEL || rec->kind == NPUSIM_TASK_MEMCPY ||
-	    rec->kind == NPUSIM_TASK_MEMSET || rec->kind == NPUSIM_TASK_COMM;
+	    rec->kind == NPUSIM_TASK_MEMSET || rec->kind == NPUSIM_TASK_COMM ||
+	    rec->kind == NPUSIM_TASK_MARKER;
 }
 
 /* Emits rec if its host side is known (or it waited long enough);
@@ -733,6 +956,11 @@ try_emit(const struct npusim_record *rec, uint64_t since, uint64_t now,
 		emit_device(rec, &p);
 		return true;
 	}
+	/* Not a launch of ours while no kind of it is wanted: nothing to
+	 * keep it for. */
+	if ((api_kinds_api() & API_DEVICE_KINDS) == 0 &&
+	    atomic_load(&dt_outstanding) <= dt_map_used)
+		return true;
 	if (final || now - since > DEVTIME_DEFER_NS) {
 		emit_device(rec, NULL);
 		return true;
@@ -740,7 +968,43 @@ try_emit(const struct npusim_record *rec, uint64_t since, uint64_t now,
 	return false;
 }
 
-/* One pass: pending queue into the map, channels into records. */
+/* Keeps rec for a later pass (its pending entry is not in yet). */
+static void
+defer_add(const struct npusim_record *rec, uint64_t now)
+{
+	struct deferred *n;
+	size_t cap;
+
+	if (dt_ndefer == dt_defer_cap) {
+		cap = dt_defer_cap ? dt_defer_cap * 2 : 1024;
+		n = realloc(dt_defer, cap * sizeof(*n));
+		if (n == NULL) {
+			emit_device(rec, NULL);
+			return;
+		}
+		dt_defer = n;
+		dt_defer_cap = cap;
+	}
+	dt_defer[dt_ndefer].rec = *rec;
+	dt_defer[dt_ndefer].since = now;
+	dt_ndefer++;
+}
+
+/* Retries what waited for its host side; final emits it regardless. */
+static void
+defer_retry(uint64_t now, bool final)
+{
+	size_t i, k;
+
+	for (i = 0, k = 0; i < dt_ndefer; i++)
+		if (!try_emit(&dt_defer[i].rec, dt_defer[i].since, now, final))
+			dt_defer[k++] = dt_defer[i];
+	dt_ndefer = k;
+}
+
+/* One pass: pending queue into the map, channels into records.  A
+ * draining pass (FlushAll) emits what still has no host side: every call
+ * made before the flush has queued its entry by then. */
 static void
 devtime_pass(bool draining)
 {
@@ -748,12 +1012,11 @@ devtime_pass(bool draining)
 	    "npusim_channel_read");
 	uint32_t mask = atomic_load(&dt_devices), dev, pid = api_pid();
 	uint64_t now = api_now(), lost;
-	struct pending p;
-	size_t i, k;
+	size_t i;
 	int n;
 
-	while (queue_pop(&p))
-		map_put(&p, now);
+	queue_drain();
+	defer_retry(now, false);
 	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++) {
 		struct dev_state *d = &devs[dev];
 
@@ -770,33 +1033,35 @@ devtime_pass(bool draining)
 			lost = 0;
 			n = cread(&d->r, dt_batch, DEVTIME_BATCH, &lost);
 			pthread_mutex_unlock(&dt_chan_mtx);
-			if (lost != 0)
-				atomic_fetch_add(&dt_channel_lost, lost);
+			if (lost != 0) {
+				/* Counted per kind by map_expire. */
+				log_debug("device %u channel overran: %llu "
+				    "records lost (%llu in all)", dev,
+				    (unsigned long long)lost,
+				    (unsigned long long)(atomic_fetch_add(
+				    &dt_channel_lost, lost) + lost));
+				dt_lost_at = now;
+			}
 			if (n <= 0)
 				break;
 			for (i = 0; i < (size_t)n; i++) {
 				if ((uint32_t)dt_batch[i].pid != pid)
 					continue;
-				if (try_emit(&dt_batch[i], now, now, false))
-					continue;
-				if (dt_ndefer < DEVTIME_DEFER) {
-					dt_defer[dt_ndefer].rec = dt_batch[i];
-					dt_defer[dt_ndefer].since = now;
-					dt_ndefer++;
-				} else
-					emit_device(&dt_batch[i], NULL);
+				if (rec_needs_join(&dt_batch[i]))
+					stream_saw((uint32_t)dt_batch[i].device,
+					    dt_batch[i].stream_id,
+					    dt_batch[i].task_id);
+				if (!try_emit(&dt_batch[i], now, now, false))
+					defer_add(&dt_batch[i], now);
 			}
 			if (n < DEVTIME_BATCH)
 				break;
 		}
 	}
 	/* Retry what waited for its host side. */
-	while (queue_pop(&p))
-		map_put(&p, now);
-	for (i = 0, k = 0; i < dt_ndefer; i++)
-		if (!try_emit(&dt_defer[i].rec, dt_defer[i].since, now, false))
-			dt_defer[k++] = dt_defer[i];
-	dt_ndefer = k;
+	queue_drain();
+	defer_retry(now, draining);
+	map_expire(now);
 }
 
 static void
@@ -805,11 +1070,8 @@ devtime_close_all(void)
 	chan_close_fn cclose = (chan_close_fn)api_optional(&h_close,
 	    "npusim_channel_close");
 	uint32_t dev;
-	size_t i;
 
-	for (i = 0; i < dt_ndefer; i++)
-		try_emit(&dt_defer[i].rec, 0, 0, true);
-	dt_ndefer = 0;
+	defer_retry(0, true);
 	pthread_mutex_lock(&dt_chan_mtx);
 	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++)
 		if (devs[dev].open) {
@@ -822,31 +1084,31 @@ devtime_close_all(void)
 	pthread_mutex_unlock(&dt_chan_mtx);
 }
 
+/* Whether the reader has work: a device kind wanted, or launches made
+ * while one was still to be joined. */
+static bool
+devtime_active(void)
+{
+	return (api_kinds_api() & API_DEVICE_KINDS) != 0 ||
+	    atomic_load(&dt_outstanding) != 0 || dt_ndefer != 0;
+}
+
 static void *
 devtime_main(void *arg)
 {
 	struct timespec ts;
 	uint64_t req;
 
-	dt_map = calloc(DEVTIME_MAP, sizeof(*dt_map));
-	dt_defer = calloc(DEVTIME_DEFER, sizeof(*dt_defer));
-	if (dt_map == NULL || dt_defer == NULL) {
-		pthread_mutex_lock(&dt_mtx);
-		dt_started = false;
-		pthread_mutex_unlock(&dt_mtx);
-		return NULL;
-	}
 	pthread_mutex_lock(&dt_mtx);
 	for (;;) {
 		req = dt_drain_req;
-		if ((api_kinds_api() & API_DEVICE_KINDS) == 0) {
+		if (!devtime_active()) {
 			pthread_mutex_unlock(&dt_mtx);
 			devtime_close_all();
 			pthread_mutex_lock(&dt_mtx);
 			dt_drain_done = req;
 			pthread_cond_broadcast(&dt_cond);
-			if ((api_kinds_api() & API_DEVICE_KINDS) == 0 &&
-			    dt_drain_req == req)
+			if (!devtime_active() && dt_drain_req == req)
 				pthread_cond_wait(&dt_cond, &dt_mtx);
 			continue;
 		}

@@ -178,6 +178,17 @@ memory_free_done(const struct icall *c, aclError ret, void *ptr, bool host)
 		    ptr, mem_take((uint64_t)(uintptr_t)ptr), host);
 }
 
+/* A host-timed record to the consumers (devtime_submit's mask) no
+ * device record will come to. */
+static void
+host_emit(unsigned host, const void *r, size_t len)
+{
+	if (host & DEVTIME_HOST_API)
+		activity_emit_api(r, len);
+	if (host & DEVTIME_HOST_SESSION)
+		activity_emit_session(r, len);
+}
+
 /* After a successful copy: queues the device-side join, or emits a
  * host-timed record when the runtime cannot tell us the task. */
 static void
@@ -186,6 +197,7 @@ memcpy_done(const struct icall *c, aclError ret, aclrtMemcpyKind kind,
 {
 	struct pending p;
 	msptiActivityMemcpy r;
+	unsigned host;
 
 	if (ret != ACL_SUCCESS ||
 	    !(c->wanted & (1u << MSPTI_ACTIVITY_KIND_MEMCPY)))
@@ -194,7 +206,7 @@ memcpy_done(const struct icall *c, aclError ret, aclrtMemcpyKind kind,
 	p.bytes = count;
 	p.copy_kind = icall_memcpy_kind(kind);
 	p.is_async = async;
-	if (devtime_submit(&p))
+	if ((host = devtime_submit(&p)) == 0)
 		return;
 	memset(&r, 0, sizeof(r));
 	r.kind = MSPTI_ACTIVITY_KIND_MEMCPY;
@@ -206,7 +218,7 @@ memcpy_done(const struct icall *c, aclError ret, aclrtMemcpyKind kind,
 	r.streamId = MSPTI_INVALID_STREAM_ID;
 	r.correlationId = c->corr;
 	r.isAsync = async;
-	activity_emit(&r, sizeof(r));
+	host_emit(host, &r, sizeof(r));
 }
 
 static void
@@ -215,6 +227,7 @@ memset_done(const struct icall *c, aclError ret, int32_t value, size_t count,
 {
 	struct pending p;
 	msptiActivityMemset r;
+	unsigned host;
 
 	if (ret != ACL_SUCCESS ||
 	    !(c->wanted & (1u << MSPTI_ACTIVITY_KIND_MEMSET)))
@@ -223,7 +236,7 @@ memset_done(const struct icall *c, aclError ret, int32_t value, size_t count,
 	p.bytes = count;
 	p.value = (uint32_t)value;
 	p.is_async = async;
-	if (devtime_submit(&p))
+	if ((host = devtime_submit(&p)) == 0)
 		return;
 	memset(&r, 0, sizeof(r));
 	r.kind = MSPTI_ACTIVITY_KIND_MEMSET;
@@ -235,7 +248,7 @@ memset_done(const struct icall *c, aclError ret, int32_t value, size_t count,
 	r.streamId = MSPTI_INVALID_STREAM_ID;
 	r.correlationId = c->corr;
 	r.isAsync = async;
-	activity_emit(&r, sizeof(r));
+	host_emit(host, &r, sizeof(r));
 }
 
 static const char *
@@ -441,7 +454,22 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 	    funcHandle, blockDim, argsData, argsSize, stream);
 	if (ret == ACL_SUCCESS && (c.wanted & (1u << MSPTI_ACTIVITY_KIND_KERNEL))) {
 		icall_pending(&pd, &c, MSPTI_ACTIVITY_KIND_KERNEL, stream);
-		devtime_submit(&pd);
+		/* No device record will come: the API gets the launch's host
+		 * span (a session keeps its own launch-only record). */
+		if (devtime_submit(&pd) & DEVTIME_HOST_API) {
+			msptiActivityKernel k;
+
+			memset(&k, 0, sizeof(k));
+			k.kind = MSPTI_ACTIVITY_KIND_KERNEL;
+			k.start = c.start;
+			k.end = c.end;
+			k.ds.deviceId = pd.device;
+			k.ds.streamId = MSPTI_INVALID_STREAM_ID;
+			k.correlationId = c.corr;
+			k.type = "KERNEL_UNKNOWN";
+			k.name = api_intern(kernel_name(funcHandle));
+			activity_emit_api(&k, sizeof(k));
+		}
 	}
 	icall_exit(&c, &ret);
 	return ret;

@@ -67,6 +67,19 @@ struct HcclBatchSendRecv_params {
 	aclrtStream stream;
 };
 
+/* A collective whose device record cannot come to the in-process API
+ * (no channel): counted for each of its kinds the API wants. */
+static void
+hccl_lost(uint32_t wanted)
+{
+	uint32_t w = wanted & api_kinds_api();
+
+	if (w & (1u << MSPTI_ACTIVITY_KIND_HCCL))
+		activity_drop(MSPTI_ACTIVITY_KIND_HCCL, 1);
+	if (w & (1u << MSPTI_ACTIVITY_KIND_COMMUNICATION))
+		activity_drop(MSPTI_ACTIVITY_KIND_COMMUNICATION, 1);
+}
+
 /* Every HCCL call: ICALL_BEGIN (api.h), then the pending join of the
  * collective's device task on stream. */
 #define HCCL_CALL(fn, cbid, stream, call, ...)				\
@@ -76,7 +89,9 @@ struct HcclBatchSendRecv_params {
 	    __VA_ARGS__);						\
 	if (ret == HCCL_SUCCESS && (c.wanted & COMM_KINDS)) {		\
 		icall_pending(&pd, &c, MSPTI_ACTIVITY_KIND_HCCL, stream); \
-		devtime_submit(&pd);					\
+		/* No device record will come: counted, not silent. */	\
+		if (devtime_submit(&pd) & DEVTIME_HOST_API)		\
+			hccl_lost(c.wanted);				\
 	}								\
 	icall_exit(&c, &ret);						\
 	return ret

@@ -3,9 +3,13 @@
  * A disabled MARKER kind costs one load.  Domains are never freed (records
  * point at their interned names, and a name keeps its enabled state across
  * destroy/create); dom_mtx guards the list, never the mark path.  Open
- * marks and ranges are remembered in a direct-mapped table indexed by id so
- * that mstxRangeEnd and the device record (which carry only the id) find
- * the message, domain and stream without a lock.
+ * ranges and device marks waiting for their device record are remembered
+ * in a growable hash map keyed by id (sharded, one short lock per shard),
+ * so mstxRangeEnd and the device record (which carry only the id) find
+ * the message, domain, stream and host time however many are open.  An
+ * entry holds one reference per record still to come (the host END, each
+ * device record) and goes with the last.  A mark without a stream needs
+ * none and takes no lock.
  */
 #include "config.h"
 
@@ -16,7 +20,8 @@
 #include "api.h"
 
 #define MSTX_MSG_MAX	255
-#define MSTX_SLOTS	(1u << 16)
+#define MSTX_SHARDS	16
+#define MSTX_MIN_CAP	256
 
 struct mstxDomainRegistration_st {
 	const char				*name;		/* interned */
@@ -32,14 +37,166 @@ static pthread_mutex_t dom_mtx = PTHREAD_MUTEX_INITIALIZER;
 
 static _Atomic uint64_t next_marker_id = 1;
 
-struct mstx_slot {
-	_Atomic uint64_t	 id;
-	const char *_Atomic	 name;
-	const char *_Atomic	 domain;
-	void *_Atomic		 stream;
-	_Atomic int		 ended;
+struct mstx_open {
+	uint64_t	 id;		/* 0: free slot */
+	const char	*name;
+	const char	*domain;
+	void		*stream;
+	uint64_t	 start_ts;	/* host records' timestamps */
+	uint64_t	 end_ts;
+	unsigned	 refs;
+	bool		 ended;
 };
-static struct mstx_slot mstx_slots[MSTX_SLOTS];
+
+static struct mstx_shard {
+	pthread_mutex_t		 mtx;
+	struct mstx_open	*ents;
+	size_t			 cap, used;
+} mstx_shards[MSTX_SHARDS];
+static pthread_once_t mstx_once = PTHREAD_ONCE_INIT;
+
+/* A forked child: the locks may have been held by threads now gone. */
+static void
+mstx_atfork_child(void)
+{
+	unsigned i;
+
+	for (i = 0; i < MSTX_SHARDS; i++)
+		pthread_mutex_init(&mstx_shards[i].mtx, NULL);
+	pthread_mutex_init(&dom_mtx, NULL);
+}
+
+static void
+mstx_init_once(void)
+{
+	unsigned i;
+
+	for (i = 0; i < MSTX_SHARDS; i++)
+		pthread_mutex_init(&mstx_shards[i].mtx, NULL);
+	pthread_atfork(NULL, NULL, mstx_atfork_child);
+}
+
+static struct mstx_shard *
+mstx_shard(uint64_t id)
+{
+	return &mstx_shards[id % MSTX_SHARDS];
+}
+
+static size_t
+mstx_hash(uint64_t id, size_t cap)
+{
+	id /= MSTX_SHARDS;
+	id *= 0x9e3779b97f4a7c15ull;
+	return (size_t)(id >> 17) & (cap - 1);
+}
+
+/* The slot of id in sh (locked), or of the free slot ending its probe. */
+static size_t
+mstx_slot(struct mstx_shard *sh, uint64_t id)
+{
+	size_t i = mstx_hash(id, sh->cap);
+
+	while (sh->ents[i].id != 0 && sh->ents[i].id != id)
+		i = (i + 1) & (sh->cap - 1);
+	return i;
+}
+
+static bool
+mstx_grow(struct mstx_shard *sh)
+{
+	struct mstx_open *old = sh->ents;
+	size_t ocap = sh->cap, cap = ocap ? ocap * 2 : MSTX_MIN_CAP, i;
+
+	sh->ents = calloc(cap, sizeof(*sh->ents));
+	if (sh->ents == NULL) {
+		sh->ents = old;
+		return false;
+	}
+	sh->cap = cap;
+	for (i = 0; i < ocap; i++)
+		if (old[i].id != 0)
+			sh->ents[mstx_slot(sh, old[i].id)] = old[i];
+	free(old);
+	return true;
+}
+
+/* Remembers e; false (nothing kept) when memory ran out. */
+static bool
+mstx_put(const struct mstx_open *e)
+{
+	struct mstx_shard *sh = mstx_shard(e->id);
+	bool ok = true;
+
+	pthread_once(&mstx_once, mstx_init_once);
+	pthread_mutex_lock(&sh->mtx);
+	if ((sh->used + 1) * 4 > sh->cap * 3 && !mstx_grow(sh) &&
+	    sh->used + 1 >= sh->cap)
+		ok = false;
+	else {
+		sh->ents[mstx_slot(sh, e->id)] = *e;
+		sh->used++;
+	}
+	pthread_mutex_unlock(&sh->mtx);
+	return ok;
+}
+
+/* Removes slot i of sh (locked), shifting its cluster back. */
+static void
+mstx_remove_at(struct mstx_shard *sh, size_t i)
+{
+	size_t j = i, k, mask = sh->cap - 1;
+
+	sh->ents[i].id = 0;
+	sh->used--;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (sh->ents[j].id == 0)
+			break;
+		k = mstx_hash(sh->ents[j].id, sh->cap);
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			sh->ents[i] = sh->ents[j];
+			sh->ents[j].id = 0;
+			i = j;
+		}
+	}
+}
+
+/* The entry of id, locked in *shp (unlock it after), or NULL unlocked. */
+static struct mstx_open *
+mstx_find(uint64_t id, struct mstx_shard **shp, size_t *slot)
+{
+	struct mstx_shard *sh = mstx_shard(id);
+	size_t i;
+
+	pthread_once(&mstx_once, mstx_init_once);
+	pthread_mutex_lock(&sh->mtx);
+	if (sh->cap == 0 || sh->ents[i = mstx_slot(sh, id)].id != id) {
+		pthread_mutex_unlock(&sh->mtx);
+		return NULL;
+	}
+	*shp = sh;
+	*slot = i;
+	return &sh->ents[i];
+}
+
+/* Drops one reference of e (found with mstx_find) and unlocks. */
+static void
+mstx_unref_locked(struct mstx_shard *sh, size_t slot)
+{
+	if (--sh->ents[slot].refs == 0)
+		mstx_remove_at(sh, slot);
+	pthread_mutex_unlock(&sh->mtx);
+}
+
+static void
+mstx_unref(uint64_t id)
+{
+	struct mstx_shard *sh;
+	size_t slot;
+
+	if (mstx_find(id, &sh, &slot) != NULL)
+		mstx_unref_locked(sh, slot);
+}
 
 /* Finds or adds the domain called name; NULL on allocation failure. */
 static struct mstxDomainRegistration_st *
@@ -71,7 +228,9 @@ mstx_domain_set_enabled(const char *name, bool enabled)
 {
 	struct mstxDomainRegistration_st *d;
 
-	if (name == NULL || strnlen(name, MSTX_MSG_MAX) >= MSTX_MSG_MAX)
+	/* No domain is called "" (mstxDomainCreateA refuses it). */
+	if (name == NULL || *name == '\0' ||
+	    strnlen(name, MSTX_MSG_MAX) >= MSTX_MSG_MAX)
 		return -1;
 	if ((d = mstx_domain_get(name)) == NULL)
 		return -1;
@@ -80,20 +239,26 @@ mstx_domain_set_enabled(const char *name, bool enabled)
 }
 
 bool
-mstx_marker_info(uint64_t id, const char **name, const char **domain)
+mstx_marker_take(uint64_t id, uint32_t flag, const char **name,
+    const char **domain, uint64_t *host_ts)
 {
-	struct mstx_slot *s = &mstx_slots[id & (MSTX_SLOTS - 1)];
+	struct mstx_shard *sh;
+	struct mstx_open *e;
+	size_t slot;
 
-	if (atomic_load_explicit(&s->id, memory_order_acquire) != id)
+	if ((e = mstx_find(id, &sh, &slot)) == NULL)
 		return false;
-	*name = atomic_load_explicit(&s->name, memory_order_relaxed);
-	*domain = atomic_load_explicit(&s->domain, memory_order_relaxed);
-	return atomic_load_explicit(&s->id, memory_order_acquire) == id;
+	*name = e->name;
+	*domain = e->domain;
+	*host_ts = (flag & MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE) ?
+	    e->end_ts : e->start_ts;
+	mstx_unref_locked(sh, slot);
+	return true;
 }
 
 static void
 mstx_host_record(uint64_t id, msptiActivityFlag flag, const char *name,
-    const char *domain)
+    const char *domain, uint64_t ts)
 {
 	msptiActivityMarker r;
 
@@ -101,7 +266,7 @@ mstx_host_record(uint64_t id, msptiActivityFlag flag, const char *name,
 	r.kind = MSPTI_ACTIVITY_KIND_MARKER;
 	r.flag = flag;
 	r.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_HOST;
-	r.timestamp = api_now();
+	r.timestamp = ts;
 	r.id = id;
 	r.objectId.pt.processId = api_pid();
 	r.objectId.pt.threadId = api_tid();
@@ -141,15 +306,17 @@ mstx_intern_cached(const char *message)
 /*
  * One mark or range start.  flag is INSTANTANEOUS or START; with a stream
  * it becomes the _WITH_DEVICE variant when the device marker was queued.
- * Returns the id, 0 when nothing was recorded.
+ * The host time is taken before the device marker is queued, so the
+ * device reaches it later.  Returns the id, 0 when nothing was recorded.
  */
 static uint64_t
 mstx_begin(struct mstxDomainRegistration_st *d, const char *message,
     void *stream, msptiActivityFlag flag)
 {
-	struct mstx_slot *s;
+	bool range = flag == MSPTI_ACTIVITY_FLAG_MARKER_START, kept = false;
+	struct mstx_open e;
 	const char *name;
-	uint64_t id;
+	uint64_t id, ts;
 
 	if (d == NULL || message == NULL ||
 	    !atomic_load_explicit(&d->enabled, memory_order_relaxed))
@@ -157,49 +324,67 @@ mstx_begin(struct mstxDomainRegistration_st *d, const char *message,
 	if ((name = mstx_intern_cached(message)) == NULL)
 		return 0;
 	id = atomic_fetch_add_explicit(&next_marker_id, 1, memory_order_relaxed);
-	s = &mstx_slots[id & (MSTX_SLOTS - 1)];
-	atomic_store_explicit(&s->id, 0, memory_order_relaxed);
-	atomic_store_explicit(&s->name, name, memory_order_relaxed);
-	atomic_store_explicit(&s->domain, d->name, memory_order_relaxed);
-	atomic_store_explicit(&s->stream, stream, memory_order_relaxed);
-	atomic_store_explicit(&s->ended, 0, memory_order_relaxed);
-	atomic_store_explicit(&s->id, id, memory_order_release);
+	ts = api_now();
+	if (range || stream != NULL) {
+		memset(&e, 0, sizeof(e));
+		e.id = id;
+		e.name = name;
+		e.domain = d->name;
+		e.stream = stream;
+		e.start_ts = ts;
+		e.refs = (range ? 1 : 0) + (stream != NULL ? 1 : 0);
+		kept = mstx_put(&e);
+	}
 	if (stream != NULL) {
-		msptiActivityFlag dflag = flag == MSPTI_ACTIVITY_FLAG_MARKER_START ?
+		msptiActivityFlag dflag = range ?
 		    MSPTI_ACTIVITY_FLAG_MARKER_START_WITH_DEVICE :
 		    MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS_WITH_DEVICE;
 
 		if (devtime_marker(id, (uint16_t)dflag, stream))
 			flag = dflag;
+		else if (kept)
+			mstx_unref(id);		/* no device record */
 	}
-	mstx_host_record(id, flag, name, d->name);
+	mstx_host_record(id, flag, name, d->name, ts);
 	return id;
 }
 
+/* A range end; an id never started (or ended already) gives nothing. */
 static void
 mstx_end(uint64_t id)
 {
-	struct mstx_slot *s = &mstx_slots[id & (MSTX_SLOTS - 1)];
 	msptiActivityFlag flag = MSPTI_ACTIVITY_FLAG_MARKER_END;
-	const char *name = NULL, *domain = NULL;
-	void *stream = NULL;
-	int zero = 0;
+	const char *name, *domain;
+	struct mstx_shard *sh;
+	struct mstx_open *e;
+	void *stream;
+	uint64_t ts;
+	size_t slot;
 
-	if (id == 0)
+	if (id == 0 || (e = mstx_find(id, &sh, &slot)) == NULL)
 		return;
-	if (atomic_load_explicit(&s->id, memory_order_acquire) == id) {
-		name = atomic_load_explicit(&s->name, memory_order_relaxed);
-		domain = atomic_load_explicit(&s->domain, memory_order_relaxed);
-		stream = atomic_load_explicit(&s->stream, memory_order_relaxed);
-		if (!atomic_compare_exchange_strong(&s->ended, &zero, 1))
-			return;		/* ended twice */
-		if (atomic_load_explicit(&s->id, memory_order_acquire) != id)
-			name = domain = NULL, stream = NULL;
+	if (e->ended) {
+		pthread_mutex_unlock(&sh->mtx);
+		return;
 	}
-	if (stream != NULL && devtime_marker(id,
-	    MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE, stream))
-		flag = MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE;
-	mstx_host_record(id, flag, name, domain);
+	e->ended = true;
+	name = e->name;
+	domain = e->domain;
+	stream = e->stream;
+	ts = e->end_ts = api_now();
+	/* The host END's reference becomes the device END's, if any. */
+	if (stream != NULL)
+		pthread_mutex_unlock(&sh->mtx);
+	else
+		mstx_unref_locked(sh, slot);
+	if (stream != NULL) {
+		if (devtime_marker(id, MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE,
+		    stream))
+			flag = MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE;
+		else
+			mstx_unref(id);
+	}
+	mstx_host_record(id, flag, name, domain, ts);
 }
 
 MSTX_API void

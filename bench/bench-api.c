@@ -93,23 +93,35 @@ domain_marks(long n)
 		mstxDomainMarkA(d, "bench", NULL);
 }
 
+/* A host range: two records, the open-range table in between. */
+static void
+ranges(long n)
+{
+	long i;
+
+	for (i = 0; i < n; i++)
+		mstxRangeEnd(mstxRangeStartA("bench", NULL));
+}
+
 int
 main(void)
 {
 	const char *script = getenv("MSPTI_BENCH_LTTNG");
 	char cmd[1024];
-	double off, on, don;
+	double off, on, don, ron;
 
 	msptiActivityRegisterCallbacks(request, complete);
 	off = measure(marks, 20000000);
 	msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER);
 	on = measure(marks, 2000000);
 	don = measure(domain_marks, 2000000);
+	ron = measure(ranges, 1000000);
 	msptiActivityFlushAll(1);
 	msptiActivityDisable(MSPTI_ACTIVITY_KIND_MARKER);
 	printf("mspti disabled hook (mstxMarkA, MARKER off): %6.2f ns\n", off);
 	printf("mspti enabled record (mstxMarkA -> buffer):  %6.2f ns\n", on);
 	printf("mspti enabled record (mstxDomainMarkA):      %6.2f ns\n", don);
+	printf("mspti enabled range (mstxRangeStartA+End):  %6.2f ns\n", ron);
 	printf("mspti records delivered: %lu\n", records);
 	fflush(stdout);
 	if (script == NULL)

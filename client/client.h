@@ -61,7 +61,7 @@ int	client_split_signed(const char *arg, char ***on, size_t *non,
 	    char ***off, size_t *noff);
 
 /* cmd-start.c: the session config options start and run share. */
-#define CLIENT_CONFIG_OPTSTRING	"k:d:s:N:o:b:m:D:M:"
+#define CLIENT_CONFIG_OPTSTRING	"k:d:s:N:o:b:m:D:M:F:"
 #define CLIENT_CONFIG_OPTIONS						\
 	{ "kinds", required_argument, NULL, 'k' },			\
 	{ "duration", required_argument, NULL, 'd' },			\
@@ -71,12 +71,25 @@ int	client_split_signed(const char *arg, char ***on, size_t *non,
 	{ "buffer", required_argument, NULL, 'b' },			\
 	{ "mode", required_argument, NULL, 'm' },			\
 	{ "domains", required_argument, NULL, 'D' },			\
-	{ "max-size", required_argument, NULL, 'M' }
+	{ "max-size", required_argument, NULL, 'M' },			\
+	{ "file-mode", required_argument, NULL, 'F' }
 int	client_config_option(const struct cmd_entry *, int ch, const char *arg,
 	    Mspti__SessionConfig *cfg, const char **output, char *kinds,
 	    size_t kindslen);
-int	client_open_output(const char *output, char *path, size_t len,
-	    bool *created);
+/*
+ * A trace file being created: written under a temporary name (O_EXCL,
+ * mode 0600 or --file-mode, less the umask) in the target's directory,
+ * renamed over path only once the daemon accepted it, so a refused or
+ * failed request never touches an existing file.
+ */
+struct client_output {
+	char	path[PATH_MAX];
+	char	tmp[PATH_MAX];
+};
+int	client_output_open(struct client_output *, const char *output);
+int	client_output_commit(struct client_output *);
+void	client_output_abort(struct client_output *);
+int	client_parse_file_mode(const char *arg);
 
 /* cmd-*.c */
 extern const struct cmd_entry cmd_status_entry;

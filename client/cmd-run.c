@@ -61,8 +61,7 @@ struct run {
 	pid_t		 daemon;		/* private daemon, or 0 */
 	char		 agent[PATH_MAX];	/* libmspti.so */
 	char		 job[64];
-	char		 path[PATH_MAX];	/* trace file */
-	bool		 created;
+	struct client_output out;		/* trace file */
 	uint64_t	 session;
 };
 
@@ -379,19 +378,17 @@ run_start_session(struct run *r, Mspti__SessionConfig *cfg,
 
 	snprintf(r->job, sizeof(r->job), "run-%ld-%llx", (long)getpid(),
 	    (unsigned long long)util_realtime_ns());
-	if ((fd = client_open_output(output, r->path, sizeof(r->path),
-	    &r->created)) < 0)
+	if ((fd = client_output_open(&r->out, output)) < 0)
 		return EXIT_FAIL;
 	tg.job_id = r->job;
 	req.target = &tg;
 	req.config = cfg;
-	req.output = r->path;
+	req.output = r->out.path;
 	rc = client_request_fd(r->c, MSPTI__MSG_TYPE__MSG_START_SESSION,
 	    &req.base, fd, MSPTI__MSG_TYPE__MSG_START_SESSION_REP, &msg, 30000);
 	close(fd);
 	if (rc != EXIT_OK) {
-		if (r->created)
-			unlink(r->path);
+		client_output_abort(&r->out);
 		return rc;
 	}
 	rep = (Mspti__StartSessionReply *)msg;
@@ -399,8 +396,7 @@ run_start_session(struct run *r, Mspti__SessionConfig *cfg,
 	protobuf_c_message_free_unpacked(msg, NULL);
 	if (r->session == 0) {
 		fprintf(stderr, "msptictl run: msptid did not start a session\n");
-		if (r->created)
-			unlink(r->path);
+		client_output_abort(&r->out);
 		return EXIT_FAIL;
 	}
 	/* Nothing to say until the end; the stop asks on a new connection. */
@@ -530,7 +526,7 @@ run_stop_session(struct run *r, bool quiet, bool *finalized)
 		    (unsigned long long)i->records, (unsigned long long)lost,
 		    i->error != NULL && *i->error ? ": " : "",
 		    i->error != NULL ? i->error : "");
-		fprintf(stderr, "msptictl run: trace: %s\n", r->path);
+		fprintf(stderr, "msptictl run: trace: %s\n", r->out.path);
 	}
 	protobuf_c_message_free_unpacked(msg, NULL);
 	return *finalized ? EXIT_OK : EXIT_FAIL;
@@ -627,10 +623,14 @@ cmd_run_exec(struct client *c, int argc, char **argv)
 	}
 	code = run_command(&r, argv, &execfail);
 	rc = run_stop_session(&r, execfail, &finalized);
-	if (execfail && r.created)
-		unlink(r.path);
+	/* The trace gets its name once the command ran: a command that
+	 * could not run leaves an existing file as it was. */
+	if (execfail)
+		client_output_abort(&r.out);
+	else if (client_output_commit(&r.out) != 0)
+		finalized = false;
 	else if (report != NULL && finalized)
-		run_report(c, r.path, report);
+		run_report(c, r.out.path, report);
 	run_daemon_stop(&r);
 	if (code < 0)
 		return EXIT_FAIL;
@@ -640,7 +640,8 @@ cmd_run_exec(struct client *c, int argc, char **argv)
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.usage = "[--kinds LIST] [--duration D] [--steps N] [--step-name NAME]\n"
-	    "    [--output FILE] [--buffer 8M] [--mode stream|ring]\n"
+	    "    [--output FILE] [--file-mode 0600] [--buffer 8M] "
+	    "[--mode stream|ring]\n"
 	    "    [--domains +a,-b] [--max-size S] [--report[=SECTIONS|all]]\n"
 	    "    [--json] -- COMMAND [ARGS...]",
 	.summary = "run a command and capture it and every process it starts",

@@ -29,9 +29,39 @@ client_json_acks(Mspti__TargetAck **acks, size_t n)
 		    acks[i]->rank, (unsigned long long)acks[i]->agent_id,
 		    acks[i]->code == 0 ? "true" : "false", acks[i]->code);
 		util_json_str(stdout, acks[i]->message);
+		if (acks[i]->n_losses > 0) {
+			printf(",\"losses\":{");
+			for (size_t k = 0; k < acks[i]->n_losses &&
+			    k < nitems(loss_names); k++)
+				printf("%s\"%s\":%llu", k ? "," : "",
+				    loss_names[k],
+				    (unsigned long long)acks[i]->losses[k]);
+			printf("}");
+		}
 		printf("}");
 	}
 	printf("]");
+}
+
+/* One line per target that lost records, by stage: "pid N rank R: ...". */
+static void
+client_print_target_losses(Mspti__TargetAck **t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t lost = 0;
+
+		for (size_t k = 0; k < t[i]->n_losses; k++)
+			lost += t[i]->losses[k];
+		if (lost == 0)
+			continue;
+		printf("    pid %u rank %d:", t[i]->pid, t[i]->rank);
+		for (size_t k = 0; k < t[i]->n_losses &&
+		    k < nitems(loss_names); k++)
+			if (t[i]->losses[k])
+				printf(" %s=%llu", loss_names[k],
+				    (unsigned long long)t[i]->losses[k]);
+		printf("\n");
+	}
 }
 
 void
@@ -110,6 +140,7 @@ client_print_session(const struct client *c, const Mspti__SessionInfo *i)
 				printf(" %s=%llu", loss_names[k],
 				    (unsigned long long)i->losses[k]);
 		printf("\n");
+		client_print_target_losses(i->targets, i->n_targets);
 	}
 	if (i->error != NULL && *i->error)
 		printf("  error: %s\n", i->error);
@@ -277,6 +308,7 @@ cmd_sessions_exec(struct client *c, int argc, char **argv)
 			    s->mode, live, s->n_targets,
 			    (unsigned long long)s->records,
 			    (unsigned long long)lost, s->target);
+			client_print_target_losses(s->targets, s->n_targets);
 		}
 	}
 	protobuf_c_message_free_unpacked(msg, NULL);

@@ -18,6 +18,7 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "file-mode", required_argument, NULL, 'F' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -25,15 +26,23 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 	Mspti__SnapshotSession req = MSPTI__SNAPSHOT_SESSION__INIT;
 	ProtobufCMessage *msg;
 	const char *output = NULL;
-	char path[PATH_MAX], name[128];
-	bool created;
+	struct client_output out;
+	const char *path = out.path;
+	char name[128];
 	int ch, rc, fd;
 
 	client_rescan(&argc, &argv);
-	while ((ch = getopt_long(argc, argv, "o:j", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "o:F:j", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
 			output = optarg;
+			break;
+		case 'F':
+			if (client_parse_file_mode(optarg) != 0) {
+				client_usage_error(e, "bad file mode '%s'",
+				    optarg);
+				return EXIT_USAGE;
+			}
 			break;
 		case 'j':
 			c->json = true;
@@ -60,16 +69,19 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 		    (unsigned long long)req.session_id, stamp);
 		output = name;
 	}
-	if ((fd = client_open_output(output, path, sizeof(path), &created)) < 0)
+	if ((fd = client_output_open(&out, output)) < 0)
 		return EXIT_FAIL;
-	req.output = path;
+	req.output = out.path;
 	rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_SNAPSHOT_SESSION,
 	    &req.base, fd, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &msg, 60000);
 	close(fd);
 	if (rc != EXIT_OK) {
-		if (created)
-			unlink(path);
+		client_output_abort(&out);
 		return rc;
+	}
+	if (client_output_commit(&out) != 0) {
+		protobuf_c_message_free_unpacked(msg, NULL);
+		return EXIT_FAIL;
 	}
 	if (c->json) {
 		printf("{\"session\":%llu,\"snapshot\":",
@@ -85,7 +97,7 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 
 const struct cmd_entry cmd_snapshot_entry = {
 	.name = "snapshot",
-	.usage = "[--output FILE] [--json] SESSION",
+	.usage = "[--output FILE] [--file-mode 0600] [--json] SESSION",
 	.summary = "write a ring-mode session's flight recorder to a file",
 	.exec = cmd_snapshot_exec,
 };

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "util.h"
 #include "client.h"
@@ -131,19 +132,50 @@ client_config_option(const struct cmd_entry *e, int ch, const char *arg,
 		}
 		cfg->max_size = (uint64_t)v;
 		return 0;
+	case 'F':
+		if (client_parse_file_mode(arg) != 0) {
+			client_usage_error(e, "bad file mode '%s' (octal, e.g. "
+			    "0640)", arg);
+			return EXIT_USAGE;
+		}
+		return 0;
 	default:
 		return 1;
 	}
 }
 
+/* Traces hold command lines and timings: owner only unless asked. */
+static mode_t client_file_mode = 0600;
+
+/* --file-mode OCTAL (at most 0777). */
+int
+client_parse_file_mode(const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 8);
+	if (errno != 0 || end == arg || *end != '\0' || v < 0 || v > 0777)
+		return -1;
+	client_file_mode = (mode_t)v;
+	return 0;
+}
+
 /*
  * Opens the session's output as the requester: output, or a new
- * ./mspti-YYYYmmdd-HHMMSS-PID.mspti.  Returns the descriptor, with its
- * path in path and whether we created it, or -1 after printing why.
+ * ./mspti-YYYYmmdd-HHMMSS-PID.mspti.  The descriptor is of a temporary
+ * file next to it (client_output_commit renames it).  An existing output
+ * that is not a regular file (a FIFO, a device) is refused: the daemon
+ * writes only regular files.  Returns the descriptor, or -1 after
+ * printing why.
  */
 int
-client_open_output(const char *output, char *path, size_t len, bool *created)
+client_output_open(struct client_output *o, const char *output)
 {
+	struct stat st;
+	char *slash;
+	mode_t um;
 	int fd;
 
 	if (output == NULL) {
@@ -153,18 +185,42 @@ client_open_output(const char *output, char *path, size_t len, bool *created)
 
 		localtime_r(&now, &tm);
 		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-		snprintf(path, len, "mspti-%s-%ld.mspti", stamp,
+		snprintf(o->path, sizeof(o->path), "mspti-%s-%ld.mspti", stamp,
 		    (long)getpid());
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		*created = fd >= 0;
-	} else {
-		snprintf(path, len, "%s", output);
-		*created = access(path, F_OK) != 0;
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	} else if ((size_t)snprintf(o->path, sizeof(o->path), "%s", output) >=
+	    sizeof(o->path)) {
+		fprintf(stderr, "msptictl: output path too long\n");
+		return -1;
 	}
-	if (fd < 0)
-		fprintf(stderr, "msptictl: cannot create %s: %s\n", path,
+	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "msptictl: %s is not a regular file; traces "
+		    "are written to regular files only\n", o->path);
+		return -1;
+	}
+	slash = strrchr(o->path, '/');
+	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%.*s.%s.XXXXXX",
+	    slash ? (int)(slash - o->path + 1) : 0, o->path,
+	    slash ? slash + 1 : o->path) >= sizeof(o->tmp)) {
+		fprintf(stderr, "msptictl: output path too long\n");
+		return -1;
+	}
+	/* mkostemp creates 0600 with O_EXCL; then the mode asked for, less
+	 * the umask, as open(2) would. */
+	if ((fd = mkostemp(o->tmp, O_CLOEXEC)) < 0) {
+		fprintf(stderr, "msptictl: cannot create %s: %s\n", o->path,
 		    strerror(errno));
+		o->tmp[0] = '\0';
+		return -1;
+	}
+	um = umask(0);
+	umask(um);
+	if (fchmod(fd, client_file_mode & ~um) != 0) {
+		fprintf(stderr, "msptictl: cannot set the mode of %s: %s\n",
+		    o->path, strerror(errno));
+		close(fd);
+		client_output_abort(o);
+		return -1;
+	}
 	return fd;
 }
 
@@ -192,6 +248,32 @@ start_free_config(Mspti__SessionConfig *cfg)
 	start_free_strv(cfg->domains_off, cfg->n_domains_off);
 }
 
+/* The daemon took the file: it gets its name.  0, or -1 after saying why
+ * (the temporary is removed then). */
+int
+client_output_commit(struct client_output *o)
+{
+	if (o->tmp[0] == '\0')
+		return 0;
+	if (rename(o->tmp, o->path) != 0) {
+		fprintf(stderr, "msptictl: cannot rename %s to %s: %s\n",
+		    o->tmp, o->path, strerror(errno));
+		client_output_abort(o);
+		return -1;
+	}
+	o->tmp[0] = '\0';
+	return 0;
+}
+
+/* Refused or failed: the temporary goes, an existing file stays. */
+void
+client_output_abort(struct client_output *o)
+{
+	if (o->tmp[0] != '\0')
+		unlink(o->tmp);
+	o->tmp[0] = '\0';
+}
+
 static int
 cmd_start_exec(struct client *c, int argc, char **argv)
 {
@@ -214,8 +296,10 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 	Mspti__StartSessionReply *rep;
 	ProtobufCMessage *msg;
 	const char *output = NULL;
-	char path[PATH_MAX], kinds[256] = "";
-	bool wait = false, created = false;
+	struct client_output out;
+	const char *path = out.path;
+	char kinds[256] = "";
+	bool wait = false;
 	size_t started = 0, failed = 0, notfound = 0, elastic = 0;
 	int ch, rc, fd, ntargets = 0;
 
@@ -273,17 +357,16 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		client_usage_error(e, "give one of --pid, --job, --all");
 		return EXIT_USAGE;
 	}
-	if ((fd = client_open_output(output, path, sizeof(path), &created)) < 0)
+	if ((fd = client_output_open(&out, output)) < 0)
 		return EXIT_FAIL;
 	req.target = &tg;
 	req.config = &cfg;
-	req.output = path;
+	req.output = out.path;
 	rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_START_SESSION, &req.base,
 	    fd, MSPTI__MSG_TYPE__MSG_START_SESSION_REP, &msg, 30000);
 	close(fd);
 	if (rc != EXIT_OK) {
-		if (created)
-			unlink(path);
+		client_output_abort(&out);
 		return rc;
 	}
 	rep = (Mspti__StartSessionReply *)msg;
@@ -298,8 +381,7 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 			failed++;
 	}
 	if (started == 0 && elastic == 0) {
-		if (created)
-			unlink(path);
+		client_output_abort(&out);
 		if (c->json) {
 			printf("{\"started\":false,\"session\":%llu,\"acks\":",
 			    (unsigned long long)rep->session->session_id);
@@ -312,6 +394,21 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		rc = failed == 0 && notfound > 0 ? EXIT_NOTFOUND : EXIT_FAIL;
 		protobuf_c_message_free_unpacked(msg, NULL);
 		return rc;
+	}
+	if (client_output_commit(&out) != 0) {
+		Mspti__StopSession st = MSPTI__STOP_SESSION__INIT;
+		ProtobufCMessage *m2;
+
+		/* Its file has no name: capturing into it would lose it all. */
+		st.session_id = rep->session->session_id;
+		fprintf(stderr, "msptictl: stopping session %llu\n",
+		    (unsigned long long)st.session_id);
+		if (client_request(c, MSPTI__MSG_TYPE__MSG_STOP_SESSION,
+		    &st.base, MSPTI__MSG_TYPE__MSG_SESSION_INFO, &m2) ==
+		    EXIT_OK)
+			protobuf_c_message_free_unpacked(m2, NULL);
+		protobuf_c_message_free_unpacked(msg, NULL);
+		return EXIT_FAIL;
 	}
 	if (c->json) {
 		printf("{\"started\":true,\"session\":%llu,\"output\":",
@@ -357,7 +454,8 @@ const struct cmd_entry cmd_start_entry = {
 	.name = "start",
 	.usage = "--pid N[,N] | --job ID [--rank R[,R]] | --rank R[,R] | --all\n"
 	    "    [--kinds LIST] [--duration D] [--steps N] [--step-name NAME]\n"
-	    "    [--output FILE] [--buffer 8M] [--mode stream|ring]\n"
+	    "    [--output FILE] [--file-mode 0600] [--buffer 8M] "
+	    "[--mode stream|ring]\n"
 	    "    [--domains +a,-b] [--max-size S] [--wait] [--json]",
 	.summary = "start capturing running processes into a trace file",
 	.exec = cmd_start_exec,

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "log.h"
@@ -23,16 +24,38 @@ static const struct dispatch_entry dispatch_table[MSG_TYPE_MAX] = {
 	[T(MSG_AGENT_UPDATE)] =	{ registry_update, PEER_AGENT },
 	[T(MSG_STATUS_REQ)] =	{ ctl_status, PEER_CTL },
 	[T(MSG_LIST_REQ)] =	{ ctl_list, PEER_CTL },
-	[T(MSG_START_SESSION)] = { session_start_req, PEER_CTL },
-	[T(MSG_STOP_SESSION)] =	{ session_stop_req, PEER_CTL },
-	[T(MSG_RETARGET_SESSION)] = { session_retarget_req, PEER_CTL },
-	[T(MSG_SESSIONS_REQ)] =	{ session_list_req, PEER_CTL },
-	[T(MSG_WAIT_SESSION)] =	{ session_wait_req, PEER_CTL },
-	[T(MSG_SNAPSHOT_SESSION)] = { session_snapshot_req, PEER_CTL },
+	[T(MSG_START_SESSION)] = { session_ctl_start, PEER_CTL },
+	[T(MSG_STOP_SESSION)] =	{ session_ctl_stop, PEER_CTL },
+	[T(MSG_RETARGET_SESSION)] = { session_ctl_retarget, PEER_CTL },
+	[T(MSG_SESSIONS_REQ)] =	{ session_ctl_list, PEER_CTL },
+	[T(MSG_WAIT_SESSION)] =	{ session_ctl_wait, PEER_CTL },
+	[T(MSG_SNAPSHOT_SESSION)] = { session_ctl_snapshot, PEER_CTL },
 	[T(MSG_CAPTURE_ACK)] =	{ session_capture_ack, PEER_AGENT },
 	[T(MSG_METRICS_REQ)] =	{ metrics_request, PEER_CTL },
 	[T(MSG_AGENT_SYNC)] =	{ registry_sync, PEER_AGENT },
 };
+
+/*
+ * Judges a frame by its header alone, before any payload is buffered:
+ * NULL when p may send it now, else why not (in buf or static).
+ */
+const char *
+dispatch_check(const struct peer *p, const struct frame_hdr *h, char *buf,
+    size_t len)
+{
+	const struct dispatch_entry *e = &dispatch_table[h->type];
+
+	if (e->handler == NULL || (e->who & p->kind) == 0) {
+		snprintf(buf, len, "unexpected %s message", msg_name(h->type));
+		return buf;
+	}
+	/* An agent must say Hello first, and only once. */
+	if (p->kind == PEER_AGENT &&
+	    (p->agent == NULL) != (h->type == T(MSG_HELLO)))
+		return p->agent == NULL ? "message before Hello" :
+		    "second Hello";
+	return NULL;
+}
 
 int
 dispatch_frame(struct peer *p, const struct frame_hdr *h,
@@ -40,22 +63,13 @@ dispatch_frame(struct peer *p, const struct frame_hdr *h,
 {
 	const struct dispatch_entry *e = &dispatch_table[h->type];
 	ProtobufCMessage *msg;
+	const char *bad;
 	char why[96];
 	int rc;
 
-	if (e->handler == NULL || (e->who & p->kind) == 0) {
-		snprintf(why, sizeof(why), "unexpected %s message",
-		    msg_name(h->type));
+	if ((bad = dispatch_check(p, h, why, sizeof(why))) != NULL) {
 		p->d->frames_rejected++;
-		peer_drop(p, why);
-		return -1;
-	}
-	/* An agent must say Hello first, and only once. */
-	if (p->kind == PEER_AGENT &&
-	    (p->agent == NULL) != (h->type == T(MSG_HELLO))) {
-		p->d->frames_rejected++;
-		peer_drop(p, p->agent == NULL ? "message before Hello" :
-		    "second Hello");
+		peer_drop(p, bad);
 		return -1;
 	}
 	if (frame_unpack(h, payload, &msg) != 0) {

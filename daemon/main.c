@@ -15,7 +15,9 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: msptid [-fv] [--runtime-dir DIR] [--foreground] "
-	    "[--verbose] [--version]\n");
+	    "[--verbose]\n"
+	    "    [--ring-memory-per-uid SIZE] [--ring-memory-total SIZE] "
+	    "[--version]\n");
 }
 
 int
@@ -27,9 +29,12 @@ main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "ring-memory-per-uid", required_argument, NULL, 'U' },
+		{ "ring-memory-total", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *rundir = NULL;
+	int64_t ring_uid = -1, ring_total = -1;
 	struct daemon *d;
 	int c, verbose = 0, foreground = 0, rc;
 
@@ -50,6 +55,15 @@ main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'U':
+		case 'T':
+			if ((c == 'U' ? (ring_uid = util_parse_size(optarg)) :
+			    (ring_total = util_parse_size(optarg))) <= 0) {
+				fprintf(stderr, "msptid: bad size '%s'\n",
+				    optarg);
+				return 2;
+			}
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -64,6 +78,10 @@ main(int argc, char **argv)
 	rundir = util_runtime_dir(rundir);
 	if ((d = server_create(rundir)) == NULL)
 		fatalx("out of memory");
+	if (ring_uid > 0)
+		d->lim.ring_mem_per_uid = (uint64_t)ring_uid;
+	if (ring_total > 0)
+		d->lim.ring_mem_total = (uint64_t)ring_total;
 	if (server_listen(d) != 0) {
 		server_free(d);
 		return 1;

@@ -18,6 +18,7 @@
 #include <event2/buffer.h>
 
 #include "frame.h"
+#include "record.h"
 
 #ifndef TAILQ_FOREACH_SAFE
 #define TAILQ_FOREACH_SAFE(var, head, field, tvar)			\
@@ -31,7 +32,15 @@
 
 #define PEER_MAX_AGENTS		4096	/* registered agents at once */
 #define PEER_MAX_CTL_PER_UID	32	/* control connections per uid */
-#define PEER_MAX_QUEUED		(2 * FRAME_MAX_LEN) /* unsent bytes before a peer is dropped */
+/* Memory a peer's unsent replies may hold before it is dropped. */
+#define PEER_MAX_QUEUED		(2 * FRAME_MAX_LEN)
+#define PEER_MAX_PREHELLO_PER_UID 256	/* agent links without Hello */
+#define PEER_HELLO_TIMEOUT_MS	5000	/* an agent says Hello in this */
+#define PEER_FRAME_TIMEOUT_MS	10000	/* a frame begun completes in */
+#define SERVER_ACCEPT_PAUSE_MS	1000	/* listeners off after EMFILE */
+#define SERVER_ACCEPT_BATCH	32	/* accepts per listener wake-up */
+#define SERVER_TRIM_DELAY_MS	1000	/* malloc_trim this long after */
+#define PEER_TRIM_BYTES		(64u << 10) /* a peer this big: trim */
 #define PEER_MAX_RXFDS		4	/* descriptors received and not yet used */
 
 struct daemon;
@@ -42,8 +51,67 @@ struct sess_acks;
 struct devcol;		/* devcol.h */
 struct metrics;		/* metrics.h */
 struct metrics_sub;	/* metrics.h */
+struct metrics_counter;	/* metrics.h */
 struct join;		/* join.h */
-struct sess_mark;	/* session.c */
+
+/* Sessions (session*.c). */
+#define SESS_ACK_TIMEOUT_MS	3000	/* agent acks of start and stop */
+#define SESS_DRAIN_MS		100	/* drain timer */
+#define SESS_DRAIN_BATCH	65536	/* records per ring per drain call */
+/* A launch this recent at the end may still be queued on the device. */
+#define SESS_INFLIGHT_NS	JOIN_DEV_TIMEOUT_NS
+/* The most a device record is written after records that started up to
+ * this much later (its task waited JOIN_DEV_TIMEOUT_NS for a launch, then
+ * the next drain tick): recorded in the header as "max_lateness_ns" for
+ * the analysis' reorder window. */
+#define SESS_MAX_LATENESS_NS	(JOIN_DEV_TIMEOUT_NS + \
+	3ull * SESS_DRAIN_MS * 1000000ull)
+#define SESS_KEEP_DONE		64	/* finished sessions kept for `sessions` */
+#define SESS_STRINGS		4096	/* producer string ids 1..this */
+#define SESS_ALLSTR		(2 * SESS_STRINGS)	/* + daemon-made ones */
+#define SESS_MARKS		1024	/* host marker ids remembered */
+#define SESS_MAX_TARGETS	4096
+#define SESS_MAX_DOMAINS	32
+/* Ring mode's flight recorders live in msptid's memory: bounded per
+ * session owner's uid and in total (msptid --ring-memory-*). */
+#define SESS_RING_MEM_PER_UID	(256ull << 20)
+#define SESS_RING_MEM_TOTAL	(1024ull << 20)
+/* A producer's dropped-record count may grow by at most one per this
+ * many ns since it joined (100 M/s, 20x the agent's fastest), plus slack. */
+#define SESS_MIN_RECORD_NS	10
+#define SESS_DROPS_SLACK	65536
+/* Compressed chunks waiting for a slow disk, per session; beyond it they
+ * count as LOSS_DISK. */
+#define SESS_WRITE_QUEUE	(64u << 20)
+#define SESS_CLOSE_WAIT_MS	10000	/* at shutdown, for the last writes */
+#define SESS_DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
+
+/* A host marker's strings (agent namespace), for the device marker of the
+ * same id. */
+struct sess_mark {
+	uint64_t	id;
+	uint32_t	name_id;
+	uint32_t	domain_id;
+};
+
+/* Per-target errors collected while resolving a request's targets. */
+struct sess_acks {
+	Mspti__TargetAck	*v;
+	size_t			 n, cap;
+	char			*msgs[SESS_MAX_TARGETS];
+};
+
+/* A snapshot being written by its writer's thread; its requester gets the
+ * answer when it is done (p NULL once that peer is gone). */
+struct sess_snap {
+	TAILQ_ENTRY(sess_snap)	 entry;
+	struct session		*s;
+	struct peer		*p;
+	struct trace_writer	*w;
+	struct event		*ev;
+	uint64_t		 nrec;
+};
+TAILQ_HEAD(sess_snap_list, sess_snap);
 
 /* Which socket a peer came from; a message type lists who may send it. */
 enum peer_kind {
@@ -57,6 +125,7 @@ struct peer_out {
 	uint8_t			*buf;
 	size_t			 len;
 	size_t			 off;
+	size_t			 cost;		/* memory it holds, overhead too */
 	int			 fd;
 };
 
@@ -104,6 +173,10 @@ struct peer {
 	size_t			 queued;
 	struct agent		*agent;		/* PEER_AGENT after Hello */
 	bool			 closing;	/* drop once outq drains */
+	struct event		*tev;		/* Hello or half-frame timeout */
+	bool			 dead;		/* freed; the struct waits in
+						   d->dead_peers for reaping */
+	bool			 frame_timing;	/* tev runs for a half frame */
 };
 
 TAILQ_HEAD(peer_list, peer);
@@ -147,12 +220,15 @@ struct sess_agent {
 	uint64_t		 records;
 	uint64_t		 rejects;	/* ours, beyond ring_drain's */
 	uint64_t		 ring_rejects;
-	uint64_t		 ring_drops;
+	uint64_t		 ring_drops;	/* producer's claim, bounded */
+	bool			 drops_forged;	/* claimed beyond the bound */
+	uint64_t		 joined_mono;	/* CLOCK_MONOTONIC at attach */
+	uint64_t		 pid_rewrites;	/* records naming another pid */
 	/* Ring mode: the flight recorder, a circular buffer of records. */
 	uint8_t			*fr;
 	size_t			 frcap, frstart, frlen;
 	uint64_t		 fr_evicted;
-	/* Device timing, joined here (session.c "device collection"). */
+	/* Device timing, joined here (session-dev.c). */
 	struct join		*join;		/* launches <-> device tasks */
 	uint64_t		 dev_unmatched;	/* launches left without device
 						   timing, once join is gone */
@@ -190,6 +266,11 @@ struct session {
 	int			 outfd;
 	char			*output;	/* display name from the CLI */
 	struct trace_writer	*w;
+	struct trace_writer	*wclosing;	/* its thread writes the end */
+	struct sess_snap_list	 snaps;		/* snapshots being written */
+	struct event		*close_ev;	/* on its close_fd */
+	int			 close_fd;
+	bool			 finalizing;
 	/* Progress. */
 	struct sess_agent_list	 agents;
 	uint64_t		 start_ns, end_ns;
@@ -217,7 +298,20 @@ struct session {
 };
 TAILQ_HEAD(session_list, session);
 
+/* Bounds on what peers may make the daemon hold (server_create sets the
+ * defaults; msptid's options and tests change them). */
+struct daemon_limits {
+	size_t		max_queued;		/* PEER_MAX_QUEUED */
+	unsigned	prehello_per_uid;	/* PEER_MAX_PREHELLO_PER_UID */
+	unsigned	hello_timeout_ms;	/* PEER_HELLO_TIMEOUT_MS */
+	unsigned	frame_timeout_ms;	/* PEER_FRAME_TIMEOUT_MS */
+	uint64_t	ring_mem_per_uid;	/* flight recorders of one uid */
+	uint64_t	ring_mem_total;		/* all flight recorders */
+	size_t		write_queue;		/* SESS_WRITE_QUEUE */
+};
+
 struct daemon {
+	struct daemon_limits	 lim;
 	struct event_base	*base;
 	char			*rundir;
 	int			 lockfd;
@@ -226,10 +320,16 @@ struct daemon {
 	bool			 activated;	/* sockets from systemd */
 	struct event		*agent_lev;
 	struct event		*ctl_lev;
+	struct event		*accept_tv;	/* resumes paused listeners */
+	bool			 accept_paused;	/* out of descriptors */
+	uint64_t		 accept_pauses, accept_refused;
 	struct event		*sigev[3];
 	uint64_t		 start_ns;	/* CLOCK_REALTIME */
 	uint64_t		 start_mono;
 	struct peer_list	 peers;
+	struct peer_list	 dead_peers;	/* closed, not yet free()d */
+	struct event		*reap_ev;
+	struct event		*trim_ev;	/* malloc_trim after a burst */
 	struct agent_list	 agents;
 	struct session_list	 sessions;
 	uint64_t		 next_session_id;
@@ -249,10 +349,13 @@ int		 server_listen(struct daemon *);
 int		 server_run(struct daemon *);
 void		 server_shutdown(struct daemon *);
 void		 server_free(struct daemon *);
+void		 server_accept_resume(struct daemon *);
+void		 server_trim_soon(struct daemon *);
 
 /* peer.c */
 struct peer	*peer_new(struct daemon *, enum peer_kind, int fd);
 void		 peer_free(struct peer *);
+void		 peer_reap(struct daemon *);
 void		 peer_drop(struct peer *, const char *why);
 int		 peer_send(struct peer *, uint16_t type,
 		     const ProtobufCMessage *msg, int fd);
@@ -266,6 +369,8 @@ const char	*peer_name(const struct peer *, char *buf, size_t len);
 typedef int (*dispatch_fn)(struct peer *, const ProtobufCMessage *);
 int		 dispatch_frame(struct peer *, const struct frame_hdr *,
 		     const uint8_t *payload);
+const char	*dispatch_check(const struct peer *, const struct frame_hdr *,
+		     char *buf, size_t len);
 
 /* registry.c */
 int		 registry_hello(struct peer *, const ProtobufCMessage *);
@@ -280,27 +385,103 @@ int		 ctl_list(struct peer *, const ProtobufCMessage *);
 bool		 ctl_may_act_on(const struct peer_cred *caller, uid_t owner);
 
 /* session.c */
-int		 session_start_req(struct peer *, const ProtobufCMessage *);
-int		 session_stop_req(struct peer *, const ProtobufCMessage *);
-int		 session_retarget_req(struct peer *, const ProtobufCMessage *);
-int		 session_list_req(struct peer *, const ProtobufCMessage *);
-int		 session_wait_req(struct peer *, const ProtobufCMessage *);
-int		 session_snapshot_req(struct peer *, const ProtobufCMessage *);
-int		 session_capture_ack(struct peer *, const ProtobufCMessage *);
-int		 session_agent_registered(struct daemon *, struct agent *);
-void		 session_agent_gone(struct daemon *, struct agent *);
-void		 session_peer_gone(struct daemon *, struct peer *);
-void		 session_stop(struct session *, const char *reason);
-void		 session_fail(struct session *, int err, const char *what);
-void		 session_free(struct session *);
-void		 session_gc(struct daemon *);
-void		 session_shutdown(struct daemon *);
-void		 session_agent_devices(struct daemon *, struct agent *);
+extern const char *const session_state_names[];
 size_t		 session_kind_names(uint32_t mask, char **out);
+struct session	*session_find(struct daemon *d, uint64_t id);
+bool		 session_done(const struct session *s);
+struct sess_agent *session_agent_of(struct daemon *d, const struct agent *a);
+void		 session_fail(struct session *s, int err, const char *what);
+void		 session_agent_finish(struct sess_agent *sa, const char *why);
+int		 session_attach(struct session *s, struct agent *a,
+		     const char **why);
+void		 session_ring_memory(struct daemon *d, uid_t uid,
+		     uint64_t *of_uid, uint64_t *all);
+void		 session_check_done(struct session *s);
+void		 session_stop(struct session *s, const char *reason);
+void		 session_free(struct session *s);
+void		 session_gc(struct daemon *d);
+void		 session_timeout_cb(evutil_socket_t fd, short what, void *arg);
+void		 session_duration_cb(evutil_socket_t fd, short what,
+		     void *arg);
+bool		 session_selects(const struct session *s,
+		     const struct agent *a);
 int		 session_parse_kinds(char **names, size_t n, uint32_t *mask,
 		     char *bad, size_t badlen);
-int		 session_domains_set(struct session *, char **on, size_t non,
+int		 session_domains_set(struct session *s, char **on, size_t non,
 		     char **off, size_t noff);
+int		 session_capture_ack(struct peer *p,
+		     const ProtobufCMessage *m);
+int		 session_agent_registered(struct daemon *d, struct agent *a);
+void		 session_agent_gone(struct daemon *d, struct agent *a);
+void		 session_peer_gone(struct daemon *d, struct peer *p);
+void		 session_shutdown(struct daemon *d);
+
+/* session-drain.c */
+bool		 session_drain_remap(struct session *s, struct sess_agent *sa,
+		     struct rec_hdr *h);
+bool		 session_drain_out(struct sess_agent *sa,
+		     const struct rec_hdr *h);
+uint32_t	 session_drain_string(struct sess_agent *sa, const char *str);
+void		 session_drain_agent(struct sess_agent *sa);
+void		 session_drain_agent_losses(const struct sess_agent *sa,
+		     uint64_t losses[LOSS_STAGE_MAX]);
+void		 session_drain_losses(const struct session *s,
+		     uint64_t losses[LOSS_STAGE_MAX]);
+void		 session_drain_cb(evutil_socket_t fd, short what, void *arg);
+void		 session_drain_wake_cb(evutil_socket_t fd, short what,
+		     void *arg);
+
+/* session-flight.c */
+void		 session_flight_add(struct sess_agent *sa,
+		     const struct rec_hdr *h);
+int		 session_flight_write(struct session *s, int fd,
+		     uint64_t *nrec, struct trace_writer **wp);
+
+/* session-dev.c */
+bool		 session_dev_is_launch(const struct rec_hdr *h);
+void		 session_dev_add_launch(struct sess_agent *sa,
+		     const struct rec_hdr *h);
+bool		 session_dev_filter(uint32_t device, uint32_t pid, void *arg);
+void		 session_dev_poll(struct daemon *d);
+void		 session_dev_use(struct session *s, const struct agent *a);
+uint64_t	 session_dev_lost(const struct session *s);
+void		 session_dev_release(struct session *s);
+void		 session_dev_clock_records(struct session *s, uint64_t mask);
+void		 session_dev_counter_cb(const struct metrics_counter *c,
+		     void *arg);
+uint64_t	 session_dev_unmatched(const struct sess_agent *sa);
+void		 session_dev_join_flush(struct session *s);
+void		 session_dev_agent_changed(struct daemon *d, struct agent *a);
+void		 session_dev_start(struct sess_agent *sa, struct agent *a);
+void		 session_dev_clock_text(struct session *s, char *out,
+		     size_t len);
+
+/* session-sink.c */
+void		 session_sink_emit(struct session *s, const void *rec);
+void		 session_sink_emit_valid(struct session *s,
+		     const struct rec_hdr *rec);
+uint32_t	 session_sink_intern(struct session *s, const char *str);
+void		 session_sink_event(struct session *s, unsigned ev,
+		     uint32_t pid, const char *detail);
+void		 session_sink_process(struct session *s,
+		     const struct agent *a);
+int		 session_sink_open(struct session *s, int fd, size_t queue,
+		     struct trace_writer **wp);
+int		 session_sink_flush_tick(struct session *s);
+
+/* session-ctl.c */
+int		 session_ctl_send_info(struct peer *p, struct session *s);
+void		 session_ctl_acks_free(struct sess_acks *k);
+void		 session_ctl_reply_pending(struct session *s);
+void		 session_ctl_snap_free(struct sess_snap *sn);
+int		 session_ctl_start(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_stop(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_wait(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_list(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_retarget(struct peer *p,
+		     const ProtobufCMessage *m);
+int		 session_ctl_snapshot(struct peer *p,
+		     const ProtobufCMessage *m);
 
 /* priv.c: what our privileges allow; status reports what they do not. */
 bool		 priv_can_read_any_exe(void);

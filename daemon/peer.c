@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,10 @@
 
 static void	peer_read_cb(evutil_socket_t, short, void *);
 static void	peer_write_cb(evutil_socket_t, short, void *);
+static void	peer_timeout_cb(evutil_socket_t, short, void *);
+
+/* peer_flush: the other end closed (EPIPE, ECONNRESET). */
+#define PEER_CLOSED	(-2)
 
 const char *
 peer_name(const struct peer *p, char *buf, size_t len)
@@ -40,6 +45,61 @@ peer_count_ctl(struct daemon *d, uid_t uid)
 		if (p->kind == PEER_CTL && p->cred.uid == uid)
 			n++;
 	return n;
+}
+
+/* Agent connections of uid that have not said Hello yet. */
+static unsigned
+peer_count_prehello(struct daemon *d, uid_t uid)
+{
+	struct peer *p;
+	unsigned n = 0;
+
+	TAILQ_FOREACH(p, &d->peers, entry)
+		if (p->kind == PEER_AGENT && p->agent == NULL &&
+		    p->cred.uid == uid)
+			n++;
+	return n;
+}
+
+static void
+peer_arm(struct peer *p, unsigned ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	evtimer_add(p->tev, &tv);
+}
+
+/*
+ * Keeps the one timer of p right after a read: an agent has until its
+ * Hello timeout to say Hello; after that, a frame once begun must be
+ * complete within the frame timeout (restarted by every whole frame).
+ */
+static void
+peer_timer_update(struct peer *p, bool progressed)
+{
+	size_t buffered = evbuffer_get_length(p->in);
+
+	if (p->kind == PEER_AGENT && p->agent == NULL)
+		return;			/* the Hello timer, from peer_new */
+	if (buffered == 0 || progressed) {
+		if (p->frame_timing || evtimer_pending(p->tev, NULL))
+			evtimer_del(p->tev);
+		p->frame_timing = false;
+	}
+	if (buffered > 0 && !p->frame_timing) {
+		p->frame_timing = true;
+		peer_arm(p, p->d->lim.frame_timeout_ms);
+	}
+}
+
+static void
+peer_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	p->d->frames_rejected += p->frame_timing;
+	peer_drop(p, p->frame_timing ? "stalled in the middle of a frame" :
+	    "no Hello in time");
 }
 
 struct peer *
@@ -64,6 +124,14 @@ peer_new(struct daemon *d, enum peer_kind kind, int fd)
 		    PEER_MAX_AGENTS);
 		return NULL;
 	}
+	/* Root too: a registered agent no longer counts, so only a flood
+	 * of silent connections meets this. */
+	if (kind == PEER_AGENT &&
+	    peer_count_prehello(d, uc.uid) >= d->lim.prehello_per_uid) {
+		log_debug("uid %lu: too many agent connections without Hello",
+		    (unsigned long)uc.uid);
+		return NULL;
+	}
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return NULL;
 	p->d = d;
@@ -73,40 +141,56 @@ peer_new(struct daemon *d, enum peer_kind kind, int fd)
 	p->cred.uid = uc.uid;
 	p->cred.gid = uc.gid;
 	TAILQ_INIT(&p->outq);
+	TAILQ_INSERT_TAIL(&d->peers, p, entry);
 	p->in = evbuffer_new();
 	p->rev = event_new(d->base, fd, EV_READ | EV_PERSIST, peer_read_cb, p);
 	p->wev = event_new(d->base, fd, EV_WRITE, peer_write_cb, p);
+	p->tev = evtimer_new(d->base, peer_timeout_cb, p);
 	if (p->in == NULL || p->rev == NULL || p->wev == NULL ||
-	    event_add(p->rev, NULL) != 0) {
+	    p->tev == NULL || event_add(p->rev, NULL) != 0) {
 		p->fd = -1;	/* the caller closes it */
 		peer_free(p);
 		return NULL;
 	}
-	TAILQ_INSERT_TAIL(&d->peers, p, entry);
+	if (kind == PEER_AGENT)
+		peer_arm(p, d->lim.hello_timeout_ms);
 	log_debug("new %s peer pid %ld", kind == PEER_AGENT ? "agent" : "ctl",
 	    (long)uc.pid);
 	return p;
 }
 
+/*
+ * Closes p and releases everything it holds.  The struct itself is kept
+ * (dead) until the loop runs again, so a caller up the stack that still
+ * holds p (a handler that ignored peer_send's -1) sees p->dead, never
+ * freed memory.
+ */
 void
 peer_free(struct peer *p)
 {
 	struct peer_out *o;
 
-	if (p == NULL)
+	if (p == NULL || p->dead)
 		return;
+	if (p->queued > PEER_TRIM_BYTES || (p->in != NULL &&
+	    evbuffer_get_length(p->in) > PEER_TRIM_BYTES))
+		server_trim_soon(p->d);
 	if (p->agent != NULL)
 		registry_remove(p->d, p->agent);
 	if (p->kind == PEER_CTL)
 		session_peer_gone(p->d, p);
-	if (p->rev != NULL) {
+	TAILQ_REMOVE(&p->d->peers, p, entry);
+	if (p->rev != NULL)
 		event_free(p->rev);
-		TAILQ_REMOVE(&p->d->peers, p, entry);
-	}
+	p->rev = NULL;
 	if (p->wev != NULL)
 		event_free(p->wev);
+	if (p->tev != NULL)
+		event_free(p->tev);
 	if (p->in != NULL)
 		evbuffer_free(p->in);
+	p->wev = p->tev = NULL;
+	p->in = NULL;
 	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
 		TAILQ_REMOVE(&p->outq, o, entry);
 		if (o->fd >= 0)
@@ -116,9 +200,28 @@ peer_free(struct peer *p)
 	}
 	for (int i = 0; i < p->nrxfds; i++)
 		close(p->rxfds[i]);
-	if (p->fd >= 0)
+	if (p->fd >= 0) {
 		close(p->fd);
-	free(p);
+		/* A descriptor is free again: listeners paused by EMFILE
+		 * may accept. */
+		server_accept_resume(p->d);
+	}
+	p->fd = -1;
+	p->dead = true;
+	TAILQ_INSERT_TAIL(&p->d->dead_peers, p, entry);
+	event_active(p->d->reap_ev, EV_TIMEOUT, 0);
+}
+
+/* Frees the peers closed since the loop last ran. */
+void
+peer_reap(struct daemon *d)
+{
+	struct peer *p;
+
+	while ((p = TAILQ_FIRST(&d->dead_peers)) != NULL) {
+		TAILQ_REMOVE(&d->dead_peers, p, entry);
+		free(p);
+	}
 }
 
 /* Drops a misbehaving peer with one log line. */
@@ -129,6 +232,7 @@ peer_drop(struct peer *p, const char *why)
 
 	log_warnx("dropping %s: %s", peer_name(p, name, sizeof(name)), why);
 	p->d->peers_dropped++;
+	server_trim_soon(p->d);
 	peer_free(p);
 }
 
@@ -207,7 +311,9 @@ peer_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct daemon *d = p->d;
 	uint8_t hdrbuf[FRAME_HDR_LEN];
 	struct frame_hdr h;
-	const char *why = NULL;
+	const char *why = NULL, *bad;
+	char buf[96];
+	bool progressed = false;
 	int rc;
 
 	if ((rc = peer_fill(p, &why)) < 0) {
@@ -225,6 +331,13 @@ peer_read_cb(evutil_socket_t fd, short what, void *arg)
 			peer_drop(p, frame_strerror(rc));
 			return;
 		}
+		/* Judged on its header: no payload of a frame we would
+		 * refuse is ever buffered. */
+		if ((bad = dispatch_check(p, &h, buf, sizeof(buf))) != NULL) {
+			d->frames_rejected++;
+			peer_drop(p, bad);
+			return;
+		}
 		if (evbuffer_get_length(p->in) < FRAME_HDR_LEN + (size_t)h.len)
 			break;
 		uint8_t *frame = evbuffer_pullup(p->in, FRAME_HDR_LEN + h.len);
@@ -233,15 +346,23 @@ peer_read_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		/* dispatch_frame frees the peer on error; stop then. */
-		if (dispatch_frame(p, &h, frame + FRAME_HDR_LEN) != 0)
+		if (dispatch_frame(p, &h, frame + FRAME_HDR_LEN) != 0 ||
+		    p->dead)
 			return;
 		evbuffer_drain(p->in, FRAME_HDR_LEN + h.len);
+		progressed = true;
 		if (p->closing)
 			return;
 	}
+	/* A Hello just handled stops the Hello timer. */
+	if (progressed && p->kind == PEER_AGENT && p->agent != NULL &&
+	    !p->frame_timing)
+		evtimer_del(p->tev);
+	peer_timer_update(p, progressed);
 }
 
-/* Writes queued frames; returns -1 on a dead peer. */
+/* Writes queued frames; returns 0, PEER_CLOSED when the other end is
+ * gone, or -1 on another error. */
 static int
 peer_flush(struct peer *p)
 {
@@ -259,6 +380,10 @@ peer_flush(struct peer *p)
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
+			/* It exited or closed before reading what we had to
+			 * say (a launcher's short-lived child, say). */
+			if (errno == EPIPE || errno == ECONNRESET)
+				return PEER_CLOSED;
 			return -1;
 		}
 		if (o->fd >= 0) {
@@ -266,9 +391,9 @@ peer_flush(struct peer *p)
 			o->fd = -1;
 		}
 		o->off += (size_t)n;
-		p->queued -= (size_t)n;
 		if (o->off < o->len)
 			break;
+		p->queued -= o->cost;
 		TAILQ_REMOVE(&p->outq, o, entry);
 		free(o->buf);
 		free(o);
@@ -278,13 +403,28 @@ peer_flush(struct peer *p)
 	return 0;
 }
 
+/* After a failed peer_flush: an orderly close, or a fault. */
+static void
+peer_flush_failed(struct peer *p, int rc)
+{
+	char name[64];
+
+	if (rc == PEER_CLOSED) {
+		log_debug("%s closed before reading our reply",
+		    peer_name(p, name, sizeof(name)));
+		peer_free(p);
+	} else
+		peer_drop(p, "write failed");
+}
+
 static void
 peer_write_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
+	int rc;
 
-	if (peer_flush(p) != 0)
-		peer_drop(p, "write failed");
+	if ((rc = peer_flush(p)) != 0)
+		peer_flush_failed(p, rc);
 	else if (p->closing && TAILQ_EMPTY(&p->outq))
 		peer_free(p);
 }
@@ -300,6 +440,11 @@ peer_send(struct peer *p, uint16_t type, const ProtobufCMessage *msg, int fd)
 	struct peer_out *o;
 	int rc;
 
+	if (p->dead) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
 	if ((o = calloc(1, sizeof(*o))) == NULL)
 		goto fail;
 	o->fd = fd;
@@ -314,7 +459,11 @@ peer_send(struct peer *p, uint16_t type, const ProtobufCMessage *msg, int fd)
 		return peer_send_error(p, 1, "cannot send %s: %s",
 		    msg_name(type), frame_strerror(rc));
 	}
-	if (p->queued + o->len > PEER_MAX_QUEUED) {
+	/* What the frame really holds: both blocks and malloc's header of
+	 * each, so a flood of tiny replies meets the bound too. */
+	o->cost = malloc_usable_size(o->buf) + malloc_usable_size(o) +
+	    2 * sizeof(size_t);
+	if (p->queued + o->cost > p->d->lim.max_queued) {
 		free(o->buf);
 		free(o);
 		if (fd >= 0)
@@ -323,9 +472,9 @@ peer_send(struct peer *p, uint16_t type, const ProtobufCMessage *msg, int fd)
 		return -1;
 	}
 	TAILQ_INSERT_TAIL(&p->outq, o, entry);
-	p->queued += o->len;
-	if (peer_flush(p) != 0) {
-		peer_drop(p, "write failed");
+	p->queued += o->cost;
+	if ((rc = peer_flush(p)) != 0) {
+		peer_flush_failed(p, rc);
 		return -1;
 	}
 	return 0;

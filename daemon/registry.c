@@ -153,7 +153,7 @@ registry_update(struct peer *p, const ProtobufCMessage *m)
 	a->devices = devs;
 	a->ndevices = u->n_devices;
 	metrics_sync_agents(p->d->metrics, p->d);
-	session_agent_devices(p->d, a);
+	session_dev_agent_changed(p->d, a);
 	if (strcmp(a->job_id, u->job_id ? u->job_id : "") != 0 ||
 	    a->rank != u->rank || a->local_rank != u->local_rank ||
 	    a->world_size != u->world_size) {

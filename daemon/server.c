@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,30 @@
 #include "devcol.h"
 #include "metrics.h"
 
+static void
+server_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	peer_reap(arg);
+}
+
+/* Gives freed memory back to the system: after a burst of hostile peers
+ * or a session, malloc's arenas would otherwise keep the peak. */
+static void
+server_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
+
+void
+server_trim_soon(struct daemon *d)
+{
+	struct timeval tv = { SERVER_TRIM_DELAY_MS / 1000,
+	    (SERVER_TRIM_DELAY_MS % 1000) * 1000 };
+
+	if (d->trim_ev != NULL && !evtimer_pending(d->trim_ev, NULL))
+		evtimer_add(d->trim_ev, &tv);
+}
+
 struct daemon *
 server_create(const char *rundir)
 {
@@ -34,21 +59,35 @@ server_create(const char *rundir)
 		return NULL;
 	}
 	d->lockfd = d->agent_lfd = d->ctl_lfd = -1;
+	d->lim.max_queued = PEER_MAX_QUEUED;
+	d->lim.prehello_per_uid = PEER_MAX_PREHELLO_PER_UID;
+	d->lim.hello_timeout_ms = PEER_HELLO_TIMEOUT_MS;
+	d->lim.frame_timeout_ms = PEER_FRAME_TIMEOUT_MS;
+	d->lim.ring_mem_per_uid = SESS_RING_MEM_PER_UID;
+	d->lim.ring_mem_total = SESS_RING_MEM_TOTAL;
+	d->lim.write_queue = SESS_WRITE_QUEUE;
 	d->next_agent_id = 1;
 	d->next_session_id = 1;
 	TAILQ_INIT(&d->sessions);
 	d->start_ns = util_realtime_ns();
 	d->start_mono = util_monotonic_ns();
 	TAILQ_INIT(&d->peers);
+	TAILQ_INIT(&d->dead_peers);
 	TAILQ_INIT(&d->agents);
 	if ((d->base = event_base_new()) == NULL) {
 		free(d->rundir);
 		free(d);
 		return NULL;
 	}
-	if ((d->devcol = devcol_new(d->base)) == NULL ||
+	if ((d->reap_ev = event_new(d->base, -1, 0, server_reap_cb, d)) ==
+	    NULL || (d->trim_ev = evtimer_new(d->base, server_trim_cb, d)) ==
+	    NULL || (d->devcol = devcol_new(d->base)) == NULL ||
 	    (d->metrics = metrics_new(d->base)) == NULL) {
 		devcol_free(d->devcol);
+		if (d->reap_ev != NULL)
+			event_free(d->reap_ev);
+		if (d->trim_ev != NULL)
+			event_free(d->trim_ev);
 		event_base_free(d->base);
 		free(d->rundir);
 		free(d);
@@ -130,6 +169,48 @@ server_bind(struct daemon *d, const char *name)
 	return fd;
 }
 
+/*
+ * Out of descriptors (or memory): stop listening instead of retrying a
+ * readable listener forever.  The listeners come back when a peer closes
+ * (server_accept_resume from peer_free) or after SERVER_ACCEPT_PAUSE_MS.
+ */
+static void
+server_accept_pause(struct daemon *d, int err)
+{
+	struct timeval tv = { SERVER_ACCEPT_PAUSE_MS / 1000,
+	    (SERVER_ACCEPT_PAUSE_MS % 1000) * 1000 };
+
+	d->accept_refused++;
+	if (d->accept_paused)
+		return;
+	d->accept_paused = true;
+	event_del(d->agent_lev);
+	event_del(d->ctl_lev);
+	evtimer_add(d->accept_tv, &tv);
+	/* One line per pause, not per connection. */
+	if (d->accept_pauses++ % 100 == 0)
+		log_warnx("accept: %s: pausing the listeners until a "
+		    "descriptor frees (%llu pauses so far)", strerror(err),
+		    (unsigned long long)d->accept_pauses);
+}
+
+void
+server_accept_resume(struct daemon *d)
+{
+	if (!d->accept_paused)
+		return;
+	d->accept_paused = false;
+	evtimer_del(d->accept_tv);
+	event_add(d->agent_lev, NULL);
+	event_add(d->ctl_lev, NULL);
+}
+
+static void
+server_accept_tv_cb(evutil_socket_t fd, short what, void *arg)
+{
+	server_accept_resume(arg);
+}
+
 static void
 server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
@@ -137,10 +218,16 @@ server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	enum peer_kind kind = lfd == d->agent_lfd ? PEER_AGENT : PEER_CTL;
 	int fd;
 
-	for (;;) {
+	/* A bounded batch: the Hellos of those just accepted are read
+	 * before more connections count against the per-uid bound. */
+	for (int n = 0; n < SERVER_ACCEPT_BATCH; n++) {
 		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				server_accept_pause(d, errno);
+			else if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
 				log_warn("accept");
 			return;
 		}
@@ -193,7 +280,8 @@ server_listen(struct daemon *d)
 	    server_accept_cb, d);
 	d->ctl_lev = event_new(d->base, d->ctl_lfd, EV_READ | EV_PERSIST,
 	    server_accept_cb, d);
-	if (d->agent_lev == NULL || d->ctl_lev == NULL ||
+	d->accept_tv = evtimer_new(d->base, server_accept_tv_cb, d);
+	if (d->agent_lev == NULL || d->ctl_lev == NULL || d->accept_tv == NULL ||
 	    event_add(d->agent_lev, NULL) != 0 || event_add(d->ctl_lev, NULL) != 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
@@ -254,12 +342,19 @@ server_free(struct daemon *d)
 		event_free(d->agent_lev);
 	if (d->ctl_lev != NULL)
 		event_free(d->ctl_lev);
+	if (d->accept_tv != NULL)
+		event_free(d->accept_tv);
 	if (d->agent_lfd >= 0)
 		close(d->agent_lfd);
 	if (d->ctl_lfd >= 0)
 		close(d->ctl_lfd);
 	if (d->lockfd >= 0)
 		close(d->lockfd);
+	peer_reap(d);
+	if (d->reap_ev != NULL)
+		event_free(d->reap_ev);
+	if (d->trim_ev != NULL)
+		event_free(d->trim_ev);
 	metrics_free(d->metrics);
 	d->metrics = NULL;
 	devcol_free(d->devcol);

@@ -144,6 +144,15 @@ record_pid(const struct rec_hdr *h)
 }
 
 int
+record_set_pid(struct rec_hdr *h, uint32_t pid)
+{
+	if (h->type >= REC_TYPE_MAX || rec_info[h->type].pid_off == 0)
+		return -1;
+	memcpy((char *)h + rec_info[h->type].pid_off, &pid, sizeof pid);
+	return 0;
+}
+
+int
 record_string_fields(unsigned type, uint16_t offs[REC_MAX_STR_FIELDS])
 {
 	int i, n;

@@ -384,6 +384,8 @@ uint64_t	record_timestamp(const struct rec_hdr *h);
 
 /* The pid a record belongs to (0 when none or not a per-process record). */
 uint32_t	record_pid(const struct rec_hdr *h);
+/* Sets that pid; -1 when the type has no pid field. */
+int		record_set_pid(struct rec_hdr *h, uint32_t pid);
 
 /*
  * Stores into offs[] the byte offsets of the u32 string-id fields of a

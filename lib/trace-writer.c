@@ -7,14 +7,30 @@
  * only once the chunk is on disk, so the footer counts exactly what a reader
  * will find.  The first write error is sticky: the partial chunk is cut off
  * again (regular files), and every later record is counted as lost.
+ *
+ * Async mode (trace_writer_set_async, msptid's sessions): the caller's
+ * thread still builds and compresses chunks, but a writer thread of this
+ * writer does every write(2), fsync and close, so a slow or stalled disk
+ * never blocks the caller.  Compressed chunks wait in a queue bounded in
+ * bytes; a chunk that does not fit is not written and its records count
+ * as lost (LOSS_DISK).  The thread owns the file offset, the index and
+ * the totals (under mu); the caller owns the chunk being built.  Closing
+ * is two steps: trace_writer_close_start queues the footer and returns a
+ * descriptor that turns readable once the thread is done, then
+ * trace_writer_close_finish collects the result.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <zstd.h>
 
@@ -25,6 +41,20 @@ struct strent {
 	const char	*s;		/* in the arena, NUL-terminated */
 	uint32_t	 len;
 	uint32_t	 id;		/* 0: empty slot */
+};
+
+/* One queued write of an async writer: a compressed chunk, or the end. */
+struct wq_item {
+	struct wq_item	*next;
+	enum { WQ_CHUNK, WQ_RAW, WQ_FOOTER } kind;	/* RAW: comp as is */
+	uint8_t		*comp;
+	size_t		 comp_len;
+	uint32_t	 data_crc;
+	uint32_t	 nrec;
+	uint32_t	 rawlen;
+	uint64_t	 first_ts, last_ts;
+	uint64_t	 counts[REC_TYPE_MAX];
+	struct trace_footer f;
 };
 
 struct trace_writer {
@@ -58,7 +88,25 @@ struct trace_writer {
 	size_t		 strcap;
 	uint32_t	 nstrs;
 	struct trace_arena *arena;
+
+	/* Async mode. */
+	bool		 async;
+	pthread_t	 thr;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	struct wq_item	*qhead, **qtail;
+	size_t		 queued, max_queued;	/* bytes of chunks waiting */
+	uint64_t	 alost;		/* records the thread could not write */
+	_Atomic int	 aerror;	/* the thread's first write error */
+	int		 done_fd;	/* eventfd: readable once it ended */
+	bool		 abandon;	/* aborted: the thread frees w */
+	bool		 finished;	/* the thread wrote the end and left */
+	bool		 closing;
+	int		 close_rc;
 };
+
+static void	writer_free(struct trace_writer *);
+static int	writer_chunk(struct trace_writer *);
 
 /* Writes len bytes of iov at w->off (pwrite) or to the stream; returns 0 or
  * -errno (a short write becomes -ENOSPC). */
@@ -95,7 +143,11 @@ writer_put(struct trace_writer *w, struct iovec *iov, int iovcnt)
 			iov->iov_len -= (size_t)n;
 		}
 	}
+	if (w->async)
+		pthread_mutex_lock(&w->mu);
 	w->off += total;
+	if (w->async)
+		pthread_mutex_unlock(&w->mu);
 	return 0;
 }
 
@@ -195,13 +247,15 @@ header_encode(const struct trace_header *hdr, uint8_t **outp, size_t *lenp)
 	return 0;
 }
 
-int
-trace_writer_open(int fd, const struct trace_header *hdr, int level,
-    struct trace_writer **wp)
+/* trace_writer_open, and with max_queued > 0 trace_writer_open_async. */
+static int
+writer_open(int fd, const struct trace_header *hdr, int level,
+    size_t max_queued, struct trace_writer **wp)
 {
 	struct trace_writer *w;
 	struct iovec iov;
 	struct stat sb;
+	struct wq_item *q;
 	uint8_t *hbuf = NULL;
 	size_t hlen;
 	off_t pos;
@@ -215,6 +269,7 @@ trace_writer_open(int fd, const struct trace_header *hdr, int level,
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return -ENOMEM;
 	w->fd = fd;
+	w->done_fd = -1;
 	w->seekable = S_ISREG(sb.st_mode);
 	if (w->seekable) {
 		pos = lseek(fd, 0, SEEK_CUR);
@@ -241,6 +296,28 @@ trace_writer_open(int fd, const struct trace_header *hdr, int level,
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
 	if ((rc = header_encode(hdr, &hbuf, &hlen)) != 0)
 		goto fail;
+	if (max_queued > 0) {
+		/* Even the header is the thread's to write. */
+		if ((q = calloc(1, sizeof(*q))) == NULL) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		if ((rc = trace_writer_set_async(w, max_queued)) != 0) {
+			free(q);
+			goto fail;
+		}
+		q->kind = WQ_RAW;
+		q->comp = hbuf;
+		q->comp_len = hlen;
+		pthread_mutex_lock(&w->mu);
+		w->queued += hlen;
+		*w->qtail = q;
+		w->qtail = &q->next;
+		pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		*wp = w;
+		return 0;
+	}
 	iov.iov_base = hbuf;
 	iov.iov_len = hlen;
 	if ((rc = writer_put(w, &iov, 1)) != 0) {
@@ -256,11 +333,63 @@ fail:
 	return rc;
 }
 
+int
+trace_writer_open(int fd, const struct trace_header *hdr, int level,
+    struct trace_writer **wp)
+{
+	return writer_open(fd, hdr, level, 0, wp);
+}
+
+int
+trace_writer_open_async(int fd, const struct trace_header *hdr, int level,
+    size_t max_queued, struct trace_writer **wp)
+{
+	return writer_open(fd, hdr, level, max_queued ? max_queued : 1, wp);
+}
+
+/* Frees w without writing anything more; NULL is a no-op.  An async
+ * writer's thread may be stuck in a write: it is told to stop and frees
+ * w itself when it gets out. */
 void
 trace_writer_abort(struct trace_writer *w)
 {
 	if (w == NULL)
 		return;
+	if (w->async) {
+		bool finished;
+
+		pthread_mutex_lock(&w->mu);
+		w->abandon = true;
+		finished = w->finished;
+		pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		if (!finished) {
+			pthread_detach(w->thr);
+			return;
+		}
+		/* It is gone already: nobody else frees w. */
+		pthread_join(w->thr, NULL);
+	}
+	writer_free(w);
+}
+
+static void
+writer_free(struct trace_writer *w)
+{
+	struct wq_item *q;
+
+	while ((q = w->qhead) != NULL) {
+		w->qhead = q->next;
+		free(q->comp);
+		free(q);
+	}
+	if (w->async) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		close(w->fd);		/* our dup */
+		if (w->done_fd >= 0)
+			close(w->done_fd);
+	}
 	ZSTD_freeCCtx(w->cctx);
 	free(w->raw);
 	free(w->comp);
@@ -268,6 +397,252 @@ trace_writer_abort(struct trace_writer *w)
 	free(w->strs);
 	trace_arena_free(w->arena);
 	free(w);
+}
+
+/* Async: hands the compressed chunk to the thread, or counts it lost when
+ * the queue is full (the disk is that far behind). */
+static void
+writer_enqueue(struct trace_writer *w, size_t comp)
+{
+	struct wq_item *q;
+
+	pthread_mutex_lock(&w->mu);
+	if (w->queued + comp > w->max_queued ||
+	    (q = calloc(1, sizeof(*q))) == NULL) {
+		pthread_mutex_unlock(&w->mu);
+		w->lost += w->nrec;
+		return;
+	}
+	pthread_mutex_unlock(&w->mu);
+	if ((q->comp = malloc(comp)) == NULL) {
+		free(q);
+		w->lost += w->nrec;
+		return;
+	}
+	memcpy(q->comp, w->comp, comp);
+	q->comp_len = comp;
+	q->data_crc = trace_crc32c(0, w->comp, comp);
+	q->nrec = w->nrec;
+	q->rawlen = (uint32_t)w->rawlen;
+	q->first_ts = w->first_ts;
+	q->last_ts = w->last_ts;
+	memcpy(q->counts, w->chunk_counts, sizeof(q->counts));
+	pthread_mutex_lock(&w->mu);
+	w->queued += comp;
+	*w->qtail = q;
+	w->qtail = &q->next;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* The writer thread: one chunk at a time, at the end of the file so far. */
+static void
+writer_thread_chunk(struct trace_writer *w, struct wq_item *q)
+{
+	struct trace_chunk_hdr ch;
+	struct trace_index_entry *ie;
+	struct iovec iov[2];
+	uint64_t at = w->off;
+	int rc = atomic_load(&w->aerror);
+
+	if (rc == 0 && w->nindex == w->capindex) {
+		size_t ncap = w->capindex ? w->capindex * 2 : 64;
+
+		pthread_mutex_lock(&w->mu);
+		ie = realloc(w->index, ncap * sizeof(*ie));
+		if (ie != NULL) {
+			w->index = ie;
+			w->capindex = ncap;
+		}
+		pthread_mutex_unlock(&w->mu);
+		if (ie == NULL)
+			rc = -ENOMEM;
+	}
+	if (rc == 0) {
+		memset(&ch, 0, sizeof ch);
+		ch.magic = TRACE_CHUNK_MAGIC;
+		ch.seq = w->chunks;
+		ch.comp_size = (uint32_t)q->comp_len;
+		ch.raw_size = q->rawlen;
+		ch.records = q->nrec;
+		ch.data_crc = q->data_crc;
+		ch.first_ts = q->first_ts;
+		ch.last_ts = q->last_ts;
+		ch.hdr_crc = trace_crc32c(0, &ch, sizeof ch);
+		iov[0] = (struct iovec){ &ch, sizeof ch };
+		iov[1] = (struct iovec){ q->comp, q->comp_len };
+		rc = writer_put(w, iov, 2);
+	}
+	pthread_mutex_lock(&w->mu);
+	w->queued -= q->comp_len;
+	if (rc != 0) {
+		int zero = 0;
+
+		w->alost += q->nrec;
+		atomic_compare_exchange_strong(&w->aerror, &zero, rc);
+		if (w->seekable && ftruncate(w->fd, (off_t)at) == -1) {
+			/* The reader stops at the bad tail. */
+		}
+		w->off = at;
+	} else {
+		ie = &w->index[w->nindex++];
+		ie->offset = at;
+		ie->first_ts = q->first_ts;
+		ie->last_ts = q->last_ts;
+		ie->records = q->nrec;
+		ie->raw_size = q->rawlen;
+		w->chunks++;
+		w->records += q->nrec;
+		w->raw_bytes += q->rawlen;
+		for (int i = 0; i < REC_TYPE_MAX; i++)
+			w->counts[i] += q->counts[i];
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+static int	writer_footer(struct trace_writer *, const struct trace_footer *);
+
+static void *
+writer_thread(void *arg)
+{
+	struct trace_writer *w = arg;
+	struct wq_item *q;
+	uint64_t one = 1;
+	int rc;
+
+	for (;;) {
+		pthread_mutex_lock(&w->mu);
+		while (w->qhead == NULL && !w->abandon)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->abandon) {
+			pthread_mutex_unlock(&w->mu);
+			writer_free(w);
+			return NULL;
+		}
+		q = w->qhead;
+		if ((w->qhead = q->next) == NULL)
+			w->qtail = &w->qhead;
+		pthread_mutex_unlock(&w->mu);
+		if (q->kind == WQ_RAW) {
+			struct iovec iov = { q->comp, q->comp_len };
+			int zero = 0;
+
+			if (atomic_load(&w->aerror) == 0 &&
+			    (rc = writer_put(w, &iov, 1)) != 0)
+				atomic_compare_exchange_strong(&w->aerror,
+				    &zero, rc);
+			pthread_mutex_lock(&w->mu);
+			w->queued -= q->comp_len;
+			pthread_mutex_unlock(&w->mu);
+		}
+		if (q->kind != WQ_FOOTER) {
+			if (q->kind == WQ_CHUNK)
+				writer_thread_chunk(w, q);
+			free(q->comp);
+			free(q);
+			continue;
+		}
+		/* The end: footer (every chunk before it is written or
+		 * counted lost), fsync, and say so. */
+		pthread_mutex_lock(&w->mu);
+		w->lost += w->alost;
+		w->alost = 0;
+		pthread_mutex_unlock(&w->mu);
+		rc = atomic_load(&w->aerror);
+		if ((rc = writer_footer(w, &q->f)) != 0) {
+			if (w->seekable && ftruncate(w->fd, (off_t)w->off) == -1) {
+				/* as above */
+			}
+		} else if (fsync(w->fd) == -1 && errno != EINVAL &&
+		    errno != EROFS)
+			rc = -errno;
+		free(q);
+		pthread_mutex_lock(&w->mu);
+		w->close_rc = atomic_load(&w->aerror) != 0 ?
+		    atomic_load(&w->aerror) : rc;
+		if (w->abandon) {
+			pthread_mutex_unlock(&w->mu);
+			writer_free(w);
+			return NULL;
+		}
+		w->finished = true;
+		pthread_mutex_unlock(&w->mu);
+		(void)!write(w->done_fd, &one, sizeof(one));
+		return NULL;
+	}
+}
+
+int
+trace_writer_set_async(struct trace_writer *w, size_t max_queued)
+{
+	int fd;
+
+	if (w->async)
+		return 0;
+	/* Flushed first: what the caller wrote so far stays in order. */
+	if (w->nrec > 0 && writer_chunk(w) != 0)
+		return w->error;
+	if ((fd = fcntl(w->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return -errno;
+	if ((w->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		close(fd);
+		return -errno;
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	w->qtail = &w->qhead;
+	w->max_queued = max_queued;
+	w->fd = fd;
+	w->async = true;
+	if (pthread_create(&w->thr, NULL, writer_thread, w) != 0) {
+		w->async = false;
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		close(w->done_fd);
+		w->done_fd = -1;
+		close(fd);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+int
+trace_writer_close_start(struct trace_writer *w,
+    const struct trace_footer *footer)
+{
+	struct wq_item *q;
+
+	if (!w->async || w->closing)
+		return -EINVAL;
+	writer_chunk(w);
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		return -ENOMEM;
+	q->kind = WQ_FOOTER;
+	if (footer != NULL)
+		q->f = *footer;
+	w->closing = true;
+	pthread_mutex_lock(&w->mu);
+	*w->qtail = q;
+	w->qtail = &q->next;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return w->done_fd;
+}
+
+int
+trace_writer_close_finish(struct trace_writer *w,
+    struct trace_writer_stats *st)
+{
+	int rc;
+
+	pthread_join(w->thr, NULL);
+	rc = w->error != 0 ? w->error : w->close_rc;
+	if (st != NULL) {
+		trace_writer_get_stats(w, st);
+		st->error = rc;
+	}
+	writer_free(w);
+	return rc;
 }
 
 /* Compresses and writes the current chunk; on success merges its counts. */
@@ -280,13 +655,15 @@ writer_chunk(struct trace_writer *w)
 	size_t comp, ncap;
 	int rc, i;
 
+	if (w->async && w->error == 0)
+		w->error = atomic_load(&w->aerror);
 	if (w->nrec == 0)
 		return w->error;
 	if (w->error != 0) {
 		w->lost += w->nrec;
 		goto reset;
 	}
-	if (w->nindex == w->capindex) {
+	if (!w->async && w->nindex == w->capindex) {
 		ncap = w->capindex ? w->capindex * 2 : 64;
 		ie = realloc(w->index, ncap * sizeof(*ie));
 		if (ie == NULL) {
@@ -301,6 +678,10 @@ writer_chunk(struct trace_writer *w)
 	if (ZSTD_isError(comp)) {
 		w->lost += w->nrec;
 		writer_fail(w, -EIO);
+		goto reset;
+	}
+	if (w->async) {
+		writer_enqueue(w, comp);
 		goto reset;
 	}
 	memset(&ch, 0, sizeof ch);
@@ -540,6 +921,18 @@ trace_writer_close(struct trace_writer *w, const struct trace_footer *footer,
 
 	if (w == NULL)
 		return -EINVAL;
+	if (w->async) {
+		struct pollfd pf;
+
+		if ((pf.fd = trace_writer_close_start(w, footer)) < 0) {
+			trace_writer_abort(w);
+			return pf.fd;
+		}
+		pf.events = POLLIN;
+		while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+			;
+		return trace_writer_close_finish(w, st);
+	}
 	writer_chunk(w);
 	err = w->error;
 	/* Even after a write error, a footer that fits makes the file
@@ -560,13 +953,21 @@ void
 trace_writer_get_stats(const struct trace_writer *w,
     struct trace_writer_stats *st)
 {
+	struct trace_writer *mw = (struct trace_writer *)w;
+
 	memset(st, 0, sizeof(*st));
+	if (w->async)
+		pthread_mutex_lock(&mw->mu);
 	st->records = w->records;
 	st->chunks = w->chunks;
 	st->raw_bytes = w->raw_bytes;
 	st->pending_bytes = w->rawlen;
-	st->file_bytes = w->off;
-	st->lost = w->lost;
+	/* Queued chunks are as good as written for a size limit. */
+	st->file_bytes = w->off + w->queued;
+	st->queued_bytes = w->queued;
+	st->lost = w->lost + w->alost;
 	st->strings = w->nstrs;
-	st->error = w->error;
+	st->error = w->error != 0 ? w->error : atomic_load(&mw->aerror);
+	if (w->async)
+		pthread_mutex_unlock(&mw->mu);
 }

@@ -72,7 +72,9 @@ struct trace_writer_stats {
 	uint64_t	chunks;
 	uint64_t	raw_bytes;	/* of the records in complete chunks */
 	uint64_t	pending_bytes;	/* records in the chunk being built */
-	uint64_t	file_bytes;	/* bytes of the file so far */
+	uint64_t	file_bytes;	/* bytes of the file so far (async:
+					   with what waits to be written) */
+	uint64_t	queued_bytes;	/* async: chunks waiting for the disk */
 	uint64_t	lost;		/* records lost to write errors */
 	uint64_t	strings;	/* interned strings */
 	int		error;		/* first write error, or 0 */
@@ -138,6 +140,31 @@ int	trace_writer_close(struct trace_writer *w, const struct trace_footer *footer
 
 /* Frees w without writing anything more; NULL is a no-op. */
 void	trace_writer_abort(struct trace_writer *w);
+
+/*
+ * Async mode: from now on a thread of w does every write, fsync and close
+ * on a duplicate of its descriptor, so the caller never waits for the
+ * disk.  At most max_queued bytes of compressed chunks wait for it; a
+ * chunk beyond that is not written and its records count as lost
+ * (LOSS_DISK).  Returns 0 or a negative errno (w stays synchronous).
+ */
+int	trace_writer_set_async(struct trace_writer *w, size_t max_queued);
+/* trace_writer_open in async mode from the start: the header too is
+ * written by the thread, so opening never waits for the disk either. */
+int	trace_writer_open_async(int fd, const struct trace_header *hdr,
+	    int level, size_t max_queued, struct trace_writer **wp);
+/*
+ * Closing an async writer without waiting: queues the last chunk and the
+ * footer, and returns a descriptor that turns readable once the thread
+ * wrote them (or failed); then trace_writer_close_finish frees w and
+ * returns what trace_writer_close would.  trace_writer_close on an async
+ * writer does both, waiting.  close_start returns -EINVAL for a
+ * synchronous writer.
+ */
+int	trace_writer_close_start(struct trace_writer *w,
+	    const struct trace_footer *footer);
+int	trace_writer_close_finish(struct trace_writer *w,
+	    struct trace_writer_stats *stats);
 
 void	trace_writer_get_stats(const struct trace_writer *w,
 	    struct trace_writer_stats *st);

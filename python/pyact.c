@@ -5,11 +5,15 @@
  * each record into a Python object and calls the consumers registered for
  * its kind, and gives raw records to the Profile collector.  A consumer
  * that raises is reported through sys.unraisablehook and counted; delivery
- * goes on.
+ * goes on.  Records delivered and lost are counted per kind (stats()).
+ *
+ * fork: a child has no delivery thread and the queue holds the parent's
+ * records, so pyact_atfork_child empties it and resets the state; the
+ * package's after_fork hook then stops the parent's monitors (after_fork()
+ * here disables the kinds they had enabled).
  */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +48,23 @@ static PyObject		*act_consumers[MSPTI_ACTIVITY_KIND_COUNT];
 static PyObject		*act_types[MSPTI_ACTIVITY_KIND_COUNT];
 static int		 act_refs[MSPTI_ACTIVITY_KIND_COUNT];
 static unsigned long long act_errors, act_records;
+static unsigned long long act_kind_records[MSPTI_ACTIVITY_KIND_COUNT];
+/* Records in buffers the extension could not queue (act_mtx). */
+static unsigned long long act_kind_lost[MSPTI_ACTIVITY_KIND_COUNT];
+
+static size_t pyact_record_size(uint32_t kind);
+
+/* Counts the records of a buffer that cannot be delivered (act_mtx). */
+static void
+pyact_count_lost(uint8_t *buffer, size_t valid)
+{
+	msptiActivity *rec = NULL;
+
+	while (msptiActivityGetNextRecord(buffer, valid, &rec) ==
+	    MSPTI_SUCCESS && rec != NULL)
+		if ((uint32_t)rec->kind < MSPTI_ACTIVITY_KIND_COUNT)
+			act_kind_lost[rec->kind]++;
+}
 
 /* Called by libmspti when it needs a buffer: never takes the GIL. */
 static void
@@ -75,6 +96,7 @@ pyact_complete_cb(uint8_t *buffer, size_t size, size_t valid)
 		if (valid != 0) {
 			pthread_mutex_lock(&act_mtx);
 			act_lost_buffers++;
+			pyact_count_lost(buffer, valid);
 			pthread_mutex_unlock(&act_mtx);
 		}
 		free(buffer);
@@ -210,6 +232,8 @@ pyact_dispatch(const msptiActivity *rec, size_t size)
 	Py_ssize_t	 i, n;
 
 	act_records++;
+	if (kind < MSPTI_ACTIVITY_KIND_COUNT)
+		act_kind_records[kind]++;
 	if (pyprof_wants(kind))
 		pyprof_collect(rec, size);
 	if (kind >= MSPTI_ACTIVITY_KIND_COUNT ||
@@ -502,49 +526,117 @@ pyact_disable_domain(PyObject *self, PyObject *args)
 	return pyact_domain(args, msptiActivityDisableMarkerDomain);
 }
 
-/* _mspti.stats(): counters for tests and diagnostics. */
+/* A dict of kind → count over the kinds that have any (new ref). */
+static PyObject *
+pyact_kind_dict(const unsigned long long *n)
+{
+	PyObject *d = PyDict_New(), *k, *v;
+	unsigned i;
+
+	if (d == NULL)
+		return NULL;
+	for (i = 1; i < MSPTI_ACTIVITY_KIND_COUNT; i++) {
+		if (n[i] == 0)
+			continue;
+		k = PyLong_FromUnsignedLong(i);
+		v = PyLong_FromUnsignedLongLong(n[i]);
+		if (k == NULL || v == NULL || PyDict_SetItem(d, k, v) < 0) {
+			Py_XDECREF(k);
+			Py_XDECREF(v);
+			Py_DECREF(d);
+			return NULL;
+		}
+		Py_DECREF(k);
+		Py_DECREF(v);
+	}
+	return d;
+}
+
+/*
+ * _mspti.stats(): counters since the process started.  delivered and
+ * dropped map a kind (int) to a count, kinds with none left out; dropped
+ * adds libmspti's msptiActivityGetNumDroppedRecords and the records of
+ * buffers this extension could not queue.
+ */
 static PyObject *
 pyact_stats(PyObject *self, PyObject *noargs)
 {
-	unsigned long long lost, queued, delivered;
+	unsigned long long lost, queued, delivered, total = 0, known = 0;
+	unsigned long long dropped[MSPTI_ACTIVITY_KIND_COUNT];
+	PyObject *dd, *dr, *r;
+	size_t n;
+	unsigned i;
 
 	pthread_mutex_lock(&act_mtx);
 	lost = act_lost_buffers;
 	queued = act_queued;
 	delivered = act_delivered;
+	for (i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; i++)
+		dropped[i] = act_kind_lost[i];
 	pthread_mutex_unlock(&act_mtx);
-	return Py_BuildValue("{sKsKsKsKsK}", "callback_errors", act_errors,
+	for (i = 1; i < MSPTI_ACTIVITY_KIND_COUNT; i++) {
+		n = 0;
+		if (msptiActivityGetNumDroppedRecords((msptiActivityKind)i,
+		    &n) == MSPTI_SUCCESS) {
+			dropped[i] += n;
+			known += n;
+		}
+	}
+	/* dropped[0]: records of no known kind, in the total only (read
+	 * after the kinds, so the C total covers them). */
+	n = 0;
+	if (msptiActivityGetNumDroppedRecords(MSPTI_ACTIVITY_KIND_INVALID,
+	    &n) == MSPTI_SUCCESS && n > known)
+		dropped[0] += n - known;
+	for (i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; i++)
+		total += dropped[i];
+	if ((dd = pyact_kind_dict(act_kind_records)) == NULL)
+		return NULL;
+	if ((dr = pyact_kind_dict(dropped)) == NULL) {
+		Py_DECREF(dd);
+		return NULL;
+	}
+	r = Py_BuildValue("{sKsKsKsKsKsNsNsK}", "callback_errors", act_errors,
 	    "records", act_records, "lost_buffers", lost, "buffers_queued",
-	    queued, "buffers_delivered", delivered);
+	    queued, "buffers_delivered", delivered, "delivered", dd,
+	    "dropped", dr, "dropped_total", total);
+	return r;
 }
 
-/*
- * _mspti.interposed(): whether the global lookup of aclrtLaunchKernel
- * lands in libmspti (LD_PRELOAD in effect).  None when no runtime and no
- * interposer is in the global scope yet.  Without interposition libmspti
- * never learns which devices are in use, so KERNEL records need it too.
- */
-static PyObject *
-pyact_interposed(PyObject *self, PyObject *noargs)
+/* In a forked child: no delivery thread, and the queue holds the
+ * parent's records (the parent delivers them). */
+static void
+pyact_atfork_child(void)
 {
-	Dl_info	 self_info, sym_info;
-	void	*main_h, *p;
+	struct pyact_buf *stale = act_head;
 
-	if ((main_h = dlopen(NULL, RTLD_NOW)) == NULL)
-		Py_RETURN_NONE;
-	p = dlsym(main_h, "aclrtLaunchKernel");
-	dlclose(main_h);
-	if (p == NULL)
-		Py_RETURN_NONE;
-	if (dladdr((const void *)msptiActivityEnable, &self_info) == 0 ||
-	    dladdr(p, &sym_info) == 0)
-		Py_RETURN_NONE;
-	return PyBool_FromLong(self_info.dli_fbase == sym_info.dli_fbase);
+	pthread_mutex_init(&act_mtx, NULL);
+	pthread_cond_init(&act_cond, NULL);
+	act_head = act_tail = NULL;
+	act_queued = act_delivered = 0;
+	act_running = act_stopping = 0;
+	act_thread_ident = 0;
+	pyact_free_list(stale);
+}
+
+/* _mspti.after_fork(): in a child, disables the kinds the parent's
+ * monitors had enabled (they do not run here). */
+static PyObject *
+pyact_after_fork(PyObject *self, PyObject *noargs)
+{
+	unsigned i;
+
+	for (i = 1; i < MSPTI_ACTIVITY_KIND_COUNT; i++)
+		if (act_refs[i] > 0) {
+			act_refs[i] = 0;
+			msptiActivityDisable((msptiActivityKind)i);
+		}
+	Py_RETURN_NONE;
 }
 
 PyMethodDef pyact_methods[] = {
-	{ "interposed", pyact_interposed, METH_NOARGS,
-	  "Whether libmspti interposes the runtime (None: unknown)." },
+	{ "after_fork", pyact_after_fork, METH_NOARGS,
+	  "In a forked child: disable the parent's monitored kinds." },
 	{ "delivery_loop", pyact_delivery_loop, METH_NOARGS,
 	  "Run the delivery loop until stop()." },
 	{ "start", pyact_start, METH_NOARGS, "Prepare delivery." },
@@ -573,5 +665,9 @@ PyMethodDef pyact_methods[] = {
 int
 pyact_init(PyObject *module)
 {
+	static int atfork_done;
+
+	if (!atfork_done && pthread_atfork(NULL, NULL, pyact_atfork_child) == 0)
+		atfork_done = 1;
 	return pyutil_add_methods(module, pyact_methods);
 }

@@ -66,6 +66,23 @@ npusimKernelRegister(const char *name, enum npusim_kernel_type type,
 	return (ACL_SUCCESS);
 }
 
+/* A kernel whose cost and body come from its launch arguments. */
+aclError
+sim_kernel_register(const char *name, int type,
+    const struct sim_kernel_ops *ops, aclrtFuncHandle *out)
+{
+	struct sim_kernel	*k;
+
+	if ((k = calloc(1, sizeof *k)) == NULL)
+		return (ACL_ERROR_BAD_ALLOC);
+	strncpy(k->name, name, sizeof k->name - 1);
+	k->type = type;
+	k->ops = ops;
+	sim_handle_add(&k->obj, SIM_MAGIC_KERNEL, sim_kernel_destroy);
+	*out = k;
+	return (ACL_SUCCESS);
+}
+
 SIM_EXPORT const char *
 npusimKernelName(aclrtFuncHandle func)
 {
@@ -113,6 +130,7 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 	struct sim_stream	*s;
 	struct sim_task		*t;
 	aclError		 e;
+	double			 flops = 0, bytes = 0;
 	int			 rank;
 
 	sim_runtime_init();
@@ -121,7 +139,9 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 		    "function handle %p", funcHandle);
 		return (ACL_ERROR_RT_INVALID_HANDLE);
 	}
-	if (blockDim == 0 || (argsData == NULL && argsSize != 0)) {
+	if (blockDim == 0 || (argsData == NULL && argsSize != 0) ||
+	    (k->ops != NULL && (argsData == NULL ||
+	    k->ops->cost(argsData, argsSize, &flops, &bytes) != 0))) {
 		sim_handle_put(&k->obj);
 		sim_runtime_set_error(ACL_ERROR_INVALID_PARAM,
 		    "blockDim %u args %p/%zu", blockDim, argsData, argsSize);
@@ -137,9 +157,23 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 	}
 	t->u.kernel.type = k->type;
 	t->u.kernel.block_dim = blockDim;
-	t->u.kernel.flops = k->flops;
-	t->u.kernel.bytes = k->bytes;
-	t->dur_ns = sim_kernel_ns(k);
+	if (k->ops != NULL) {
+		/* The body reads the args when it runs: keep a copy. */
+		if ((t->u.kernel.args = malloc(argsSize)) == NULL) {
+			sim_stream_free_task(t);
+			e = ACL_ERROR_BAD_ALLOC;
+			goto out;
+		}
+		memcpy(t->u.kernel.args, argsData, argsSize);
+		t->u.kernel.ops = k->ops;
+		t->u.kernel.flops = flops;
+		t->u.kernel.bytes = bytes;
+		t->dur_ns = sim_kernel_model(k->type, flops, bytes);
+	} else {
+		t->u.kernel.flops = k->flops;
+		t->u.kernel.bytes = k->bytes;
+		t->dur_ns = sim_kernel_ns(k);
+	}
 	/* Injected straggler: this rank computes slower. */
 	rank = __atomic_load_n(&sim_rt.rank, __ATOMIC_RELAXED);
 	if (sim_cfg.slow_rank >= 0 && rank == sim_cfg.slow_rank)

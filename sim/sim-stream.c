@@ -64,6 +64,8 @@ sim_stream_free_task(struct sim_task *t)
 		sim_handle_put(&t->u.event.ev->obj);
 	if (t->kind == NPUSIM_TASK_COMM)
 		sim_comm_release(&t->u.comm);
+	if (t->kind == NPUSIM_TASK_KERNEL)
+		free(t->u.kernel.args);
 	free(t);
 }
 
@@ -126,6 +128,8 @@ sim_stream_run(struct sim_stream *s, struct sim_task *t)
 		/* 1.8 GHz cores, blockDim of them busy. */
 		rec.aicore_cycles = (uint64_t)((double)t->dur_ns * 1.8) *
 		    (t->u.kernel.block_dim ? t->u.kernel.block_dim : 1);
+		if (t->u.kernel.ops != NULL)
+			t->u.kernel.ops->run(t->u.kernel.args);
 		break;
 	case NPUSIM_TASK_MEMCPY:
 		if (t->u.memcpy.count > 0)

@@ -32,6 +32,10 @@
 #define SIM_MAGIC_CONTEXT	0x43545854U
 #define SIM_MAGIC_KERNEL	0x4b45524eU
 #define SIM_MAGIC_COMM		0x434f4d4dU
+#define SIM_MAGIC_TENSOR	0x54454e53U	/* sim-aclnn.c */
+#define SIM_MAGIC_SCALAR	0x5343414cU
+#define SIM_MAGIC_INTARRAY	0x49415252U
+#define SIM_MAGIC_EXECUTOR	0x45584543U
 
 struct sim_obj {
 	uint32_t		 magic;
@@ -58,6 +62,17 @@ struct sim_config {
 	int			 env_rank;	/* $RANK, -1 if unset */
 };
 
+/*
+ * A kernel with a body (the aclnn operators, sim-aclnn.c): its cost comes
+ * from the launch arguments, which are copied into the task as a real
+ * launch copies them, and the body runs on them when the task executes.
+ */
+struct sim_kernel_ops {
+	int			(*cost)(const void *, size_t, double *,
+				    double *);	/* 0 if the args are valid */
+	void			(*run)(const void *);
+};
+
 struct sim_kernel {
 	struct sim_obj		 obj;
 	char			 name[NPUSIM_NAME_LEN];
@@ -65,6 +80,7 @@ struct sim_kernel {
 	double			 flops;
 	double			 bytes;
 	uint64_t		 fixed_ns;
+	const struct sim_kernel_ops *ops;	/* NULL: no body */
 };
 
 struct sim_event {
@@ -128,6 +144,8 @@ struct sim_task {
 			uint32_t	 block_dim;
 			double		 flops;
 			double		 bytes;
+			const struct sim_kernel_ops *ops;
+			void		*args;	/* owned copy, for ops */
 		} kernel;
 		struct {
 			void		*dst;
@@ -273,6 +291,8 @@ void		 sim_memory_share_close(struct sim_device *);
 
 /* sim-kernel.c */
 uint64_t	 sim_kernel_model(int, double, double);
+aclError	 sim_kernel_register(const char *, int,
+		     const struct sim_kernel_ops *, aclrtFuncHandle *);
 
 /* sim-comm.c */
 aclError	 sim_comm_exec(struct sim_comm_op *, uint64_t,

@@ -356,6 +356,17 @@ MSPTI_API msptiResult msptiActivityPushExternalCorrelationId(
 MSPTI_API msptiResult msptiActivityPopExternalCorrelationId(
     msptiExternalCorrelationKind kind, uint64_t *lastId);
 
+/**
+ * @brief Extension (named after CUPTI's cuptiActivityGetNumDroppedRecords):
+ * *dropped gets how many records of kind the library could not keep since
+ * the process started (the request callback gave no buffer, the device
+ * channel overran, memory ran out); MSPTI_ACTIVITY_KIND_INVALID gives the
+ * total over all kinds.  The count only grows.  Kind out of range or NULL
+ * dropped → INVALID_PARAMETER.
+ */
+MSPTI_API msptiResult msptiActivityGetNumDroppedRecords(
+    msptiActivityKind kind, size_t *dropped);
+
 #ifdef __cplusplus
 }
 #endif

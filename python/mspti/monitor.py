@@ -30,11 +30,12 @@ __all__ = [
     "callback_errors",
 ]
 
+# One %s: the kinds, comma separated.  Importing mspti first does not
+# help: Python loads extensions (and so libmspti) with RTLD_LOCAL.
 _PRELOAD_HINT = (
-    "msPTI returned MSPTI_ERROR_WITHOUT_LD_PRELOAD for %s: this kind needs "
-    "libmspti.so ahead of the runtime in symbol resolution; run the program "
-    "as LD_PRELOAD=libmspti.so python3 ..., or import mspti before the "
-    "runtime library is loaded")
+    "msPTI returned MSPTI_ERROR_WITHOUT_LD_PRELOAD for %s: libmspti.so does "
+    "not interpose the runtime in this process, so these kinds would record "
+    "nothing; run the program as LD_PRELOAD=libmspti.so python3 ...")
 
 
 class MsptiError(RuntimeError):
@@ -56,18 +57,23 @@ def _result(code):
         return MsptiResult.ERROR_INNER
 
 
+def _warn_preload(kinds, stacklevel=3):
+    """One MsptiPreloadWarning naming every kind in kinds (refused with
+    MSPTI_ERROR_WITHOUT_LD_PRELOAD)."""
+    names = []
+    for k in kinds:
+        try:
+            names.append(MsptiActivityKind(k).name)
+        except ValueError:
+            names.append(str(k))
+    if names:
+        warnings.warn(_PRELOAD_HINT % ", ".join(names), MsptiPreloadWarning,
+                      stacklevel=stacklevel + 1)
+
+
 def _warn_enable(kind, code):
     if code == MsptiResult.ERROR_WITHOUT_LD_PRELOAD:
-        warnings.warn(_PRELOAD_HINT % MsptiActivityKind(kind).name,
-                      MsptiPreloadWarning, stacklevel=3)
-
-
-def _check_interposed(kind):
-    # KERNEL is accepted without interposition, but libmspti then never
-    # learns which devices are in use and records nothing: say so.
-    if _mspti.interposed() is False:
-        warnings.warn(_PRELOAD_HINT % MsptiActivityKind(kind).name,
-                      MsptiPreloadWarning, stacklevel=4)
+        _warn_preload([kind], stacklevel=4)
 
 
 class _Core:
@@ -137,10 +143,19 @@ class _Core:
 
     @classmethod
     def after_fork(cls):
-        # The delivery thread does not exist in a child; forget it.
+        # The delivery thread does not exist in a child, and the parent's
+        # monitors do not run here: forget them and their kinds, so the
+        # child starts (and stops) its own from a clean state.
         cls.lock = threading.RLock()
         cls.thread = None
-        cls.users = set()
+        users, cls.users = cls.users, set()
+        for user in users:
+            forget = getattr(user, "_forget", None)
+            if forget is not None:
+                forget()
+        for lst in cls.consumers.values():
+            del lst[:]
+        _mspti.after_fork()
 
 
 if hasattr(os, "register_at_fork"):
@@ -215,9 +230,12 @@ class BaseMonitor:
                 return r
             _Core.consumer_list(self._kind).append(self._consumer())
             self._started = True
-            if self._kind == MsptiActivityKind.KERNEL:
-                _check_interposed(self._kind)
             return MsptiResult.SUCCESS
+
+    def _forget(self):
+        # In a forked child: the parent's monitor is not running here.
+        self._started = False
+        self._callback = None
 
     def start(self, callback):
         """Enable this monitor's kind and call callback(data) for each
@@ -261,21 +279,23 @@ class BaseMonitor:
 
 
 class KernelMonitor(BaseMonitor):
-    """Kernels executed on the device: callback(KernelData)."""
+    """Kernels executed on the device: callback(KernelData).
+
+    KernelMonitor, HcclMonitor and CommunicationMonitor need libmspti.so
+    to interpose the runtime (LD_PRELOAD); without it start() returns
+    ERROR_WITHOUT_LD_PRELOAD and warns (MsptiPreloadWarning)."""
 
     _kind = MsptiActivityKind.KERNEL
 
 
 class HcclMonitor(BaseMonitor):
-    """Collectives on the device: callback(HcclData).  Needs
-    interposition (LD_PRELOAD)."""
+    """Collectives on the device: callback(HcclData)."""
 
     _kind = MsptiActivityKind.HCCL
 
 
 class CommunicationMonitor(BaseMonitor):
-    """Collectives with their arguments: callback(CommunicationData).
-    Needs interposition (LD_PRELOAD)."""
+    """Collectives with their arguments: callback(CommunicationData)."""
 
     _kind = MsptiActivityKind.COMMUNICATION
 
@@ -325,6 +345,11 @@ class MstxMonitor(BaseMonitor):
     def disable_domain(self, name):
         """Drop the marks and ranges of the MSTX domain called name."""
         return _result(_mspti.disable_domain(name))
+
+    def _forget(self):
+        super()._forget()
+        self._open = {}
+        self._orphans = {}
 
     @property
     def open_ranges(self):

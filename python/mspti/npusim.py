@@ -2,8 +2,9 @@
 workloads in Python: devices, streams, kernels (registered with a cost
 model or a fixed duration), device memory, copies and HCCL collectives.
 
-Import ``mspti`` (or this module) before anything else loads the runtime,
-or run with ``LD_PRELOAD=libmspti.so``, so that msPTI sees the calls.
+Run with ``LD_PRELOAD=libmspti.so`` so that msPTI sees the calls (Python
+loads extensions with RTLD_LOCAL: importing mspti first does not
+interpose the runtime).
 
 Multi-process HCCL: one process makes the root info with
 ``get_root_info()`` and hands it to the others (fork, the environment
@@ -15,7 +16,7 @@ variable ``MSPTI_NPUSIM_ROOT_INFO`` via ``root_info_to_env``, or a file via
 import os
 import struct
 
-from . import _mspti  # noqa: F401 - libmspti in the global scope first
+from . import _mspti  # noqa: F401 - libmspti loaded before the runtime
 from . import _npusim
 
 __all__ = [

@@ -18,6 +18,7 @@ for s in msptiActivityRegisterCallbacks msptiActivityEnable \
     msptiActivityGetNextRecord msptiActivityFlushAll msptiActivityFlushPeriod \
     msptiActivityPushExternalCorrelationId msptiActivityPopExternalCorrelationId \
     msptiSubscribe msptiUnsubscribe msptiEnableCallback msptiEnableDomain \
+    msptiActivityGetNumDroppedRecords \
     mstxMarkA mstxRangeStartA mstxRangeEnd mstxDomainCreateA mstxDomainDestroy \
     mstxDomainMarkA mstxDomainRangeStartA mstxDomainRangeEnd \
     aclrtLaunchKernel aclrtMemcpy aclrtMalloc HcclAllReduce; do

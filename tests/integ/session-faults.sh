@@ -69,8 +69,13 @@ kill -0 $A || fail "app died"
 $CTL --json sessions >"$T/ss.json" || fail "sessions"
 rej=$(json "$T/ss.json" '[s for s in j if s["session"] == '"$SID"'][0]["losses"]["daemon_reject"]')
 [ "$rej" -gt 0 ] || fail "no rejects counted: $(cat "$T/ss.json")"
+# Attributed to the target that wrote them, in --json and in text.
+trej=$(json "$T/ss.json" '[t for s in j if s["session"] == '"$SID"' for t in s["targets"] if t["pid"] == '"$A"'][0]["losses"]["daemon_reject"]')
+[ "$trej" = "$rej" ] || fail "target's daemon_reject $trej, session's $rej"
+$CTL sessions | grep -q "pid $A rank .*daemon_reject=$rej" ||
+	fail "sessions does not show the target's losses: $($CTL sessions)"
 $CTL stop "$SID" >/dev/null 2>&1
-ok "garbage in a ring is rejected and counted ($rej), the daemon stays up"
+ok "garbage in a ring is rejected and counted ($rej), per target too, the daemon stays up"
 
 # Disk full: the session fails with a clear error, the app runs on.
 mkdir -p "$T/small"

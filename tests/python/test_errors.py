@@ -62,11 +62,14 @@ with warnings.catch_warnings(record=True) as w:
     r = mspti.HcclMonitor().start(print)
 print(int(r), [x.category.__name__ for x in w])
 print(str(w[0].message) if w else "")
-# KERNEL is accepted but cannot see devices: a warning says why.
-with warnings.catch_warnings(record=True) as w:
-    warnings.simplefilter("always")
-    r = mspti.KernelMonitor().start(print)
-print(int(r), [x.category.__name__ for x in w])
+# KERNEL and COMMUNICATION would record nothing: refused, with a warning
+# naming the kind, rather than SUCCESS and silence.
+for cls in (mspti.KernelMonitor, mspti.CommunicationMonitor):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = cls().start(print)
+    print(int(r), [x.category.__name__ for x in w])
+    print(str(w[0].message) if w else "")
 mspti.KernelMonitor.stop_monitor()
 # MSTX host markers need no interposition.
 got = []
@@ -78,6 +81,48 @@ print([x.name for x in got])
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0] == "6 ['MsptiPreloadWarning']"
-    assert "LD_PRELOAD=libmspti.so" in lines[1]
-    assert lines[2] == "0 ['MsptiPreloadWarning']"
-    assert lines[3] == "['no preload']"
+    assert "LD_PRELOAD=libmspti.so" in lines[1] and "HCCL" in lines[1]
+    assert lines[2] == "6 ['MsptiPreloadWarning']"
+    assert "KERNEL" in lines[3]
+    assert lines[4] == "6 ['MsptiPreloadWarning']"
+    assert "COMMUNICATION" in lines[5]
+    # Only true advice: importing mspti first does not interpose.
+    for line in (lines[1], lines[3], lines[5]):
+        assert "import mspti" not in line and "before the runtime" not in line
+    assert lines[6] == "['no preload']"
+
+
+def test_monitor_before_the_runtime_is_loaded():
+    # Without LD_PRELOAD, a monitor started before the runtime is loaded
+    # is refused too (it could never see a launch).
+    code = r"""
+import sys, warnings
+import mspti
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    r = mspti.KernelMonitor().start(print)
+print(int(r), len(w), "_npusim" in " ".join(sys.modules))
+"""
+    p = run_python(code, env={"LD_PRELOAD": ""})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[:2] == ["6", "1"], p.stdout
+
+    # With it, the same monitor works once the runtime comes.
+    code = r"""
+import mspti
+got = []
+mon = mspti.KernelMonitor()
+r = mon.start(got.append)
+import mspti.npusim as sim
+sim.set_device(0)
+s = sim.Stream()
+k = sim.Kernel("Later", sim.AI_CORE, fixed_ns=1000)
+for _ in range(3):
+    k.launch(s)
+s.synchronize()
+mon.stop()
+print(int(r), sorted(x.name for x in got))
+"""
+    p = run_python(code)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "0 ['Later', 'Later', 'Later']"

@@ -197,3 +197,99 @@ def test_hccl_and_communication_monitors():
             assert dtype == int(mspti.MsptiCommunicationDataType.FP32)
             assert count == (4096 if name == "HcclAllReduce" else 1024)
             assert dev == r["rank"] and corr > 0 and alg
+
+
+def test_stats_per_kind(stream):
+    k = sim.Kernel("PyCounted", sim.AI_CORE, fixed_ns=1000)
+    before = mspti.stats()
+    got = []
+    mon = mspti.KernelMonitor()
+    assert mon.start(got.append) == mspti.MsptiResult.SUCCESS
+    for _ in range(7):
+        k.launch(stream)
+    stream.synchronize()
+    mon.stop()
+    after = mspti.stats()
+    kind = mspti.MsptiActivityKind.KERNEL
+    assert len(got) == 7
+    assert after["delivered"].get(kind, 0) - \
+        before["delivered"].get(kind, 0) == 7
+    assert after["dropped"].get(kind, 0) == before["dropped"].get(kind, 0)
+    assert isinstance(after["dropped_total"], int)
+    assert all(isinstance(x, mspti.MsptiActivityKind)
+               for x in after["delivered"])
+
+
+FORK_SCRIPT = r"""
+import os, threading, time
+import mspti
+
+gate = threading.Event()
+seen = []
+
+def slow(m):
+    seen.append(m.name)
+    gate.wait(5)           # holds the delivery thread while we fork
+
+mon = mspti.MstxMonitor()
+mon.start(mark_cb=slow)
+mspti.mstx.mark("parent-1")
+t1 = threading.Thread(target=mspti.MstxMonitor.flush_all); t1.start()
+while not seen:
+    time.sleep(0.01)
+mspti.mstx.mark("parent-2")
+t2 = threading.Thread(target=mspti.MstxMonitor.flush_all); t2.start()
+time.sleep(0.2)            # parent-2's buffer queued, not delivered
+pid = os.fork()
+if pid == 0:
+    got = []
+    child = mspti.MstxMonitor()
+    r = child.start(mark_cb=lambda m: got.append(m.name))
+    mspti.mstx.mark("child")
+    s = child.stop()
+    # The parent's monitor object, inherited, stops too.
+    s2 = mon.stop()
+    print("child", int(r), int(s), int(s2), got, flush=True)
+    os._exit(0)
+gate.set()
+_, status = os.waitpid(pid, 0)
+t1.join(); t2.join()
+mon.stop()
+print("parent", os.WEXITSTATUS(status), sorted(seen), flush=True)
+"""
+
+
+def test_fork_child_monitors():
+    # A child of a process with running monitors can start and stop its
+    # own without hanging, and delivers none of its parent's records.
+    p = run_python(FORK_SCRIPT, timeout=60)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    lines = p.stdout.splitlines()
+    assert "child 0 0 0 ['child']" in lines, p.stdout
+    assert "parent 0 ['parent-1', 'parent-2']" in lines, p.stdout
+
+
+def test_stats_count_channel_losses():
+    # A device channel far too small for the run: whatever is lost shows
+    # in stats()["dropped"][KERNEL], so delivered + dropped == launched.
+    code = r"""
+import mspti, mspti.npusim as sim
+sim.set_device(0)
+s = sim.Stream()
+k = sim.Kernel("Burst", sim.AI_CORE, fixed_ns=1000)
+KERNEL = mspti.MsptiActivityKind.KERNEL
+before = mspti.stats()
+got = []
+mon = mspti.KernelMonitor()
+mon.start(got.append)
+for _ in range(20000):
+    k.launch(s)
+s.synchronize()
+mon.stop()
+after = mspti.stats()
+dropped = after["dropped"].get(KERNEL, 0) - before["dropped"].get(KERNEL, 0)
+print(len(got) + dropped, after["dropped_total"] >= dropped)
+"""
+    p = run_python(code, env={"NPUSIM_CHANNEL_RECORDS": "16"}, timeout=240)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["20000", "True"], p.stdout

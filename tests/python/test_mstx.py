@@ -109,3 +109,38 @@ def test_no_callbacks_is_fine():
     assert mon.start() == mspti.MsptiResult.SUCCESS
     mspti.mstx.mark("nobody listens")
     mon.stop()
+
+
+def test_empty_domain_name_is_invalid():
+    mon = mspti.MstxMonitor()
+    assert mon.enable_domain("") == mspti.MsptiResult.ERROR_INVALID_PARAMETER
+    assert mon.disable_domain("") == \
+        mspti.MsptiResult.ERROR_INVALID_PARAMETER
+
+
+def test_device_ranges_keep_names_past_many_open(stream):
+    # More than 65,536 ranges open at once, and a device range started
+    # before them all: every end keeps its name and domain, the device
+    # START is never before the host START.
+    ranges = []
+    mon = mspti.MstxMonitor()
+    mon.set_buffer_size(64)
+    mon.start(range_cb=ranges.append)
+    d = mspti.mstx.Domain("pymany")
+    first = d.range_start("first", stream)
+    ids = [d.range_start("r%d" % (i % 10)) for i in range(70000)]
+    for rid in ids:
+        d.range_end(rid)
+    d.range_end(first)
+    stream.synchronize()
+    mon.stop()
+    mon.set_buffer_size(8)
+    named = [r for r in ranges if r.id != first]
+    assert len(named) == 70000
+    assert all(r.domain == "pymany" and r.name.startswith("r")
+               for r in named)
+    firsts = {Source(r.source_kind): r for r in ranges if r.id == first}
+    assert set(firsts) == {Source.HOST, Source.DEVICE}
+    assert all(r.name == "first" and r.domain == "pymany"
+               for r in firsts.values())
+    assert firsts[Source.DEVICE].start >= firsts[Source.HOST].start

@@ -85,9 +85,14 @@ static int32_t stream_id;
 static void
 setup(void)
 {
+	const char *base = getenv("NPUSIM_SHM_PREFIX");
 	char prefix[64];
 
-	snprintf(prefix, sizeof(prefix), "mspti-chk-%d", (int)getpid());
+	/* Under the test wrapper's prefix, which it removes afterwards (a
+	 * failed test skips teardown). */
+	snprintf(prefix, sizeof(prefix), "%s-%s-%d",
+	    base != NULL && *base != '\0' && strlen(base) < 32 ? base : "mspti",
+	    "chk", (int)getpid());
 	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
 	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
 	    MSPTI_SUCCESS);
@@ -693,7 +698,13 @@ START_TEST(test_hccl_batch)
 	pid_t pid[2];
 	int status, i, bad = 0;
 
-	snprintf(prefix, sizeof(prefix), "mspti-chk-%d", (int)getpid());
+	const char *base = getenv("NPUSIM_SHM_PREFIX");
+
+	/* Under the test wrapper's prefix, which it removes afterwards (a
+	 * failed test skips teardown). */
+	snprintf(prefix, sizeof(prefix), "%s-%s-%d",
+	    base != NULL && *base != '\0' && strlen(base) < 32 ? base : "mspti",
+	    "chk", (int)getpid());
 	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
 	ck_assert_int_eq(HcclGetRootInfo(&root), HCCL_SUCCESS);
 	for (i = 0; i < 2; i++) {

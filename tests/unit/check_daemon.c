@@ -10,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -685,6 +686,179 @@ START_TEST(test_ctl_limit)
 }
 END_TEST
 
+/* ---- hostile peers (issue 13) ---- */
+
+/* Pumps, sleeping 1 ms between rounds, until expr holds or 10 s passed:
+ * for the daemon's own timeouts, which run on real time. */
+#define PUMP_WAIT(expr) ({						\
+	int pw_i_ = 0;							\
+	while (!(expr) && pw_i_++ < 10000) {				\
+		dh_pump(4);						\
+		usleep(1000);						\
+	}								\
+	(expr);								\
+})
+
+/*
+ * A process that says Hello and exits before reading Welcome (a launcher's
+ * short-lived child, a rank that ends at once) is an ordinary close: the
+ * daemon's write gets EPIPE, and that is not a misbehaving peer.
+ */
+START_TEST(test_closed_before_reply)
+{
+	Mspti__Hello h = MSPTI__HELLO__INIT;
+	struct dh_conn a, ctl;
+	uint64_t dropped = dh_d->peers_dropped;
+	Mspti__StatusReply *st;
+
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&a, PEER_AGENT, 0, false));
+	h.exe = "/bin/true";
+	h.job_id = "";
+	h.agent_version = "9.9.9";
+	ck_assert_int_eq(dh_send(&a, T(MSG_HELLO), &h.base, -1), 0);
+	close(a.fd);
+	a.fd = -1;
+	ck_assert(DH_PUMP_UNTIL(!dh_alive(&a)));
+	ck_assert_uint_eq(dh_d->peers_dropped, dropped);
+	ck_assert_uint_eq(dh_d->nagents, 0);
+	st = status(&ctl);
+	ck_assert_uint_eq(st->peers_dropped, dropped);
+	free_msg(st);
+	dh_close(&a);
+	dh_close(&ctl);
+}
+END_TEST
+
+/*
+ * A header is judged when it arrives: a type this peer may not send, or a
+ * length over that type's bound, drops the peer before its payload is
+ * buffered (a reply type may be 16 MiB, a request never).
+ */
+static const struct {
+	enum peer_kind	kind;
+	bool		hello;
+	uint16_t	type;
+	uint32_t	len;
+} early_cases[] = {
+	{ PEER_CTL, false, T(MSG_LIST_REP), FRAME_MAX_LEN },
+	{ PEER_CTL, false, T(MSG_SESSIONS_REP), FRAME_MAX_LEN },
+	{ PEER_CTL, false, T(MSG_HELLO), 60000 },
+	{ PEER_AGENT, false, T(MSG_START_SESSION), 60000 },
+	{ PEER_AGENT, false, T(MSG_AGENT_UPDATE), 100 },	/* before Hello */
+	{ PEER_AGENT, true, T(MSG_HELLO), 100 },		/* second Hello */
+	{ PEER_AGENT, true, T(MSG_METRICS_REP), FRAME_MAX_LEN },
+};
+
+START_TEST(test_header_judged_early)
+{
+	uint8_t hdr[FRAME_HDR_LEN];
+	struct dh_conn bad, other;
+	uint64_t rejected;
+
+	ck_assert_ptr_nonnull(dh_connect(&other, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&bad, early_cases[_i].kind, 0,
+	    false));
+	if (early_cases[_i].hello)
+		ck_assert_uint_ne(dh_hello(&bad, "job", 0, NULL, 0), 0);
+	rejected = dh_d->frames_rejected;
+	frame_hdr_put(hdr, early_cases[_i].type, early_cases[_i].len);
+	ck_assert_int_eq(dh_send_raw(&bad, hdr, sizeof(hdr), -1), 0);
+	/* Only the header: nothing more is needed to judge it. */
+	ck_assert(DH_PUMP_UNTIL(!dh_alive(&bad)));
+	ck_assert_uint_eq(dh_d->frames_rejected, rejected + 1);
+	free_msg(status(&other));
+	dh_close(&bad);
+	dh_close(&other);
+}
+END_TEST
+
+/*
+ * The send queue's bound counts what the queue really costs (each frame's
+ * allocations and their overhead), so a client that asks for tiny replies
+ * and never reads them is dropped before the daemon holds much more than
+ * the bound.
+ */
+START_TEST(test_queue_bound_is_memory)
+{
+	Mspti__StopSession req = MSPTI__STOP_SESSION__INIT;
+	struct dh_conn slow;
+	size_t base, most = 0;
+	int sent = 0;
+
+	dh_d->lim.max_queued = 512 * 1024;
+	ck_assert_ptr_nonnull(dh_connect(&slow, PEER_CTL, 0, false));
+	req.session_id = 12345;		/* an Error reply, ~30 bytes */
+	base = mallinfo2().uordblks;
+	while (dh_alive(&slow) && sent < 200000) {
+		size_t now;
+
+		if (dh_send(&slow, T(MSG_STOP_SESSION), &req.base, -1) != 0)
+			break;
+		sent++;
+		if (sent % 64 == 0) {
+			dh_pump(8);
+			now = mallinfo2().uordblks;
+			if (now > base && now - base > most)
+				most = now - base;
+		}
+	}
+	ck_assert(DH_PUMP_UNTIL(!dh_alive(&slow)));
+	/* The bound plus the input buffer and socket slack, not 3-4x. */
+	ck_assert_uint_le(most, dh_d->lim.max_queued + 256 * 1024);
+	dh_close(&slow);
+}
+END_TEST
+
+/* An agent that never says Hello is closed after a few seconds (here
+ * lim.hello_timeout_ms); so is a peer that stops in the middle of a
+ * frame. */
+START_TEST(test_stalled_peers_time_out)
+{
+	struct dh_conn quiet, half, ctl, good;
+	uint8_t hdr[FRAME_HDR_LEN];
+
+	dh_d->lim.hello_timeout_ms = 100;
+	dh_d->lim.frame_timeout_ms = 100;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&good, PEER_AGENT, 0, false));
+	ck_assert_uint_ne(dh_hello(&good, "job", 0, NULL, 0), 0);
+	ck_assert_ptr_nonnull(dh_connect(&quiet, PEER_AGENT, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&half, PEER_CTL, 0, false));
+	frame_hdr_put(hdr, T(MSG_STATUS_REQ), 0);
+	ck_assert_int_eq(dh_send_raw(&half, hdr, 7, -1), 0);
+	ck_assert(PUMP_WAIT(!dh_alive(&quiet) && !dh_alive(&half)));
+	/* Registered agents and idle clients between frames stay. */
+	ck_assert(dh_alive(&good));
+	ck_assert(dh_alive(&ctl));
+	agent_served(&good, 3);
+	free_msg(status(&ctl));
+	dh_close(&quiet);
+	dh_close(&half);
+	dh_close(&good);
+	dh_close(&ctl);
+}
+END_TEST
+
+/* Connections that have not said Hello are bounded per uid (root too). */
+START_TEST(test_prehello_per_uid)
+{
+	struct dh_conn c[5], ok;
+
+	dh_d->lim.prehello_per_uid = 4;
+	for (int i = 0; i < 4; i++)
+		ck_assert_ptr_nonnull(dh_connect(&c[i], PEER_AGENT, 0, false));
+	ck_assert_ptr_null(dh_connect(&c[4], PEER_AGENT, 0, false));
+	dh_close(&c[4]);
+	/* One says Hello: its slot frees. */
+	ck_assert_uint_ne(dh_hello(&c[0], "job", 0, NULL, 0), 0);
+	ck_assert_ptr_nonnull(dh_connect(&ok, PEER_AGENT, 0, false));
+	for (int i = 0; i < 4; i++)
+		dh_close(&c[i]);
+	dh_close(&ok);
+}
+END_TEST
+
 static Suite *
 daemon_suite(void)
 {
@@ -704,6 +878,12 @@ daemon_suite(void)
 	tcase_add_test(tc, test_fd_passing);
 	tcase_add_test(tc, test_too_many_fds);
 	tcase_add_test(tc, test_ctl_limit);
+	tcase_add_test(tc, test_closed_before_reply);
+	tcase_add_loop_test(tc, test_header_judged_early, 0,
+	    (int)(sizeof(early_cases) / sizeof(early_cases[0])));
+	tcase_add_test(tc, test_queue_bound_is_memory);
+	tcase_add_test(tc, test_stalled_peers_time_out);
+	tcase_add_test(tc, test_prehello_per_uid);
 	suite_add_tcase(su, tc);
 	return su;
 }

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the daemon's sessions (daemon/session.c, linked from
+ * Unit tests for the daemon's sessions (daemon/session*.c, linked from
  * libmsptid): the configuration logic (kind lists, their names, the
  * marker-domain list), and the session state machine driven by fake
  * agents and a fake msptictl over socketpairs (daemon-harness.h).  A fake
@@ -10,13 +10,23 @@
  */
 #include "config.h"
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
 #include <check.h>
+#include <dlfcn.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
@@ -107,6 +117,38 @@ END_TEST
 #define DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))
 
 static char out_path[128];
+
+/*
+ * A disk that stalls: while stall_on, every trace write waits for a byte
+ * on stall_pipe (at most 3 s, so old code that wrote on the loop thread
+ * fails the test instead of hanging it).  Writes from the loop thread
+ * during a stall are counted: there must be none.
+ */
+static atomic_int stall_on, loop_writes;
+static int stall_pipe[2] = { -1, -1 };
+static pid_t loop_tid;
+
+ssize_t	pwritev(int, const struct iovec *, int, off_t);
+
+ssize_t
+pwritev(int fd, const struct iovec *iov, int n, off_t off)
+{
+	static ssize_t (*real)(int, const struct iovec *, int, off_t);
+
+	if (real == NULL)
+		real = (ssize_t (*)(int, const struct iovec *, int, off_t))
+		    dlsym(RTLD_NEXT, "pwritev");
+	if (atomic_load(&stall_on)) {
+		struct pollfd pf = { stall_pipe[0], POLLIN, 0 };
+		char c;
+
+		if ((pid_t)syscall(SYS_gettid) == loop_tid)
+			atomic_fetch_add(&loop_writes, 1);
+		if (poll(&pf, 1, 3000) == 1)
+			(void)!read(stall_pipe[0], &c, 1);
+	}
+	return real(fd, iov, n, off);
+}
 
 static void
 sess_setup(void)
@@ -826,6 +868,483 @@ START_TEST(test_session_agent_exits)
 }
 END_TEST
 
+/* ---- hostile agents and requesters (issue 13) ---- */
+
+/* StartCapture for f, with the ring's shared header mapped at *shp too
+ * (what a hostile agent may scribble on). */
+static void
+fake_start_mapped(struct fake *f, uint8_t **shp)
+{
+	Mspti__StartCapture *sc;
+	int fd = -1;
+
+	sc = (Mspti__StartCapture *)dh_expect(&f->c, T(MSG_START_CAPTURE),
+	    &fd);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ring_map(fd, &f->ring), 0);
+	*shp = mmap(NULL, RING_HDR_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    fd, 0);
+	ck_assert(*shp != MAP_FAILED);
+	close(fd);
+	f->sid = sc->session_id;
+	f->kinds = sc->kinds;
+	free_msg(sc);
+	fake_ack_start(f);
+}
+
+/*
+ * Records are the ring owner's: a marker or API record naming another
+ * pid is attributed to the agent that wrote it; the producer's drop
+ * counter cannot claim more than it could have written, and counts for
+ * that target.
+ */
+START_TEST(test_session_forged_records)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	struct rec_marker m;
+	struct rec_api api;
+	const struct rec_hdr *r;
+	struct trace_reader *rd;
+	uint8_t *sh;
+	uint64_t forged = 4600000000000000000ull, others = 0, mine = 0;
+	uint32_t pid;
+	int rc;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start_mapped(&f, &sh);
+	free_msg(ctl_start_reply(&ctl));
+
+	fake_string(&f, 1, "step");
+	REC_INIT(&m, REC_MARKER, 0);
+	m.timestamp = f.ts++;
+	m.id = 7;
+	m.pid = 1;			/* somebody else */
+	m.tid = 1;
+	m.device = m.stream = REC_NONE;
+	m.name_id = 1;
+	m.flag = MARKER_START;
+	ck_assert_int_eq(ring_write(f.ring, &m), 0);
+	m.flag = MARKER_END;
+	m.timestamp = f.ts++;
+	ck_assert_int_eq(ring_write(f.ring, &m), 0);
+	REC_INIT(&api, REC_API, 0);
+	api.start = f.ts++;
+	api.end = f.ts++;
+	api.pid = 1;
+	api.tid = 1;
+	api.correlation_id = 1;
+	api.name_id = 1;
+	api.kind = 3;
+	ck_assert_int_eq(ring_write(f.ring, &api), 0);
+	fake_marker(&f, MARKER_INSTANT, 1);	/* its own pid */
+	memcpy(sh + RING_OFF_DROPS, &forged, sizeof(forged));
+	fake_flush(&f);
+
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	/* Bounded: nowhere near the claim. */
+	ck_assert_uint_lt(info->losses[LOSS_AGENT_RING], 1000000000000ull);
+	ck_assert_uint_eq(info->n_targets, 1);
+	ck_assert_uint_eq(info->targets[0]->n_losses, LOSS_STAGE_MAX);
+	ck_assert_uint_eq(info->targets[0]->losses[LOSS_AGENT_RING],
+	    info->losses[LOSS_AGENT_RING]);
+	free_msg(info);
+
+	ck_assert_int_eq(trace_reader_open(out_path, &rd), 0);
+	while ((rc = trace_reader_next(rd, &r)) == 1) {
+		if (r->type < REC_MARKER || r->type > REC_COMMUNICATION)
+			continue;
+		if (record_pid(r) == pid)
+			mine++;
+		else
+			others++;
+	}
+	ck_assert_int_eq(rc, 0);
+	trace_reader_close(rd);
+	ck_assert_uint_eq(others, 0);
+	ck_assert_uint_eq(mine, 4);
+	munmap(sh, RING_HDR_SIZE);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/* A ring whose producer broke it beyond repair counts in daemon_reject
+ * (its records are lost), and only that agent leaves the capture. */
+START_TEST(test_session_corrupt_ring_counted)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	uint8_t *sh;
+	uint64_t head;
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start_mapped(&f, &sh);
+	free_msg(ctl_start_reply(&ctl));
+	fake_string(&f, 1, "step");
+	fake_marker(&f, MARKER_INSTANT, 1);
+	fake_flush(&f);
+	/* A head a whole lap (and more) beyond the tail. */
+	memcpy(&head, sh + RING_OFF_HEAD, sizeof(head));
+	head += 1ull << 40;
+	memcpy(sh + RING_OFF_HEAD, &head, sizeof(head));
+	ck_assert_int_eq(write(f.evfd, &(uint64_t){ 1 }, 8), 8);
+	ck_assert(DH_PUMP_UNTIL(session_by_id(1)->state != SESS_ACTIVE));
+	ctl_wait(&ctl2, 1);
+	info = ctl_info(&ctl2);
+	ck_assert_uint_ge(info->losses[LOSS_DAEMON_REJECT], 1);
+	ck_assert_uint_eq(info->records, 1);
+	free_msg(info);
+	munmap(sh, RING_HDR_SIZE);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/*
+ * The start requester hangs up before the agent acks; the acks collected
+ * for its reply are freed when the reply is due with no one to take it
+ * (they leaked, 905 bytes, once a retarget replaced them).
+ */
+START_TEST(test_session_requester_gone)
+{
+	Mspti__RetargetSession rt = MSPTI__RETARGET_SESSION__INIT;
+	Mspti__RetargetReply *rr;
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	struct session *s;
+	char *on[] = { "marker" };
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	free_msg(fake_get_start(&f));
+	s = session_by_id(1);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_ge(s->pending_acks->n, 1);
+	dh_close(&ctl);
+	ck_assert(DH_PUMP_UNTIL(s->reply_peer == NULL));
+	fake_ack_start(&f);
+	ck_assert(DH_PUMP_UNTIL(s->state == SESS_ACTIVE));
+	/* Nobody to answer: nothing is kept for it. */
+	ck_assert_uint_eq(s->pending_acks->n, 0);
+	ck_assert_ptr_null(s->pending_acks->v);
+
+	rt.session_id = 1;
+	rt.kinds_on = on;
+	rt.n_kinds_on = 1;
+	ck_assert_int_eq(dh_send(&ctl2, T(MSG_RETARGET_SESSION), &rt.base, -1),
+	    0);
+	{
+		Mspti__UpdateCapture *uc;
+		Mspti__CaptureAck ack = MSPTI__CAPTURE_ACK__INIT;
+
+		uc = (Mspti__UpdateCapture *)dh_expect(&f.c,
+		    T(MSG_UPDATE_CAPTURE), NULL);
+		free_msg(uc);
+		ack.session_id = f.sid;
+		ack.op = MSPTI__CAPTURE_OP__CAPTURE_UPDATE;
+		ck_assert_int_eq(dh_send(&f.c, T(MSG_CAPTURE_ACK), &ack.base,
+		    -1), 0);
+	}
+	rr = (Mspti__RetargetReply *)dh_expect(&ctl2, T(MSG_RETARGET_REP),
+	    NULL);
+	ck_assert_ptr_nonnull(rr);
+	free_msg(rr);
+	ck_assert_uint_eq(s->pending_acks->n, 0);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	free_msg(ctl_info(&ctl2));
+	fake_close(&f);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/* The daemon writes only regular files: a pipe (whose reader may never
+ * read, blocking the loop) is refused with a clear error. */
+START_TEST(test_session_output_not_regular)
+{
+	Mspti__StartSession req = MSPTI__START_SESSION__INIT;
+	Mspti__SessionTarget tg = MSPTI__SESSION_TARGET__INIT;
+	Mspti__Error *err;
+	struct dh_conn ctl;
+	struct fake f;
+	uint32_t pid;
+	int p[2];
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	tg.pids = &pid;
+	tg.n_pids = 1;
+	req.target = &tg;
+	req.output = "fifo";
+	ck_assert_int_eq(dh_send(&ctl, T(MSG_START_SESSION), &req.base, p[1]),
+	    0);
+	close(p[1]);
+	err = (Mspti__Error *)dh_expect(&ctl, T(MSG_ERROR), NULL);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err->message, "regular file"));
+	free_msg(err);
+	ck_assert_ptr_null(session_by_id(1));
+	/* The agent was never asked. */
+	dh_pump(10);
+	ck_assert_int_eq(dh_poll(&f.c), 0);
+	close(p[0]);
+	fake_close(&f);
+	dh_close(&ctl);
+}
+END_TEST
+
+/* A stalled disk never stalls the daemon: the trace's writes happen on its
+ * writer thread, control requests are answered meanwhile, and the session
+ * says finalized only once the file is whole. */
+START_TEST(test_session_slow_disk)
+{
+	Mspti__StatusRequest sreq = MSPTI__STATUS_REQUEST__INIT;
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	struct tfile t;
+	uint32_t pid;
+
+	loop_tid = (pid_t)syscall(SYS_gettid);
+	ck_assert_int_eq(pipe2(stall_pipe, O_CLOEXEC), 0);
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	/* Stuck from the start: even the header waits. */
+	atomic_store(&stall_on, 1);
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	fake_string(&f, 1, "step");
+	for (int i = 0; i < 1000; i++)
+		fake_marker(&f, MARKER_INSTANT, 1);
+	fake_flush(&f);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	dh_pump(200);
+	/* The disk is stuck: the daemon still answers. */
+	ck_assert_int_eq(dh_send(&ctl, T(MSG_STATUS_REQ), &sreq.base, -1), 0);
+	free_msg((Mspti__StatusReply *)dh_expect(&ctl, T(MSG_STATUS_REP),
+	    NULL));
+	ck_assert_int_eq(atomic_load(&loop_writes), 0);
+	/* Not finalized before its file is. */
+	ck_assert_int_eq(dh_poll(&ctl2), 0);
+	ck_assert_int_eq(session_by_id(1)->state, SESS_STOPPING);
+
+	atomic_store(&stall_on, 0);
+	ck_assert_int_eq(write(stall_pipe[1], "xxxxxxxx", 8), 8);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_uint_eq(info->losses[LOSS_DISK], 0);
+	free_msg(info);
+	read_trace(&t);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.markers, 1000);
+	ck_assert_int_eq(atomic_load(&loop_writes), 0);
+	close(stall_pipe[0]);
+	close(stall_pipe[1]);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/*
+ * Ring mode's flight recorders live in msptid's memory: bounded per uid
+ * and in total.  A buffer beyond the cap is refused at start; targets
+ * beyond what is left are refused one by one, with the reason.
+ */
+START_TEST(test_session_ring_memory_cap)
+{
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	Mspti__StartSessionReply *rep;
+	Mspti__Error *err;
+	struct dh_conn ctl;
+	struct fake f[3];
+	uint32_t pids[3];
+	int ok = 0, capped = 0;
+
+	dh_d->lim.ring_mem_per_uid = 1u << 20;
+	for (int i = 0; i < 3; i++) {
+		fake_register(&f[i], "job", i);
+		pids[i] = (uint32_t)f[i].pid;
+	}
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	cfg.mode = "ring";
+	cfg.buffer_size = 2u << 20;
+	ctl_start(&ctl, pids, 3, &cfg);
+	err = (Mspti__Error *)dh_expect(&ctl, T(MSG_ERROR), NULL);
+	ck_assert_ptr_nonnull(strstr(err->message, "ring memory"));
+	free_msg(err);
+
+	cfg.buffer_size = 512u << 10;
+	ctl_start(&ctl, pids, 3, &cfg);
+	for (int i = 0; i < 3; i++) {
+		Mspti__StartCapture *sc;
+		int fd = -1;
+
+		dh_pump(20);
+		if (dh_poll(&f[i].c) != 1)
+			continue;
+		sc = (Mspti__StartCapture *)dh_expect(&f[i].c,
+		    T(MSG_START_CAPTURE), &fd);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(ring_map(fd, &f[i].ring), 0);
+		close(fd);
+		f[i].sid = sc->session_id;
+		free_msg(sc);
+		fake_ack_start(&f[i]);
+	}
+	rep = ctl_start_reply(&ctl);
+	for (size_t i = 0; i < rep->n_acks; i++) {
+		if (rep->acks[i]->code == 0)
+			ok++;
+		else if (strstr(rep->acks[i]->message, "ring memory"))
+			capped++;
+	}
+	ck_assert_int_eq(ok, 2);
+	ck_assert_int_eq(capped, 1);
+	free_msg(rep);
+	/* Newest first: an older fake's child is kept by the newer ones. */
+	for (int i = 2; i >= 0; i--)
+		fake_close(&f[i]);
+	dh_close(&ctl);
+}
+END_TEST
+
+/* A disk too slow for the queue: chunks that do not fit are not written
+ * and count as disk losses; what is written plus what is lost is all. */
+START_TEST(test_session_disk_loss_counted)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	struct tfile t;
+	uint32_t pid;
+
+	loop_tid = (pid_t)syscall(SYS_gettid);
+	ck_assert_int_eq(pipe2(stall_pipe, O_CLOEXEC), 0);
+	dh_d->lim.write_queue = 1;	/* nothing fits */
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	ctl_start(&ctl, &pid, 1, NULL);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	fake_string(&f, 1, "step");
+	for (int i = 0; i < 500; i++)
+		fake_marker(&f, MARKER_INSTANT, 1);
+	fake_flush(&f);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_uint_ge(info->losses[LOSS_DISK], 500);
+	free_msg(info);
+	read_trace(&t);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.markers, 0);
+	ck_assert_uint_ge(t.f.losses[LOSS_DISK], 500);
+	close(stall_pipe[0]);
+	close(stall_pipe[1]);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
+/* A ring-mode snapshot to a stalled disk: the daemon answers others
+ * meanwhile, and the snapshot's own answer comes once it is written. */
+START_TEST(test_session_snapshot_slow_disk)
+{
+	Mspti__SnapshotSession sn = MSPTI__SNAPSHOT_SESSION__INIT;
+	Mspti__StatusRequest sreq = MSPTI__STATUS_REQUEST__INIT;
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	char snap[100];
+	struct tfile t;
+	uint32_t pid;
+	int fd;
+
+	loop_tid = (pid_t)syscall(SYS_gettid);
+	ck_assert_int_eq(pipe2(stall_pipe, O_CLOEXEC), 0);
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	cfg.mode = "ring";
+	cfg.buffer_size = 65536;
+	ctl_start(&ctl, &pid, 1, &cfg);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	fake_string(&f, 1, "step");
+	for (int i = 0; i < 100; i++)
+		fake_marker(&f, MARKER_INSTANT, 1);
+	fake_flush(&f);
+
+	atomic_store(&stall_on, 1);
+	snprintf(snap, sizeof(snap), "%s/snap.trace", dh_dir);
+	fd = open(snap, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	sn.session_id = 1;
+	ck_assert_int_eq(dh_send(&ctl2, T(MSG_SNAPSHOT_SESSION), &sn.base, fd),
+	    0);
+	close(fd);
+	dh_pump(200);
+	ck_assert_int_eq(dh_send(&ctl, T(MSG_STATUS_REQ), &sreq.base, -1), 0);
+	free_msg((Mspti__StatusReply *)dh_expect(&ctl, T(MSG_STATUS_REP),
+	    NULL));
+	ck_assert_int_eq(dh_poll(&ctl2), 0);
+	ck_assert_int_eq(atomic_load(&loop_writes), 0);
+	atomic_store(&stall_on, 0);
+	ck_assert_int_eq(write(stall_pipe[1], "xxxxxxxx", 8), 8);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "active");
+	free_msg(info);
+	snprintf(out_path, sizeof(out_path), "%s", snap);
+	read_trace(&t);
+	ck_assert(t.footer);
+	ck_assert_uint_eq(t.markers, 100);
+	unlink(snap);
+	snprintf(out_path, sizeof(out_path), "%s/out.trace", dh_dir);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	free_msg(ctl_info(&ctl2));
+	close(stall_pipe[0]);
+	close(stall_pipe[1]);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -847,6 +1366,14 @@ session_suite(void)
 	tcase_add_test(tm, test_session_steps);
 	tcase_add_test(tm, test_session_max_size);
 	tcase_add_test(tm, test_session_agent_exits);
+	tcase_add_test(tm, test_session_forged_records);
+	tcase_add_test(tm, test_session_corrupt_ring_counted);
+	tcase_add_test(tm, test_session_requester_gone);
+	tcase_add_test(tm, test_session_output_not_regular);
+	tcase_add_test(tm, test_session_slow_disk);
+	tcase_add_test(tm, test_session_ring_memory_cap);
+	tcase_add_test(tm, test_session_disk_loss_counted);
+	tcase_add_test(tm, test_session_snapshot_slow_disk);
 	suite_add_tcase(su, tm);
 	return su;
 }

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <acl/acl_base.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif

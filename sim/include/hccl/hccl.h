@@ -25,6 +25,13 @@ HCCL_FUNC_VISIBILITY HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo);
 /** Synchronous: waits (bounded by NPUSIM_HCCL_TIMEOUT_S) for all ranks. */
 HCCL_FUNC_VISIBILITY HcclResult HcclCommInitRootInfo(uint32_t nRanks,
     const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm);
+/**
+ * One process drives ndev ranks: comms[i] is rank i on devices[i] (ids
+ * distinct and below NPUSIM_DEVICES).  Synchronous; on failure no comm is
+ * left and comms is untouched.
+ */
+HCCL_FUNC_VISIBILITY HcclResult HcclCommInitAll(uint32_t ndev,
+    int32_t *devices, HcclComm *comms);
 HCCL_FUNC_VISIBILITY HcclResult HcclCommDestroy(HcclComm comm);
 HCCL_FUNC_VISIBILITY HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank);
 HCCL_FUNC_VISIBILITY HcclResult HcclGetRankSize(HcclComm comm,

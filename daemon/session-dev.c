@@ -1,0 +1,605 @@
+/*
+ * Device collection for sessions.  The agent writes host launch records
+ * (REC_F_HOST_LAUNCH with device, stream and task id) for the device
+ * kinds; they go into the agent's join (lib/join).  The session references
+ * the devices its agents use (devcol_use, metrics_use_device); on every
+ * drain the daemon polls the channels once (devcol_poll), routes each
+ * device task by pid to the sess_agent capturing it, and the join emits
+ * KERNEL, MEMCPY, MEMSET, HCCL and COMMUNICATION records with host
+ * CLOCK_REALTIME times (REC_F_JOINED when the launch was found).  Device
+ * MARKER tasks are written directly, named after the host marker of the
+ * same id.  Records the daemon builds use the agent's string namespace,
+ * ids above SESS_STRINGS, so stream and ring mode treat them like the
+ * agent's own.  REC_CLOCK_SYNC records (the devcol clock model per device)
+ * are written when a device comes into use, every second and at stop;
+ * REC_COUNTER records come from metrics_subscribe for the session's
+ * devices and pids.
+ */
+
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "util.h"
+#include "record.h"
+#include "ring.h"
+#include "trace.h"
+#include "join.h"
+#include "msptid.h"
+#include "devcol.h"
+#include "metrics.h"
+
+/* A host launch from an agent: a device work record with a task id. */
+bool
+session_dev_is_launch(const struct rec_hdr *h)
+{
+	if (!(h->aux & REC_F_HOST_LAUNCH))
+		return false;
+	switch (h->type) {
+	case REC_KERNEL:
+		return ((const struct rec_kernel *)h)->task_id != REC_NONE;
+	case REC_MEMCPY:
+		return ((const struct rec_memcpy *)h)->task_id != REC_NONE;
+	case REC_MEMSET:
+		return ((const struct rec_memset *)h)->task_id != REC_NONE;
+	case REC_HCCL:
+		return ((const struct rec_hccl *)h)->task_id != REC_NONE;
+	case REC_COMMUNICATION:
+		return ((const struct rec_communication *)h)->task_id !=
+		    REC_NONE;
+	}
+	return false;
+}
+
+/* Feeds a launch record into sa's join.  user keeps what the device task
+ * lacks: copy kind or memset value, and the async flag (bit 32). */
+void
+session_dev_add_launch(struct sess_agent *sa, const struct rec_hdr *h)
+{
+	struct join_launch l;
+
+/* The fields every device-work record type names the same way. */
+#define LAUNCH_FROM(r) do {						\
+	l.device = (r)->device;						\
+	l.stream = (r)->stream;						\
+	l.task_id = (r)->task_id;					\
+	l.correlation_id = (r)->correlation_id;				\
+	l.start = (r)->start;						\
+	l.end = (r)->end;						\
+	l.tid = (r)->tid;						\
+} while (0)
+
+	memset(&l, 0, sizeof(l));
+	l.kind = h->type;
+	l.user = (uint64_t)((h->aux & REC_F_ASYNC) != 0) << 32;
+	switch (h->type) {
+	case REC_KERNEL: {
+		const struct rec_kernel *r = (const void *)h;
+
+		LAUNCH_FROM(r);
+		l.name_id = r->name_id;
+		break;
+	}
+	case REC_MEMCPY: {
+		const struct rec_memcpy *r = (const void *)h;
+
+		LAUNCH_FROM(r);
+		l.user |= r->copy_kind;
+		break;
+	}
+	case REC_MEMSET: {
+		const struct rec_memset *r = (const void *)h;
+
+		LAUNCH_FROM(r);
+		l.user |= r->value;
+		break;
+	}
+	case REC_HCCL:
+		LAUNCH_FROM((const struct rec_hccl *)(const void *)h);
+		break;
+	case REC_COMMUNICATION:
+		LAUNCH_FROM((const struct rec_communication *)(const void *)h);
+		break;
+	default:
+		return;
+	}
+#undef LAUNCH_FROM
+	l.pid = (uint32_t)sa->pid;
+	(void)join_add_launch(sa->join, &l, util_realtime_ns());
+}
+
+static const char *
+session_dev_kernel_type(unsigned t)
+{
+	switch (t) {
+	case 0:		return "KERNEL_AICORE";
+	case 1:		return "KERNEL_AIVEC";
+	case 2:		return "KERNEL_AICPU";
+	}
+	return "KERNEL_UNKNOWN";
+}
+
+/* aclrtMemcpyKind (device channel) to msptiActivityMemcpyKind. */
+static uint32_t
+session_dev_copy_kind(uint32_t k)
+{
+	static const uint32_t map[] = { 1, 2, 3, 4, 5 };
+
+	return k < nitems(map) ? map[k] : 0;
+}
+
+/*
+ * The join's output: one device task with its launch (or alone), as the
+ * records the session's kinds ask for, in sa's string namespace.
+ */
+static void
+session_dev_join_emit(const void *dev_task, const struct join_launch *l,
+    void *arg)
+{
+	const struct devcol_task *t = dev_task;
+	struct sess_agent *sa = arg;
+	struct session *s = sa->s;
+	uint64_t buf[REC_FIXED_MAX / 8];
+	uint32_t aux = l != NULL ? REC_F_JOINED : 0, k = s->kinds;
+	uint64_t corr = l != NULL ? l->correlation_id : 0;
+	uint32_t tid = l != NULL ? l->tid : t->tid;
+	bool stop = false;
+
+	if (session_done(s))
+		return;
+	if (l != NULL && (l->user >> 32))
+		aux |= REC_F_ASYNC;
+	/* A task without a launch that started before its kind was on
+	 * (before the start, or a retarget) is not in the window. */
+	if (l == NULL)
+		for (unsigned i = 0; i < nitems(s->kind_on_ns); i++)
+			if (t->start < s->kind_on_ns[i])
+				k &= ~(1u << i);
+/* The fields every device-work record takes from the task and launch. */
+#define TASK_FILL(r) do {						\
+	(r)->start = t->start;						\
+	(r)->end = t->end;						\
+	(r)->correlation_id = corr;					\
+	(r)->pid = t->pid;						\
+	(r)->tid = tid;							\
+	(r)->device = t->device;					\
+	(r)->stream = t->stream;					\
+	(r)->task_id = t->task_id;					\
+} while (0)
+
+	switch (t->kind) {
+	case DEVCOL_KERNEL: {
+		struct rec_kernel *r = (void *)buf;
+
+		if (!(k & (1u << REC_KERNEL)))
+			return;
+		REC_INIT(r, REC_KERNEL, aux & ~REC_F_ASYNC);
+		TASK_FILL(r);
+		r->name_id = session_drain_string(sa, t->name);
+		r->type_id = session_drain_string(sa,
+		    session_dev_kernel_type(t->kernel_type));
+		stop = session_drain_out(sa, &r->hdr);
+		break;
+	}
+	case DEVCOL_MEMCPY: {
+		struct rec_memcpy *r = (void *)buf;
+
+		if (!(k & (1u << REC_MEMCPY)))
+			return;
+		REC_INIT(r, REC_MEMCPY, aux);
+		TASK_FILL(r);
+		r->bytes = t->bytes;
+		r->copy_kind = l != NULL && l->kind == REC_MEMCPY ?
+		    (uint32_t)(l->user & 0xffffffffu) :
+		    session_dev_copy_kind(t->memcpy_kind);
+		if (r->copy_kind > 5)
+			r->copy_kind = 0;
+		stop = session_drain_out(sa, &r->hdr);
+		break;
+	}
+	case DEVCOL_MEMSET: {
+		struct rec_memset *r = (void *)buf;
+
+		if (!(k & (1u << REC_MEMSET)))
+			return;
+		REC_INIT(r, REC_MEMSET, aux);
+		TASK_FILL(r);
+		r->bytes = t->bytes;
+		r->value = l != NULL && l->kind == REC_MEMSET ?
+		    (uint32_t)(l->user & 0xffffffffu) : 0;
+		stop = session_drain_out(sa, &r->hdr);
+		break;
+	}
+	case DEVCOL_COMM:
+		if (k & (1u << REC_HCCL)) {
+			struct rec_hccl *r = (void *)buf;
+
+			REC_INIT(r, REC_HCCL, aux & ~REC_F_ASYNC);
+			TASK_FILL(r);
+			/* bytes per ns is GB/s */
+			r->bandwidth = t->end > t->start ? (double)t->bytes /
+			    (double)(t->end - t->start) : 0;
+			r->name_id = session_drain_string(sa, t->name);
+			r->comm_name_id = session_drain_string(sa,
+			    t->comm_name);
+			stop |= session_drain_out(sa, &r->hdr);
+		}
+		if (k & (1u << REC_COMMUNICATION)) {
+			struct rec_communication *r = (void *)buf;
+
+			REC_INIT(r, REC_COMMUNICATION, aux & ~REC_F_ASYNC);
+			TASK_FILL(r);
+			r->count = t->count;
+			r->name_id = session_drain_string(sa, t->name);
+			r->comm_name_id = session_drain_string(sa,
+			    t->comm_name);
+			r->alg_type_id = session_drain_string(sa,
+			    t->algorithm == 1 ? "RING" : t->algorithm == 2 ?
+			    "P2P" : "NONE");
+			r->data_type = t->data_type <= 12 ? t->data_type :
+			    0xffff;
+			stop |= session_drain_out(sa, &r->hdr);
+		}
+		break;
+	default:
+		break;
+	}
+	/* The size limit set stop_reason; session_dev_poll stops the
+	 * session once the join is no longer running. */
+	(void)stop;
+#undef TASK_FILL
+}
+
+/* A device marker task: written at once, named after its host marker. */
+static void
+session_dev_marker(struct sess_agent *sa, const struct devcol_task *t)
+{
+	struct session *s = sa->s;
+	const struct sess_mark *m;
+	struct rec_marker r;
+
+	if (!(s->kinds & (1u << REC_MARKER)) || sa->marks == NULL)
+		return;
+	m = &sa->marks[t->marker_id % SESS_MARKS];
+	/* Unknown id: its domain is off, or it was marked before the
+	 * capture. */
+	if (m->id != t->marker_id || m->name_id == 0)
+		return;
+	REC_INIT(&r, REC_MARKER, 0);
+	r.timestamp = t->start;
+	r.id = t->marker_id;
+	r.pid = REC_NONE;
+	r.tid = REC_NONE;
+	r.device = t->device;
+	r.stream = t->stream;
+	r.name_id = m->name_id;
+	r.domain_id = m->domain_id;
+	r.flag = t->tag_id;
+	r.source_kind = 1;
+	(void)session_drain_out(sa, &r.hdr);
+}
+
+/* The sess_agent whose join takes device tasks of pid, or NULL. */
+static struct sess_agent *
+session_dev_agent_by_pid(struct daemon *d, uint32_t pid)
+{
+	struct session *s;
+	struct sess_agent *sa, *found = NULL;
+
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s))
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry) {
+			if ((uint32_t)sa->pid != pid || sa->join == NULL)
+				continue;
+			if (sa->state == SA_ACTIVE || sa->state == SA_STOPPING)
+				return sa;
+			found = sa;
+		}
+	}
+	return found;
+}
+
+bool
+session_dev_filter(uint32_t device, uint32_t pid, void *arg)
+{
+	return session_dev_agent_by_pid(arg, pid) != NULL;
+}
+
+static void
+session_dev_task(const struct devcol_task *t, void *arg)
+{
+	struct sess_agent *sa = session_dev_agent_by_pid(arg, t->pid);
+
+	if (sa == NULL)
+		return;
+	switch (t->kind) {
+	case DEVCOL_MARKER:
+		session_dev_marker(sa, t);
+		break;
+	case DEVCOL_KERNEL:
+	case DEVCOL_MEMCPY:
+	case DEVCOL_MEMSET:
+	case DEVCOL_COMM:
+		(void)join_add_task(sa->join, t->device, t->stream,
+		    t->task_id, t, util_realtime_ns());
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Reads every device channel in use once and routes the tasks; then lets
+ * device tasks that waited too long for a launch go out alone.
+ */
+void
+session_dev_poll(struct daemon *d)
+{
+	static bool polling;
+	struct session *s;
+	struct sess_agent *sa;
+	uint64_t now;
+
+	if (d->devcol == NULL || polling)
+		return;
+	polling = true;
+	devcol_poll(d->devcol, session_dev_task, d);
+	now = util_realtime_ns();
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s))
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if (sa->join != NULL)
+				join_expire(sa->join, now);
+	}
+	polling = false;
+	/* A size limit reached by device records. */
+	TAILQ_FOREACH(s, &d->sessions, entry)
+		if (s->state == SESS_ACTIVE && s->stop_reason != NULL)
+			session_stop(s, s->stop_reason);
+}
+
+/* Takes references on the devices a uses, for s: channels and metrics. */
+void
+session_dev_use(struct session *s, const struct agent *a)
+{
+	struct daemon *d = s->d;
+	uint64_t added = 0;
+
+	for (size_t i = 0; a != NULL && i < a->ndevices; i++) {
+		uint32_t dev = a->devices[i];
+
+		if (dev >= 64 || (s->devmask & (1ull << dev)))
+			continue;
+		if (d->devcol != NULL && devcol_use(d->devcol, dev) != 0)
+			continue;
+		if (d->metrics != NULL)
+			(void)metrics_use_device(d->metrics, dev);
+		s->dev_lost_base[dev] = d->devcol != NULL ?
+		    devcol_lost(d->devcol, dev) : 0;
+		s->devmask |= 1ull << dev;
+		added |= 1ull << dev;
+	}
+	if (added != 0 && s->w != NULL)
+		session_dev_clock_records(s, added);
+}
+
+/* Device-channel losses of s so far. */
+uint64_t
+session_dev_lost(const struct session *s)
+{
+	uint64_t n = s->dev_lost;
+
+	for (uint32_t dev = 0; dev < 64; dev++)
+		if ((s->devmask & (1ull << dev)) && s->d->devcol != NULL) {
+			uint64_t l = devcol_lost(s->d->devcol, dev);
+
+			if (l > s->dev_lost_base[dev])
+				n += l - s->dev_lost_base[dev];
+		}
+	return n;
+}
+
+/* Drops s's device references (end of the session). */
+void
+session_dev_release(struct session *s)
+{
+	struct daemon *d = s->d;
+
+	s->dev_lost = session_dev_lost(s);
+	for (uint32_t dev = 0; dev < 64; dev++) {
+		if (!(s->devmask & (1ull << dev)))
+			continue;
+		if (d->devcol != NULL)
+			devcol_unuse(d->devcol, dev);
+		if (d->metrics != NULL)
+			metrics_unuse_device(d->metrics, dev);
+	}
+	s->devmask = 0;
+}
+
+/* One REC_CLOCK_SYNC per device of mask that has a clock model. */
+void
+session_dev_clock_records(struct session *s, uint64_t mask)
+{
+	struct clock_model m;
+	struct rec_clock_sync r;
+
+	if (s->w == NULL || s->d->devcol == NULL)
+		return;
+	for (uint32_t dev = 0; dev < 64; dev++) {
+		if (!(mask & (1ull << dev)) ||
+		    devcol_clock_model(s->d->devcol, dev, &m) != 0 ||
+		    m.samples == 0)
+			continue;
+		REC_INIT(&r, REC_CLOCK_SYNC, 0);
+		r.host_ref_ns = m.host_ref_ns;
+		r.device_ref_ns = m.device_ref_ns;
+		r.drift = m.drift;
+		r.error_ns = m.error_ns;
+		r.device = dev;
+		r.samples = m.samples;
+		session_sink_emit(s, &r);
+	}
+}
+
+/* Live metrics: the session's devices and captured pids, as counters. */
+void
+session_dev_counter_cb(const struct metrics_counter *c, void *arg)
+{
+	struct session *s = arg;
+	struct sess_agent *sa;
+	struct rec_counter r;
+	bool want = false;
+
+	if (s->w == NULL || s->state != SESS_ACTIVE)
+		return;
+	if (c->pid == 0)
+		want = c->device < 64 && (s->devmask & (1ull << c->device));
+	else
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if ((uint32_t)sa->pid == c->pid &&
+			    sa->state == SA_ACTIVE)
+				want = true;
+	if (!want || c->value != c->value)
+		return;
+	REC_INIT(&r, REC_COUNTER, 0);
+	r.timestamp = c->timestamp;
+	r.value = c->value;
+	r.track_id = session_sink_intern(s, c->track);
+	r.unit_id = session_sink_intern(s, c->unit);
+	r.pid = c->pid;
+	r.device = c->pid == 0 ? c->device : REC_NONE;
+	session_sink_emit(s, &r);
+}
+
+/* Launches of sa that lost their device timing so far (LOSS_DEVICE_UNMATCHED):
+ * they waited past the join's host timeout or were evicted. */
+uint64_t
+session_dev_unmatched(const struct sess_agent *sa)
+{
+	struct join_stats st;
+
+	if (sa->join == NULL)
+		return sa->dev_unmatched;
+	join_get_stats(sa->join, &st);
+	return st.host_only + st.host_evicted;
+}
+
+/* Every sess_agent with a join: emit what waits (end of the session).
+ * Launches made in the last SESS_INFLIGHT_NS may still be queued on the
+ * device: not a loss, unless the device channel never gave this process
+ * a single task (then none of its launches has device timing). */
+void
+session_dev_join_flush(struct session *s)
+{
+	struct sess_agent *sa;
+	uint64_t now = util_realtime_ns();
+
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		struct join_stats st;
+		uint64_t lost;
+		bool silent;
+
+		if (sa->join == NULL)
+			continue;
+		join_flush_at(sa->join, now, SESS_INFLIGHT_NS);
+		join_get_stats(sa->join, &st);
+		lost = st.host_only + st.host_evicted;
+		silent = st.matched + st.dev_unmatched + st.dev_evicted == 0;
+		if (silent)
+			lost += st.host_inflight;
+		sa->dev_unmatched = lost;
+		log_info("session %llu pid %ld: %llu device tasks joined, %llu "
+		    "alone, %llu launches without a device task, %llu still "
+		    "in flight at the end", (unsigned long long)s->id,
+		    (long)sa->pid, (unsigned long long)st.matched,
+		    (unsigned long long)(st.dev_unmatched + st.dev_evicted),
+		    (unsigned long long)lost,
+		    (unsigned long long)(st.host_only + st.host_evicted +
+		    st.host_inflight - lost));
+		if (lost > 0)
+			log_warnx("session %llu pid %ld: %llu launches have no "
+			    "device timing (device_unmatched)%s",
+			    (unsigned long long)s->id, (long)sa->pid,
+			    (unsigned long long)lost, silent ?
+			    ": the device channel gave no task of this "
+			    "process (is NPUSIM_SHM_PREFIX/the device "
+			    "visible to msptid?)" : "");
+		join_free(sa->join);
+		sa->join = NULL;
+	}
+}
+
+/* Called by the registry when an agent's device list changed. */
+void
+session_dev_agent_changed(struct daemon *d, struct agent *a)
+{
+	struct session *s;
+	struct sess_agent *sa;
+
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s))
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if (sa->agent == a && sa->state == SA_ACTIVE)
+				session_dev_use(s, a);
+	}
+}
+
+/* An agent started capturing: its devices, its pid's metrics, a join. */
+void
+session_dev_start(struct sess_agent *sa, struct agent *a)
+{
+	struct session *s = sa->s;
+	struct join_config jc;
+
+	memset(&jc, 0, sizeof(jc));
+	jc.dev_size = sizeof(struct devcol_task);
+	if (sa->join == NULL)
+		sa->join = join_new(&jc, session_dev_join_emit, sa);
+	if (s->d->metrics != NULL && !sa->watched &&
+	    metrics_watch_pid(s->d->metrics, (uint32_t)sa->pid) == 0)
+		sa->watched = true;
+	session_dev_use(s, a);
+}
+
+/* The clock model of each device of s, for the trace header:
+ * "dev0 host_ref_ns=H device_ref_ns=D drift=X error_ns=E samples=N; ..."
+ * (host = H + (dev - D) * (1 + X)); "" when none is known yet. */
+void
+session_dev_clock_text(struct session *s, char *out, size_t len)
+{
+	struct clock_model m;
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (uint32_t dev = 0; dev < 64 && s->d->devcol != NULL; dev++) {
+		int k;
+
+		if (!(s->devmask & (1ull << dev)) ||
+		    devcol_clock_model(s->d->devcol, dev, &m) != 0 ||
+		    m.samples == 0)
+			continue;
+		k = snprintf(out + n, len - n, "%sdev%u host_ref_ns=%llu "
+		    "device_ref_ns=%llu drift=%.9g error_ns=%.1f samples=%u",
+		    n ? "; " : "", dev, (unsigned long long)m.host_ref_ns,
+		    (unsigned long long)m.device_ref_ns, m.drift, m.error_ns,
+		    m.samples);
+		if (k < 0 || (size_t)k >= len - n) {
+			out[n] = '\0';
+			break;
+		}
+		n += (size_t)k;
+	}
+}
