@@ -830,5 +830,9 @@ session_after_fork_child(void)
 	cur = NULL;
 	ring_unmap(s->ring);
 	close(s->wakefd);
+	session_domains_free(atomic_load(&s->domains_off));
+	for (size_t i = 0; i < nretired; i++)
+		session_domains_free(retired_domains[i]);
+	nretired = 0;
 	free(s);
 }

@@ -40,7 +40,8 @@ list_json(const Mspti__ListReply *rep)
 			printf("%s%u", d ? "," : "", a->devices[d]);
 		printf("],\"exe\":");
 		util_json_str(stdout, a->exe);
-		printf(",\"cmdline\":");
+		printf(",\"exe_checked\":%s,\"cmdline\":",
+		    a->exe_checked ? "true" : "false");
 		util_json_str(stdout, a->cmdline);
 		printf(",\"since_ns\":%llu,\"session\":%llu,\"agent_version\":",
 		    (unsigned long long)a->since_ns,

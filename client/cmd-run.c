@@ -410,13 +410,19 @@ static void
 run_child_env(const struct run *r)
 {
 	const char *pre = getenv("LD_PRELOAD");
+	const char *agent = r->agent;
 	char *v;
 
+#ifdef MSPTI_ASAN_RUNTIME
+	/* Sanitizer build: the agent needs the ASan runtime loaded first. */
+	if (asprintf(&v, "%s:%s", MSPTI_ASAN_RUNTIME, r->agent) > 0)
+		agent = v;
+#endif
 	if (pre != NULL && *pre != '\0' && strstr(pre, r->agent) == NULL) {
-		if (asprintf(&v, "%s:%s", r->agent, pre) > 0)
+		if (asprintf(&v, "%s:%s", agent, pre) > 0)
 			setenv("LD_PRELOAD", v, 1);
 	} else if (pre == NULL || *pre == '\0')
-		setenv("LD_PRELOAD", r->agent, 1);
+		setenv("LD_PRELOAD", agent, 1);
 	setenv("MSPTI_JOB_ID", r->job, 1);
 	setenv("MSPTID_RUNTIME_DIR", r->rundir, 1);
 	setenv("MSPTI_RUN_GATE_MS", RUN_GATE_MS, 0);

@@ -224,6 +224,30 @@ client_output_open(struct client_output *o, const char *output)
 	return fd;
 }
 
+/* What the option parsers allocated; freed on every return (cleanup). */
+static void
+start_free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void
+start_free_target(Mspti__SessionTarget *tg)
+{
+	free(tg->pids);
+	free(tg->ranks);
+}
+
+static void
+start_free_config(Mspti__SessionConfig *cfg)
+{
+	start_free_strv(cfg->kinds, cfg->n_kinds);
+	start_free_strv(cfg->domains_on, cfg->n_domains_on);
+	start_free_strv(cfg->domains_off, cfg->n_domains_off);
+}
+
 /* The daemon took the file: it gets its name.  0, or -1 after saying why
  * (the temporary is removed then). */
 int
@@ -265,8 +289,10 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 	};
 	const struct cmd_entry *e = &cmd_start_entry;
 	Mspti__StartSession req = MSPTI__START_SESSION__INIT;
-	Mspti__SessionTarget tg = MSPTI__SESSION_TARGET__INIT;
-	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	Mspti__SessionTarget tg __attribute__((cleanup(start_free_target))) =
+	    MSPTI__SESSION_TARGET__INIT;
+	Mspti__SessionConfig cfg __attribute__((cleanup(start_free_config))) =
+	    MSPTI__SESSION_CONFIG__INIT;
 	Mspti__StartSessionReply *rep;
 	ProtobufCMessage *msg;
 	const char *output = NULL;

@@ -46,9 +46,15 @@ cmd_status_exec(struct client *c, int argc, char **argv)
 		    (unsigned long long)rep->uptime_ns, rep->agents,
 		    rep->sessions);
 		util_json_str(stdout, rep->runtime_dir);
-		printf(",\"frames_rejected\":%llu,\"peers_dropped\":%llu}\n",
+		printf(",\"frames_rejected\":%llu,\"peers_dropped\":%llu,"
+		    "\"uid\":%u,\"limits\":[",
 		    (unsigned long long)rep->frames_rejected,
-		    (unsigned long long)rep->peers_dropped);
+		    (unsigned long long)rep->peers_dropped, rep->uid);
+		for (size_t i = 0; i < rep->n_limits; i++) {
+			printf("%s", i ? "," : "");
+			util_json_str(stdout, rep->limits[i]);
+		}
+		printf("]}\n");
 	} else {
 		printf("msptid %s (pid %u), up %s\n", rep->version, rep->pid,
 		    util_fmt_duration(rep->uptime_ns, up, sizeof(up)));
@@ -59,6 +65,10 @@ cmd_status_exec(struct client *c, int argc, char **argv)
 		    (unsigned long long)rep->frames_rejected);
 		printf("peers dropped:   %llu\n",
 		    (unsigned long long)rep->peers_dropped);
+		printf("runs as:         uid %u\n", rep->uid);
+		/* What the daemon's privileges do not allow (msptid(8)). */
+		for (size_t i = 0; i < rep->n_limits; i++)
+			printf("limited:         %s\n", rep->limits[i]);
 	}
 	protobuf_c_message_free_unpacked(msg, NULL);
 	return EXIT_OK;

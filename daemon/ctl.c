@@ -47,6 +47,7 @@ ctl_status(struct peer *p, const ProtobufCMessage *m)
 {
 	Mspti__StatusReply rep = MSPTI__STATUS_REPLY__INIT;
 	struct daemon *d = p->d;
+	char limbuf[256], *limits[1];
 
 	rep.version = (char *)MSPTID_VERSION;
 	rep.pid = (uint32_t)getpid();
@@ -57,6 +58,10 @@ ctl_status(struct peer *p, const ProtobufCMessage *m)
 	rep.runtime_dir = d->rundir;
 	rep.frames_rejected = d->frames_rejected;
 	rep.peers_dropped = d->peers_dropped;
+	rep.uid = (uint32_t)geteuid();
+	rep.limits = limits;
+	rep.n_limits = priv_limits(d, limbuf, sizeof(limbuf), limits,
+	    nitems(limits));
 	return peer_send(p, MSPTI__MSG_TYPE__MSG_STATUS_REP, &rep.base, -1);
 }
 
@@ -99,6 +104,7 @@ ctl_list(struct peer *p, const ProtobufCMessage *m)
 		i->since_ns = a->since_ns;
 		i->session_id = a->session_id;
 		i->agent_version = a->version;
+		i->exe_checked = a->exe_checked;
 		ptrs[n++] = i;
 	}
 	rep.agents = ptrs;

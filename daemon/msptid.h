@@ -157,6 +157,7 @@ struct agent {
 	uint64_t		 capabilities;
 	uint64_t		 since_ns;
 	uint64_t		 session_id;
+	bool			 exe_checked;	/* exe from /proc (priv.c) */
 };
 
 struct peer {
@@ -497,9 +498,16 @@ int		 httpmetrics_parse(const char *spec,
 		     struct sockaddr_storage *ss, socklen_t *len);
 int		 httpmetrics_render(struct httpmetrics *, struct evbuffer *);
 
+/* priv.c: what our privileges allow; status reports what they do not. */
+bool		 priv_can_read_any_exe(void);
+void		 priv_agent_exe(struct agent *);
+size_t		 priv_limits(const struct daemon *, char *buf, size_t len,
+		     char **lines, size_t max);
+
 /* sd.c: every use of libsystemd lives there. */
 void		 sd_ready(const char *status);
 void		 sd_stopping(void);
+int		 sd_watchdog_start(struct event_base *);
 void		 sd_status(const char *fmt, ...)
 		     __attribute__((format(printf, 1, 2)));
 int		 sd_sockets(int *agent_fd, int *ctl_fd);

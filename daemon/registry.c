@@ -107,6 +107,7 @@ registry_hello(struct peer *p, const ProtobufCMessage *m)
 	if (a->exe == NULL || a->cmdline == NULL || a->job_id == NULL ||
 	    a->version == NULL)
 		goto nomem;
+	priv_agent_exe(a);
 	p->agent = a;
 	TAILQ_INSERT_TAIL(&d->agents, a, entry);
 	d->nagents++;

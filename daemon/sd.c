@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 
 #ifdef ENABLE_SYSTEMD
@@ -29,12 +30,66 @@ sd_ready(const char *status)
 #endif
 }
 
+/* The watchdog timer (sd_watchdog_start); NULL when none was asked for. */
+static struct event *sd_wdog_ev;
+
 void
 sd_stopping(void)
 {
+	if (sd_wdog_ev != NULL) {
+		event_free(sd_wdog_ev);
+		sd_wdog_ev = NULL;
+	}
 #ifdef ENABLE_SYSTEMD
 	sd_notify(0, "STOPPING=1");
 #endif
+}
+
+#ifdef ENABLE_SYSTEMD
+static void
+sd_watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	sd_notify(0, "WATCHDOG=1");
+}
+#endif
+
+/*
+ * When systemd asked for a watchdog (WatchdogSec=, so WATCHDOG_USEC is
+ * set), pings it every half period from a timer on the event loop: a
+ * callback that blocks or a loop that stops keeps the ping from being
+ * sent, and systemd kills and restarts us.  Returns 0, or -1 when the
+ * timer cannot be set up.
+ */
+int
+sd_watchdog_start(struct event_base *base)
+{
+#ifdef ENABLE_SYSTEMD
+	uint64_t usec = 0, half;
+	struct timeval tv;
+	int r;
+
+	if ((r = sd_watchdog_enabled(0, &usec)) < 0) {
+		log_warnx("ignoring bad watchdog settings from systemd: %s",
+		    strerror(-r));
+		return 0;
+	}
+	if (r == 0 || usec == 0 || sd_wdog_ev != NULL)
+		return 0;
+	half = usec / 2 > 0 ? usec / 2 : 1;
+	tv.tv_sec = (time_t)(half / 1000000);
+	tv.tv_usec = (suseconds_t)(half % 1000000);
+	if ((sd_wdog_ev = event_new(base, -1, EV_PERSIST, sd_watchdog_cb,
+	    NULL)) == NULL || event_add(sd_wdog_ev, &tv) != 0) {
+		log_warnx("cannot set up the watchdog timer");
+		return -1;
+	}
+	sd_notify(0, "WATCHDOG=1");
+	log_info("watchdog: pinging systemd every %llu ms",
+	    (unsigned long long)(half / 1000));
+#else
+	(void)base;
+#endif
+	return 0;
 }
 
 void

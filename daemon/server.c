@@ -298,6 +298,8 @@ server_run(struct daemon *d)
 {
 	log_info("msptid %s listening on %s", MSPTID_VERSION, d->rundir);
 	sd_ready("ready");
+	if (sd_watchdog_start(d->base) != 0)
+		return -1;
 	if (event_base_dispatch(d->base) < 0) {
 		log_warnx("event loop failed");
 		return -1;

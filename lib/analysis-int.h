@@ -5,9 +5,24 @@
 #ifndef MSPTI_ANALYSIS_INT_H
 #define MSPTI_ANALYSIS_INT_H
 
+#include <stdlib.h>
+
 #include "analysis.h"
 
 #define AN_HIDDEN	__attribute__((visibility("hidden")))
+
+/*
+ * qsort for arrays that may be empty.  An empty array here is often NULL,
+ * and qsort(NULL, 0, ...) is undefined (the pointer is declared nonnull;
+ * UBSan stops on it).
+ */
+static inline void
+an_sort(void *base, size_t n, size_t size,
+    int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
 
 /* analysis-table.c */
 struct table {

@@ -364,7 +364,7 @@ sec_ops(struct analysis *a)
 	struct table *t;
 	uint64_t total = 0;
 
-	qsort(a->ops, a->nops, sizeof(*a->ops), sec_cmp_op);
+	an_sort(a->ops, a->nops, sizeof(*a->ops), sec_cmp_op);
 	for (size_t i = 0; i < a->nops; i++)
 		total += a->ops[i].st.total;
 	t = table_new("op_statistic", "Operators (op statistic, all ranks)",
@@ -423,7 +423,7 @@ sec_apis(struct analysis *a)
 	    8, cols);
 	uint64_t mall = 0, sync = 0;
 
-	qsort(a->apis, a->napis, sizeof(*a->apis), sec_cmp_op);
+	an_sort(a->apis, a->napis, sizeof(*a->apis), sec_cmp_op);
 	for (size_t i = 0; i < a->napis; i++) {
 		struct an_op *o = &a->apis[i];
 		const char *n = an_str_get(a, o->name);
@@ -748,7 +748,7 @@ an_sections(struct analysis *a)
 	sec_comm(a, &comm_total);
 	sec_steps(a);
 	sec_slow(a);
-	qsort(a->adv, a->nadv, sizeof(*a->adv), sec_cmp_adv);
+	an_sort(a->adv, a->nadv, sizeof(*a->adv), sec_cmp_adv);
 	t = table_new("advice", "Advisor", 3, acols);
 	for (size_t i = 0; i < a->nadv; i++) {
 		table_row(t);
@@ -879,7 +879,7 @@ sec_steps_text(struct analysis *a, FILE *f)
 			avg[7] += (double)s->memcpy;
 			avg[8] += (double)s->data;
 		}
-		qsort(len, p->nres, sizeof(*len), sec_cmp_u64);
+		an_sort(len, p->nres, sizeof(*len), sec_cmp_u64);
 		m = (double)p->nres;
 		table_row(sum);
 		table_i64(sum, p->rank);
@@ -891,7 +891,7 @@ sec_steps_text(struct analysis *a, FILE *f)
 		for (int k = 0; k < 9; k++)
 			table_num(sum, avg[k] / 1e3 / m, 3);
 		sec_sort_res = p->res;
-		qsort(idx, p->nres, sizeof(*idx), sec_cmp_slow);
+		an_sort(idx, p->nres, sizeof(*idx), sec_cmp_slow);
 		for (size_t j = 0; j < p->nres && j < n; j++, shown++)
 			sec_step_row(slow, p->rank, &p->res[idx[j]]);
 		free(len);

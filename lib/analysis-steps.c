@@ -74,7 +74,7 @@ st_union(struct an_ival *iv, size_t niv, struct an_union *u)
 {
 	size_t n = 0;
 
-	qsort(iv, niv, sizeof(*iv), st_cmp_ival);
+	an_sort(iv, niv, sizeof(*iv), st_cmp_ival);
 	u->s = st_alloc((niv + 1) * sizeof(uint64_t));
 	u->e = st_alloc((niv + 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < niv; i++) {
@@ -336,7 +336,7 @@ st_align(struct analysis *a)
 				y++;
 		}
 		if (n > 0) {
-			qsort(d, n, sizeof(int64_t), st_cmp_i64);
+			an_sort(d, n, sizeof(int64_t), st_cmp_i64);
 			p->skew = d[n / 2];
 			p->aligned = true;
 			apply = a->o.align == ANALYSIS_ALIGN_ALWAYS ||
@@ -433,7 +433,7 @@ st_breakdown(struct analysis *a, struct an_proc *p)
 	by_start = st_alloc((ncl + 1) * sizeof(*by_start));
 	for (size_t j = 0; j < ncl; j++)
 		by_start[j] = &cl[j];
-	qsort(by_start, ncl, sizeof(*by_start), st_cmp_pcoll);
+	an_sort(by_start, ncl, sizeof(*by_start), st_cmp_pcoll);
 	st_union(p->data, p->ndata, &u_data);
 	if (a->o.keep_segments) {
 		st_take(&p->seg[AN_G_COMP], &p->u_comp);
@@ -500,7 +500,7 @@ st_breakdown(struct analysis *a, struct an_proc *p)
 int
 an_steps(struct analysis *a)
 {
-	qsort(a->proc, a->nproc, sizeof(*a->proc), st_cmp_proc);
+	an_sort(a->proc, a->nproc, sizeof(*a->proc), st_cmp_proc);
 	for (size_t i = 0; i < a->nproc; i++)
 		an_sweep_finish(a, a->proc[i]);
 	st_check(a);
@@ -510,7 +510,7 @@ an_steps(struct analysis *a)
 		size_t ncomms = 0;
 
 		p->cw = p->ncoll[0] > 0 ? 0 : 1;
-		qsort(p->coll[p->cw], p->ncoll[p->cw], sizeof(struct an_coll),
+		an_sort(p->coll[p->cw], p->ncoll[p->cw], sizeof(struct an_coll),
 		    st_cmp_coll_start);
 		/* Sequence number per communicator. */
 		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
@@ -531,7 +531,7 @@ an_steps(struct analysis *a)
 		}
 		free(comms);
 		free(seq);
-		qsort(p->coll[p->cw], p->ncoll[p->cw], sizeof(struct an_coll),
+		an_sort(p->coll[p->cw], p->ncoll[p->cw], sizeof(struct an_coll),
 		    st_cmp_coll_key);
 	}
 	if (a->o.align != ANALYSIS_ALIGN_NEVER)

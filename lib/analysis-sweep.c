@@ -195,7 +195,7 @@ sw_linearize(struct an_proc *p, size_t cap, bool sort)
 	p->rb_cap = cap;
 	p->rb_head = 0;
 	if (sort && p->rb_unsorted) {
-		qsort(p->rb, p->rb_n, sizeof(*p->rb), sw_cmp_ival);
+		an_sort(p->rb, p->rb_n, sizeof(*p->rb), sw_cmp_ival);
 		p->rb_unsorted = false;
 		if (p->rb_n > 0)	/* order is checked against the tail */
 			p->rb_last = p->rb[p->rb_n - 1].start;

@@ -83,7 +83,7 @@ vd_median(double *v, size_t n)
 {
 	if (n == 0)
 		return 0;
-	qsort(v, n, sizeof(double), vd_cmp_dbl);
+	an_sort(v, n, sizeof(double), vd_cmp_dbl);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

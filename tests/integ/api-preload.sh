@@ -16,7 +16,7 @@ check() {
 none=$("$probe")
 check "runtime first, no preload" "$none" \
     "memcpy=6 hccl=6 memory=6 memset=6 subscribe=6 marker=0 kernel=6 api=6 comm=6 acl_api=6 node_api=6 runtime_api=6 external=6"
-pre=$(LD_PRELOAD="$lib" "$probe")
+pre=$(LD_PRELOAD="${MSPTI_ASAN_RUNTIME:+$MSPTI_ASAN_RUNTIME:}$lib" "$probe")
 check "LD_PRELOAD" "$pre" \
     "memcpy=0 hccl=0 memory=0 memset=0 subscribe=0 marker=0 kernel=0 api=0 comm=0 acl_api=0 node_api=0 runtime_api=0 external=0"
 # The string alone proves nothing: naming a missing file must not count.

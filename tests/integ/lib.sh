@@ -8,6 +8,10 @@ MSPTID="$top_builddir/daemon/msptid"
 MSPTICTL="$top_builddir/client/msptictl"
 AGENT="$top_builddir/agent/.libs/libmspti.so"
 APP="$top_builddir/tests/integ/agent-app"
+# What LD_PRELOAD takes to load the agent: in a sanitizer build the ASan
+# runtime must come first (tests/wrap.sh), or programs not built with it
+# (sh, python3) cannot load libmspti.so.
+AGENT_PRELOAD="${MSPTI_ASAN_RUNTIME:+$MSPTI_ASAN_RUNTIME:}$AGENT"
 T=$(mktemp -d /tmp/mspti-test.XXXXXX)
 RT="$T/run"
 PIDS=""
@@ -53,7 +57,7 @@ stop_daemon() {
 # $WITH_AGENT CMD...: runs CMD with the agent preloaded against our daemon.
 # A plain command (env), not a function, so "$WITH_AGENT app &" makes $!
 # the application's own pid.
-WITH_AGENT="env MSPTID_RUNTIME_DIR=$RT LD_PRELOAD=$AGENT"
+WITH_AGENT="env MSPTID_RUNTIME_DIR=$RT LD_PRELOAD=$AGENT_PRELOAD"
 case "$T" in *" "*) echo "temp dir with a space" >&2; exit 1;; esac
 
 # wait_until SECONDS CMD...: retries CMD until it succeeds.

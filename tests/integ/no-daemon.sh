@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 "$APP" --exit 7 >"$T/plain.out" 2>"$T/plain.err"; rc_plain=$?
-MSPTID_RUNTIME_DIR="$T/nonexistent" LD_PRELOAD="$AGENT" "$APP" --exit 7 \
+MSPTID_RUNTIME_DIR="$T/nonexistent" LD_PRELOAD="$AGENT_PRELOAD" "$APP" --exit 7 \
     >"$T/agent.out" 2>"$T/agent.err"; rc_agent=$?
 [ $rc_plain -eq 7 ] && [ $rc_agent -eq 7 ] || fail "exit codes $rc_plain $rc_agent"
 cmp -s "$T/plain.out" "$T/agent.out" || fail "stdout differs with the agent"
@@ -14,7 +14,7 @@ ok "no daemon: same output and exit code, agent silent"
 # A stale socket with nobody listening behaves the same.
 mkdir -p "$RT"
 python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$RT/agent.sock"
-MSPTID_RUNTIME_DIR="$RT" LD_PRELOAD="$AGENT" "$APP" --exit 0 >"$T/stale.out" 2>"$T/stale.err" ||
+MSPTID_RUNTIME_DIR="$RT" LD_PRELOAD="$AGENT_PRELOAD" "$APP" --exit 0 >"$T/stale.out" 2>"$T/stale.err" ||
 	fail "app failed with stale socket"
 cmp -s "$T/plain.err" "$T/stale.err" || fail "stderr differs with a stale socket"
 ok "stale socket: app unaffected"

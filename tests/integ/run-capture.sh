@@ -66,7 +66,7 @@ kill -STOP "$DAEMON_PID"
 MSPTI_RUN_GATE_MS=300 MSPTI_JOB_ID=gated $WITH_AGENT "$TRAIN" --steps 2 \
     >"$T/gate1.out" 2>&1 || { kill -CONT "$DAEMON_PID"; fail "gated app, frozen daemon"; }
 kill -CONT "$DAEMON_PID"
-MSPTI_RUN_GATE_MS=300 MSPTID_RUNTIME_DIR="$T/nodaemon" LD_PRELOAD="$AGENT" \
+MSPTI_RUN_GATE_MS=300 MSPTID_RUNTIME_DIR="$T/nodaemon" LD_PRELOAD="$AGENT_PRELOAD" \
     "$TRAIN" --steps 2 >"$T/gate2.out" 2>&1 || fail "gated app, no daemon"
 ok "the start gate is bounded: frozen daemon, no daemon"
 echo "run-capture: all passed"
