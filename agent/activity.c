@@ -18,6 +18,23 @@
 #include "api.h"
 
 _Atomic uint64_t api_kind_masks;
+MSTX_API _Atomic uint32_t mstxEnabledState;
+
+/*
+ * After any change of api_kind_masks: sets mstxEnabledState from it.  A
+ * racing change may store a stale value after ours, so store until what we
+ * stored matches the masks read after it: the last store is always right.
+ */
+static void
+api_kinds_changed(void)
+{
+	uint32_t v;
+
+	do {
+		v = (uint32_t)api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER);
+		atomic_store(&mstxEnabledState, v);
+	} while (v != (uint32_t)api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER));
+}
 
 static _Atomic(api_sink_fn) session_sink;
 static void *_Atomic session_sink_arg;
@@ -220,6 +237,7 @@ api_session_set_kinds(uint32_t mask)
 		new = (old & 0xffffffffu) |
 		    ((uint64_t)mask << API_MASK_SESSION_SHIFT);
 	} while (!atomic_compare_exchange_weak(&api_kind_masks, &old, new));
+	api_kinds_changed();
 	devtime_kick();
 }
 
@@ -523,6 +541,7 @@ msptiActivityEnable(msptiActivityKind kind)
 	if (sym != NULL && !api_interposed(sym))
 		return MSPTI_ERROR_WITHOUT_LD_PRELOAD;
 	atomic_fetch_or(&api_kind_masks, (uint64_t)1 << kind);
+	api_kinds_changed();
 	devtime_kick();
 	return MSPTI_SUCCESS;
 }
@@ -533,6 +552,7 @@ msptiActivityDisable(msptiActivityKind kind)
 	if (!activity_kind_valid(kind))
 		return MSPTI_ERROR_INVALID_PARAMETER;
 	atomic_fetch_and(&api_kind_masks, ~((uint64_t)1 << kind));
+	api_kinds_changed();
 	devtime_kick();
 	return MSPTI_SUCCESS;
 }

@@ -71,6 +71,8 @@
 #include <stdint.h>
 
 #include "mspti/mspti.h"
+/* The agent defines the MSTX functions: no inline wrappers here. */
+#define MSTX_NO_INLINE 1
 #include "mstx/ms_tools_ext.h"
 
 #define API_TLS		__thread __attribute__((tls_model("initial-exec")))
@@ -82,6 +84,9 @@
 
 /* activity.c: kind masks, emit point, buffers, flush, external correlation. */
 extern _Atomic uint64_t api_kind_masks;
+/* MARKER wanted, for the header's inline check (ms_tools_ext.h); kept in
+ * step with api_kind_masks by every change of it (api_kinds_changed). */
+extern MSTX_API _Atomic uint32_t mstxEnabledState;
 #define API_MASK_SESSION_SHIFT	32
 /* Kinds fed by the device channel. */
 #define API_DEVICE_KINDS	((1u << MSPTI_ACTIVITY_KIND_KERNEL) | \

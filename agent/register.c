@@ -183,6 +183,19 @@ env_int(const char *name)
 	return (int32_t)l;
 }
 
+/*
+ * The launcher's variable, else srun's: a rank srun starts directly has
+ * only SLURM_PROCID/SLURM_LOCALID/SLURM_NTASKS, while torchrun under srun
+ * sets RANK for its children and that is the rank the app uses.
+ */
+static int32_t
+env_int2(const char *name, const char *slurm)
+{
+	int32_t v = env_int(name);
+
+	return v >= 0 ? v : env_int(slurm);
+}
+
 static const char *
 env_job(void)
 {
@@ -201,9 +214,9 @@ register_identity(struct reg_identity *id)
 {
 	memset(id, 0, sizeof(*id));
 	snprintf(id->job, sizeof(id->job), "%s", env_job());
-	id->rank = env_int("RANK");
-	id->local_rank = env_int("LOCAL_RANK");
-	id->world_size = env_int("WORLD_SIZE");
+	id->rank = env_int2("RANK", "SLURM_PROCID");
+	id->local_rank = env_int2("LOCAL_RANK", "SLURM_LOCALID");
+	id->world_size = env_int2("WORLD_SIZE", "SLURM_NTASKS");
 }
 
 /* Sends Hello built from /proc/self and the environment. */

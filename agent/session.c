@@ -52,12 +52,14 @@
 
 struct sess_string {
 	const char *_Atomic	key;
-	_Atomic int		defined;
+	_Atomic uint64_t	defined;	/* bit i: sent in segment i */
 };
 
 struct agent_session {
 	uint64_t		 id;
+	uint64_t		 gen;		/* this process's session count */
 	struct ring		*ring;
+	struct ring_producer	 shared;	/* segment 0, for nested calls */
 	int			 wakefd;
 	_Atomic bool		 active;
 	uint32_t		 pid;
@@ -68,6 +70,7 @@ struct agent_session {
 };
 
 static struct agent_session *cur;	/* registration thread only */
+static uint64_t sess_gen;		/* registration thread only */
 /* cur while capturing: what producers check after entering (see top). */
 static struct agent_session *_Atomic live;
 
@@ -77,6 +80,10 @@ struct sess_thread {
 	_Atomic uint32_t	 in;	/* nesting depth inside the sink */
 	_Atomic int		 used;	/* owned by a live thread */
 	struct sess_thread	*next;
+	/* The ring segment this thread writes to, claimed on its first
+	 * record in session prod_gen (ring.h). */
+	uint64_t		 prod_gen;
+	struct ring_producer	 prod;
 } __attribute__((aligned(64)));
 
 static struct sess_thread *_Atomic sess_threads;
@@ -87,12 +94,18 @@ static bool sess_key_ok;
 /* 1: membarrier is registered, producers need only a compiler barrier. */
 static _Atomic int sess_membarrier;
 
+static void sess_thread_release(struct sess_thread *t);
+
 static void
 sess_thread_exit(void *arg)
 {
 	struct sess_thread *t = arg;
 
+	/* Its ring segment goes back to the session for a later thread. */
+	sess_thread_release(t);
 	atomic_store_explicit(&t->in, 0, memory_order_release);
+	if (tls_sess == t)
+		tls_sess = NULL;	/* a later record claims a slot again */
 	atomic_store_explicit(&t->used, 0, memory_order_release);
 }
 
@@ -132,6 +145,21 @@ sess_thread_get(void)
 	return t;
 }
 
+/* session_enter on the slot t (the caller's own). */
+static inline struct agent_session *
+session_enter_on(struct sess_thread *t)
+{
+	atomic_store_explicit(&t->in, atomic_load_explicit(&t->in,
+	    memory_order_relaxed) + 1, memory_order_relaxed);
+	if (API_LIKELY(atomic_load_explicit(&sess_membarrier,
+	    memory_order_relaxed)))
+		atomic_signal_fence(memory_order_seq_cst);
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+	/* Acquire: the session it points to was published with a store. */
+	return atomic_load_explicit(&live, memory_order_acquire);
+}
+
 /*
  * Enters the sink: returns the live session to write into, or NULL when
  * none is capturing; either way the caller ends with session_leave(*tp).
@@ -147,15 +175,7 @@ session_enter(struct sess_thread **tp)
 		return NULL;
 	}
 	*tp = t;
-	atomic_store_explicit(&t->in, atomic_load_explicit(&t->in,
-	    memory_order_relaxed) + 1, memory_order_relaxed);
-	if (API_LIKELY(atomic_load_explicit(&sess_membarrier,
-	    memory_order_relaxed)))
-		atomic_signal_fence(memory_order_seq_cst);
-	else
-		atomic_thread_fence(memory_order_seq_cst);
-	/* Acquire: the session it points to was published with a store. */
-	return atomic_load_explicit(&live, memory_order_acquire);
+	return session_enter_on(t);
 }
 
 static inline void
@@ -164,6 +184,39 @@ session_leave(struct sess_thread *t)
 	if (t != NULL)
 		atomic_store_explicit(&t->in, atomic_load_explicit(&t->in,
 		    memory_order_relaxed) - 1, memory_order_release);
+}
+
+/* Gives t's segment back when it holds one of the live session's (fenced
+ * like a record, so the session is not freed under us). */
+static void
+sess_thread_release(struct sess_thread *t)
+{
+	struct agent_session *s;
+
+	if (t->prod_gen == 0)
+		return;
+	if ((s = session_enter_on(t)) != NULL && t->prod_gen == s->gen)
+		ring_producer_release(&t->prod);
+	t->prod_gen = 0;
+	session_leave(t);
+}
+
+/*
+ * The producer a thread inside the sink writes with: its own segment,
+ * claimed on its first record in this session, or the shared one for a
+ * call nested in another (a signal handler): a segment has one writer.
+ */
+static inline struct ring_producer *
+session_prod(struct agent_session *s, struct sess_thread *t)
+{
+	if (API_UNLIKELY(atomic_load_explicit(&t->in, memory_order_relaxed)
+	    != 1))
+		return &s->shared;
+	if (API_UNLIKELY(t->prod_gen != s->gen)) {
+		(void)ring_producer_claim(s->ring, &t->prod);
+		t->prod_gen = s->gen;
+	}
+	return &t->prod;
 }
 
 /* Stopper side, after 'live' is cleared: waits until no thread is inside
@@ -198,10 +251,16 @@ session_quiesce(void)
 	return true;
 }
 
+/* Set by session_string when a STRING_DEF found the segment full: the
+ * record that needed it is dropped (and counted once) by the caller. */
+static API_TLS bool sess_def_full;
+
 /* Interns s into this ring's string namespace; 0 when it cannot. */
 static uint32_t
-session_string(struct agent_session *s, const char *str)
+session_string(struct agent_session *s, struct ring_producer *p,
+    const char *str)
 {
+	uint64_t bit = 1ull << p->seg;
 	char buf[sizeof(struct rec_string_def) + SESS_STRING_KEEP + 16]
 	    __attribute__((aligned(8)));
 	uintptr_t h;
@@ -226,15 +285,22 @@ session_string(struct agent_session *s, const char *str)
 				continue;
 		} else if (k != str)
 			continue;
-		if (!atomic_load_explicit(&e->defined, memory_order_acquire)) {
-			/* A racing thread may define it too: the same id and
-			 * bytes twice is harmless. */
+		if (!(atomic_load_explicit(&e->defined, memory_order_acquire) &
+		    bit)) {
+			/* Defined once per segment, before its first use
+			 * there: the daemon reads each segment in order, not
+			 * the segments in the order they were written.  In
+			 * the shared segment a racing thread may define it
+			 * too: the same id and bytes twice is harmless. */
 			len = strnlen(str, SESS_STRING_KEEP);
 			if (record_string_def_encode(buf, sizeof(buf),
-			    (uint32_t)i + 1, str, len) == 0 ||
-			    ring_write(s->ring, buf) != 0)
+			    (uint32_t)i + 1, str, len) == 0)
 				return 0;
-			atomic_store_explicit(&e->defined, 1,
+			if (ring_pwrite_nodrop(p, buf) != 0) {
+				sess_def_full = true;
+				return 0;
+			}
+			atomic_fetch_or_explicit(&e->defined, bit,
 			    memory_order_release);
 		}
 		return (uint32_t)i + 1;
@@ -298,7 +364,8 @@ session_marker_fill(struct rec_marker *r, const msptiActivityMarker *x,
  * MARKERs go straight into the ring instead (session_marker).
  */
 static size_t
-session_encode(struct agent_session *s, const msptiActivity *a, void *out)
+session_encode(struct agent_session *s, struct ring_producer *p,
+    const msptiActivity *a, void *out)
 {
 	switch (a->kind) {
 	case MSPTI_ACTIVITY_KIND_API:
@@ -314,7 +381,7 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 		r->correlation_id = x->correlationId;
 		r->pid = x->pt.processId;
 		r->tid = x->pt.threadId;
-		r->name_id = session_string(s, x->name);
+		r->name_id = session_string(s, p, x->name);
 		r->kind = (uint16_t)a->kind;
 		return sizeof(*r);
 	}
@@ -325,8 +392,8 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 		REC_INIT(r, REC_KERNEL, 0);
 		SESS_WORK(r, s, x->start, x->end, x->correlationId, 0,
 		    x->ds.deviceId, x->ds.streamId, REC_NONE);
-		r->name_id = session_string(s, x->name);
-		r->type_id = session_string(s, x->type);
+		r->name_id = session_string(s, p, x->name);
+		r->type_id = session_string(s, p, x->type);
 		return sizeof(*r);
 	}
 	case MSPTI_ACTIVITY_KIND_MEMCPY: {
@@ -378,8 +445,8 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 		SESS_WORK(r, s, x->start, x->end, 0, 0, x->ds.deviceId,
 		    x->ds.streamId, REC_NONE);
 		r->bandwidth = x->bandWidth == x->bandWidth ? x->bandWidth : 0;
-		r->name_id = session_string(s, x->name);
-		r->comm_name_id = session_string(s, x->commName);
+		r->name_id = session_string(s, p, x->name);
+		r->comm_name_id = session_string(s, p, x->commName);
 		return sizeof(*r);
 	}
 	case MSPTI_ACTIVITY_KIND_COMMUNICATION: {
@@ -390,9 +457,9 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 		SESS_WORK(r, s, x->start, x->end, x->correlationId, 0,
 		    x->ds.deviceId, x->ds.streamId, REC_NONE);
 		r->count = x->count;
-		r->name_id = session_string(s, x->name);
-		r->comm_name_id = session_string(s, x->commName);
-		r->alg_type_id = session_string(s, x->algType);
+		r->name_id = session_string(s, p, x->name);
+		r->comm_name_id = session_string(s, p, x->commName);
+		r->alg_type_id = session_string(s, p, x->algType);
 		r->data_type = (uint32_t)x->dataType;
 		return sizeof(*r);
 	}
@@ -414,11 +481,11 @@ session_encode(struct agent_session *s, const msptiActivity *a, void *out)
 }
 
 static inline void
-session_wake(struct agent_session *s)
+session_wake(struct agent_session *s, struct ring_producer *p)
 {
 	uint64_t one = 1;
 
-	if (API_UNLIKELY(ring_needs_wake(s->ring))) {
+	if (API_UNLIKELY(ring_pneeds_wake(p))) {
 		atomic_fetch_add_explicit(&s->wakes, 1, memory_order_relaxed);
 		(void)!write(s->wakefd, &one, sizeof(one));
 	}
@@ -427,7 +494,8 @@ session_wake(struct agent_session *s)
 /* A MARKER record, encoded straight into its reserved ring slot (its
  * strings are defined first, so their STRING_DEFs come before it). */
 static void
-session_marker(struct agent_session *s, const msptiActivityMarker *x)
+session_marker(struct agent_session *s, struct ring_producer *p,
+    const msptiActivityMarker *x)
 {
 	struct rec_marker *r;
 	struct rec_hdr h;
@@ -435,15 +503,32 @@ session_marker(struct agent_session *s, const msptiActivityMarker *x)
 
 	if (session_domain_off(s, x->domain))
 		return;
-	name_id = session_string(s, x->name);
-	domain_id = session_string(s, x->domain);
+	name_id = session_string(s, p, x->name);
+	domain_id = session_string(s, p, x->domain);
+	if (API_UNLIKELY(sess_def_full)) {
+		/* Full before its strings: one record lost, counted once. */
+		sess_def_full = false;
+		ring_pdrop(p, sizeof(*r));
+		session_wake(s, p);
+		return;
+	}
 	/* A full ring counts its own drops. */
-	if (ring_reserve(s->ring, sizeof(*r), (void **)&r) == 0) {
+	if (ring_preserve(p, sizeof(*r), (void **)&r) == 0) {
 		session_marker_fill(r, x, name_id, domain_id);
 		rec_hdr_set(&h, REC_MARKER, sizeof(*r), 0);
 		ring_commit(r, &h);
 	}
-	session_wake(s);
+	session_wake(s, p);
+}
+
+/* The size in an encoded record's header. */
+static inline size_t
+session_rec_size(const void *rec)
+{
+	struct rec_hdr h;
+
+	memcpy(&h, rec, sizeof h);
+	return h.size;
 }
 
 /* The session sink: runs on the producing thread, never blocks. */
@@ -452,6 +537,7 @@ session_sink(const msptiActivity *a, size_t len, void *arg)
 {
 	struct sess_thread *t;
 	struct agent_session *s;
+	struct ring_producer *p;
 	uint64_t rec[REC_FIXED_MAX / 8];
 
 	(void)len;
@@ -466,14 +552,19 @@ session_sink(const msptiActivity *a, size_t len, void *arg)
 	/* arg is only compared: a stopped session may be freed already. */
 	if (API_UNLIKELY(s == NULL || s != arg))
 		goto out;
+	p = session_prod(s, t);
 	if (a->kind == MSPTI_ACTIVITY_KIND_MARKER) {
-		session_marker(s, (const msptiActivityMarker *)a);
+		session_marker(s, p, (const msptiActivityMarker *)a);
 		goto out;
 	}
-	if (session_encode(s, a, rec) == 0)
+	if (session_encode(s, p, a, rec) == 0)
 		goto out;
-	ring_write(s->ring, rec);	/* a full ring counts its own drops */
-	session_wake(s);
+	if (API_UNLIKELY(sess_def_full)) {
+		sess_def_full = false;
+		ring_pdrop(p, session_rec_size(rec));
+	} else
+		ring_pwrite(p, rec);	/* a full ring counts its own drops */
+	session_wake(s, p);
 out:
 	session_leave(t);
 }
@@ -489,6 +580,7 @@ session_launch(const struct pending *p)
 {
 	struct sess_thread *t;
 	struct agent_session *s;
+	struct ring_producer *q;
 	uint64_t rec[REC_FIXED_MAX / 8];
 	bool ok = false;
 
@@ -496,6 +588,7 @@ session_launch(const struct pending *p)
 		return false;
 	if ((s = session_enter(&t)) == NULL)
 		goto out;
+	q = session_prod(s, t);
 	switch (p->kind) {
 	case MSPTI_ACTIVITY_KIND_KERNEL: {
 		struct rec_kernel *r = (void *)rec;
@@ -503,7 +596,7 @@ session_launch(const struct pending *p)
 		REC_INIT(r, REC_KERNEL, REC_F_HOST_LAUNCH);
 		SESS_WORK(r, s, p->start, p->end, p->corr, api_tid(), p->device,
 		    p->stream, p->task);
-		r->name_id = session_string(s, p->name);
+		r->name_id = session_string(s, q, p->name);
 		break;
 	}
 	case MSPTI_ACTIVITY_KIND_MEMCPY: {
@@ -534,15 +627,19 @@ session_launch(const struct pending *p)
 		REC_INIT(r, REC_HCCL, REC_F_HOST_LAUNCH);
 		SESS_WORK(r, s, p->start, p->end, p->corr, api_tid(), p->device,
 		    p->stream, p->task);
-		r->name_id = session_string(s, p->name);
-		r->comm_name_id = session_string(s, p->comm_name);
+		r->name_id = session_string(s, q, p->name);
+		r->comm_name_id = session_string(s, q, p->comm_name);
 		break;
 	}
 	default:
 		goto out;
 	}
-	ok = ring_write(s->ring, rec) == 0;
-	session_wake(s);
+	if (API_UNLIKELY(sess_def_full)) {
+		sess_def_full = false;
+		ring_pdrop(q, session_rec_size(rec));
+	} else
+		ok = ring_pwrite(q, rec) == 0;
+	session_wake(s, q);
 out:
 	session_leave(t);
 	return ok;
@@ -611,6 +708,7 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		return -ENOMEM;
 	}
 	s->id = id;
+	s->gen = ++sess_gen;
 	s->pid = api_pid();
 	rc = ring_map(ringfd, &s->ring);
 	close(ringfd);
@@ -619,6 +717,10 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		free(s);
 		return rc;
 	}
+	ring_producer_shared(s->ring, &s->shared);
+	/* The segment the first producing thread claims: its pages here on
+	 * this thread, not on the application's first record. */
+	ring_populate(s->ring, 1);
 	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->wakefd < 0 || (*wakefdp = dup(s->wakefd)) < 0) {
 		rc = -errno;

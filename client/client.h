@@ -91,6 +91,10 @@ int	client_output_commit(struct client_output *);
 void	client_output_abort(struct client_output *);
 int	client_parse_file_mode(const char *arg);
 
+/* cluster.c: capture verbs over all nodes of a job (--cluster/--hosts). */
+bool	cluster_wanted(const char *verb, int argc, char **argv);
+int	cluster_exec(struct client *, const char *verb, int argc, char **argv);
+
 /* cmd-*.c */
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_list_entry;

@@ -198,6 +198,9 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < nitems(cmd_table); i++) {
 		if (strcmp(argv[optind], cmd_table[i]->name) != 0)
 			continue;
+		if (cluster_wanted(argv[optind], argc - optind, argv + optind))
+			return cluster_exec(&c, argv[optind], argc - optind,
+			    argv + optind);
 		optind++;
 		/* Each verb parses its own options from argv[optind..]. */
 		rc = cmd_table[i]->exec(&c, argc, argv);

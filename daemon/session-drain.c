@@ -170,6 +170,12 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 			sa->rejects++;
 			return 0;
 		}
+		/* Every segment defines the strings it uses (ring.h): the
+		 * same definition again keeps its trace id. */
+		if (sa->strs[sd->id] != NULL &&
+		    strlen(sa->strs[sd->id]) == sd->len &&
+		    memcmp(sa->strs[sd->id], sd->bytes, sd->len) == 0)
+			return 0;
 		free(sa->strs[sd->id]);
 		sa->strs[sd->id] = strndup(sd->bytes, sd->len);
 		sa->strmap[sd->id] = 0;

@@ -31,8 +31,11 @@ for _ in $(seq 1 100); do [ -S "$RT/ctl.sock" ] && break; sleep 0.05; done
 "$MSPTICTL" -r "$RT" status
 
 say "2. a training job is running (npusim-train on the simulated NPU, agent preloaded)"
+# The scenario library's balanced op mix (26 kernels a step, ~4 ms of
+# modelled compute): a compute-bound loop, so the report should show the
+# device busy almost all of each step.
 MSPTID_RUNTIME_DIR="$RT" LD_PRELOAD="$AGENT" MSPTI_JOB_ID=demo-job RANK=0 \
-    "$TRAIN" --steps 0 >"$T/train.log" 2>&1 &
+    "$TRAIN" --scenario balanced --steps 0 >"$T/train.log" 2>&1 &
 JPID=$!
 for _ in $(seq 1 100); do
 	# (in the build tree the job starts as a libtool wrapper, then execs)
@@ -47,6 +50,27 @@ if "$MSPTICTL" --help 2>&1 | grep -q '^  start'; then
 	    --output "$T/capture.mspti" --wait
 	say "4. the report"
 	"$MSPTICTL" -r "$RT" report "$T/capture.mspti"
+	if command -v python3 >/dev/null 2>&1 &&
+	    "$MSPTICTL" report --json --section ranks,steps,advice \
+	    "$T/capture.mspti" >"$T/report.json" 2>/dev/null; then
+		say "in short"
+		python3 - "$T/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for x in r["ranks"]:
+    if x["Rank"] < 0 or not x["Step Time Avg(us)"]:
+        continue
+    step, free = x["Step Time Avg(us)"], x["Free Avg(us)"]
+    shares = sorted(s["Free(us)"] / s["Step Time(us)"] for s in r["steps"]
+                    if s["Rank"] == x["Rank"] and s["Step Time(us)"] > 0)
+    print("rank %d: step %.2f ms on average, computing %.1f%%, free %.1f%% "
+          "of the step (median step: %.1f%% free)" % (x["Rank"], step / 1e3,
+          100 * x["Computing Avg(us)"] / step, 100 * free / step,
+          100 * shares[len(shares) // 2] if shares else 0))
+rules = sorted({a["Rule"] for a in r["advice"]})
+print("advice: %s" % (", ".join(rules) if rules else "none"))
+PY
+	fi
 fi
 say "the job is still running, untouched: $(ps -o etime= -p "$JPID" | tr -d ' ') elapsed"
 

@@ -138,6 +138,8 @@ struct an_stepres {
 struct an_proc {
 	struct analysis_source *src;
 	uint32_t	 pid;
+	uint64_t	 launch_dev_end;	/* latest device end joined */
+	uint32_t	 idx;			/* creation order: flow ids */
 	int32_t		 rank, local_rank, world_size;
 	uint32_t	 job, exe;		/* global string ids */
 	int64_t		 offset;		/* ns added to align clocks */
@@ -172,11 +174,13 @@ struct an_proc {
 	size_t		 ncoll[2], ccoll[2];
 	struct an_step	*steps;
 	size_t		 nsteps, csteps;
-	struct {
+	struct an_open {
 		uint64_t id, ts;
 		uint32_t name;
-	}		 open[64];		/* open marker ranges */
-	size_t		 nopen;
+	}		*open;			/* open marker ranges, at most
+						   AN_OPEN_MAX */
+	size_t		 nopen, copen;
+	uint64_t	 open_evicted;		/* STARTs never paired */
 	struct an_union	 u_comp, u_comm;	/* export: chosen unions */
 	struct an_stepres *res;
 	size_t		 nres;
@@ -219,10 +223,16 @@ struct analysis_source {
 };
 
 #define AN_PEND_SIZE	65536u
+/* MSTX ranges open at once per process before the oldest is given up
+ * (counted, warned): bounds memory against STARTs that never end. */
+#define AN_OPEN_MAX	65536u
 struct an_pend {
-	uint64_t	corr;
+	uint64_t	corr;		/* per process: keyed with pid */
 	uint64_t	start, end;	/* API or device op */
+	uint64_t	prev_end;	/* device op: the process's device work
+					   seen before it ended here */
 	uint32_t	name;		/* global: API name or kernel name */
+	uint32_t	pid;
 	uint8_t		is_dev;
 };
 
@@ -230,6 +240,8 @@ struct an_op {
 	uint32_t	name, type;	/* global ids */
 	bool		aicpu;		/* type names an AI_CPU core */
 	struct an_stat	st;
+	uint64_t	host_total;	/* launch API time of its kernels */
+	uint64_t	host_count;
 };
 
 struct an_launch_out {
@@ -309,5 +321,7 @@ AN_HIDDEN void		 an_sweep_free(struct an_proc *p);
 /* analysis-sections.c */
 AN_HIDDEN int		 an_sections(struct analysis *a);
 AN_HIDDEN int		 an_steps(struct analysis *a);
+/* analysis-verdict.c */
+AN_HIDDEN void		 an_verdict(struct analysis *a);
 
 #endif

@@ -358,7 +358,7 @@ sec_ops(struct analysis *a)
 {
 	static const char *const cols[] = { "OP Type", "Core Type", "Count",
 	    "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
-	    "Ratio(%)" };
+	    "Ratio(%)", "Host Launch Total(us)", "Host Launch Avg(us)" };
 	static const char *const tcols[] = { "Rank", "Kernel", "Core Type",
 	    "Count", "Total Time(us)", "Avg Time(us)", "Ratio(%)" };
 	struct table *t;
@@ -368,7 +368,7 @@ sec_ops(struct analysis *a)
 	for (size_t i = 0; i < a->nops; i++)
 		total += a->ops[i].st.total;
 	t = table_new("op_statistic", "Operators (op statistic, all ranks)",
-	    8, cols);
+	    10, cols);
 	for (size_t i = 0; i < a->nops; i++) {
 		struct an_op *o = &a->ops[i];
 
@@ -379,6 +379,9 @@ sec_ops(struct analysis *a)
 		sec_stat_cols(t, &o->st);
 		table_num(t, total ? 100.0 * (double)o->st.total /
 		    (double)total : 0, 2);
+		table_num(t, US(o->host_total), 3);
+		table_num(t, o->host_count ? US(o->host_total) /
+		    (double)o->host_count : 0, 3);
 	}
 	a->tables[ANALYSIS_OPS] = t;
 	t = table_new("top_kernels", "Top kernels by total device time", 7,
@@ -505,8 +508,9 @@ sec_launch(struct analysis *a)
 		sec_advise(a, a->l_slow_delay * 10 > a->launches ? "Medium" :
 		    "Low", "launch_delay", "%" PRIu64 " of %" PRIu64
 		    " launches started over %.0f us after the launch call "
-		    "returned (max %.1f us): the device queue is deep or "
-		    "stalled", a->l_slow_delay, a->launches,
+		    "returned while the device had nothing else to run (max "
+		    "delay %.1f us): the device waited for the host",
+		    a->l_slow_delay, a->launches,
 		    a->o.launch_delay_us, US(a->l_delay.max));
 }
 
@@ -670,12 +674,12 @@ static void
 sec_slow(struct analysis *a)
 {
 	static const char *const cols[] = { "Verdict", "Rank", "Cause",
-	    "Share of Step(%)", "Imbalance(%)", "Threshold(%)", "Votes",
-	    "Detail" };
-	struct table *t = table_new("slow_rank", "Slow rank", 8, cols);
+	    "Share of Step(%)", "Imbalance(%)", "Threshold(%)", "Noise(%)",
+	    "Votes", "Detail" };
+	struct table *t = table_new("slow_rank", "Slow rank", 9, cols);
 	struct analysis_verdict *v = &a->verdict;
 	uint64_t votes = 0, all = 0;
-	char detail[256];
+	char detail[320], vb[64];
 
 	for (size_t i = 0; i < a->nproc; i++) {
 		all += a->proc[i]->votes;
@@ -686,40 +690,43 @@ sec_slow(struct analysis *a)
 	if (v->rank >= 0) {
 		snprintf(detail, sizeof(detail), "rank %d is slow: %s "
 		    "accounts for %.1f%% of its step time more than the "
-		    "median rank; the others wait for it in collectives",
-		    v->rank, v->cause ? v->cause : "?", 100.0 * v->share);
+		    "median rank (threshold %.2f%% from noise %.2f%% measured "
+		    "across steps and ranks); the others wait for it in "
+		    "collectives", v->rank, v->cause ? v->cause : "?",
+		    100.0 * v->share, 100.0 * v->threshold,
+		    100.0 * v->noise);
 		table_str(t, "slow rank");
 		table_i64(t, v->rank);
 		table_str(t, v->cause ? v->cause : "");
 		table_num(t, 100.0 * v->share, 2);
 	} else {
-		snprintf(detail, sizeof(detail), "%s", a->nproc > 1 ?
-		    "ranks are balanced" : "needs two or more ranks");
+		if (a->nproc > 1)
+			snprintf(detail, sizeof(detail), "ranks are balanced: "
+			    "no rank exceeds the others by more than the "
+			    "threshold (%.2f%% of the step in compute, from "
+			    "noise %.2f%%)", 100.0 * v->threshold,
+			    100.0 * v->noise);
+		else
+			snprintf(detail, sizeof(detail), "needs two or more "
+			    "ranks");
 		table_str(t, "none");
 		table_i64(t, -1);
 		table_str(t, "");
 		table_num(t, 0, 2);
 	}
 	table_num(t, 100.0 * v->imbalance, 2);
-	table_num(t, 100.0 * a->o.rank_imbalance, 2);
-	table_str(t, "");
-	free(t->cells[t->ncols * (t->nrows - 1) + 6]);
-	t->cells[t->ncols * (t->nrows - 1) + 6] = NULL;
-	t->cur--;
-	{
-		char vb[64];
-
-		snprintf(vb, sizeof(vb), "%" PRIu64 "/%" PRIu64, votes, all);
-		table_str(t, vb);
-	}
+	table_num(t, 100.0 * v->threshold, 2);
+	table_num(t, 100.0 * v->noise, 2);
+	snprintf(vb, sizeof(vb), "%" PRIu64 "/%" PRIu64, votes, all);
+	table_str(t, vb);
 	table_str(t, detail);
 	a->tables[ANALYSIS_SLOW_RANK] = t;
 	if (v->rank >= 0)
 		sec_advise(a, "High", "slow_rank", "rank %d is slow (%s, "
-		    "%.1f%% of its step time; busy-time spread across ranks "
-		    "%.1f%% > %.0f%%)", v->rank, v->cause ? v->cause : "?",
-		    100.0 * v->share, 100.0 * v->imbalance,
-		    100.0 * a->o.rank_imbalance);
+		    "%.1f%% of its step time more than the median rank; the "
+		    "threshold from measured noise was %.2f%%)", v->rank,
+		    v->cause ? v->cause : "?", 100.0 * v->share,
+		    100.0 * v->threshold);
 }
 
 int

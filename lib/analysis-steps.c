@@ -2,8 +2,8 @@
  * Cross-record analysis, run once after ingestion: completeness checks,
  * clock alignment across ranks (collective end times are a shared event),
  * matching of collective instances across ranks (wait/transit split and
- * slow-rank votes), interval unions and the per-step breakdown, and the
- * slow-rank verdict.
+ * slow-rank votes), interval unions and the per-step breakdown; then the
+ * slow-rank verdict (analysis-verdict.c).
  */
 #include "config.h"
 
@@ -54,14 +54,6 @@ static int
 st_cmp_i64(const void *x, const void *y)
 {
 	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-static int
-st_cmp_dbl(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
 
 	return a < b ? -1 : a > b;
 }
@@ -226,6 +218,11 @@ st_check(struct analysis *a)
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 
+		if (p->open_evicted)
+			an_warn(a, "rank %d (pid %u): %" PRIu64 " MSTX ranges "
+			    "were still open when %u more opened: their ENDs "
+			    "were not paired", p->rank, p->pid,
+			    p->open_evicted, AN_OPEN_MAX);
 		if (p->late || p->forced)
 			an_warn(a, "rank %d (pid %u): %" PRIu64 " device "
 			    "intervals out of order beyond the %.1f s reorder "
@@ -445,7 +442,13 @@ st_breakdown(struct analysis *a, struct an_proc *p)
 	p->gap = p->gap_max[gu];
 	p->gap_at = p->gap_from[gu];
 	nsteps = p->nsteps ? p->nsteps : 1;
-	p->res = st_alloc(nsteps * sizeof(*p->res));
+	/* No step markers and no device work (a launcher): no step at all,
+	 * not an empty whole-capture one. */
+	if (p->nsteps == 0 && p->whole[AN_G_COMP] == 0 &&
+	    p->whole[AN_G_COMMC] == 0 && p->whole[AN_G_COMMH] == 0 &&
+	    p->whole[AN_G_MEM] == 0)
+		nsteps = 0;
+	p->res = st_alloc((nsteps ? nsteps : 1) * sizeof(*p->res));
 	p->nres = nsteps;
 	for (size_t i = 0; i < nsteps; i++) {
 		struct an_stepres *r = &p->res[i];
@@ -492,112 +495,6 @@ st_breakdown(struct analysis *a, struct an_proc *p)
 	}
 	st_union_free(&u_data);
 	free(by_start);
-}
-
-static double
-st_median(double *v, size_t n)
-{
-	if (n == 0)
-		return 0;
-	qsort(v, n, sizeof(double), st_cmp_dbl);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/*
- * The verdict: the rank with the most time of its own (step time minus
- * the time it waited for others in collectives) is the slow one when the
- * spread exceeds the threshold; its cause is the category where it
- * exceeds the median of the other ranks most, as a share of its step.
- * Each rank's figures are medians over its steps, so one warm-up step
- * (first allocations, first collective rendezvous) does not decide.
- */
-static void
-st_verdict(struct analysis *a)
-{
-	enum { T, C, X, W, H, D, O, NF };
-	size_t n = 0, slow = 0, maxres = 1;
-	double (*v)[NF], *tmp, *col, maxb = -1, minb = 1e300, sumt = 0;
-	struct an_proc **rp;
-
-	a->verdict.rank = -1;
-	a->verdict.cause = NULL;
-	a->verdict.share = 0;
-	a->verdict.imbalance = 0;
-	for (size_t i = 0; i < a->nproc; i++)
-		if (a->proc[i]->nres > maxres)
-			maxres = a->proc[i]->nres;
-	rp = st_alloc(a->nproc * sizeof(*rp));
-	v = st_alloc(a->nproc * sizeof(*v));
-	tmp = st_alloc(a->nproc * sizeof(double) + 8);
-	col = st_alloc(maxres * sizeof(double));
-	for (size_t i = 0; i < a->nproc; i++) {
-		struct an_proc *p = a->proc[i];
-
-		if (p->rank < 0 || p->nres == 0)
-			continue;
-		for (int f = 0; f < NF; f++) {
-			for (size_t j = 0; j < p->nres; j++) {
-				struct an_stepres *r = &p->res[j];
-				double len = (double)(r->end - r->start);
-				double fr = (double)r->free - (double)r->data;
-
-				switch (f) {
-				case T: col[j] = len; break;
-				case C: col[j] = (double)r->compute; break;
-				case X: col[j] = (double)r->transit; break;
-				case W: col[j] = (double)r->wait; break;
-				case H: col[j] = fr > 0 ? fr : 0; break;
-				case D: col[j] = (double)r->data; break;
-				default: col[j] = len - (double)r->wait; break;
-				}
-			}
-			v[n][f] = st_median(col, p->nres);
-		}
-		rp[n++] = p;
-	}
-	if (n >= 2) {
-		static const char *const causes[NF] = { [C] = "compute",
-		    [X] = "link", [H] = "host/launch", [D] = "data loading" };
-		static const int cat[] = { C, X, H, D };
-		double best = -1;
-
-		for (size_t i = 0; i < n; i++) {
-			double b = v[i][O];
-
-			sumt += v[i][T];
-			if (b > maxb) {
-				maxb = b;
-				slow = i;
-			}
-			if (b < minb)
-				minb = b;
-		}
-		a->verdict.imbalance = sumt > 0 ? (maxb - minb) /
-		    (sumt / (double)n) : 0;
-		if (a->verdict.imbalance > a->o.rank_imbalance) {
-			a->verdict.rank = rp[slow]->rank;
-			for (size_t c = 0; c < sizeof(cat) / sizeof(cat[0]);
-			    c++) {
-				size_t m = 0;
-				double ex;
-
-				for (size_t i = 0; i < n; i++)
-					if (i != slow)
-						tmp[m++] = v[i][cat[c]];
-				ex = v[slow][cat[c]] - st_median(tmp, m);
-				if (ex > best) {
-					best = ex;
-					a->verdict.cause = causes[cat[c]];
-					a->verdict.share = v[slow][T] > 0 ?
-					    ex / v[slow][T] : 0;
-				}
-			}
-		}
-	}
-	free(col);
-	free(tmp);
-	free(v);
-	free(rp);
 }
 
 int
@@ -647,6 +544,6 @@ an_steps(struct analysis *a)
 		    a->proc[i]->first_ts < a->base_ts))
 			a->base_ts = a->proc[i]->first_ts;
 	}
-	st_verdict(a);
+	an_verdict(a);
 	return 0;
 }

@@ -51,7 +51,9 @@ analysis_opts_init(struct analysis_opts *o)
 	o->data_marker = "data";
 	o->launch_runtime_us = 50;
 	o->launch_delay_us = 100;
-	o->rank_imbalance = 0.05;
+	o->rank_imbalance = 0.01;
+	o->rank_sigmas = 5;
+	o->rank_host_floor = 0.03;
 	o->dataloader_ms = 10;
 	o->malloc_ms = 10;
 	o->host_gap_ms = 200;
@@ -189,6 +191,7 @@ analysis_free(struct analysis *a)
 		free(p->coll[0]);
 		free(p->coll[1]);
 		free(p->steps);
+		free(p->open);
 		free(p->res);
 		an_sweep_free(p);
 		an_union_free(&p->u_comp);
@@ -291,6 +294,7 @@ an_proc_find(struct analysis_source *src, uint32_t pid)
 	memset(p, 0, sizeof(*p));
 	p->src = src;
 	p->pid = pid;
+	p->idx = (uint32_t)a->nproc;
 	p->rank = p->local_rank = p->world_size = -1;
 	p->safe_static = UINT64_MAX;
 	a->proc = an_realloc(a->proc, (a->nproc + 1) * sizeof(*a->proc));
@@ -414,7 +418,10 @@ an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 	an_stat_add(&a->apis[idx - 1].st, dur);
 }
 
-/* A launch joined: API [as, ae] launched device work [ds, de]. */
+/* A launch joined: API [as, ae] launched device work [ds, de].  Its
+ * delay is a stall only for the part the device was idle: a kernel that
+ * waited behind the process's earlier device work was queued, not
+ * stalled (a compute-bound loop keeps a deep queue). */
 static void
 an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
     const struct an_pend *api, const struct an_pend *dev)
@@ -422,6 +429,8 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	struct analysis *a = src->a;
 	uint64_t rt = api->end - api->start, dur = dev->end - dev->start;
 	uint64_t delay = dev->start > api->end ? dev->start - api->end : 0;
+	uint64_t ready = api->end > dev->prev_end ? api->end : dev->prev_end;
+	uint64_t stall = dev->start > ready ? dev->start - ready : 0;
 	size_t i;
 
 	a->launches++;
@@ -430,10 +439,18 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	an_stat_add(&a->l_delay, delay);
 	if ((double)rt > a->o.launch_runtime_us * 1e3)
 		a->l_slow_runtime++;
-	if ((double)delay > a->o.launch_delay_us * 1e3)
+	if ((double)stall > a->o.launch_delay_us * 1e3)
 		a->l_slow_delay++;
 	if (dur < rt)
 		a->l_short++;
+	/* The host side of the op (key_averages' CPU time). */
+	if (dev->name != 0)
+		for (i = 0; i < a->nops; i++)
+			if (a->ops[i].name == dev->name) {
+				a->ops[i].host_total += rt;
+				a->ops[i].host_count++;
+				break;
+			}
 	/* Keep the worst launch delays (small insertion-sorted array). */
 	if (a->nl_top == 32 && delay <= a->l_top[31].delay)
 		return;
@@ -454,9 +471,18 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 
 	if (corr == 0)
 		return;
-	slot = &src->pend[corr & (AN_PEND_SIZE - 1)];
-	me = (struct an_pend){ corr, s, e, gname, (uint8_t)is_dev };
-	if (slot->corr == corr && slot->is_dev != is_dev) {
+	/* Correlation ids are per process: processes share a file. */
+	slot = &src->pend[(corr ^ (uint64_t)p->pid * 0x9e3779b1u) &
+	    (AN_PEND_SIZE - 1)];
+	me = (struct an_pend){ corr, s, e, 0, gname, p->pid, (uint8_t)is_dev };
+	if (is_dev) {
+		/* Device records of a process come in about start order. */
+		me.prev_end = p->launch_dev_end;
+		if (e > p->launch_dev_end)
+			p->launch_dev_end = e;
+	}
+	if (slot->corr == corr && slot->pid == p->pid &&
+	    slot->is_dev != is_dev) {
 		if (is_dev)
 			an_launch(src, p, corr, slot, &me);
 		else
@@ -521,10 +547,15 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 	an_proc_ts(p, m->timestamp, m->timestamp);
 	an_host_ts(p, m->timestamp);
 	if (m->flag & 2u) {		/* MARKER_START */
-		if (p->nopen == 64)
-			memmove(p->open, p->open + 1, 63 * sizeof(p->open[0]));
-		else
-			p->nopen++;
+		if (p->nopen == AN_OPEN_MAX) {
+			/* Give up the oldest half at once (amortized). */
+			memmove(p->open, p->open + AN_OPEN_MAX / 2,
+			    (AN_OPEN_MAX / 2) * sizeof(p->open[0]));
+			p->nopen -= AN_OPEN_MAX / 2;
+			p->open_evicted += AN_OPEN_MAX / 2;
+		}
+		an_grow(&p->open, &p->copen, p->nopen, sizeof(*p->open));
+		p->nopen++;
 		p->open[p->nopen - 1].id = m->id;
 		p->open[p->nopen - 1].ts = m->timestamp;
 		p->open[p->nopen - 1].name = an_gid(src, m->name_id);

@@ -77,7 +77,14 @@ struct analysis_opts {
 	/* Advisor thresholds (defaults from ANALYSIS.md). */
 	double		 launch_runtime_us;	/* 50 */
 	double		 launch_delay_us;	/* 100 */
-	double		 rank_imbalance;	/* 0.05: (max-min)/mean */
+	/* Slow rank: a rank's excess in a category must be over
+	 * rank_sigmas times the noise measured in the capture, over
+	 * rank_imbalance of the device work (plus a tenth of the
+	 * step), and for host/launch over rank_host_floor of the step
+	 * (analysis-verdict.c). */
+	double		 rank_imbalance;	/* 0.01 */
+	double		 rank_sigmas;		/* 5 */
+	double		 rank_host_floor;	/* 0.03 of the step */
 	double		 dataloader_ms;		/* 10 per step */
 	double		 malloc_ms;		/* 10 in total */
 	double		 host_gap_ms;		/* 200 */
@@ -182,7 +189,9 @@ struct analysis_verdict {
 	const char	*cause;		/* "compute", "host/launch",
 					   "data loading", "link", or NULL */
 	double		 share;		/* of the slow rank's step time, 0..1 */
-	double		 imbalance;	/* (max-min)/mean of busy time */
+	double		 imbalance;	/* (max-min)/mean of own time */
+	double		 threshold;	/* excess needed, share of the step */
+	double		 noise;		/* measured noise, share of the step */
 };
 void	analysis_verdict(const struct analysis *a,
 	    struct analysis_verdict *v);

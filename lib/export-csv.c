@@ -32,10 +32,40 @@ csv_open(const char *dir, const char *name)
 /* Fields are quoted on these only (not on CR, unlike table_print). */
 #define CSV_SPECIAL	",\"\n"
 
-/* op_summary: one row per kernel, streamed from the files again. */
+/* The end of the last task on one stream of one process. */
+struct csv_stream {
+	uint32_t	pid, device, stream;
+	uint64_t	last_end;
+};
+
+static struct csv_stream *
+csv_stream(struct csv_stream **v, size_t *n, size_t *cap, uint32_t pid,
+    uint32_t device, uint32_t stream)
+{
+	struct csv_stream *nv;
+
+	for (size_t i = *n; i-- > 0;)
+		if ((*v)[i].pid == pid && (*v)[i].device == device &&
+		    (*v)[i].stream == stream)
+			return &(*v)[i];
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		if ((nv = realloc(*v, *cap * sizeof(**v))) == NULL)
+			abort();
+		*v = nv;
+	}
+	(*v)[*n] = (struct csv_stream){ pid, device, stream, 0 };
+	return &(*v)[(*n)++];
+}
+
+/* op_summary: one row per kernel, streamed from the files again.  Task
+ * Wait Time is the gap since the previous task of the same stream of the
+ * same process (stream ids are per process). */
 static int
 csv_op_summary(struct analysis *a, FILE *f)
 {
+	struct csv_stream *st = NULL;
+	size_t nst = 0, cst = 0;
 	int rc = 0;
 
 	fputs("Rank,Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,"
@@ -45,20 +75,20 @@ csv_op_summary(struct analysis *a, FILE *f)
 		struct analysis_source *src = a->src[i];
 		struct trace_reader *r;
 		const struct rec_hdr *h;
-		uint64_t last_end[64] = { 0 };
-		uint32_t last_stream[64];
 
-		memset(last_stream, 0xff, sizeof(last_stream));
+		nst = 0;
 		if (src->path == NULL)
 			continue;
-		if ((rc = trace_reader_open(src->path, &r)) != 0)
+		if ((rc = trace_reader_open(src->path, &r)) != 0) {
+			free(st);
 			return rc;
+		}
 		while ((rc = trace_reader_next(r, &h)) != 0) {
 			const struct rec_kernel *k = (const void *)h;
 			struct an_proc *p;
+			struct csv_stream *cs;
 			const char *n, *ty;
 			uint64_t s, e, wait = 0;
-			size_t slot;
 
 			if (rc < 0) {
 				if (rc == -EBADMSG)
@@ -77,11 +107,11 @@ csv_op_summary(struct analysis *a, FILE *f)
 			p = an_proc_find(src, k->pid);
 			s += (uint64_t)p->offset;
 			e += (uint64_t)p->offset;
-			slot = (k->device * 31u + k->stream) % 64;
-			if (last_stream[slot] == k->stream && s > last_end[slot])
-				wait = s - last_end[slot];
-			last_stream[slot] = k->stream;
-			last_end[slot] = e;
+			cs = csv_stream(&st, &nst, &cst, k->pid, k->device,
+			    k->stream);
+			if (cs->last_end != 0 && s > cs->last_end)
+				wait = s - cs->last_end;
+			cs->last_end = e;
 			n = trace_reader_string(r, k->name_id);
 			ty = trace_reader_string(r, k->type_id);
 			fprintf(f, "%d,%u,N/A,%u,%u,", p->rank, k->device,
@@ -97,9 +127,12 @@ csv_op_summary(struct analysis *a, FILE *f)
 			    k->correlation_id);
 		}
 		trace_reader_close(r);
-		if (rc < 0 && rc != -EBADMSG)
+		if (rc < 0 && rc != -EBADMSG) {
+			free(st);
 			return rc;
+		}
 	}
+	free(st);
 	return 0;
 }
 

@@ -9,6 +9,8 @@
 
 struct ex_track {
 	uint32_t	pid, tid, sort;
+	uint32_t	os_pid;		/* the real process of a thread track;
+					   0: not a thread (device, counter) */
 	char		pname[96];
 	char		tname[64];
 };
@@ -21,8 +23,15 @@ struct ex_emit {
 		    uint64_t flow_out, uint64_t flow_in, const char *args);
 	void	(*instant)(struct ex *, const struct ex_track *,
 		    const char *name, uint64_t ts);
+	/* unit: "bytes", or a free-form unit name ("%", "W"), or NULL. */
 	void	(*counter)(struct ex *, const struct ex_track *,
-		    const char *name, uint64_t ts, double v);
+		    const char *name, const char *unit, uint64_t ts, double v);
+};
+
+/* An MSTX range START waiting for its END: paired by (pid, id). */
+struct ex_open {
+	uint64_t	id, ts;
+	uint32_t	name, tid, pid;
 };
 
 struct ex {
@@ -31,9 +40,14 @@ struct ex {
 	const struct ex_emit	*em;
 	void			*priv;
 	uint64_t		 events, flows;
-	uint32_t		 mem_dev[64];
-	int64_t			 mem_cur[64];
-	size_t			 nmem;
+	struct {
+		uint32_t	 pid, device;
+		int64_t		 cur;
+	}			*mem;		/* bytes in use per (pid, device) */
+	size_t			 nmem, cmem;
+	struct ex_open		*open;		/* MSTX ranges open */
+	size_t			 nopen, copen;
+	bool			 hosts;		/* several hosts: name them */
 };
 
 AN_HIDDEN int	ex_walk(struct ex *x);

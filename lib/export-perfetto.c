@@ -15,6 +15,12 @@
 
 #define PF_ATTR	__attribute__((visibility("default")))
 #define PF_SEQ	1
+/* perfetto.protos.BuiltinClock: our timestamps are CLOCK_REALTIME ns. */
+#define PF_CLOCK_REALTIME	1
+/* TracePacket.sequence_flags: SEQ_INCREMENTAL_STATE_CLEARED. */
+#define PF_SEQ_CLEARED		1
+/* CounterDescriptor.Unit: UNIT_SIZE_BYTES. */
+#define PF_UNIT_BYTES		3
 
 struct pf_buf {
 	uint8_t	b[4096];
@@ -139,7 +145,8 @@ pf_first(struct pf *p, uint64_t key)
 
 /* The uuid of t (declaring it and its process on first use). */
 static uint64_t
-pf_track(struct ex *x, const struct ex_track *t, const char *counter)
+pf_track(struct ex *x, const struct ex_track *t, const char *counter,
+    const char *unit)
 {
 	struct pf *p = x->priv;
 	uint64_t puid = (0x5000000000000000ull | t->pid) * 0x100000001b3ull;
@@ -162,10 +169,26 @@ pf_track(struct ex *x, const struct ex_track *t, const char *counter)
 	if (pf_first(p, uid)) {
 		b.n = d.n = pd.n = 0;
 		pf_uint(&d, 1, uid);
-		pf_str(&d, 2, counter ? counter : t->tname);
-		pf_uint(&d, 5, puid);
-		if (counter)
-			pf_bytes(&d, 8, "", 0);
+		if (counter == NULL && t->os_pid != 0) {
+			/* A real thread: ThreadDescriptor (pid, tid, name);
+			 * it belongs to its process by pid. */
+			pf_uint(&pd, 1, t->os_pid & 0x7fffffff);
+			pf_uint(&pd, 2, t->tid);
+			pf_str(&pd, 5, t->tname);
+			pf_bytes(&d, 4, pd.b, pd.n);
+		} else {
+			pf_str(&d, 2, counter ? counter : t->tname);
+			pf_uint(&d, 5, puid);
+		}
+		if (counter) {
+			/* CounterDescriptor: unit (bytes) or unit_name. */
+			pd.n = 0;
+			if (unit != NULL && strcmp(unit, "bytes") == 0)
+				pf_uint(&pd, 3, PF_UNIT_BYTES);
+			else if (unit != NULL)
+				pf_str(&pd, 6, unit);
+			pf_bytes(&d, 8, pd.b, pd.n);
+		}
 		pf_uint(&b, 10, PF_SEQ);
 		pf_bytes(&b, 60, d.b, d.n);
 		pf_packet(x, &b);
@@ -179,10 +202,65 @@ pf_event(struct ex *x, uint64_t ts, const struct pf_buf *ev)
 	struct pf_buf b = { .n = 0 };
 
 	pf_uint(&b, 8, ts);
+	pf_uint(&b, 58, PF_CLOCK_REALTIME);
 	pf_uint(&b, 10, PF_SEQ);
 	pf_bytes(&b, 11, ev->b, ev->n);
 	pf_packet(x, &b);
 	x->events++;
+}
+
+/*
+ * The slice's args (the walk's JSON fragment: "key":number or
+ * "key":"string", comma-separated, no nesting) as DebugAnnotations, so
+ * both formats carry the same arguments (correlation_id, bytes, ...).
+ */
+static void
+pf_args(struct pf_buf *ev, const char *args)
+{
+	const char *p = args, *k, *v;
+	char key[64], val[128];
+	size_t kn, vn;
+
+	while (*p == '"') {
+		k = ++p;
+		while (*p && *p != '"')
+			p++;
+		kn = (size_t)(p - k);
+		if (*p++ != '"' || *p++ != ':')
+			return;
+		if (*p == '"') {
+			v = ++p;
+			while (*p && *p != '"')
+				p++;
+			vn = (size_t)(p - v);
+			if (*p == '"')
+				p++;
+		} else {
+			v = p;
+			while (*p && *p != ',')
+				p++;
+			vn = (size_t)(p - v);
+		}
+		if (kn < sizeof(key) && vn < sizeof(val)) {
+			struct pf_buf d = { .n = 0 };
+			char *end;
+
+			memcpy(key, k, kn);
+			key[kn] = '\0';
+			memcpy(val, v, vn);
+			val[vn] = '\0';
+			pf_str(&d, 10, key);
+			if (v[-1] == '"')
+				pf_str(&d, 6, val);
+			else if (strpbrk(val, ".eE") == NULL && val[0] != '-')
+				pf_uint(&d, 3, strtoull(val, &end, 10));
+			else
+				pf_double(&d, 5, strtod(val, &end));
+			pf_bytes(ev, 4, d.b, d.n);
+		}
+		if (*p == ',')
+			p++;
+	}
 }
 
 static void
@@ -190,13 +268,14 @@ pf_slice(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
     uint64_t flow_in, const char *args)
 {
-	uint64_t uid = pf_track(x, t, NULL);
+	uint64_t uid = pf_track(x, t, NULL, NULL);
 	struct pf_buf ev = { .n = 0 };
 
 	pf_uint(&ev, 9, 1);
 	pf_uint(&ev, 11, uid);
 	pf_str(&ev, 22, cat);
 	pf_str(&ev, 23, name);
+	pf_args(&ev, args);
 	if (flow_out) {
 		pf_fixed64(&ev, 47, flow_out);
 		x->flows++;
@@ -217,21 +296,41 @@ pf_instant(struct ex *x, const struct ex_track *t, const char *name,
 	struct pf_buf ev = { .n = 0 };
 
 	pf_uint(&ev, 9, 3);
-	pf_uint(&ev, 11, pf_track(x, t, NULL));
+	pf_uint(&ev, 11, pf_track(x, t, NULL, NULL));
 	pf_str(&ev, 23, name);
 	pf_event(x, ts, &ev);
 }
 
 static void
 pf_counter(struct ex *x, const struct ex_track *t, const char *name,
-    uint64_t ts, double v)
+    const char *unit, uint64_t ts, double v)
 {
 	struct pf_buf ev = { .n = 0 };
 
 	pf_uint(&ev, 9, 4);
-	pf_uint(&ev, 11, pf_track(x, t, name));
+	pf_uint(&ev, 11, pf_track(x, t, name, unit));
 	pf_double(&ev, 44, v);
 	pf_event(x, ts, &ev);
+}
+
+/*
+ * The first packet: a ClockSnapshot that makes CLOCK_REALTIME the trace
+ * clock (every timed packet also names it in timestamp_clock_id), and the
+ * start of the sequence's incremental state.
+ */
+static void
+pf_clock(struct ex *x)
+{
+	struct pf_buf b = { .n = 0 }, cs = { .n = 0 }, c = { .n = 0 };
+
+	pf_uint(&c, 1, PF_CLOCK_REALTIME);
+	pf_uint(&c, 2, x->a->base_ts);
+	pf_bytes(&cs, 1, c.b, c.n);
+	pf_uint(&cs, 2, PF_CLOCK_REALTIME);
+	pf_bytes(&b, 6, cs.b, cs.n);
+	pf_uint(&b, 10, PF_SEQ);
+	pf_uint(&b, 13, PF_SEQ_CLEARED);
+	pf_packet(x, &b);
 }
 
 static const struct ex_emit pf_emit = { pf_slice, pf_instant, pf_counter };
@@ -249,6 +348,7 @@ export_perfetto(struct analysis *a, FILE *out)
 	x.out = out;
 	x.em = &pf_emit;
 	x.priv = &p;
+	pf_clock(&x);
 	rc = ex_walk(&x);
 	free(p.seen);
 	if (rc == 0 && (fflush(out) != 0 || ferror(out)))

@@ -18,47 +18,144 @@
 
 #define EX_ATTR	__attribute__((visibility("default")))
 
+/*
+ * Track pids.  Host tracks use the real pid; the device side of a process
+ * gets a pseudo pid per (rank, device) so viewers show it as its own
+ * process; a process without a rank (a launcher, a tool) gets its own
+ * range, so it can never take a rank's.  Device metrics belong to a
+ * device, not to any process: one pseudo process per (host, device).
+ */
+#define EX_PID_RANK	0x40000000u	/* + rank * 256 + device */
+#define EX_PID_NORANK	0x50000000u	/* + (pid & 0xfffff) * 256 + device */
+#define EX_PID_NPU	0x70000000u	/* + host * 256 + device */
+
 static uint32_t
 ex_dev_pid(const struct an_proc *p, uint32_t device)
 {
-	uint32_t r = p->rank >= 0 ? (uint32_t)p->rank : p->pid & 0xffff;
+	if (p->rank >= 0)
+		return EX_PID_RANK + ((uint32_t)p->rank & 0x3fffff) * 256u +
+		    (device & 0xff);
+	return EX_PID_NORANK + (p->pid & 0xfffff) * 256u + (device & 0xff);
+}
 
-	return 0x40000000u + r * 256u + (device & 0xff);
+/* "Rank 3" or, without a rank, "pid 1234". */
+static void
+ex_who(const struct an_proc *p, char *buf, size_t n)
+{
+	if (p->rank >= 0)
+		snprintf(buf, n, "Rank %d", p->rank);
+	else
+		snprintf(buf, n, "pid %u", p->pid);
+}
+
+static uint32_t
+ex_sort(const struct an_proc *p, uint32_t side)
+{
+	/* Ranks in order, then processes without one. */
+	return (p->rank >= 0 ? (uint32_t)p->rank : 0x100000u +
+	    (p->pid & 0xfffff)) * 2 + side;
 }
 
 static void
 ex_track_host(struct ex *x, struct an_proc *p, uint32_t tid,
     struct ex_track *t)
 {
+	(void)x;
 	memset(t, 0, sizeof(*t));
 	t->pid = p->pid;
 	t->tid = tid;
-	snprintf(t->pname, sizeof(t->pname), "Rank %d (pid %u) %s", p->rank,
-	    p->pid, p->src->host);
+	t->os_pid = tid != 0 ? p->pid : 0;
+	if (p->rank >= 0)
+		snprintf(t->pname, sizeof(t->pname), "Rank %d (pid %u) %s",
+		    p->rank, p->pid, p->src->host);
+	else
+		snprintf(t->pname, sizeof(t->pname), "Process %u %s", p->pid,
+		    p->src->host);
 	snprintf(t->tname, sizeof(t->tname), "Thread %u", tid);
-	t->sort = (uint32_t)(p->rank >= 0 ? p->rank : 0) * 2;
+	t->sort = ex_sort(p, 0);
 }
 
 static void
 ex_track_dev(struct ex *x, struct an_proc *p, uint32_t device,
     uint32_t stream, const char *what, struct ex_track *t)
 {
+	char who[32];
+
+	(void)x;
 	memset(t, 0, sizeof(*t));
+	ex_who(p, who, sizeof(who));
 	t->pid = ex_dev_pid(p, device);
 	t->tid = stream;
-	snprintf(t->pname, sizeof(t->pname), "Rank %d NPU %u", p->rank,
-	    device);
+	snprintf(t->pname, sizeof(t->pname), "%s NPU %u", who, device);
 	if (what != NULL)
 		snprintf(t->tname, sizeof(t->tname), "%s", what);
 	else
 		snprintf(t->tname, sizeof(t->tname), "Stream %u", stream);
-	t->sort = (uint32_t)(p->rank >= 0 ? p->rank : 0) * 2 + 1;
+	t->sort = ex_sort(p, 1);
+}
+
+/* The track of a device's own metrics (utilisation, power, ...). */
+static void
+ex_track_npu(struct ex *x, struct analysis_source *src, uint32_t device,
+    struct ex_track *t)
+{
+	size_t h = 0;
+
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < x->a->nsrc; i++)
+		if (x->a->src[i] == src || strcmp(x->a->src[i]->host,
+		    src->host) == 0) {
+			h = i;
+			break;
+		}
+	t->pid = EX_PID_NPU + ((uint32_t)h & 0xffff) * 256u + (device & 0xff);
+	t->tid = 0;
+	if (x->hosts)
+		snprintf(t->pname, sizeof(t->pname), "NPU %u %s", device,
+		    src->host);
+	else
+		snprintf(t->pname, sizeof(t->pname), "NPU %u", device);
+	snprintf(t->tname, sizeof(t->tname), "Metrics");
+	t->sort = 0x400000u + (uint32_t)h * 256u + (device & 0xff);
 }
 
 static uint64_t
 ex_ts(const struct an_proc *p, uint64_t t)
 {
 	return t + (uint64_t)p->offset;
+}
+
+/*
+ * The flow id of a launch: correlation ids count from 1 in every process,
+ * so the id is qualified by the process.  Kept under 2^53, the integers a
+ * JSON viewer holds exactly: 12 bits of process, 40 of correlation id.
+ */
+static uint64_t
+ex_flow(const struct an_proc *p, uint64_t corr)
+{
+	if (corr == 0)
+		return 0;
+	return (uint64_t)((p->idx + 1) & 0xfff) << 40 |
+	    (corr & 0xffffffffffull);
+}
+
+/* The unit of a daemon metric track (daemon/metrics.c names them). */
+static const char *
+ex_metric_unit(const char *name)
+{
+	static const struct {
+		const char *name, *unit;
+	} u[] = {
+		{ "npu.util", "%" }, { "npu.mem.used", "bytes" },
+		{ "npu.mem.total", "bytes" }, { "npu.power", "W" },
+		{ "npu.temp", "C" }, { "cpu.percent", "%" },
+		{ "mem.rss", "bytes" },
+	};
+
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+		if (strcmp(name, u[i].name) == 0)
+			return u[i].unit;
+	return NULL;
 }
 
 static bool
@@ -89,6 +186,100 @@ ex_device_work(struct ex *x, struct analysis_source *src,
 	return true;
 }
 
+static void
+ex_grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	void *nv;
+	size_t nc;
+
+	if (n < *cap)
+		return;
+	nc = *cap ? *cap * 2 : 64;
+	if ((nv = realloc(*v, nc * size)) == NULL)
+		abort();
+	*v = nv;
+	*cap = nc;
+}
+
+/* MSTX host ranges: START kept until the END of the same (pid, id). */
+static void
+ex_marker(struct ex *x, struct analysis_source *src, struct trace_reader *r,
+    const struct rec_marker *m)
+{
+	struct an_proc *p;
+	struct ex_track t;
+	const char *n;
+
+	if (m->source_kind != 0)
+		return;		/* device copies of host ranges */
+	p = an_proc_find(src, m->pid);
+	if (m->flag & 2u) {
+		if (x->nopen == AN_OPEN_MAX) {
+			/* As the analysis: the oldest half is given up. */
+			memmove(x->open, x->open + AN_OPEN_MAX / 2,
+			    (AN_OPEN_MAX / 2) * sizeof(*x->open));
+			x->nopen -= AN_OPEN_MAX / 2;
+		}
+		ex_grow((void **)&x->open, &x->copen, x->nopen,
+		    sizeof(*x->open));
+		x->open[x->nopen++] = (struct ex_open){ m->id, m->timestamp,
+		    m->name_id, m->tid, m->pid };
+		return;
+	}
+	if (m->flag & 4u) {
+		for (size_t i = x->nopen; i-- > 0;) {
+			struct ex_open o = x->open[i];
+
+			if (o.id != m->id || o.pid != m->pid)
+				continue;
+			x->open[i] = x->open[--x->nopen];
+			n = trace_reader_string(r, o.name);
+			ex_track_host(x, p, o.tid, &t);
+			x->em->slice(x, &t, n ? n : "range", "marker",
+			    ex_ts(p, o.ts), m->timestamp > o.ts ?
+			    m->timestamp - o.ts : 0, 0, 0, "");
+			break;
+		}
+		return;
+	}
+	n = trace_reader_string(r, m->name_id);
+	ex_track_host(x, p, m->tid, &t);
+	x->em->instant(x, &t, n ? n : "mark", ex_ts(p, m->timestamp));
+}
+
+/* Memory in use per (process, device); pinned host memory (no device)
+ * is the process's own, on its host track. */
+static void
+ex_memory(struct ex *x, struct analysis_source *src,
+    const struct rec_memory *mm)
+{
+	struct an_proc *p = an_proc_find(src, mm->pid);
+	struct ex_track t;
+	size_t i;
+
+	for (i = 0; i < x->nmem && (x->mem[i].pid != mm->pid ||
+	    x->mem[i].device != mm->device); i++)
+		;
+	if (i == x->nmem) {
+		ex_grow((void **)&x->mem, &x->cmem, x->nmem, sizeof(*x->mem));
+		x->mem[i].pid = mm->pid;
+		x->mem[i].device = mm->device;
+		x->mem[i].cur = 0;
+		x->nmem++;
+	}
+	x->mem[i].cur += mm->op == 0 ? (int64_t)mm->bytes :
+	    -(int64_t)mm->bytes;
+	if (mm->device == REC_NONE) {
+		ex_track_host(x, p, 0, &t);
+		x->em->counter(x, &t, "Pinned Host Memory", "bytes",
+		    ex_ts(p, mm->end), (double)x->mem[i].cur);
+	} else {
+		ex_track_dev(x, p, mm->device, 0, NULL, &t);
+		x->em->counter(x, &t, "Device Memory", "bytes",
+		    ex_ts(p, mm->end), (double)x->mem[i].cur);
+	}
+}
+
 /* Emits the records of one file. */
 static int
 ex_file(struct ex *x, struct analysis_source *src)
@@ -97,15 +288,11 @@ ex_file(struct ex *x, struct analysis_source *src)
 	const struct rec_hdr *h;
 	struct ex_track t;
 	char args[256];
-	struct {
-		uint64_t id, ts;
-		uint32_t name, tid, pid;
-	} open[64];
-	size_t nopen = 0;
 	int rc;
 
 	if ((rc = trace_reader_open(src->path, &r)) != 0)
 		return rc;
+	x->nopen = 0;
 	while ((rc = trace_reader_next(r, &h)) != 0) {
 		struct an_proc *p;
 
@@ -125,8 +312,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 			    PRIu64, k->correlation_id);
 			x->em->slice(x, &t, n ? n : "?", "api",
 			    ex_ts(p, k->start), k->end - k->start,
-			    n && ex_is_launch(n) ? k->correlation_id : 0, 0,
-			    args);
+			    n && ex_is_launch(n) ? ex_flow(p,
+			    k->correlation_id) : 0, 0, args);
 			break;
 		}
 		case REC_KERNEL: {
@@ -142,7 +329,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 			    PRIu64 ",\"type\":\"%s\",\"task_id\":%u",
 			    k->correlation_id, ty ? ty : "", k->task_id);
 			x->em->slice(x, &t, n ? n : "?", "kernel", ex_ts(p, s),
-			    e > s ? e - s : 0, 0, k->correlation_id, args);
+			    e > s ? e - s : 0, 0, ex_flow(p,
+			    k->correlation_id), args);
 			break;
 		}
 		case REC_MEMCPY: {
@@ -159,7 +347,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 			    ",\"correlation_id\":%" PRIu64, k->bytes,
 			    k->correlation_id);
 			x->em->slice(x, &t, kinds[k->copy_kind % 6], "memcpy",
-			    ex_ts(p, s), e - s, 0, k->correlation_id, args);
+			    ex_ts(p, s), e > s ? e - s : 0, 0,
+			    ex_flow(p, k->correlation_id), args);
 			break;
 		}
 		case REC_MEMSET: {
@@ -169,29 +358,32 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (!ex_device_work(x, src, h, k->pid, k->device,
 			    k->stream, &s, &e, &p, &t))
 				break;
-			snprintf(args, sizeof(args), "\"bytes\":%" PRIu64,
-			    k->bytes);
+			snprintf(args, sizeof(args), "\"bytes\":%" PRIu64
+			    ",\"correlation_id\":%" PRIu64, k->bytes,
+			    k->correlation_id);
 			x->em->slice(x, &t, "Memset", "memset", ex_ts(p, s),
-			    e - s, 0, k->correlation_id, args);
+			    e > s ? e - s : 0, 0, ex_flow(p,
+			    k->correlation_id), args);
 			break;
 		}
 		case REC_HCCL:
 		case REC_COMMUNICATION: {
 			const struct rec_communication *k = (const void *)h;
 			const struct rec_hccl *hc = (const void *)h;
-			uint32_t dev = h->type == REC_HCCL ? hc->device :
-			    k->device;
-			uint32_t nid = h->type == REC_HCCL ? hc->name_id :
-			    k->name_id;
-			uint64_t s = k->start, e = k->end;
+			bool is_h = h->type == REC_HCCL;
+			uint32_t dev = is_h ? hc->device : k->device;
+			uint32_t nid = is_h ? hc->name_id : k->name_id;
+			uint64_t s = is_h ? hc->start : k->start;
+			uint64_t e = is_h ? hc->end : k->end;
+			uint64_t corr = is_h ? hc->correlation_id :
+			    k->correlation_id;
 			const char *n = trace_reader_string(r, nid);
 
 			if (h->aux & REC_F_HOST_LAUNCH)
 				break;
-			p = an_proc_find(src, h->type == REC_HCCL ? hc->pid :
-			    k->pid);
+			p = an_proc_find(src, is_h ? hc->pid : k->pid);
 			/* Only the kind the analysis used, not both. */
-			if ((h->type == REC_HCCL) != (p->cw == 1))
+			if (is_h != (p->cw == 1))
 				break;
 			if (h->aux & REC_F_DEVICE_CLOCK) {
 				s = an_dev_time(src, dev, s);
@@ -199,87 +391,47 @@ ex_file(struct ex *x, struct analysis_source *src)
 			}
 			ex_track_dev(x, p, dev, 0xfffffff0u, "Communication",
 			    &t);
-			args[0] = '\0';
-			if (h->type == REC_COMMUNICATION)
+			if (is_h)
+				snprintf(args, sizeof(args), "\"bandwidth_gbps\":"
+				    "%.3f,\"correlation_id\":%" PRIu64,
+				    hc->bandwidth, corr);
+			else
 				snprintf(args, sizeof(args), "\"count\":%"
 				    PRIu64 ",\"correlation_id\":%" PRIu64,
-				    k->count, k->correlation_id);
+				    k->count, corr);
 			x->em->slice(x, &t, n ? n : "hccl", "communication",
-			    ex_ts(p, s), e - s, 0, h->type == REC_HCCL ? 0 :
-			    k->correlation_id, args);
+			    ex_ts(p, s), e > s ? e - s : 0, 0,
+			    ex_flow(p, corr), args);
 			break;
 		}
-		case REC_MARKER: {
-			const struct rec_marker *m = (const void *)h;
-			const char *n = trace_reader_string(r, m->name_id);
-
-			if (m->source_kind != 0)
-				break;
-			p = an_proc_find(src, m->pid);
-			if (m->flag & 2u) {
-				if (nopen < 64) {
-					open[nopen].id = m->id;
-					open[nopen].ts = m->timestamp;
-					open[nopen].name = m->name_id;
-					open[nopen].tid = m->tid;
-					open[nopen++].pid = m->pid;
-				}
-			} else if (m->flag & 4u) {
-				for (size_t i = nopen; i-- > 0;) {
-					if (open[i].id != m->id)
-						continue;
-					n = trace_reader_string(r,
-					    open[i].name);
-					ex_track_host(x, p, open[i].tid, &t);
-					x->em->slice(x, &t, n ? n : "range",
-					    "marker", ex_ts(p, open[i].ts),
-					    m->timestamp - open[i].ts, 0, 0,
-					    "");
-					open[i] = open[--nopen];
-					break;
-				}
-			} else {
-				ex_track_host(x, p, m->tid, &t);
-				x->em->instant(x, &t, n ? n : "mark",
-				    ex_ts(p, m->timestamp));
-			}
+		case REC_MARKER:
+			ex_marker(x, src, r, (const void *)h);
 			break;
-		}
 		case REC_COUNTER: {
 			const struct rec_counter *c = (const void *)h;
 			const char *n = trace_reader_string(r, c->track_id);
 
+			n = n ? n : "counter";
+			if (c->pid == 0) {
+				/* A device's metric: its own track. */
+				ex_track_npu(x, src, c->device == REC_NONE ?
+				    0 : c->device, &t);
+				x->em->counter(x, &t, n, ex_metric_unit(n),
+				    c->timestamp, c->value);
+				break;
+			}
 			p = an_proc_find(src, c->pid);
-			ex_track_dev(x, p, c->device == REC_NONE ? 0 :
-			    c->device, 0, NULL, &t);
-			if (c->pid != 0 || c->device == REC_NONE)
+			if (c->device == REC_NONE)
 				ex_track_host(x, p, 0, &t);
-			x->em->counter(x, &t, n ? n : "counter",
+			else
+				ex_track_dev(x, p, c->device, 0, NULL, &t);
+			x->em->counter(x, &t, n, ex_metric_unit(n),
 			    ex_ts(p, c->timestamp), c->value);
 			break;
 		}
-		case REC_MEMORY: {
-			const struct rec_memory *mm = (const void *)h;
-			size_t i;
-
-			p = an_proc_find(src, mm->pid);
-			for (i = 0; i < x->nmem && x->mem_dev[i] !=
-			    mm->device; i++)
-				;
-			if (i == x->nmem && i < 64) {
-				x->mem_dev[i] = mm->device;
-				x->mem_cur[i] = 0;
-				x->nmem++;
-			}
-			if (i == 64)
-				break;
-			x->mem_cur[i] += mm->op == 0 ? (int64_t)mm->bytes :
-			    -(int64_t)mm->bytes;
-			ex_track_dev(x, p, mm->device, 0, NULL, &t);
-			x->em->counter(x, &t, "Device Memory (bytes)",
-			    ex_ts(p, mm->end), (double)x->mem_cur[i]);
+		case REC_MEMORY:
+			ex_memory(x, src, (const void *)h);
 			break;
-		}
 		default:
 			break;
 		}
@@ -288,19 +440,19 @@ ex_file(struct ex *x, struct analysis_source *src)
 	return rc < 0 && rc != -EBADMSG ? rc : 0;
 }
 
-/* The Overlap Analysis track of one rank: Computing, Communication,
- * Communication(Not Overlapped) and Free segments within each step. */
+/* The Overlap Analysis track of one process with steps: Computing,
+ * Communication, Communication(Not Overlapped) and Free segments. */
 static void
 ex_overlap(struct ex *x, struct an_proc *p)
 {
 	struct ex_track t;
+	char who[32];
 
 	if (p->nres == 0)
 		return;
 	ex_track_dev(x, p, 0xff, 0xfffffff1u, "Overlap Analysis", &t);
-	snprintf(t.pname, sizeof(t.pname), "Rank %d Overlap Analysis",
-	    p->rank);
-	t.pid = ex_dev_pid(p, 0xff);
+	ex_who(p, who, sizeof(who));
+	snprintf(t.pname, sizeof(t.pname), "%s Overlap Analysis", who);
 	for (size_t i = 0; i < p->u_comp.n; i++)
 		x->em->slice(x, &t, "Computing", "overlap", p->u_comp.s[i],
 		    p->u_comp.e[i] - p->u_comp.s[i], 0, 0, "");
@@ -320,8 +472,12 @@ ex_overlap(struct ex *x, struct an_proc *p)
 		struct an_stepres *r = &p->res[i];
 		char name[64];
 
-		snprintf(name, sizeof(name), "Step %" PRId64 " (free %.1f us)",
-		    r->step, (double)r->free / 1e3);
+		if (r->step < 0)
+			snprintf(name, sizeof(name), "Whole capture (free "
+			    "%.1f us)", (double)r->free / 1e3);
+		else
+			snprintf(name, sizeof(name), "Step %" PRId64
+			    " (free %.1f us)", r->step, (double)r->free / 1e3);
 		x->em->slice(x, &t, name, "step", r->start, r->end - r->start,
 		    0, 0, "");
 	}
@@ -335,6 +491,9 @@ ex_walk(struct ex *x)
 
 	if (!a->ran)
 		return -EINVAL;
+	for (size_t i = 1; i < a->nsrc; i++)
+		if (strcmp(a->src[i]->host, a->src[0]->host) != 0)
+			x->hosts = true;
 	for (size_t i = 0; i < a->nsrc; i++) {
 		if (a->src[i]->path == NULL)
 			continue;
@@ -343,6 +502,11 @@ ex_walk(struct ex *x)
 	}
 	for (size_t i = 0; i < a->nproc; i++)
 		ex_overlap(x, a->proc[i]);
+	free(x->mem);
+	free(x->open);
+	x->mem = NULL;
+	x->open = NULL;
+	x->nmem = x->cmem = x->nopen = x->copen = 0;
 	return first;
 }
 
@@ -388,12 +552,16 @@ ex_seen_add(struct ex_seen *s, uint64_t key)
 	return true;
 }
 
+/* µs since baseTimeNanoseconds; samples taken before the first record
+ * (a launcher's counters) are negative, not piled up at 0. */
 static void
 ch_ts(struct ex *x, uint64_t t)
 {
-	uint64_t rel = t > x->a->base_ts ? t - x->a->base_ts : 0;
+	uint64_t b = x->a->base_ts;
+	uint64_t rel = t >= b ? t - b : b - t;
 
-	fprintf(x->out, "%" PRIu64 ".%03u", rel / 1000, (unsigned)(rel % 1000));
+	fprintf(x->out, "%s%" PRIu64 ".%03u", t >= b ? "" : "-", rel / 1000,
+	    (unsigned)(rel % 1000));
 }
 
 static void
@@ -464,14 +632,17 @@ ch_instant(struct ex *x, const struct ex_track *t, const char *name,
 
 static void
 ch_counter(struct ex *x, const struct ex_track *t, const char *name,
-    uint64_t ts, double v)
+    const char *unit, uint64_t ts, double v)
 {
 	ch_meta(x, t);
 	fputs(",\n{\"ph\":\"C\",\"name\":", x->out);
 	table_json_str(x->out, name);
 	fprintf(x->out, ",\"pid\":%u,\"ts\":", t->pid);
 	ch_ts(x, ts);
-	fprintf(x->out, ",\"args\":{\"value\":%.17g}}", v);
+	/* The series is named for its unit (Chrome JSON has no unit). */
+	fputs(",\"args\":{", x->out);
+	table_json_str(x->out, unit != NULL ? unit : "value");
+	fprintf(x->out, ":%.17g}}", v);
 	x->events++;
 }
 

@@ -1,25 +1,33 @@
 /*
  * The shared-memory ring (see ring.h for the contract).
  *
- * Layout of the memfd: one header page (struct ring_shared), then capacity
- * bytes of data, capacity a power of two.  head and tail are byte counters
- * that only grow; a position's offset in the data is counter & (capacity-1).
+ * Layout of the memfd: nseg segments, each one header page (struct
+ * ring_shared) then capacity bytes of data, capacity a power of two.  In
+ * each segment head and tail are byte counters that only grow; a
+ * position's offset in the data is counter & (capacity-1).
  *
- * Memory ordering, written once here:
+ * Memory ordering, written once here (per segment):
  * - A producer loads tail with acquire before it writes into space that the
  *   consumer freed; the consumer zeroes that space before it stores tail
  *   with release.  So a producer never sees stale bytes of an old record
  *   become visible after its own.
- * - A producer reserves by CAS on head (relaxed: head carries no data), writes
- *   the body, then stores the 8-byte header with release.  The consumer
- *   loads the header with acquire; nonzero means the body is complete.
+ * - A producer reserves by moving head (CAS in the shared segment 0, a
+ *   plain store by the owner of a per-thread one; relaxed: head carries no
+ *   data), writes the body, then stores the 8-byte header with release.
+ *   The consumer loads the header with acquire; nonzero means the body is
+ *   complete.
  * - Record space is zero while free, so "header word == 0" is "not yet
  *   committed".  A record never straddles the end of the data: a producer
  *   whose record would, reserves the rest of the lap too and fills it with a
  *   REC_PAD record (always shorter than the record, so it fits in u16).
+ * - The owner of a per-thread segment keeps its own head and the last tail
+ *   it read, and reads the consumer's tail again only when that old tail
+ *   says the segment is full: its hot path touches only its own lines.
+ *   Which segments are owned is the producing process's private bitmap,
+ *   never the shared memory.
  *
- * The consumer trusts nothing in the mapping: it keeps its own tail and
- * capacity, bounds every loop by the head it read once per drain, which
+ * The consumer trusts nothing in the mapping: it keeps its own tails and
+ * geometry, bounds every loop by the head it read once per drain, which
  * must be within one capacity, and never validates or delivers shared
  * bytes: it finds a run of committed records by their headers (acquire
  * loads), copies the run into private memory in one memcpy, and checks the
@@ -44,12 +52,19 @@
 #define RING_BATCH	65536
 _Static_assert(RING_BATCH >= REC_MAX_SIZE, "ring batch");
 
-/* Counters written by different sides sit on separate cache-line pairs. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
+#endif
+
+/* Counters written by different sides sit on separate cache-line pairs.
+ * The geometry counts in segment 0's header only. */
 struct ring_shared {
 	uint64_t		magic;
 	uint32_t		version;
 	uint32_t		hdr_size;
 	uint64_t		capacity;
+	uint32_t		nseg;
+	uint32_t		pad0;
 	alignas(128) _Atomic uint64_t	head;		/* producers */
 	alignas(128) _Atomic uint64_t	tail;		/* consumer */
 	alignas(128) _Atomic uint64_t	drops;		/* producers, rarely */
@@ -66,6 +81,7 @@ RING_OFF_OK(magic, RING_OFF_MAGIC);
 RING_OFF_OK(version, RING_OFF_VERSION);
 RING_OFF_OK(hdr_size, RING_OFF_HDR_SIZE);
 RING_OFF_OK(capacity, RING_OFF_CAPACITY);
+RING_OFF_OK(nseg, RING_OFF_NSEG);
 RING_OFF_OK(head, RING_OFF_HEAD);
 RING_OFF_OK(tail, RING_OFF_TAIL);
 RING_OFF_OK(drops, RING_OFF_DROPS);
@@ -73,18 +89,30 @@ RING_OFF_OK(drop_bytes, RING_OFF_DROP_BYTES);
 RING_OFF_OK(wake_armed, RING_OFF_WAKE_ARMED);
 RING_OFF_OK(wake_threshold, RING_OFF_WAKE_THRESHOLD);
 
-struct ring {
-	/* Read by producers on every write: keep together. */
+struct ring_seg {
 	struct ring_shared	*sh;
+	uint8_t			*data;
+	uint64_t		 tail;		/* consumer side, private */
+};
+
+struct ring {
+	/* Read by producers of segment 0 on every write: keep together. */
+	struct ring_shared	*sh;		/* segment 0's */
 	uint8_t			*data;
 	uint64_t		 cap;
 	uint64_t		 mask;
 	size_t			 maxrec;
 	size_t			 maplen;
+	unsigned		 nseg;
+	/* Producer side: per-thread segments taken (bit i: segment i), and
+	 * those whose pages this process faulted in already. */
+	alignas(64) _Atomic uint64_t claimed;
+	_Atomic uint64_t	 populated;
 	/* Consumer side, private. */
-	uint64_t		 tail;
+	alignas(64) unsigned	 next;		/* segment drained first */
 	struct ring_stats	 st;
 	uint64_t		 batch[RING_BATCH / 8];	/* private copy */
+	struct ring_seg		 seg[];
 };
 
 #define RING_PREFETCH	512	/* bytes ahead of the head a producer prefetches */
@@ -96,30 +124,36 @@ is_pow2(uint64_t x)
 }
 
 int
-ring_create(size_t capacity, int *fdp)
+ring_create_segs(size_t capacity, unsigned nseg, int *fdp)
 {
-	struct ring_shared *sh;
+	struct ring_shared sh;
 	int fd, err;
 
 	if (fdp == NULL || !is_pow2(capacity) || capacity < RING_MIN_CAPACITY ||
-	    capacity > RING_MAX_CAPACITY)
+	    capacity > RING_MAX_CAPACITY || nseg < 1 ||
+	    nseg > RING_MAX_SEGMENTS)
 		return -EINVAL;
 	fd = memfd_create("mspti-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd == -1)
 		return -errno;
-	if (ftruncate(fd, (off_t)(RING_HDR_SIZE + capacity)) == -1)
+	if (ftruncate(fd, (off_t)((RING_HDR_SIZE + capacity) * nseg)) == -1)
 		goto fail;
-	sh = mmap(NULL, RING_HDR_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-	    fd, 0);
-	if (sh == MAP_FAILED)
-		goto fail;
-	sh->magic = RING_MAGIC;
-	sh->version = RING_VERSION;
-	sh->hdr_size = RING_HDR_SIZE;
-	sh->capacity = capacity;
-	atomic_store(&sh->head, 0);
-	atomic_store(&sh->tail, 0);
-	munmap(sh, RING_HDR_SIZE);
+	memset(&sh, 0, sizeof sh);
+	sh.magic = RING_MAGIC;
+	sh.version = RING_VERSION;
+	sh.hdr_size = RING_HDR_SIZE;
+	sh.capacity = capacity;
+	sh.nseg = nseg;
+	/* Every segment's header says the same (for tools); the counters
+	 * start at 0 with the file. */
+	for (unsigned i = 0; i < nseg; i++)
+		if (pwrite(fd, &sh, offsetof(struct ring_shared, head),
+		    (off_t)((RING_HDR_SIZE + capacity) * i)) !=
+		    (ssize_t)offsetof(struct ring_shared, head)) {
+			if (errno == 0)
+				errno = EIO;
+			goto fail;
+		}
 	/* A peer that could shrink the file could make our accesses SIGBUS. */
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 	    == -1)
@@ -133,12 +167,20 @@ fail:
 }
 
 int
+ring_create(size_t capacity, int *fdp)
+{
+	return ring_create_segs(capacity, 1, fdp);
+}
+
+int
 ring_map(int fd, struct ring **ringp)
 {
+	volatile struct ring_shared *vh;
 	struct ring *r;
 	struct ring_shared *sh;
 	struct stat sb;
 	uint64_t cap;
+	uint32_t nseg;
 	size_t len;
 	int seals;
 
@@ -148,31 +190,34 @@ ring_map(int fd, struct ring **ringp)
 	if (fstat(fd, &sb) == -1)
 		return -errno;
 	if (!S_ISREG(sb.st_mode) || sb.st_size <= RING_HDR_SIZE ||
-	    (uint64_t)sb.st_size > RING_HDR_SIZE + RING_MAX_CAPACITY)
+	    (uint64_t)sb.st_size > (RING_HDR_SIZE + RING_MAX_CAPACITY) *
+	    (uint64_t)RING_MAX_SEGMENTS)
 		return -EINVAL;
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals == -1 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
 	    (F_SEAL_SHRINK | F_SEAL_GROW))
 		return -EINVAL;
 	len = (size_t)sb.st_size;
-	sh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-	    fd, 0);
+	/* Not populated: per-thread segments get their pages when claimed. */
+	sh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (sh == MAP_FAILED)
 		return -errno;
 	/* Read the geometry once; from now on only our copy counts. */
-	cap = ((volatile struct ring_shared *)sh)->capacity;
-	if (((volatile struct ring_shared *)sh)->magic != RING_MAGIC ||
-	    ((volatile struct ring_shared *)sh)->version != RING_VERSION ||
-	    ((volatile struct ring_shared *)sh)->hdr_size != RING_HDR_SIZE) {
+	vh = (volatile struct ring_shared *)sh;
+	cap = vh->capacity;
+	nseg = vh->nseg;
+	if (vh->magic != RING_MAGIC || vh->version != RING_VERSION ||
+	    vh->hdr_size != RING_HDR_SIZE) {
 		munmap(sh, len);
 		return -EPROTO;
 	}
 	if (!is_pow2(cap) || cap < RING_MIN_CAPACITY ||
-	    cap > RING_MAX_CAPACITY || RING_HDR_SIZE + cap != len) {
+	    cap > RING_MAX_CAPACITY || nseg < 1 || nseg > RING_MAX_SEGMENTS ||
+	    (RING_HDR_SIZE + cap) * nseg != len) {
 		munmap(sh, len);
 		return -EINVAL;
 	}
-	if ((r = calloc(1, sizeof(*r))) == NULL) {
+	if ((r = calloc(1, sizeof(*r) + nseg * sizeof(r->seg[0]))) == NULL) {
 		munmap(sh, len);
 		return -ENOMEM;
 	}
@@ -182,8 +227,20 @@ ring_map(int fd, struct ring **ringp)
 	r->mask = cap - 1;
 	r->maxrec = cap / 4 < REC_MAX_SIZE ? cap / 4 : REC_MAX_SIZE;
 	r->maplen = len;
-	r->tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
+	r->nseg = nseg;
+	for (unsigned i = 0; i < nseg; i++) {
+		struct ring_seg *sg = &r->seg[i];
+
+		sg->sh = (struct ring_shared *)(void *)((uint8_t *)sh +
+		    (RING_HDR_SIZE + cap) * i);
+		sg->data = (uint8_t *)sg->sh + RING_HDR_SIZE;
+		sg->tail = atomic_load_explicit(&sg->sh->tail,
+		    memory_order_acquire);
+	}
+	/* The shared segment is used at once, by anyone: fault it in now. */
+	ring_populate(r, 0);
 	r->st.capacity = cap;
+	r->st.segments = nseg;
 	*ringp = r;
 	return 0;
 }
@@ -203,6 +260,23 @@ ring_max_record(const struct ring *r)
 	return r->maxrec;
 }
 
+unsigned
+ring_segments(const struct ring *r)
+{
+	return r->nseg;
+}
+
+void
+ring_populate(struct ring *r, unsigned seg)
+{
+	if (seg >= r->nseg || (atomic_fetch_or(&r->populated, 1ull << seg) &
+	    1ull << seg))
+		return;
+	/* Best effort: an older kernel faults on first touch instead. */
+	(void)madvise(r->seg[seg].sh, RING_HDR_SIZE + r->cap,
+	    MADV_POPULATE_WRITE);
+}
+
 static void
 ring_count_drop(struct ring *r, size_t len)
 {
@@ -216,8 +290,17 @@ ring_store_word(void *p, uint64_t word)
 	atomic_store_explicit((_Atomic uint64_t *)p, word, memory_order_release);
 }
 
+static int ring_reserve_(struct ring *r, size_t len, void **pp, bool count);
+
 int
 ring_reserve(struct ring *r, size_t len, void **pp)
+{
+	return ring_reserve_(r, len, pp, true);
+}
+
+/* ring_reserve; a full ring counts the drop only when count is set. */
+static int
+ring_reserve_(struct ring *r, size_t len, void **pp, bool count)
 {
 	struct ring_shared *sh = r->sh;
 	uint64_t h, t, off, pad, need;
@@ -239,7 +322,8 @@ ring_reserve(struct ring *r, size_t len, void **pp)
 			/* Our head is older than the tail: reload, a bounded
 			 * number of times (a broken tail must not trap us). */
 			if (++stale > 8) {
-				ring_count_drop(r, len);
+				if (count)
+					ring_count_drop(r, len);
 				return -ENOSPC;
 			}
 			h = atomic_load_explicit(&sh->head,
@@ -247,7 +331,8 @@ ring_reserve(struct ring *r, size_t len, void **pp)
 			continue;
 		}
 		if (__builtin_expect(h - t > r->cap - need, 0)) {
-			ring_count_drop(r, len);
+			if (count)
+				ring_count_drop(r, len);
 			return -ENOSPC;
 		}
 		if (atomic_compare_exchange_weak_explicit(&sh->head, &h,
@@ -289,42 +374,228 @@ ring_write(struct ring *r, const void *rec)
 	return 0;
 }
 
+/* Bytes of segment sh between tail and head h (capped at cap). */
+static inline uint64_t
+ring_seg_pending(const struct ring_shared *sh, uint64_t h, uint64_t cap)
+{
+	uint64_t t = atomic_load_explicit(&((struct ring_shared *)sh)->tail,
+	    memory_order_acquire);
+
+	return h - t > cap ? cap : h - t;
+}
+
 uint64_t
 ring_pending(const struct ring *r)
 {
-	uint64_t h, t;
+	uint64_t sum = 0;
 
-	t = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
-	h = atomic_load_explicit(&r->sh->head, memory_order_acquire);
-	return h - t > r->cap ? r->cap : h - t;
+	for (unsigned i = 0; i < r->nseg; i++) {
+		struct ring_shared *sh = r->seg[i].sh;
+
+		sum += ring_seg_pending(sh, atomic_load_explicit(&sh->head,
+		    memory_order_acquire), r->cap);
+	}
+	return sum;
 }
 
-bool
-ring_needs_wake(struct ring *r)
+/* The wake test of one segment whose head is h (see ring_needs_wake). */
+static inline bool
+ring_seg_needs_wake(struct ring_shared *sh, uint64_t h, uint64_t cap)
 {
-	struct ring_shared *sh = r->sh;
-
 	if (__builtin_expect(!atomic_load_explicit(&sh->wake_armed,
 	    memory_order_relaxed), 1))
 		return false;
-	if (ring_pending(r) < atomic_load_explicit(&sh->wake_threshold,
-	    memory_order_relaxed))
+	if (ring_seg_pending(sh, h, cap) < atomic_load_explicit(
+	    &sh->wake_threshold, memory_order_relaxed))
 		return false;
 	return atomic_exchange_explicit(&sh->wake_armed, 0,
 	    memory_order_acq_rel) != 0;
 }
 
+bool
+ring_needs_wake(struct ring *r)
+{
+	return ring_seg_needs_wake(r->sh, atomic_load_explicit(&r->sh->head,
+	    memory_order_acquire), r->cap);
+}
+
 void
 ring_arm_wake(struct ring *r, uint64_t threshold)
 {
-	atomic_store_explicit(&r->sh->wake_threshold, threshold,
-	    memory_order_relaxed);
-	atomic_store_explicit(&r->sh->wake_armed, 1, memory_order_seq_cst);
+	for (unsigned i = 0; i < r->nseg; i++) {
+		struct ring_shared *sh = r->seg[i].sh;
+
+		atomic_store_explicit(&sh->wake_threshold, threshold,
+		    memory_order_relaxed);
+		atomic_store_explicit(&sh->wake_armed, 1, memory_order_seq_cst);
+	}
 }
 
-/* Zeroes the data between counters from and to (at most one capacity). */
+unsigned
+ring_producer_claim(struct ring *r, struct ring_producer *p)
+{
+	uint64_t c, all, free_;
+	unsigned i = 0;
+
+	all = r->nseg >= 64 ? ~1ull : ((1ull << r->nseg) - 1) & ~1ull;
+	c = atomic_load_explicit(&r->claimed, memory_order_relaxed);
+	for (;;) {
+		free_ = ~c & all;
+		if (free_ == 0) {
+			i = 0;
+			break;
+		}
+		i = (unsigned)__builtin_ctzll(free_);
+		/* Acquire: the last owner's head store came before its
+		 * release of the bit. */
+		if (atomic_compare_exchange_weak_explicit(&r->claimed, &c,
+		    c | 1ull << i, memory_order_acq_rel, memory_order_relaxed))
+			break;
+	}
+	memset(p, 0, sizeof(*p));
+	p->ring = r;
+	p->seg = i;
+	p->sh = r->seg[i].sh;
+	p->data = r->seg[i].data;
+	p->mask = r->mask;
+	p->maxrec = r->maxrec;
+	if (i != 0) {
+		struct ring_shared *sh = p->sh;
+
+		p->head = atomic_load_explicit(&sh->head, memory_order_relaxed);
+		p->tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
+		/* Its pages now rather than one fault per page on the hot
+		 * path (unless done already). */
+		ring_populate(r, i);
+	}
+	return i;
+}
+
+void
+ring_producer_shared(struct ring *r, struct ring_producer *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->ring = r;
+	p->sh = r->sh;
+	p->data = r->data;
+	p->mask = r->mask;
+	p->maxrec = r->maxrec;
+}
+
+void
+ring_producer_release(struct ring_producer *p)
+{
+	if (p->ring != NULL && p->seg != 0)
+		atomic_fetch_and_explicit(&p->ring->claimed, ~(1ull << p->seg),
+		    memory_order_release);
+	p->ring = NULL;
+}
+
+/* A drop in a segment only its owner writes: no read-modify-write. */
 static void
-ring_zero(struct ring *r, uint64_t from, uint64_t to)
+ring_pcount_drop(struct ring_shared *sh, size_t len)
+{
+	atomic_store_explicit(&sh->drops, atomic_load_explicit(&sh->drops,
+	    memory_order_relaxed) + 1, memory_order_relaxed);
+	atomic_store_explicit(&sh->drop_bytes, atomic_load_explicit(
+	    &sh->drop_bytes, memory_order_relaxed) + len, memory_order_relaxed);
+}
+
+/* ring_preserve; a full segment counts the drop only when count is set. */
+static inline int
+ring_preserve_(struct ring_producer *p, size_t len, void **pp, bool count)
+{
+	struct ring_shared *sh = p->sh;
+	uint64_t h, off, pad, need, cap = p->mask + 1;
+
+	if (__builtin_expect(p->seg == 0, 0))
+		return ring_reserve_(p->ring, len, pp, count);
+	if (__builtin_expect(len < REC_HDR_SIZE || (len & 7), 0))
+		return -EINVAL;
+	if (__builtin_expect(len > p->maxrec, 0)) {
+		ring_pcount_drop(sh, len);
+		return -EMSGSIZE;
+	}
+	h = p->head;
+	off = h & p->mask;
+	pad = off + len > cap ? cap - off : 0;
+	need = pad + len;
+	if (__builtin_expect(h - p->tail > cap - need, 0)) {
+		/* Full by the tail we knew: read the consumer's again.  One
+		 * ahead of our head is broken; it counts as full. */
+		p->tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
+		if ((int64_t)(h - p->tail) < 0 || h - p->tail > cap - need) {
+			if (count)
+				ring_pcount_drop(sh, len);
+			return -ENOSPC;
+		}
+	}
+	if (pad != 0)
+		ring_store_word(p->data + off, REC_PAD | (uint64_t)pad << 16);
+	p->head = h + need;
+	atomic_store_explicit(&sh->head, h + need, memory_order_relaxed);
+	*pp = p->data + ((h + pad) & p->mask);
+	__builtin_prefetch(p->data + ((h + need + RING_PREFETCH) & p->mask),
+	    1, 3);
+	return 0;
+}
+
+int
+ring_preserve(struct ring_producer *p, size_t len, void **pp)
+{
+	return ring_preserve_(p, len, pp, true);
+}
+
+static int
+ring_pwrite_(struct ring_producer *p, const void *rec, bool count)
+{
+	const struct rec_hdr *h = rec;
+	void *q;
+	int rc;
+
+	if ((rc = ring_preserve_(p, h->size, &q, count)) != 0)
+		return rc;
+	memcpy((uint8_t *)q + REC_HDR_SIZE, (const uint8_t *)rec + REC_HDR_SIZE,
+	    h->size - REC_HDR_SIZE);
+	ring_commit(q, h);
+	return 0;
+}
+
+int
+ring_pwrite(struct ring_producer *p, const void *rec)
+{
+	return ring_pwrite_(p, rec, true);
+}
+
+int
+ring_pwrite_nodrop(struct ring_producer *p, const void *rec)
+{
+	return ring_pwrite_(p, rec, false);
+}
+
+void
+ring_pdrop(struct ring_producer *p, size_t len)
+{
+	if (p->seg == 0)
+		ring_count_drop(p->ring, len);
+	else
+		ring_pcount_drop(p->sh, len);
+}
+
+bool
+ring_pneeds_wake(struct ring_producer *p)
+{
+	struct ring_shared *sh = p->sh;
+
+	if (__builtin_expect(p->seg == 0, 0))
+		return ring_needs_wake(p->ring);
+	return ring_seg_needs_wake(sh, p->head, p->mask + 1);
+}
+
+/* Zeroes the data of sg between counters from and to (at most one
+ * capacity). */
+static void
+ring_zero(struct ring *r, struct ring_seg *sg, uint64_t from, uint64_t to)
 {
 	uint64_t n = to - from, off = from & r->mask, first;
 
@@ -333,21 +604,20 @@ ring_zero(struct ring *r, uint64_t from, uint64_t to)
 	if (n > r->cap)
 		n = r->cap;
 	first = r->cap - off < n ? r->cap - off : n;
-	memset(r->data + off, 0, first);
+	memset(sg->data + off, 0, first);
 	if (n > first)
-		memset(r->data, 0, n - first);
+		memset(sg->data, 0, n - first);
 }
 
-/* Frees the consumed space [*zfrom, t) and publishes t as the tail. */
+/* Frees the consumed space [*zfrom, t) of sg and publishes t as its tail. */
 static void
-ring_release(struct ring *r, uint64_t *zfrom, uint64_t t)
+ring_release(struct ring *r, struct ring_seg *sg, uint64_t *zfrom, uint64_t t)
 {
-	ring_zero(r, *zfrom, t);
+	ring_zero(r, sg, *zfrom, t);
 	*zfrom = t;
-	r->tail = t;
-	atomic_store_explicit(&r->sh->tail, t, memory_order_release);
+	sg->tail = t;
+	atomic_store_explicit(&sg->sh->tail, t, memory_order_release);
 }
-
 /*
  * Delivers the records of the private copy r->batch[0, span): the copy's
  * framing is checked again (a producer may have rewritten the shared bytes
@@ -391,19 +661,20 @@ ring_deliver(struct ring *r, uint64_t span, ring_drain_cb cb, void *arg,
 	return span;
 }
 
-int
-ring_drain(struct ring *r, ring_drain_cb cb, void *arg, size_t max)
+/* Drains segment sg (ring_drain's rules); adds to *np, sets *stopp when
+ * the callback asked to stop.  -EBADMSG when the ring became corrupt. */
+static int
+ring_drain_seg(struct ring *r, struct ring_seg *sg, ring_drain_cb cb,
+    void *arg, size_t max, size_t *np, int *stopp)
 {
 	uint64_t h, t, zfrom, off, room, lim, span, word;
-	size_t n = 0, k;
+	size_t n = *np, k;
 	unsigned type, size;
 	int stop = 0;
 	bool more, broken;
 
-	if (r->st.corrupt)
-		return -EBADMSG;
-	h = atomic_load_explicit(&r->sh->head, memory_order_acquire);
-	t = zfrom = r->tail;
+	h = atomic_load_explicit(&sg->sh->head, memory_order_acquire);
+	t = zfrom = sg->tail;
 	if (h - t > r->cap) {
 		r->st.corrupt = true;
 		return -EBADMSG;
@@ -423,7 +694,7 @@ ring_drain(struct ring *r, ring_drain_cb cb, void *arg, size_t max)
 		broken = false;
 		while (span < lim && n + k < max) {
 			word = atomic_load_explicit((_Atomic uint64_t *)
-			    (r->data + off + span), memory_order_acquire);
+			    (sg->data + off + span), memory_order_acquire);
 			if (word == 0) {
 				more = false;	/* not committed yet */
 				break;
@@ -456,7 +727,7 @@ ring_drain(struct ring *r, ring_drain_cb cb, void *arg, size_t max)
 		 * deliver from there, never from the shared bytes.
 		 */
 		if (span > 0) {
-			memcpy(r->batch, r->data + off, span);
+			memcpy(r->batch, sg->data + off, span);
 			t += ring_deliver(r, span, cb, arg, &n, &stop);
 		}
 		if (broken && !stop) {
@@ -472,21 +743,63 @@ ring_drain(struct ring *r, ring_drain_cb cb, void *arg, size_t max)
 		}
 		/* Free space early when a drain runs long. */
 		if (t - zfrom >= r->cap / 4)
-			ring_release(r, &zfrom, t);
+			ring_release(r, sg, &zfrom, t);
 	}
-	ring_release(r, &zfrom, t);
+	ring_release(r, sg, &zfrom, t);
+	*np = n;
+	*stopp = stop;
+	return 0;
+}
+
+int
+ring_drain(struct ring *r, ring_drain_cb cb, void *arg, size_t max)
+{
+	size_t n = 0;
+	int stop = 0;
+	unsigned first = r->next;
+
+	if (r->st.corrupt)
+		return -EBADMSG;
+	/* The merge: every segment in turn, a different one first each
+	 * time, so no thread's segment waits behind the others for ever. */
+	r->next = first + 1 < r->nseg ? first + 1 : 0;
+	for (unsigned k = 0; k < r->nseg && n < max && !stop; k++) {
+		unsigned i = first + k < r->nseg ? first + k : first + k - r->nseg;
+
+		if (ring_drain_seg(r, &r->seg[i], cb, arg, max, &n, &stop) != 0)
+			return -EBADMSG;
+	}
 	return (int)(n > INT32_MAX ? INT32_MAX : n);
 }
 
 void
 ring_get_stats(const struct ring *r, struct ring_stats *st)
 {
+	uint64_t d, b;
+
 	*st = r->st;
 	st->capacity = r->cap;
+	st->segments = r->nseg;
 	st->pending = ring_pending(r);
-	st->drops = atomic_load_explicit(&r->sh->drops, memory_order_relaxed);
-	st->drop_bytes = atomic_load_explicit(&r->sh->drop_bytes,
+	st->drops = st->drop_bytes = 0;
+	for (unsigned i = 0; i < r->nseg; i++) {
+		(void)ring_seg_drops(r, i, &d, &b);
+		st->drops += d;
+		st->drop_bytes += b;
+	}
+}
+
+int
+ring_seg_drops(const struct ring *r, unsigned seg, uint64_t *drops,
+    uint64_t *drop_bytes)
+{
+	if (seg >= r->nseg)
+		return -EINVAL;
+	*drops = atomic_load_explicit(&r->seg[seg].sh->drops,
 	    memory_order_relaxed);
+	*drop_bytes = atomic_load_explicit(&r->seg[seg].sh->drop_bytes,
+	    memory_order_relaxed);
+	return 0;
 }
 
 const char *

@@ -3,18 +3,26 @@
  * consumer).  One ring per (session, agent): a sealed memfd that the daemon
  * creates and maps, then passes to the agent, which maps it too.
  *
- * Producers (any number of threads of one agent, or processes sharing the
- * mapping) reserve space by CAS on the head counter, write the record body,
- * then publish it with a release store of its 8-byte header (the commit
- * word).  A full ring drops the record and counts it in the shared header;
- * producers never block and never wait for the consumer.
+ * A ring is a set of segments of the same capacity (format version 2).
+ * Segment 0 is shared: any number of producers reserve space in it by CAS
+ * on its head.  Segments 1..nseg-1 are per thread: a producing thread
+ * claims a free one on its first record (ring_producer_claim) and is then
+ * its only producer, so it reserves with plain loads and stores on cache
+ * lines no other producer touches; a thread that finds none free, or a
+ * nested call (a signal handler inside the sink), writes to segment 0.
+ * Every segment counts its own drops (ring full), so loss is exact per
+ * segment.  A producer writes the record body, then publishes it with a
+ * release store of its 8-byte header (the commit word).  Producers never
+ * block and never wait for the consumer.
  *
- * The single consumer reads committed records in order, stops at the first
+ * The single consumer drains the segments one after another (the merge:
+ * records keep their order within a segment, segments are interleaved per
+ * drain), reads committed records in order, stops at the first
  * uncommitted one, copies each run of committed records out of the shared
  * memory (one memcpy per run), validates every record of the copy
  * (record_validate) and hands it to a callback, zeroes the space and
- * advances the tail.  Everything in the mapping is untrusted: the
- * consumer keeps its own tail and capacity, never reads outside the
+ * advances the segment's tail.  Everything in the mapping is untrusted:
+ * the consumer keeps its own tails and geometry, never reads outside the
  * mapping, and bounds the work of each drain.
  */
 #ifndef MSPTI_RING_H
@@ -27,19 +35,26 @@
 #include "record.h"
 
 #define RING_MAGIC		0x474e49525450534dull	/* "MSPTRING" little-endian */
-#define RING_VERSION		1
+#define RING_VERSION		2	/* 1: one segment, no nseg field */
 #define RING_HDR_SIZE		4096	/* the shared header page */
 #define RING_MIN_CAPACITY	4096
 #define RING_MAX_CAPACITY	(1ull << 30)
 #define RING_DEFAULT_CAPACITY	(8u << 20)
 #define RING_MAX_RESYNC		64	/* framing errors before "corrupt" */
+#define RING_MAX_SEGMENTS	64
+#define RING_DEFAULT_SEGMENTS	9	/* the shared one and 8 per thread */
 
 /* Byte offsets of the shared header's fields (u64 unless noted), for tests
- * and tools that must look at a ring from outside. */
+ * and tools that must look at a ring from outside.  Segment i (header page
+ * then capacity bytes of data) starts at i * (RING_HDR_SIZE + capacity);
+ * head to wake_threshold are per segment, at these offsets in its header
+ * page; magic, version, hdr_size, capacity and nseg count in segment 0's
+ * only. */
 #define RING_OFF_MAGIC		0
 #define RING_OFF_VERSION	8	/* u32 */
 #define RING_OFF_HDR_SIZE	12	/* u32 */
-#define RING_OFF_CAPACITY	16
+#define RING_OFF_CAPACITY	16	/* of each segment */
+#define RING_OFF_NSEG		24	/* u32: segments in the file */
 #define RING_OFF_HEAD		128
 #define RING_OFF_TAIL		256
 #define RING_OFF_DROPS		384
@@ -49,10 +64,27 @@
 
 struct ring;
 
+/*
+ * One thread's handle on the segment it writes to (its own memory, never
+ * shared).  Filled by ring_producer_claim; the fields are ring.c's.
+ */
+struct ring_producer {
+	struct ring	*ring;
+	void		*sh;		/* the segment's shared header */
+	uint8_t		*data;
+	uint64_t	 mask;
+	uint64_t	 maxrec;
+	uint64_t	 head;		/* own head (the shared one is a copy) */
+	uint64_t	 tail;		/* the consumer's tail, as last read */
+	unsigned	 seg;		/* 0: the shared segment */
+};
+
 struct ring_stats {
-	uint64_t	capacity;
-	uint64_t	pending;	/* bytes reserved, not yet drained */
-	/* Reported by producers through the shared header (untrusted). */
+	uint64_t	capacity;	/* of one segment */
+	uint32_t	segments;
+	uint64_t	pending;	/* all segments */	/* bytes reserved, not yet drained */
+	/* Reported by producers through the shared headers (untrusted),
+	 * summed over the segments. */
 	uint64_t	drops;		/* records dropped: ring full */
 	uint64_t	drop_bytes;
 	/* Counted by this process's consumer side. */
@@ -72,6 +104,10 @@ struct ring_stats {
  */
 int	ring_create(size_t capacity, int *fdp);
 
+/* ring_create with nseg segments of capacity bytes each (1..
+ * RING_MAX_SEGMENTS); ring_create makes one. */
+int	ring_create_segs(size_t capacity, unsigned nseg, int *fdp);
+
 /*
  * Maps the ring in fd after checking its seals, size (fstat), magic,
  * version and capacity.  The fd may be closed afterwards.  *ringp is freed
@@ -86,8 +122,16 @@ void	ring_unmap(struct ring *ring);
 /* The largest record this ring accepts (min(REC_MAX_SIZE, capacity / 4)). */
 size_t	ring_max_record(const struct ring *ring);
 
+/* Segments in the ring (1..RING_MAX_SEGMENTS). */
+unsigned	ring_segments(const struct ring *ring);
+
+/* Faults in segment seg's pages (once per mapping; ring_map does segment
+ * 0, ring_producer_claim the one it claims): a caller off the hot path
+ * may do it ahead of the thread that will claim it. */
+void	ring_populate(struct ring *ring, unsigned seg);
+
 /*
- * Producer side, lock-free.  ring_reserve finds len bytes (a multiple of 8,
+ * Producer side, lock-free, on the shared segment 0.  ring_reserve finds len bytes (a multiple of 8,
  * header included) and returns in *pp where to write the record; the caller
  * fills bytes 8..len and then calls ring_commit with the header, which
  * publishes the record.  Every successful reserve must be committed, soon:
@@ -109,14 +153,38 @@ int	ring_write(struct ring *ring, const void *rec);
 bool	ring_needs_wake(struct ring *ring);
 
 /*
- * Consumer side.  Arms the wake hint before the consumer sleeps: the next
- * producer that finds threshold bytes or more pending asks for a wake
+ * Per-thread producers.  ring_producer_claim gives p a segment of its own
+ * (the lowest free one; its pages are faulted in now, off the hot path,
+ * unless ring_populate did it) or, when all are taken, the shared segment 0; returns the segment.
+ * One thread, and no nested call, may use p at a time.  ring_producer_
+ * release frees the segment for another thread (once p is no longer used).
+ * ring_preserve, ring_pcommit (= ring_commit), ring_pwrite and
+ * ring_pneeds_wake are the calls above on p's segment.
+ */
+unsigned	ring_producer_claim(struct ring *ring, struct ring_producer *p);
+/* Sets p up on the shared segment 0 (any number of threads may use it). */
+void	ring_producer_shared(struct ring *ring, struct ring_producer *p);
+void	ring_producer_release(struct ring_producer *p);
+int	ring_preserve(struct ring_producer *p, size_t len, void **pp);
+int	ring_pwrite(struct ring_producer *p, const void *rec);
+bool	ring_pneeds_wake(struct ring_producer *p);
+/* ring_pwrite, but a full segment does not count a drop (for what is not
+ * a record of its own, e.g. a STRING_DEF: the caller then drops the record
+ * that needed it with ring_pdrop, so the loss counts records, once each). */
+int	ring_pwrite_nodrop(struct ring_producer *p, const void *rec);
+void	ring_pdrop(struct ring_producer *p, size_t len);
+
+/*
+ * Consumer side.  Arms the wake hint of every segment before the consumer
+ * sleeps: the next producer that finds threshold bytes or more pending in
+ * its segment asks for a wake
  * (threshold 0: any record).  After arming, the consumer should check
  * ring_pending() once more, to catch records that raced the arming.
  */
 void	ring_arm_wake(struct ring *ring, uint64_t threshold);
 
-/* Bytes reserved by producers and not yet drained (capped at capacity). */
+/* Bytes reserved by producers and not yet drained (each segment's capped at
+ * its capacity), all segments. */
 uint64_t	ring_pending(const struct ring *ring);
 
 /*
@@ -129,7 +197,8 @@ typedef int (*ring_drain_cb)(const struct rec_hdr *rec, void *arg);
 
 /*
  * Drains at most max committed records (and at most one capacity worth of
- * bytes).  Invalid records are skipped and counted; a framing error (a
+ * bytes per segment), the segments in turn (the first one rotates from
+ * call to call).  Invalid records are skipped and counted; a framing error (a
  * size that cannot be right) skips everything up to the producers' head
  * and counts it; after RING_MAX_RESYNC of those, or a head that is not
  * within one capacity of the tail, the ring is marked corrupt.  Returns the
@@ -140,6 +209,11 @@ int	ring_drain(struct ring *ring, ring_drain_cb cb, void *arg, size_t max);
 /* Counters: consumer side from this process, producer side from the
  * shared header. */
 void	ring_get_stats(const struct ring *ring, struct ring_stats *st);
+
+/* One segment's own drop counters (shared header, untrusted); -EINVAL for
+ * a segment the ring does not have. */
+int	ring_seg_drops(const struct ring *ring, unsigned seg, uint64_t *drops,
+	    uint64_t *drop_bytes);
 
 /* Text for the negative errno-style codes above. */
 const char	*ring_strerror(int err);

@@ -84,6 +84,29 @@ pyprof_take(PyObject *self, PyObject *noargs)
 	return Py_BuildValue("(NK)", b, prof_dropped);
 }
 
+/* _mspti.dropped_records(kinds_mask) -> the records of those kinds
+ * libmspti could not keep since the process started
+ * (msptiActivityGetNumDroppedRecords, summed over the kinds). */
+static PyObject *
+pyprof_dropped(PyObject *self, PyObject *args)
+{
+	unsigned int kinds;
+	unsigned long long total = 0;
+	size_t n;
+
+	if (!PyArg_ParseTuple(args, "I", &kinds))
+		return NULL;
+	for (unsigned k = 1; k < MSPTI_ACTIVITY_KIND_COUNT && k < 32; k++) {
+		if (!(kinds & (1u << k)))
+			continue;
+		n = 0;
+		if (msptiActivityGetNumDroppedRecords((msptiActivityKind)k,
+		    &n) == MSPTI_SUCCESS)
+			total += n;
+	}
+	return PyLong_FromUnsignedLongLong(total);
+}
+
 /* _mspti.capture_write(raw, path, lost=0): writes raw msPTI records as a
  * trace file with lib/capture (the format msptid writes). */
 static PyObject *
@@ -551,6 +574,8 @@ PyMethodDef pyprof_methods[] = {
 	  "Start (kinds mask, True) or pause collecting raw records." },
 	{ "profile_take", pyprof_take, METH_NOARGS,
 	  "Take the collected raw records: (bytes, dropped)." },
+	{ "dropped_records", pyprof_dropped, METH_VARARGS,
+	  "Records of the kinds in a mask libmspti could not keep." },
 	{ NULL, NULL, 0, NULL }
 };
 

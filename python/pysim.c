@@ -2,11 +2,13 @@
  * pysim.c - the _npusim extension: a thin binding of libnpusim (ACL,
  * HCCL and kernel registration) for writing example workloads in Python.
  * Handles (streams, kernels, device and host pointers, communicators) are
- * plain ints; mspti/npusim.py wraps them.  Every call that may block runs
- * with the GIL released.  Failures raise _npusim.Error(code, message).
+ * plain ints; mspti/npusim/__init__.py wraps them.  Every call that may
+ * block runs with the GIL released.  Failures raise _npusim.Error(code,
+ * message).
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <string.h>
 
 #include <acl/acl.h>
@@ -164,6 +166,93 @@ static PyObject *
 pysim_synchronize_device(PyObject *self, PyObject *noargs)
 {
 	SIM_ACL("aclrtSynchronizeDevice", aclrtSynchronizeDevice());
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+pysim_create_event(PyObject *self, PyObject *noargs)
+{
+	aclrtEvent ev = NULL;
+
+	SIM_ACL("aclrtCreateEvent", aclrtCreateEvent(&ev));
+	return PyLong_FromVoidPtr(ev);
+}
+
+static PyObject *
+pysim_destroy_event(PyObject *self, PyObject *args)
+{
+	void *ev;
+
+	if (!PyArg_ParseTuple(args, "O&", pysim_ptr, &ev))
+		return NULL;
+	SIM_ACL("aclrtDestroyEvent", aclrtDestroyEvent(ev));
+	Py_RETURN_NONE;
+}
+
+/* record_event(event, stream) */
+static PyObject *
+pysim_record_event(PyObject *self, PyObject *args)
+{
+	void *ev, *s;
+
+	if (!PyArg_ParseTuple(args, "O&O&", pysim_ptr, &ev, pysim_ptr, &s))
+		return NULL;
+	SIM_ACL("aclrtRecordEvent", aclrtRecordEvent(ev, s));
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+pysim_synchronize_event(PyObject *self, PyObject *args)
+{
+	void *ev;
+
+	if (!PyArg_ParseTuple(args, "O&", pysim_ptr, &ev))
+		return NULL;
+	SIM_ACL("aclrtSynchronizeEvent", aclrtSynchronizeEvent(ev));
+	Py_RETURN_NONE;
+}
+
+typedef aclError (*pysim_wait_fn)(aclrtStream, aclrtEvent);
+
+/* aclrtStreamWaitEvent, looked up at run time (through an interposer
+ * first): a runtime without it makes has_stream_wait_event() false and
+ * callers fall back to waiting on the host. */
+static pysim_wait_fn
+pysim_wait_event_fn(void)
+{
+	static pysim_wait_fn fn;
+	static int looked;
+
+	if (!looked) {
+		fn = (pysim_wait_fn)(uintptr_t)dlsym(RTLD_DEFAULT,
+		    "aclrtStreamWaitEvent");
+		looked = 1;
+	}
+	return fn;
+}
+
+static PyObject *
+pysim_has_stream_wait_event(PyObject *self, PyObject *noargs)
+{
+	return PyBool_FromLong(pysim_wait_event_fn() != NULL);
+}
+
+/* stream_wait_event(stream, event): later work on stream waits for the
+ * event's last record. */
+static PyObject *
+pysim_stream_wait_event(PyObject *self, PyObject *args)
+{
+	void *s, *ev;
+	pysim_wait_fn fn = pysim_wait_event_fn();
+
+	if (!PyArg_ParseTuple(args, "O&O&", pysim_ptr, &s, pysim_ptr, &ev))
+		return NULL;
+	if (fn == NULL) {
+		PyErr_SetString(PyExc_NotImplementedError,
+		    "the runtime has no aclrtStreamWaitEvent");
+		return NULL;
+	}
+	SIM_ACL("aclrtStreamWaitEvent", fn(s, ev));
 	Py_RETURN_NONE;
 }
 
@@ -470,6 +559,18 @@ static PyMethodDef pysim_methods[] = {
 	  "aclrtSynchronizeStream." },
 	{ "synchronize_device", pysim_synchronize_device, METH_NOARGS,
 	  "aclrtSynchronizeDevice." },
+	{ "create_event", pysim_create_event, METH_NOARGS,
+	  "aclrtCreateEvent() -> handle." },
+	{ "destroy_event", pysim_destroy_event, METH_VARARGS,
+	  "aclrtDestroyEvent." },
+	{ "record_event", pysim_record_event, METH_VARARGS,
+	  "aclrtRecordEvent(event, stream)." },
+	{ "synchronize_event", pysim_synchronize_event, METH_VARARGS,
+	  "aclrtSynchronizeEvent." },
+	{ "has_stream_wait_event", pysim_has_stream_wait_event, METH_NOARGS,
+	  "Whether the runtime has aclrtStreamWaitEvent." },
+	{ "stream_wait_event", pysim_stream_wait_event, METH_VARARGS,
+	  "aclrtStreamWaitEvent(stream, event)." },
 	{ "kernel_register", pysim_kernel_register, METH_VARARGS,
 	  "npusimKernelRegister(name, type, flops, bytes, fixed_ns)." },
 	{ "kernel_duration", pysim_kernel_duration, METH_VARARGS,

@@ -6,6 +6,10 @@
  * others wait for it in the all-reduce.  --steps 0 runs until SIGTERM or
  * SIGINT, which the parent forwards to the ranks; exit status is 0 only
  * if every rank succeeded.
+ *
+ * --scenario NAME runs a workload of the scenario library instead
+ * (scenario.c, doc/npusim.md): a richer op mix, every collective kind,
+ * and one injected fault whose ground truth --truth prints as JSON.
  */
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -32,7 +36,7 @@ static void
 dist_usage(void)
 {
 	fprintf(stderr, "usage: npusim-dist [--ranks N] [--steps S] "
-	    "[--slow-rank R]\n");
+	    "[--slow-rank R]\n    " SCENARIO_USAGE "\n");
 	exit(2);
 }
 
@@ -43,6 +47,59 @@ dist_setenv_int(const char *name, int v)
 
 	snprintf(buf, sizeof buf, "%d", v);
 	setenv(name, buf, 1);
+}
+
+/* Body of one rank process running a scenario; its exit status. */
+static int
+dist_scenario_rank(const struct scenario *sc, int rank, HcclRootInfo *root)
+{
+	struct scenario_rank	*w = NULL;
+	aclrtStream		 s = NULL;
+	HcclComm		 comm = NULL;
+	HcclResult		 hr;
+	uint32_t		 ndev;
+	uint64_t		 range;
+	long			 step;
+	double			 t0;
+	int			 rc = 1;
+
+	example_signals();
+	if (aclrtGetDeviceCount(&ndev) != ACL_SUCCESS || ndev == 0 ||
+	    example_check(aclrtSetDevice(rank % (int)ndev), "aclrtSetDevice"))
+		return (1);
+	if ((hr = HcclCommInitRootInfo((uint32_t)sc->ranks, root,
+	    (uint32_t)rank, &comm)) != HCCL_SUCCESS) {
+		fprintf(stderr, "rank %d: HcclCommInitRootInfo: %d\n", rank,
+		    hr);
+		return (1);
+	}
+	if (example_check(aclrtCreateStream(&s), "aclrtCreateStream") ||
+	    (w = scenario_rank_new(sc, rank, comm, s)) == NULL)
+		goto out;
+	for (step = 1; sc->steps == 0 || step <= sc->steps; step++) {
+		if (example_stop)
+			break;
+		t0 = example_now_ms();
+		range = example_range_start("step", NULL);
+		if (scenario_step(w, step) != 0) {
+			if (example_stop)
+				break;
+			goto out;
+		}
+		example_range_end(range);
+		printf("rank %d step %ld: %.3f ms\n", rank, step,
+		    example_now_ms() - t0);
+		fflush(stdout);
+	}
+	rc = 0;
+out:
+	scenario_rank_free(w);
+	if (s != NULL)
+		aclrtDestroyStream(s);
+	if (comm != NULL)
+		HcclCommDestroy(comm);
+	aclFinalize();
+	return (rc);
 }
 
 /* Body of one rank process; returns its exit status. */
@@ -151,34 +208,57 @@ main(int argc, char **argv)
 		{ "steps", required_argument, NULL, 's' },
 		{ "slow-rank", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		SCENARIO_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
+	struct scenario			 sc;
 	HcclRootInfo			 root;
 	pid_t				 pids[DIST_MAX_RANKS], pid;
 	long				 steps = 10;
 	int				 nranks = 2, slow = -1, ch, i, status;
 	int				 left, failed = 0, forwarded = 0;
 
+	scenario_init(&sc, 1, nranks, steps);
 	while ((ch = getopt_long(argc, argv, "n:s:r:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
 			nranks = atoi(optarg);
+			sc.ranks = nranks;
 			break;
 		case 's':
 			steps = strtol(optarg, NULL, 10);
+			sc.steps = steps;
 			break;
 		case 'r':
 			slow = atoi(optarg);
+			sc.slow_rank = slow;
 			break;
 		default:
-			dist_usage();
+			if (scenario_option(&sc, ch, optarg) != 0)
+				dist_usage();
 		}
 	}
+	/* A scenario file may have set them too; the last setting wins. */
+	nranks = sc.ranks;
+	steps = sc.steps;
+	slow = sc.slow_rank;
 	if (nranks < 1 || nranks > DIST_MAX_RANKS || steps < 0 ||
 	    slow >= nranks || optind != argc)
 		dist_usage();
-	/* Before the library reads its environment (it does so once). */
-	if (slow >= 0)
+	if (sc.kind != SCENARIO_NONE) {
+		/* Before the library reads its environment. */
+		if (scenario_prepare(&sc) != 0)
+			return (2);
+		if (sc.truth) {
+			scenario_truth(&sc, stdout);
+			return (0);
+		}
+	} else if (sc.truth) {
+		fprintf(stderr, "--truth needs --scenario\n");
+		return (2);
+	} else if (slow >= 0)
+		/* Before the library reads its environment (it does so
+		 * once). */
 		dist_setenv_int("NPUSIM_SLOW_RANK", slow);
 	if (HcclGetRootInfo(&root) != HCCL_SUCCESS) {
 		fprintf(stderr, "HcclGetRootInfo failed\n");
@@ -197,7 +277,9 @@ main(int argc, char **argv)
 			dist_setenv_int("RANK", i);
 			dist_setenv_int("LOCAL_RANK", i);
 			dist_setenv_int("WORLD_SIZE", nranks);
-			_exit(dist_rank(i, nranks, steps, &root));
+			_exit(sc.kind != SCENARIO_NONE ?
+			    dist_scenario_rank(&sc, i, &root) :
+			    dist_rank(i, nranks, steps, &root));
 		}
 		pids[i] = pid;
 	}

@@ -5,6 +5,10 @@
  * realistic op mix, applies an optimizer step and copies the loss out.
  * Steps are MSTX ranges named "step" when a profiling agent is present.
  * --steps 0 runs until SIGTERM or SIGINT, then exits 0.
+ *
+ * --scenario NAME runs a workload of the scenario library instead
+ * (scenario.c, doc/npusim.md) on this one rank: its op mix and fault,
+ * without the collectives; --truth prints the ground truth as JSON.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -27,7 +31,8 @@ struct train_kernels {
 static void
 train_usage(void)
 {
-	fprintf(stderr, "usage: npusim-train [--steps N] [--device D]\n");
+	fprintf(stderr, "usage: npusim-train [--steps N] [--device D]\n    "
+	    SCENARIO_USAGE "\n");
 	exit(2);
 }
 
@@ -98,8 +103,11 @@ main(int argc, char **argv)
 		{ "steps", required_argument, NULL, 's' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
+		SCENARIO_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
+	struct scenario			 sc;
+	struct scenario_rank		*w = NULL;
 	struct train_kernels		 k;
 	aclrtStream			 s = NULL;
 	void				*host_in = NULL, *dev_in = NULL;
@@ -110,20 +118,36 @@ main(int argc, char **argv)
 	uint64_t			 range;
 	double				 t0, t1, total = 0;
 
+	scenario_init(&sc, 0, 1, steps);
 	while ((ch = getopt_long(argc, argv, "s:d:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			steps = strtol(optarg, NULL, 10);
+			sc.steps = steps;
 			break;
 		case 'd':
 			dev = atoi(optarg);
 			break;
 		default:
-			train_usage();
+			if (scenario_option(&sc, ch, optarg) != 0)
+				train_usage();
 		}
 	}
+	steps = sc.steps;
 	if (steps < 0 || optind != argc)
 		train_usage();
+	if (sc.kind != SCENARIO_NONE) {
+		/* Before the library reads its environment. */
+		if (scenario_prepare(&sc) != 0)
+			return (2);
+		if (sc.truth) {
+			scenario_truth(&sc, stdout);
+			return (0);
+		}
+	} else if (sc.truth) {
+		fprintf(stderr, "--truth needs --scenario\n");
+		return (2);
+	}
 	example_signals();
 	if (example_check(aclInit(NULL), "aclInit") != 0 ||
 	    example_check(aclrtSetDevice(dev), "aclrtSetDevice") != 0)
@@ -137,14 +161,21 @@ main(int argc, char **argv)
 	    example_check(aclrtMalloc(&dev_loss, 64,
 	    ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc"))
 		goto out;
+	if (sc.kind != SCENARIO_NONE &&
+	    (w = scenario_rank_new(&sc, 0, NULL, s)) == NULL)
+		goto out;
 	memset(host_in, 1, TRAIN_BATCH);
 	for (step = 1; steps == 0 || step <= steps; step++) {
 		if (example_stop)
 			break;
 		t0 = example_now_ms();
 		range = example_range_start("step", NULL);
-		if (train_step(&k, s, host_in, dev_in, dev_loss, &loss) != 0)
+		if (w != NULL ? scenario_step(w, step) != 0 :
+		    train_step(&k, s, host_in, dev_in, dev_loss, &loss) != 0) {
+			if (example_stop)
+				break;
 			goto out;
+		}
 		example_range_end(range);
 		t1 = example_now_ms();
 		total += t1 - t0;
@@ -156,6 +187,7 @@ main(int argc, char **argv)
 		    total / (double)(step - 1));
 	rc = 0;
 out:
+	scenario_rank_free(w);
 	if (dev_in != NULL)
 		aclrtFree(dev_in);
 	if (dev_loss != NULL)

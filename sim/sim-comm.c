@@ -11,9 +11,12 @@
  * dead rank makes everyone fail instead of hang; a failure marks the comm
  * aborted for every rank.
  *
- * Timing: the first barrier tells every rank when the slowest arrived;
- * the collective ends at that instant plus a ring-algorithm transfer time
- * over the link bandwidth (the slow link, if one rank has it).
+ * Timing is the model's: a rank arrives at its task's modelled start
+ * (not when its worker got there); the first barrier tells every rank
+ * the slowest arrival, and the collective ends at that instant plus a
+ * ring-algorithm transfer time over the link bandwidth (the slow link, if
+ * one rank has it).  How long the real data movement takes on the host
+ * never shows: a late rank is wait time, the transfer is the model's.
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -122,44 +125,74 @@ sim_comm_dtype_size(int dt)
 	return (0);
 }
 
-/* Half and bfloat16 are reduced in float and rounded to nearest even. */
+/*
+ * Half and bfloat16 are reduced in float and rounded to nearest even.
+ * Bit manipulation, not libm: a collective converts every element.
+ */
 static float
 sim_comm_half_to_float(uint16_t h)
 {
-	int	e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	float	f;
+	uint32_t	sign = (uint32_t)(h & 0x8000) << 16, u;
+	uint32_t	e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	float		f;
 
-	if (e == 0)
-		f = ldexpf((float)m, -24);
-	else if (e == 31)
-		f = m ? NAN : INFINITY;
-	else
-		f = ldexpf((float)(m | 0x400), e - 25);
-	return ((h & 0x8000) ? -f : f);
+	if (e == 31)
+		u = sign | 0x7f800000U | (m << 13);	/* inf, nan */
+	else if (e != 0)
+		u = sign | ((e + 112) << 23) | (m << 13);
+	else if (m == 0)
+		u = sign;
+	else {
+		/* Subnormal: normalize the mantissa. */
+		e = 113;
+		while (!(m & 0x400)) {
+			m <<= 1;
+			e--;
+		}
+		u = sign | (e << 23) | ((m & 0x3ff) << 13);
+	}
+	memcpy(&f, &u, sizeof f);
+	return (f);
 }
 
 static uint16_t
 sim_comm_float_to_half(float f)
 {
-	uint16_t	sign = signbit(f) ? 0x8000 : 0;
-	float		a = fabsf(f), m;
-	long		mant;
-	int		e;
+	uint32_t	x, sign, sh, m, q, rem;
 
-	if (isnan(f))
-		return (0x7e00);
-	if (a >= 65520.0f)
-		return (sign | 0x7c00);
-	m = frexpf(a, &e);	/* a = m * 2^e, m in [0.5, 1) */
-	if (e - 1 < -14)
-		return (sign | (uint16_t)lrintf(ldexpf(a, 24)));
-	mant = lrintf(m * 2048.0f);
-	if (mant == 2048) {
-		mant = 1024;
-		e++;
-	}
-	return (sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(mant &
-	    0x3ff));
+	memcpy(&x, &f, sizeof x);
+	sign = (x >> 16) & 0x8000;
+	x &= 0x7fffffffU;
+	if (x > 0x7f800000U)
+		return (0x7e00);			/* nan */
+	if (x >= 0x477ff000U)
+		return ((uint16_t)(sign | 0x7c00));	/* >= 65520: inf */
+	if (x >= 0x38800000U)			/* normal half: >= 2^-14 */
+		return ((uint16_t)(sign | ((x - 0x38000000U + 0xfffU +
+		    ((x >> 13) & 1)) >> 13)));
+	if (x <= 0x33000000U)			/* <= 2^-25: to even, 0 */
+		return ((uint16_t)sign);
+	/* Subnormal half: f * 2^24 to the nearest even integer. */
+	sh = 126 - (x >> 23);
+	m = (x & 0x7fffffU) | 0x800000U;
+	q = m >> sh;
+	rem = m & ((1U << sh) - 1);
+	if (rem > (1U << (sh - 1)) || (rem == (1U << (sh - 1)) && (q & 1)))
+		q++;
+	return ((uint16_t)(sign | q));
+}
+
+/* Every half as a float, built once: a reduction reads two per element. */
+static float		sim_comm_half_tab[65536];
+static pthread_once_t	sim_comm_half_once = PTHREAD_ONCE_INIT;
+
+static void
+sim_comm_half_init(void)
+{
+	uint32_t	h;
+
+	for (h = 0; h < 65536; h++)
+		sim_comm_half_tab[h] = sim_comm_half_to_float((uint16_t)h);
 }
 
 static float
@@ -256,11 +289,12 @@ sim_comm_reduce(void *dst, const void *src, size_t n, int dt, int op)
 		SIM_COMM_REDUCE_LOOP(double, dst, src, n, op);
 		break;
 	case HCCL_DATA_TYPE_FP16:
+		pthread_once(&sim_comm_half_once, sim_comm_half_init);
 		for (i = 0; i < n; i++) {
 			memcpy(&v, &s16[i], sizeof v);
 			d16[i] = sim_comm_float_to_half(sim_comm_fop(
-			    sim_comm_half_to_float(d16[i]),
-			    sim_comm_half_to_float(v), op));
+			    sim_comm_half_tab[d16[i]], sim_comm_half_tab[v],
+			    op));
 		}
 		break;
 	case HCCL_DATA_TYPE_BFP16:
@@ -323,14 +357,20 @@ sim_comm_abort(struct sim_comm *c, HcclResult why)
 	sim_comm_futex_wake(&c->shm->joined);
 }
 
+/*
+ * Are the peers alive?  only: a mask of the ranks that matter (a p2p op
+ * needs only its peers; a rank that finished its part may have exited),
+ * NULL for all.
+ */
 static int
-sim_comm_peers_alive(struct sim_comm *c)
+sim_comm_peers_alive(struct sim_comm *c, const uint64_t *only)
 {
 	uint32_t	i;
 	int32_t		pid;
 
 	for (i = 0; i < c->nranks; i++) {
-		if (i == c->rank)
+		if (i == c->rank || (only != NULL &&
+		    !(*only & (1ULL << i))))
 			continue;
 		pid = __atomic_load_n(&c->shm->ranks[i].pid, __ATOMIC_RELAXED);
 		if (pid > 0 && sim_comm_pid_dead(pid))
@@ -345,9 +385,15 @@ sim_comm_deadline(void)
 	return (sim_clock_mono() + (uint64_t)(sim_cfg.hccl_timeout_s * 1e9));
 }
 
-/* Check the comm is still usable; called while waiting. */
+/*
+ * Check the comm (the peers in only, NULL: all) is still usable; called
+ * while waiting.  A dead peer is reported, not yet an abort: the caller
+ * first looks whether what it waited for happened meanwhile (a peer may
+ * exit right after its last collective completed).
+ */
 static HcclResult
-sim_comm_check(struct sim_comm *c, uint64_t deadline, uint64_t *next_check)
+sim_comm_check(struct sim_comm *c, uint64_t deadline, uint64_t *next_check,
+    const uint64_t *only)
 {
 	uint64_t	now;
 
@@ -359,10 +405,8 @@ sim_comm_check(struct sim_comm *c, uint64_t deadline, uint64_t *next_check)
 		return (HCCL_E_TIMEOUT);
 	}
 	if (now >= *next_check) {
-		if (!sim_comm_peers_alive(c)) {
-			sim_comm_abort(c, HCCL_E_REMOTE);
+		if (!sim_comm_peers_alive(c, only))
 			return (HCCL_E_REMOTE);
-		}
 		*next_check = now + 50000000ULL;
 	}
 	return (HCCL_SUCCESS);
@@ -377,8 +421,13 @@ sim_comm_wait(struct sim_comm *c, uint32_t *addr, uint32_t val,
 	HcclResult	r;
 
 	while (__atomic_load_n(addr, __ATOMIC_ACQUIRE) == val) {
-		if ((r = sim_comm_check(c, deadline, &next_check)) != 0)
+		if ((r = sim_comm_check(c, deadline, &next_check,
+		    NULL)) != 0) {
+			if (__atomic_load_n(addr, __ATOMIC_ACQUIRE) != val)
+				break;
+			sim_comm_abort(c, r);
 			return (r);
+		}
 		sim_comm_futex_wait(addr, val, 10000000ULL);
 	}
 	return (__atomic_load_n(&c->shm->aborted, __ATOMIC_ACQUIRE) != 0 ?
@@ -602,6 +651,50 @@ sim_comm_consume(struct sim_comm *c, struct sim_comm_op *op, uint64_t off,
 	}
 }
 
+/*
+ * One all-reduce round as reduce-scatter then all-gather: each rank
+ * reduces its 1/n of the round (slot 0 first, as a plain reduction would,
+ * so every rank gets the same bits) into its output and publishes it in
+ * that part of its own slot, which no other rank reads; after a barrier
+ * everyone copies the other parts.  n times less reducing per rank.
+ */
+static HcclResult
+sim_comm_allreduce_round(struct sim_comm *c, struct sim_comm_op *op,
+    uint64_t off, uint64_t per)
+{
+	size_t		 esz = sim_comm_dtype_size(op->dtype);
+	uint64_t	 n = c->nranks, len, seg, lo, hi, j, i;
+	char		*dst;
+	HcclResult	 r;
+
+	len = off < op->count ? sim_comm_min(per, op->count - off) : 0;
+	seg = (len + n - 1) / n;
+	lo = sim_comm_min(len, c->rank * seg);
+	hi = sim_comm_min(len, lo + seg);
+	dst = (char *)op->recv + (off + lo) * esz;
+	if (hi > lo) {
+		memcpy(dst, sim_comm_slot(c, 0) + lo * esz, (hi - lo) * esz);
+		for (i = 1; i < n; i++)
+			sim_comm_reduce(dst, sim_comm_slot(c, (uint32_t)i) +
+			    lo * esz, hi - lo, op->dtype, op->redop);
+		memcpy(sim_comm_slot(c, c->rank) + lo * esz, dst,
+		    (hi - lo) * esz);
+	}
+	if ((r = sim_comm_barrier(c, sim_comm_deadline())) != 0)
+		return (r);
+	for (j = 0; j < n; j++) {
+		if (j == c->rank)
+			continue;
+		lo = sim_comm_min(len, j * seg);
+		hi = sim_comm_min(len, lo + seg);
+		if (hi > lo)
+			memcpy((char *)op->recv + (off + lo) * esz,
+			    sim_comm_slot(c, (uint32_t)j) + lo * esz,
+			    (hi - lo) * esz);
+	}
+	return (HCCL_SUCCESS);
+}
+
 /* Run a collective; *t_last gets the slowest rank's arrival. */
 static HcclResult
 sim_comm_collective(struct sim_comm *c, struct sim_comm_op *op,
@@ -651,7 +744,12 @@ sim_comm_collective(struct sim_comm *c, struct sim_comm_op *op,
 			if (__atomic_load_n(&ri->more, __ATOMIC_ACQUIRE))
 				any = 1;
 		}
-		sim_comm_consume(c, op, off, per);
+		if (op->op == SIM_COMM_ALLREDUCE && c->nranks > 1) {
+			if ((r = sim_comm_allreduce_round(c, op, off,
+			    per)) != 0)
+				return (r);
+		} else
+			sim_comm_consume(c, op, off, per);
 		if ((r = sim_comm_barrier(c, sim_comm_deadline())) != 0)
 			return (r);
 		if (!any)
@@ -719,19 +817,22 @@ sim_comm_p2p_run(struct sim_comm *c, struct sim_comm_p2p *v, size_t n,
     uint64_t arrive, uint64_t *t_peer)
 {
 	uint64_t	deadline = sim_comm_deadline(), next_check = 0;
-	uint64_t	idle = 0;
+	uint64_t	idle = 0, peers;
 	size_t		i, j, left;
 	int		progress, blocked;
-	HcclResult	r;
+	HcclResult	suspect = HCCL_SUCCESS;
 
 	*t_peer = arrive;
 	for (;;) {
 		progress = 0;
 		left = 0;
+		peers = 0;
 		for (i = 0; i < n; i++) {
 			if (sim_comm_p2p_done(&v[i]))
 				continue;
 			left++;
+			if (v[i].peer < 64)
+				peers |= 1ULL << v[i].peer;
 			blocked = 0;
 			for (j = 0; j < i; j++) {
 				if (v[j].send == v[i].send &&
@@ -747,10 +848,19 @@ sim_comm_p2p_run(struct sim_comm *c, struct sim_comm_p2p *v, size_t n,
 			return (HCCL_SUCCESS);
 		if (progress) {
 			idle = 0;
+			suspect = HCCL_SUCCESS;
 			continue;
 		}
-		if ((r = sim_comm_check(c, deadline, &next_check)) != 0)
-			return (r);
+		if (suspect != HCCL_SUCCESS) {
+			/* Still nothing after the peer was found gone. */
+			sim_comm_abort(c, suspect);
+			return (suspect);
+		}
+		/* Only the peers still owed something must be alive; one
+		 * more pass first, for what a peer left before it went. */
+		if ((suspect = sim_comm_check(c, deadline, &next_check,
+		    &peers)) != HCCL_SUCCESS)
+			continue;
 		/* Back off from 20 us to 1 ms while nothing moves. */
 		idle = idle == 0 ? 20000 : (idle * 2 > 1000000 ? 1000000 :
 		    idle * 2);
@@ -878,8 +988,10 @@ sim_comm_exec(struct sim_comm_op *op, uint64_t start, struct npusim_record *rec)
 	}
 	rec->bytes = bytes;
 	rec->wait_ns = t_last > start ? t_last - start : 0;
+	/* The model's end, however long moving the data really took; a
+	 * failed op ends when the failure was seen. */
 	now = sim_clock_mono();
-	rec->end_ns = r == HCCL_SUCCESS ? (end > now ? end : now) : now;
+	rec->end_ns = r == HCCL_SUCCESS ? end : (now > start ? now : start);
 	return (r == HCCL_SUCCESS ? ACL_SUCCESS : sim_comm_acl_error(r));
 }
 

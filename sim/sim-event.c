@@ -1,6 +1,9 @@
 /*
  * sim-event.c - events: a record is a zero-length task; reaching it
- * stamps the event with the device clock.
+ * stamps the event with its modelled time (device clock and monotonic).
+ * A stream wait is an internal task that holds its stream's timeline
+ * until the record it waits for has run, then starts at its time.  Host
+ * waits return once the host clock passes the modelled time.
  */
 #include <stdlib.h>
 
@@ -81,7 +84,8 @@ SIM_EXPORT aclError
 aclrtSynchronizeEvent(aclrtEvent event)
 {
 	struct sim_event	*ev;
-	uint64_t		 target;
+	struct sim_device	*d;
+	uint64_t		 target, when;
 
 	if ((ev = sim_handle_get(event, SIM_MAGIC_EVENT)) == NULL) {
 		sim_runtime_set_error(ACL_ERROR_RT_INVALID_HANDLE,
@@ -92,12 +96,61 @@ aclrtSynchronizeEvent(aclrtEvent event)
 	target = ev->recorded;
 	while (ev->completed < target)
 		pthread_cond_wait(&ev->cond, &ev->lock);
+	when = ev->mono_ns;
+	d = ev->dev;
 	pthread_mutex_unlock(&ev->lock);
 	sim_handle_put(&ev->obj);
+	sim_clock_wait_until(when);
+	/* The records of the work waited for are due now. */
+	if (d != NULL && sim_runtime_device(d->id) == d)
+		sim_shm_busy_sweep(d, sim_clock_mono());
 	return (ACL_SUCCESS);
 }
 
-/* Device timestamp of a completed event; an error if it has none yet. */
+SIM_EXPORT aclError
+aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
+{
+	struct sim_event	*ev;
+	struct sim_stream	*s;
+	struct sim_task		*t;
+	uint64_t		 gen;
+	aclError		 e;
+
+	if ((ev = sim_handle_get(event, SIM_MAGIC_EVENT)) == NULL) {
+		sim_runtime_set_error(ACL_ERROR_RT_INVALID_HANDLE,
+		    "event %p", event);
+		return (ACL_ERROR_RT_INVALID_HANDLE);
+	}
+	if ((e = sim_stream_resolve(stream, &s)) != ACL_SUCCESS) {
+		sim_handle_put(&ev->obj);
+		return (e);
+	}
+	pthread_mutex_lock(&ev->lock);
+	gen = ev->recorded;
+	pthread_mutex_unlock(&ev->lock);
+	if (gen == 0) {
+		/* Never recorded: nothing to wait for. */
+		sim_handle_put(&s->obj);
+		sim_handle_put(&ev->obj);
+		return (ACL_SUCCESS);
+	}
+	if ((t = sim_stream_task(SIM_TASK_WAIT, "EVENT_WAIT")) == NULL) {
+		sim_handle_put(&s->obj);
+		sim_handle_put(&ev->obj);
+		return (ACL_ERROR_BAD_ALLOC);
+	}
+	t->u.event.ev = ev;	/* the task keeps our reference */
+	t->u.event.gen = gen;
+	if ((e = sim_stream_submit(s, t)) != ACL_SUCCESS)
+		sim_stream_free_task(t);
+	sim_handle_put(&s->obj);
+	return (e);
+}
+
+/*
+ * Device timestamp of a completed event; an error if it has none yet,
+ * including while the host clock has not reached its modelled time.
+ */
 static aclError
 sim_event_stamp(struct sim_event *ev, uint64_t *ts)
 {
@@ -106,7 +159,8 @@ sim_event_stamp(struct sim_event *ev, uint64_t *ts)
 	pthread_mutex_lock(&ev->lock);
 	if (ev->recorded == 0)
 		e = ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID;
-	else if (ev->completed < ev->recorded)
+	else if (ev->completed < ev->recorded ||
+	    sim_clock_mono() < ev->mono_ns)
 		e = ACL_ERROR_RT_EVENT_NOT_COMPLETE;
 	else
 		*ts = ev->ts_ns;

@@ -5,6 +5,9 @@
  * one before finding it in this table, so a stale or random pointer is an
  * error code, not a crash.  Lookups take a reference; the memory is freed
  * when the last reference goes (a queued task may outlive a destroy).
+ * The lock guards the table; reference counts are atomic, so letting go
+ * of a reference takes no lock (the table's own reference keeps a
+ * findable object alive, so a lookup never revives a dying one).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -65,7 +68,7 @@ sim_handle_get(const void *p, uint32_t magic)
 	pthread_mutex_lock(&sim_handle_lock);
 	if ((pp = sim_handle_find(p, magic)) != NULL) {
 		obj = *pp;
-		obj->refs++;
+		__atomic_fetch_add(&obj->refs, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&sim_handle_lock);
 	return (obj);
@@ -74,9 +77,7 @@ sim_handle_get(const void *p, uint32_t magic)
 void
 sim_handle_ref(struct sim_obj *obj)
 {
-	pthread_mutex_lock(&sim_handle_lock);
-	obj->refs++;
-	pthread_mutex_unlock(&sim_handle_lock);
+	__atomic_fetch_add(&obj->refs, 1, __ATOMIC_RELAXED);
 }
 
 void
@@ -86,9 +87,7 @@ sim_handle_put(struct sim_obj *obj)
 
 	if (obj == NULL)
 		return;
-	pthread_mutex_lock(&sim_handle_lock);
-	last = (--obj->refs == 0);
-	pthread_mutex_unlock(&sim_handle_lock);
+	last = __atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0;
 	if (last) {
 		obj->magic = 0;
 		obj->destroy(obj);

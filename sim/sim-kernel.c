@@ -128,7 +128,7 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 {
 	struct sim_kernel	*k;
 	struct sim_stream	*s;
-	struct sim_task		*t;
+	struct sim_task		 task, *t = &task;
 	aclError		 e;
 	double			 flops = 0, bytes = 0;
 	int			 rank;
@@ -151,10 +151,14 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 		sim_handle_put(&k->obj);
 		return (e);
 	}
-	if ((t = sim_stream_task(NPUSIM_TASK_KERNEL, k->name)) == NULL) {
+	/* A kernel with a body owns a copy of its args: a heap task, which
+	 * the stream frees.  Others are built on the stack. */
+	if (k->ops != NULL && (t = sim_stream_task(NPUSIM_TASK_KERNEL,
+	    k->name)) == NULL) {
 		e = ACL_ERROR_BAD_ALLOC;
 		goto out;
-	}
+	} else if (k->ops == NULL)
+		sim_stream_task_init(t, NPUSIM_TASK_KERNEL, k->name);
 	t->u.kernel.type = k->type;
 	t->u.kernel.block_dim = blockDim;
 	if (k->ops != NULL) {
@@ -178,8 +182,11 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 	rank = __atomic_load_n(&sim_rt.rank, __ATOMIC_RELAXED);
 	if (sim_cfg.slow_rank >= 0 && rank == sim_cfg.slow_rank)
 		t->dur_ns = (uint64_t)((double)t->dur_ns * sim_cfg.slow_factor);
-	if ((e = sim_stream_submit(s, t)) != ACL_SUCCESS)
-		sim_stream_free_task(t);
+	if (t != &task) {
+		if ((e = sim_stream_submit(s, t)) != ACL_SUCCESS)
+			sim_stream_free_task(t);
+	} else
+		e = sim_stream_submit_copy(s, t);
 out:
 	sim_handle_put(&s->obj);
 	sim_handle_put(&k->obj);

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -208,6 +209,209 @@ sim_shm_clock_sample(struct sim_device *d, unsigned *stuck)
 	sim_shm_seq_unlock(&h->clock_seq);
 }
 
+/*
+ * Busy ledgers: each stream notes its modelled busy segments and holds
+ * the records of tasks that have not ended yet; the sampler (and the
+ * stream itself, on each task and host wait) credits busy_ns and
+ * tasks_completed with what the host clock has passed and publishes the
+ * records that are due, so the metrics page and the channel follow the
+ * model, not the threads.
+ */
+struct sim_busy *
+sim_shm_busy_new(struct sim_device *d)
+{
+	struct sim_busy	*b;
+
+	if ((d->metrics == NULL && d->chan == NULL) ||
+	    (b = calloc(1, sizeof *b)) == NULL)
+		return (NULL);
+	pthread_mutex_lock(&d->busy_lock);
+	LIST_INSERT_HEAD(&d->busy, b, entry);
+	pthread_mutex_unlock(&d->busy_lock);
+	return (b);
+}
+
+/* Publish b's records that ended by now; caller holds busy_lock. */
+static void
+sim_shm_busy_publish(struct sim_device *d, struct sim_busy *b, uint64_t now)
+{
+	struct npusim_record	*r;
+
+	while (b->rn > 0) {
+		r = &b->recs[b->rhead];
+		if (r->stamp > now)
+			break;
+		sim_shm_record(d, r);
+		b->rhead = (b->rhead + 1) % SIM_BUSY_RECS;
+		b->rn--;
+	}
+}
+
+/* Credit what b did up to now; caller holds busy_lock. */
+static uint64_t
+sim_shm_busy_credit(struct sim_device *d, struct sim_busy *b, uint64_t now)
+{
+	struct sim_busy_seg	*g;
+	uint64_t		 sum = 0, part, tasks = 0;
+
+	while (b->n > 0) {
+		g = &b->seg[b->head];
+		if (g->end <= now) {
+			sum += g->busy - g->credited;
+			tasks += g->tasks;
+			b->head = (b->head + 1) % SIM_BUSY_SEGS;
+			b->n--;
+			continue;
+		}
+		if (g->start >= now)
+			break;
+		part = g->busy == g->end - g->start ? now - g->start :
+		    (uint64_t)((double)g->busy * (double)(now - g->start) /
+		    (double)(g->end - g->start));
+		if (part > g->credited) {
+			sum += part - g->credited;
+			g->credited = part;
+		}
+		break;
+	}
+	if (d->metrics != NULL && tasks > 0)
+		__atomic_fetch_add(&d->metrics->tasks_completed, tasks,
+		    __ATOMIC_RELAXED);
+	return (sum);
+}
+
+/*
+ * A task ran from start to end (modelled): account its busy time and
+ * publish rec (NULL: none) once the host clock (now, recently read)
+ * passes end.
+ */
+void
+sim_shm_task_done(struct sim_device *d, struct sim_busy *b, uint64_t start,
+    uint64_t end, struct npusim_record *rec, uint64_t now)
+{
+	struct sim_busy_seg	*last;
+
+	if (b == NULL) {
+		if (d->metrics != NULL)
+			__atomic_fetch_add(&d->metrics->tasks_completed, 1,
+			    __ATOMIC_RELAXED);
+		if (rec != NULL)
+			sim_shm_record(d, rec);
+		return;
+	}
+	pthread_mutex_lock(&d->busy_lock);
+	if (d->metrics != NULL) {
+		last = b->n > 0 ? &b->seg[(b->head + b->n - 1) %
+		    SIM_BUSY_SEGS] : NULL;
+		if (last != NULL && (last->end == start ||
+		    b->n == SIM_BUSY_SEGS)) {
+			last->end = end;
+			last->busy += end - start;
+			last->tasks++;
+		} else {
+			last = &b->seg[(b->head + b->n) % SIM_BUSY_SEGS];
+			last->start = start;
+			last->end = end;
+			last->busy = end - start;
+			last->credited = 0;
+			last->tasks = 1;
+			b->n++;
+		}
+	}
+	sim_shm_busy_publish(d, b, now);
+	if (rec != NULL && d->chan != NULL) {
+		if (b->rn == 0 && end <= now)
+			sim_shm_record(d, rec);
+		else if (__atomic_load_n(&d->chan->enable_count,
+		    __ATOMIC_RELAXED) == 0)
+			sim_shm_record(d, rec);	/* counts it as dropped */
+		else {
+			if (b->recs == NULL)
+				b->recs = calloc(SIM_BUSY_RECS,
+				    sizeof *b->recs);
+			if (b->recs == NULL)
+				sim_shm_record(d, rec);
+			else {
+				if (b->rn == SIM_BUSY_RECS) {
+					/* Full: the oldest goes early. */
+					sim_shm_record(d,
+					    &b->recs[b->rhead]);
+					b->rhead = (b->rhead + 1) %
+					    SIM_BUSY_RECS;
+					b->rn--;
+				}
+				rec->stamp = end;
+				b->recs[(b->rhead + b->rn) % SIM_BUSY_RECS] =
+				    *rec;
+				b->rn++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&d->busy_lock);
+}
+
+/* After a host wait: publish what is due now (everything waited for). */
+void
+sim_shm_busy_flush(struct sim_device *d, struct sim_busy *b)
+{
+	if (b == NULL)
+		return;
+	pthread_mutex_lock(&d->busy_lock);
+	sim_shm_busy_publish(d, b, sim_clock_mono());
+	pthread_mutex_unlock(&d->busy_lock);
+}
+
+/* Credit every ledger of d up to now (UINT64_MAX: all), publish what is
+ * due, drop dead ones. */
+void
+sim_shm_busy_sweep(struct sim_device *d, uint64_t now)
+{
+	struct sim_busy	*b, *nb;
+	uint64_t	 sum = 0;
+
+	pthread_mutex_lock(&d->busy_lock);
+	for (b = LIST_FIRST(&d->busy); b != NULL; b = nb) {
+		nb = LIST_NEXT(b, entry);
+		sum += sim_shm_busy_credit(d, b, now);
+		sim_shm_busy_publish(d, b, now);
+		if (b->dead && b->n == 0 && b->rn == 0) {
+			LIST_REMOVE(b, entry);
+			free(b->recs);
+			free(b);
+		}
+	}
+	pthread_mutex_unlock(&d->busy_lock);
+	if (sum > 0 && d->metrics != NULL)
+		__atomic_fetch_add(&d->metrics->busy_ns, sum,
+		    __ATOMIC_RELAXED);
+}
+
+/* At exit, publish the records whose time has come (a process that
+ * exits without synchronizing still reports the work it saw finish). */
+__attribute__((destructor)) static void
+sim_shm_exit(void)
+{
+	struct sim_device	*d;
+	int			 i;
+
+	for (i = 0; i < SIM_MAX_DEVICES; i++) {
+		d = &sim_rt.devices[i];
+		if (__atomic_load_n(&d->open, __ATOMIC_ACQUIRE))
+			sim_shm_busy_sweep(d, sim_clock_mono());
+	}
+}
+
+/* The stream is gone; the sampler credits the rest and frees it. */
+void
+sim_shm_busy_release(struct sim_device *d, struct sim_busy *b)
+{
+	if (b == NULL)
+		return;
+	pthread_mutex_lock(&d->busy_lock);
+	b->dead = 1;
+	pthread_mutex_unlock(&d->busy_lock);
+}
+
 struct sim_shm_sampler {
 	uint64_t	last_mono;
 	uint64_t	last_busy;
@@ -221,9 +425,12 @@ sim_shm_metrics_sample(struct sim_device *d, struct sim_shm_sampler *s)
 	uint64_t			 now, busy, dt;
 	double				 util, temp, target, alpha;
 
-	if (m == NULL)
+	if (m == NULL) {
+		sim_shm_busy_sweep(d, sim_clock_mono());
 		return;
+	}
 	now = sim_clock_mono();
+	sim_shm_busy_sweep(d, now);
 	busy = __atomic_load_n(&m->busy_ns, __ATOMIC_RELAXED);
 	dt = now - s->last_mono;
 	util = dt > 0 ? (double)(busy - s->last_busy) / (double)dt : 0.0;
@@ -306,6 +513,8 @@ sim_shm_device_open(struct sim_device *d)
 		__atomic_fetch_add(&d->metrics->processes, 1,
 		    __ATOMIC_RELAXED);
 	sim_memory_share_open(d);
+	pthread_mutex_init(&d->busy_lock, NULL);
+	LIST_INIT(&d->busy);
 	pthread_mutex_init(&d->sampler_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -334,6 +543,9 @@ sim_shm_device_close(struct sim_device *d)
 	}
 	pthread_mutex_destroy(&d->sampler_lock);
 	pthread_cond_destroy(&d->sampler_cond);
+	/* Streams are gone and waited for their modelled ends. */
+	sim_shm_busy_sweep(d, UINT64_MAX);
+	pthread_mutex_destroy(&d->busy_lock);
 	if (d->metrics != NULL) {
 		sim_memory_share_close(d);
 		__atomic_fetch_sub(&d->metrics->processes, 1,

@@ -1,12 +1,19 @@
 /*
- * sim-stream.c - streams as in-order queues, each run by its own device
- * worker thread, and the execution of every task kind.
+ * sim-stream.c - streams as in-order queues and the execution of every
+ * task kind.
  *
- * Device time is virtual but pinned to CLOCK_MONOTONIC: a task starts at
- * max(now, end of the previous task on the stream), lasts its modelled
- * duration, and the worker really sleeps until its end, so synchronize
- * and events wait as long as the device would.  Records carry exactly the
- * modelled start and end, converted to the device clock.
+ * Device time is the model's, on the CLOCK_MONOTONIC axis: a task starts
+ * at the latest of the previous task's end on its stream, its host
+ * submission, the event it waits on and (collectives) the last rank's
+ * arrival, and lasts its modelled duration.  No host thread's wake-up
+ * becomes device time.  A task whose execution cannot block (kernels,
+ * markers, events, memset, copies into device memory) runs in the
+ * submitting thread when the stream is idle (copies and sets only when
+ * small); the rest, and everything
+ * behind them, go to the stream's worker thread, which sleeps only
+ * before a copy into host memory (so the host never sees the data before
+ * the model says it arrived).  Host waits block until the work has been
+ * executed, then sleep once until its modelled end.
  */
 #include <sys/syscall.h>
 
@@ -17,9 +24,43 @@
 
 #include "sim.h"
 
+/* Copies and sets up to this size run in the submitter; larger ones on
+ * the worker, so the host's real memmove never delays its next launch. */
+#define SIM_STREAM_INLINE_BYTES	(64U << 10)
+
 static __thread uint32_t	sim_stream_last_task = NPUSIM_ID_NONE;
 static __thread uint32_t	sim_stream_last_stream = NPUSIM_ID_NONE;
 static __thread pid_t		sim_stream_tid;
+
+/* The process id, cached (a record carries it); a forked child
+ * recomputes it. */
+static pid_t		sim_stream_pid;
+static pthread_once_t	sim_stream_pid_once = PTHREAD_ONCE_INIT;
+
+static void
+sim_stream_pid_reset(void)
+{
+	__atomic_store_n(&sim_stream_pid, 0, __ATOMIC_RELAXED);
+}
+
+static void
+sim_stream_pid_init(void)
+{
+	pthread_atfork(NULL, NULL, sim_stream_pid_reset);
+}
+
+static pid_t
+sim_stream_getpid(void)
+{
+	pid_t	pid = __atomic_load_n(&sim_stream_pid, __ATOMIC_RELAXED);
+
+	if (pid == 0) {
+		pthread_once(&sim_stream_pid_once, sim_stream_pid_init);
+		pid = getpid();
+		__atomic_store_n(&sim_stream_pid, pid, __ATOMIC_RELAXED);
+	}
+	return (pid);
+}
 
 static pid_t
 sim_stream_gettid(void)
@@ -40,18 +81,27 @@ sim_stream_destroy(struct sim_obj *obj)
 	free(s);
 }
 
-/* A new task of the given kind, stamped with the calling thread. */
+/* Fill t as a new task of the given kind, stamped with the calling
+ * thread. */
+void
+sim_stream_task_init(struct sim_task *t, int kind, const char *name)
+{
+	memset(t, 0, sizeof *t);
+	t->kind = kind;
+	t->tid = sim_stream_gettid();
+	if (name != NULL)
+		strncpy(t->name, name, sizeof t->name - 1);
+}
+
+/* A new heap task of the given kind. */
 struct sim_task *
 sim_stream_task(int kind, const char *name)
 {
 	struct sim_task	*t;
 
-	if ((t = calloc(1, sizeof *t)) == NULL)
+	if ((t = malloc(sizeof *t)) == NULL)
 		return (NULL);
-	t->kind = kind;
-	t->tid = sim_stream_gettid();
-	if (name != NULL)
-		strncpy(t->name, name, sizeof t->name - 1);
+	sim_stream_task_init(t, kind, name);
 	return (t);
 }
 
@@ -60,7 +110,8 @@ sim_stream_free_task(struct sim_task *t)
 {
 	if (t == NULL)
 		return;
-	if (t->kind == NPUSIM_TASK_EVENT && t->u.event.ev != NULL)
+	if ((t->kind == NPUSIM_TASK_EVENT || t->kind == SIM_TASK_WAIT) &&
+	    t->u.event.ev != NULL)
 		sim_handle_put(&t->u.event.ev->obj);
 	if (t->kind == NPUSIM_TASK_COMM)
 		sim_comm_release(&t->u.comm);
@@ -69,54 +120,90 @@ sim_stream_free_task(struct sim_task *t)
 	free(t);
 }
 
-/*
- * Wait until the task's modelled end, crediting busy time to the metrics
- * page in slices so a sampler sees a long kernel while it runs.
- */
-static void
-sim_stream_wait(struct sim_device *d, uint64_t start, uint64_t end)
+static uint64_t
+sim_stream_max(uint64_t a, uint64_t b)
 {
-	uint64_t	credited = start, t;
-
-	for (;;) {
-		t = sim_clock_mono() + 10000000ULL;
-		if (t > end)
-			t = end;
-		sim_clock_sleep_until(t);
-		if (t < credited)
-			t = credited;
-		if (d->metrics != NULL)
-			__atomic_fetch_add(&d->metrics->busy_ns, t - credited,
-			    __ATOMIC_RELAXED);
-		credited = t;
-		if (t >= end)
-			break;
-	}
+	return (a > b ? a : b);
 }
 
-/* Run one task; returns its error (sticky on the stream). */
+/* A copy whose destination the host can read without the runtime. */
+static int
+sim_stream_to_host(const struct sim_task *t)
+{
+	return (t->kind == NPUSIM_TASK_MEMCPY &&
+	    (t->u.memcpy.kind == ACL_MEMCPY_DEVICE_TO_HOST ||
+	    t->u.memcpy.kind == ACL_MEMCPY_HOST_TO_HOST));
+}
+
+/* Can t run now, in the submitter, without blocking? */
+static int
+sim_stream_inline(struct sim_task *t)
+{
+	struct sim_event	*ev;
+	int			 ready;
+
+	switch (t->kind) {
+	case NPUSIM_TASK_COMM:
+		return (0);
+	case NPUSIM_TASK_KERNEL:
+		/* A body that really computes over much data runs on the
+		 * worker, like a big copy. */
+		return (t->u.kernel.ops == NULL ||
+		    t->u.kernel.bytes <= SIM_STREAM_INLINE_BYTES);
+	case NPUSIM_TASK_MEMCPY:
+		/* A big copy would hold up the host like a real DMA does
+		 * not: the worker moves the bytes meanwhile. */
+		return (!sim_stream_to_host(t) &&
+		    t->u.memcpy.count <= SIM_STREAM_INLINE_BYTES);
+	case NPUSIM_TASK_MEMSET:
+		return (t->u.memset.count <= SIM_STREAM_INLINE_BYTES);
+	case SIM_TASK_WAIT:
+		ev = t->u.event.ev;
+		pthread_mutex_lock(&ev->lock);
+		ready = ev->completed >= t->u.event.gen;
+		pthread_mutex_unlock(&ev->lock);
+		return (ready);
+	}
+	return (1);
+}
+
+/*
+ * Execute one task at its modelled time; returns its error (sticky on the
+ * stream).  Called by whoever owns the stream's timeline: the submitter
+ * under the stream lock while the queue is empty, else the worker.
+ */
 static aclError
-sim_stream_run(struct sim_stream *s, struct sim_task *t)
+sim_stream_exec(struct sim_stream *s, struct sim_task *t, uint64_t now)
 {
 	struct sim_device	*d = s->dev;
 	struct npusim_record	 rec;
 	struct sim_event	*ev;
-	uint64_t		 start, end, now;
+	uint64_t		 start, end;
 	aclError		 e = ACL_SUCCESS;
 
+	start = sim_stream_max(s->vtime, t->submit_ns);
+	if (t->kind == SIM_TASK_WAIT) {
+		/* Waits on the recording stream's progress, not on time. */
+		ev = t->u.event.ev;
+		pthread_mutex_lock(&ev->lock);
+		while (ev->completed < t->u.event.gen)
+			pthread_cond_wait(&ev->cond, &ev->lock);
+		start = sim_stream_max(start, ev->mono_ns);
+		pthread_mutex_unlock(&ev->lock);
+		s->vtime = start;
+		return (ACL_SUCCESS);
+	}
 	memset(&rec, 0, sizeof rec);
 	rec.kind = (uint16_t)t->kind;
 	rec.device = d->id;
 	rec.stream_id = s->id;
 	rec.task_id = t->task_id;
-	rec.pid = (int32_t)getpid();
+	rec.pid = (int32_t)sim_stream_getpid();
 	rec.tid = (int32_t)t->tid;
 	rec.peer = rec.reduce_op = NPUSIM_ID_NONE;
 	memcpy(rec.name, t->name, sizeof rec.name);
 	rec.name[sizeof rec.name - 1] = '\0';
 
-	now = sim_clock_mono();
-	start = now > s->vtime ? now : s->vtime;
 	end = start + t->dur_ns;
 	switch (t->kind) {
 	case NPUSIM_TASK_KERNEL:
@@ -132,6 +219,8 @@ sim_stream_run(struct sim_stream *s, struct sim_task *t)
 			t->u.kernel.ops->run(t->u.kernel.args);
 		break;
 	case NPUSIM_TASK_MEMCPY:
+		if (sim_stream_to_host(t))
+			sim_clock_wait_until(end);
 		if (t->u.memcpy.count > 0)
 			memmove(t->u.memcpy.dst, t->u.memcpy.src,
 			    t->u.memcpy.count);
@@ -149,10 +238,9 @@ sim_stream_run(struct sim_stream *s, struct sim_task *t)
 		break;
 	case NPUSIM_TASK_COMM:
 		e = sim_comm_exec(&t->u.comm, start, &rec);
-		end = rec.end_ns;	/* monotonic, set by sim_comm_exec */
+		end = rec.end_ns;	/* modelled, monotonic */
 		break;
 	}
-	sim_stream_wait(d, start, end);
 	s->vtime = end;
 	rec.start_ns = sim_clock_device(d->id, start);
 	rec.end_ns = sim_clock_device(d->id, end);
@@ -163,14 +251,18 @@ sim_stream_run(struct sim_stream *s, struct sim_task *t)
 		if (t->u.event.gen > ev->completed) {
 			ev->completed = t->u.event.gen;
 			ev->ts_ns = rec.end_ns;
+			ev->mono_ns = end;
+			ev->dev = d;
 		}
 		pthread_cond_broadcast(&ev->cond);
 		pthread_mutex_unlock(&ev->lock);
 	}
-	if (d->metrics != NULL)
-		__atomic_fetch_add(&d->metrics->tasks_completed, 1,
-		    __ATOMIC_RELAXED);
-	sim_shm_record(d, &rec);
+	if (t->kind == NPUSIM_TASK_COMM || sim_stream_to_host(t))
+		now = sim_clock_mono();	/* it took real time */
+	/* Waiting for the last rank is not busy; the transfer is. */
+	if (t->kind == NPUSIM_TASK_COMM && start + rec.wait_ns <= end)
+		start += rec.wait_ns;
+	sim_shm_task_done(d, s->busy, start, end, &rec, now);
 	return (e);
 }
 
@@ -187,8 +279,10 @@ sim_stream_main(void *arg)
 			pthread_cond_wait(&s->wake, &s->lock);
 		if ((t = TAILQ_FIRST(&s->queue)) == NULL)
 			break;	/* stopping and drained */
+		/* t stays queued while it runs: submitters see a busy
+		 * stream and queue behind it. */
 		pthread_mutex_unlock(&s->lock);
-		e = sim_stream_run(s, t);
+		e = sim_stream_exec(s, t, sim_clock_mono());
 		pthread_mutex_lock(&s->lock);
 		TAILQ_REMOVE(&s->queue, t, entry);
 		if (e != ACL_SUCCESS && s->error == ACL_SUCCESS)
@@ -221,6 +315,7 @@ sim_stream_create(struct sim_device *d, int is_default)
 		    __ATOMIC_RELAXED) & 0xffff;
 	else
 		s->id = (uint32_t)getpid() & 0xffff;
+	s->busy = sim_shm_busy_new(d);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
 	pthread_cond_init(&s->done, NULL);
@@ -230,6 +325,7 @@ sim_stream_create(struct sim_device *d, int is_default)
 	rc = pthread_create(&s->thread, NULL, sim_stream_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
+		sim_shm_busy_release(d, s->busy);
 		sim_stream_destroy(&s->obj);
 		return (NULL);
 	}
@@ -265,6 +361,11 @@ sim_stream_shutdown(struct sim_stream *s)
 	pthread_cond_signal(&s->wake);
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
+	/* The device finishes the stream's work before it goes. */
+	sim_clock_wait_until(s->vtime);
+	sim_shm_busy_flush(s->dev, s->busy);
+	sim_shm_busy_release(s->dev, s->busy);
+	s->busy = NULL;
 	sim_handle_remove(s, SIM_MAGIC_STREAM);
 }
 
@@ -299,10 +400,20 @@ sim_stream_resolve(aclrtStream stream, struct sim_stream **out)
 	return (ACL_SUCCESS);
 }
 
-/* Queue a task; on success the stream owns it. */
-aclError
-sim_stream_submit(struct sim_stream *s, struct sim_task *t)
+/*
+ * Queue a task.  owned: t is the caller's heap task, which the stream
+ * then owns (and may already have run and freed); else t is the caller's
+ * (on its stack, holding no references) and is copied only if it must
+ * wait in the queue.  Internal kinds get no task id: they have no record.
+ */
+static aclError
+sim_stream_enqueue(struct sim_stream *s, struct sim_task *t, int owned)
 {
+	struct sim_task	*q;
+	uint32_t	 id = NPUSIM_ID_NONE;
+	int		 visible = t->kind != SIM_TASK_WAIT;
+
+	t->submit_ns = sim_clock_mono();
 	pthread_mutex_lock(&s->lock);
 	if (s->stop) {
 		pthread_mutex_unlock(&s->lock);
@@ -310,22 +421,64 @@ sim_stream_submit(struct sim_stream *s, struct sim_task *t)
 		    "stream is being destroyed");
 		return (ACL_ERROR_RT_INVALID_HANDLE);
 	}
-	t->task_id = s->next_task_id++;
-	s->submitted++;
-	TAILQ_INSERT_TAIL(&s->queue, t, entry);
-	pthread_cond_signal(&s->wake);
-	pthread_mutex_unlock(&s->lock);
-	sim_stream_last_task = t->task_id;
-	sim_stream_last_stream = s->id;
-	if (s->dev->metrics != NULL)
-		__atomic_fetch_add(&s->dev->metrics->tasks_launched, 1,
-		    __ATOMIC_RELAXED);
+	if (TAILQ_EMPTY(&s->queue) && sim_stream_inline(t)) {
+		/* The stream is idle and t cannot block: run it here. */
+		if (visible)
+			t->task_id = id = s->next_task_id++;
+		s->submitted++;
+		sim_stream_exec(s, t, t->submit_ns);
+		s->completed++;
+		pthread_mutex_unlock(&s->lock);
+		if (owned)
+			sim_stream_free_task(t);
+	} else {
+		if (owned)
+			q = t;
+		else if ((q = malloc(sizeof *q)) != NULL)
+			memcpy(q, t, sizeof *q);
+		else {
+			pthread_mutex_unlock(&s->lock);
+			return (ACL_ERROR_RT_MEMORY_ALLOCATION);
+		}
+		if (visible)
+			q->task_id = id = s->next_task_id++;
+		s->submitted++;
+		TAILQ_INSERT_TAIL(&s->queue, q, entry);
+		pthread_cond_signal(&s->wake);
+		pthread_mutex_unlock(&s->lock);
+		/* q may be freed by now: only id is used below. */
+	}
+	if (visible) {
+		sim_stream_last_task = id;
+		sim_stream_last_stream = s->id;
+		if (s->dev->metrics != NULL)
+			__atomic_fetch_add(&s->dev->metrics->tasks_launched,
+			    1, __ATOMIC_RELAXED);
+	}
 	return (ACL_SUCCESS);
 }
 
-/* Wait for everything submitted so far; report and clear a task error. */
+/* Queue a heap task; on success the stream owns it. */
 aclError
-sim_stream_sync(struct sim_stream *s)
+sim_stream_submit(struct sim_stream *s, struct sim_task *t)
+{
+	return (sim_stream_enqueue(s, t, 1));
+}
+
+/* Queue a task the caller keeps (a kernel on its stack: no malloc when it
+ * runs at once). */
+aclError
+sim_stream_submit_copy(struct sim_stream *s, struct sim_task *t)
+{
+	return (sim_stream_enqueue(s, t, 0));
+}
+
+/*
+ * Wait until everything submitted so far has been executed; *end gets its
+ * modelled end.  Reports and clears a task error.  Does not sleep.
+ */
+aclError
+sim_stream_drain(struct sim_stream *s, uint64_t *end)
 {
 	uint64_t	target;
 	aclError	e;
@@ -334,6 +487,7 @@ sim_stream_sync(struct sim_stream *s)
 	target = s->submitted;
 	while (s->completed < target)
 		pthread_cond_wait(&s->done, &s->lock);
+	*end = s->vtime;
 	e = s->error;
 	s->error = ACL_SUCCESS;
 	pthread_mutex_unlock(&s->lock);
@@ -342,11 +496,25 @@ sim_stream_sync(struct sim_stream *s)
 	return (e);
 }
 
+/* Host wait for a stream: executed, then one sleep to the modelled end. */
+aclError
+sim_stream_sync(struct sim_stream *s)
+{
+	uint64_t	end;
+	aclError	e;
+
+	e = sim_stream_drain(s, &end);
+	sim_clock_wait_until(end);
+	sim_shm_busy_flush(s->dev, s->busy);
+	return (e);
+}
+
 aclError
 sim_stream_sync_device(struct sim_device *d)
 {
 	struct sim_stream	**v = NULL, *s, **nv;
 	size_t			  n = 0, i;
+	uint64_t		  end, last = 0;
 	aclError		  e = ACL_SUCCESS, e1;
 
 	pthread_mutex_lock(&sim_rt.lock);
@@ -359,8 +527,14 @@ sim_stream_sync_device(struct sim_device *d)
 	}
 	pthread_mutex_unlock(&sim_rt.lock);
 	for (i = 0; i < n; i++) {
-		if ((e1 = sim_stream_sync(v[i])) != ACL_SUCCESS && e == 0)
+		if ((e1 = sim_stream_drain(v[i], &end)) != ACL_SUCCESS &&
+		    e == 0)
 			e = e1;
+		last = sim_stream_max(last, end);
+	}
+	sim_clock_wait_until(last);
+	for (i = 0; i < n; i++) {
+		sim_shm_busy_flush(d, v[i]->busy);
 		sim_handle_put(&v[i]->obj);
 	}
 	free(v);

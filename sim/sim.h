@@ -5,7 +5,12 @@
  * Locking: sim_rt.lock guards process-wide state (devices, allocations);
  * each stream has its own lock for its queue; each event its own lock.
  * The handle table has its own lock (sim-handle.c).  Never take
- * sim_rt.lock while holding a stream or event lock.
+ * sim_rt.lock while holding a stream or event lock.  Order: stream lock,
+ * then an event lock, then a device's busy_lock.
+ *
+ * Timeline: every time below named *_ns or vtime without "device" is a
+ * CLOCK_MONOTONIC instant of the model, not of a host thread's progress;
+ * records convert them to the device clock.
  */
 #ifndef SIM_H
 #define SIM_H
@@ -90,6 +95,8 @@ struct sim_event {
 	uint64_t		 recorded;	/* generation last submitted */
 	uint64_t		 completed;	/* generation last reached */
 	uint64_t		 ts_ns;		/* device clock at completion */
+	uint64_t		 mono_ns;	/* the same instant, monotonic */
+	struct sim_device	*dev;		/* that recorded it last */
 };
 
 struct sim_context {
@@ -131,11 +138,15 @@ enum sim_comm_kind {
 	SIM_COMM_BATCHSENDRECV,
 };
 
+/* Internal task kinds, never recorded in the channel. */
+#define SIM_TASK_WAIT		100	/* aclrtStreamWaitEvent */
+
 struct sim_task {
 	TAILQ_ENTRY(sim_task)	 entry;
-	int			 kind;		/* enum npusim_task_kind */
+	int			 kind;		/* npusim_task_kind, SIM_TASK_* */
 	uint32_t		 task_id;
 	pid_t			 tid;
+	uint64_t		 submit_ns;	/* host submission, monotonic */
 	uint64_t		 dur_ns;	/* modelled, 0 for COMM */
 	char			 name[NPUSIM_NAME_LEN];
 	union {
@@ -160,7 +171,7 @@ struct sim_task {
 		} memset;
 		struct {
 			struct sim_event *ev;	/* holds a reference */
-			uint64_t	 gen;
+			uint64_t	 gen;	/* recorded, or waited for */
 		} event;
 		struct {
 			uint64_t	 index;
@@ -174,6 +185,37 @@ TAILQ_HEAD(sim_tasks, sim_task);
 
 struct sim_device;
 
+/*
+ * What one stream's tasks do on the device after the host clock: their
+ * busy time not yet credited to the metrics page, and their records not
+ * yet published (a record appears once its task has ended, as on real
+ * hardware).  Busy time is a FIFO of segments in time order, contiguous
+ * tasks merged, so a busy stream needs one; when full, a new segment
+ * merges into the last (busy < end - start), credited linearly.  Records
+ * wait in a ring; when it is full the oldest is published early.
+ */
+#define SIM_BUSY_SEGS	64
+#define SIM_BUSY_RECS	256
+struct sim_busy_seg {
+	uint64_t		 start;
+	uint64_t		 end;
+	uint64_t		 busy;		/* ns of work in [start, end) */
+	uint64_t		 credited;	/* of busy, already counted */
+	uint64_t		 tasks;		/* ending in the segment */
+};
+
+struct sim_busy {
+	LIST_ENTRY(sim_busy)	 entry;		/* on dev->busy */
+	int			 dead;		/* stream gone: free when empty */
+	unsigned		 head;
+	unsigned		 n;
+	struct sim_busy_seg	 seg[SIM_BUSY_SEGS];
+	unsigned		 rhead;
+	unsigned		 rn;
+	struct npusim_record	*recs;		/* stamp holds the end */
+};
+LIST_HEAD(sim_busies, sim_busy);
+
 struct sim_stream {
 	struct sim_obj		 obj;
 	struct sim_device	*dev;
@@ -186,7 +228,8 @@ struct sim_stream {
 	uint32_t		 next_task_id;
 	uint64_t		 submitted;
 	uint64_t		 completed;
-	uint64_t		 vtime;		/* monotonic end of last task */
+	uint64_t		 vtime;		/* modelled end of last task */
+	struct sim_busy		*busy;		/* NULL: publish at once */
 	aclError		 error;		/* sticky until a sync reports it */
 	int			 stop;
 	pthread_t		 thread;
@@ -214,6 +257,8 @@ struct sim_device {
 	int			 sampler_stop;
 	pthread_mutex_t		 sampler_lock;
 	pthread_cond_t		 sampler_cond;
+	pthread_mutex_t		 busy_lock;	/* busy and every ledger on it */
+	struct sim_busies	 busy;
 };
 
 struct sim_alloc {
@@ -247,6 +292,7 @@ uint64_t	 sim_clock_device(int, uint64_t);
 int64_t		 sim_clock_offset(int);
 int64_t		 sim_clock_drift(int);
 void		 sim_clock_sleep_until(uint64_t);
+void		 sim_clock_wait_until(uint64_t);
 
 /* sim-handle.c */
 void		 sim_handle_add(struct sim_obj *, uint32_t,
@@ -264,6 +310,12 @@ void		 sim_shm_device_close(struct sim_device *);
 void		 sim_shm_record(struct sim_device *, struct npusim_record *);
 int		 sim_shm_seq_trylock(uint32_t *, unsigned *);
 void		 sim_shm_seq_unlock(uint32_t *);
+struct sim_busy	*sim_shm_busy_new(struct sim_device *);
+void		 sim_shm_task_done(struct sim_device *, struct sim_busy *,
+		     uint64_t, uint64_t, struct npusim_record *, uint64_t);
+void		 sim_shm_busy_flush(struct sim_device *, struct sim_busy *);
+void		 sim_shm_busy_sweep(struct sim_device *, uint64_t);
+void		 sim_shm_busy_release(struct sim_device *, struct sim_busy *);
 
 /* sim-runtime.c */
 void		 sim_runtime_init(void);
@@ -277,9 +329,12 @@ aclError	 sim_runtime_open_device(int);
 struct sim_stream *sim_stream_create(struct sim_device *, int);
 void		 sim_stream_shutdown(struct sim_stream *);
 aclError	 sim_stream_resolve(aclrtStream, struct sim_stream **);
+void		 sim_stream_task_init(struct sim_task *, int, const char *);
 struct sim_task	*sim_stream_task(int, const char *);
 aclError	 sim_stream_submit(struct sim_stream *, struct sim_task *);
+aclError	 sim_stream_submit_copy(struct sim_stream *, struct sim_task *);
 aclError	 sim_stream_sync(struct sim_stream *);
+aclError	 sim_stream_drain(struct sim_stream *, uint64_t *);
 void		 sim_stream_free_task(struct sim_task *);
 aclError	 sim_stream_sync_device(struct sim_device *);
 

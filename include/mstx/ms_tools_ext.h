@@ -84,6 +84,76 @@ MSTX_API mstxRangeId mstxDomainRangeStartA(mstxDomainHandle_t domain,
 /** @brief Ends a range of domain. */
 MSTX_API void mstxDomainRangeEnd(mstxDomainHandle_t domain, mstxRangeId id);
 
+/*
+ * The disabled check, inline in the caller (as LTTng-UST's tracepoints do):
+ * with MSTX off, a mark or range call costs one load and a branch, not a
+ * call into libmspti.so.  mstxEnabledState is nonzero while libmspti.so
+ * records markers (MSPTI_ACTIVITY_KIND_MARKER enabled, or a capture session
+ * with the marker kind); the functions check again, so a stale read only
+ * costs a call.  The functions stay exported: programs built against a
+ * header without this, function pointers and dlsym keep working.  Define
+ * MSTX_NO_INLINE before including this header to call the functions
+ * directly (e.g. against an MSTX library that has no mstxEnabledState).
+ */
+#if !defined(MSTX_NO_INLINE) && (defined(__GNUC__) || defined(__clang__))
+/** Nonzero while markers are recorded; written by libmspti.so only. */
+extern MSTX_API const volatile uint32_t mstxEnabledState;
+
+#define MSTX_INLINE_ static inline __attribute__((always_inline, unused))
+#define MSTX_ON_ __builtin_expect(mstxEnabledState != 0, 0)
+
+MSTX_INLINE_ void
+mstxInlineMarkA_(const char *message, aclrtStream stream)
+{
+	if (MSTX_ON_)
+		(mstxMarkA)(message, stream);
+}
+
+MSTX_INLINE_ mstxRangeId
+mstxInlineRangeStartA_(const char *message, aclrtStream stream)
+{
+	return MSTX_ON_ ? (mstxRangeStartA)(message, stream) : 0;
+}
+
+MSTX_INLINE_ void
+mstxInlineRangeEnd_(mstxRangeId id)
+{
+	if (MSTX_ON_)
+		(mstxRangeEnd)(id);
+}
+
+MSTX_INLINE_ void
+mstxInlineDomainMarkA_(mstxDomainHandle_t domain, const char *message,
+    aclrtStream stream)
+{
+	if (MSTX_ON_)
+		(mstxDomainMarkA)(domain, message, stream);
+}
+
+MSTX_INLINE_ mstxRangeId
+mstxInlineDomainRangeStartA_(mstxDomainHandle_t domain, const char *message,
+    aclrtStream stream)
+{
+	return MSTX_ON_ ? (mstxDomainRangeStartA)(domain, message, stream) : 0;
+}
+
+MSTX_INLINE_ void
+mstxInlineDomainRangeEnd_(mstxDomainHandle_t domain, mstxRangeId id)
+{
+	if (MSTX_ON_)
+		(mstxDomainRangeEnd)(domain, id);
+}
+
+/* Function-like: mstxMarkA without arguments is still the function. */
+#define mstxMarkA(m, s)			mstxInlineMarkA_((m), (s))
+#define mstxRangeStartA(m, s)		mstxInlineRangeStartA_((m), (s))
+#define mstxRangeEnd(id)		mstxInlineRangeEnd_((id))
+#define mstxDomainMarkA(d, m, s)	mstxInlineDomainMarkA_((d), (m), (s))
+#define mstxDomainRangeStartA(d, m, s) \
+	mstxInlineDomainRangeStartA_((d), (m), (s))
+#define mstxDomainRangeEnd(d, id)	mstxInlineDomainRangeEnd_((d), (id))
+#endif
+
 #ifdef __cplusplus
 }
 #endif

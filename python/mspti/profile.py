@@ -177,14 +177,34 @@ def _norm(name):
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
+def _loss_counters(mask):
+    """Loss counters by name: libmspti's drops of the kinds in mask (its
+    msptiActivityGetNumDroppedRecords: failed buffer requests, channel
+    overruns, ...) and the buffers the delivery layer could not queue
+    (at least one record each)."""
+    st = _mspti.stats()
+    out = {"libmspti": int(_mspti.dropped_records(mask))}
+    if "lost_buffers" in st:
+        out["lost_buffers"] = int(st["lost_buffers"])
+    return out
+
+
 class KeyAverages(Table):
     """The per-op table (op_summary) with table(sort_by, row_limit)."""
 
-    # torch.profiler-style names for the engine's columns.
+    # torch.profiler's sort keys for the engine's columns.  An op here is
+    # a device kernel: its device time is the kernel's, its CPU time the
+    # host time of the launch calls that issued it.
     _ALIASES = {
         "total": "totaltime", "totaltime": "totaltime",
-        "selfcputimetotal": "totaltime", "devicetimetotal": "totaltime",
-        "cudatimetotal": "totaltime", "nputimetotal": "totaltime",
+        "cputimetotal": "hostlaunchtotal",
+        "selfcputimetotal": "hostlaunchtotal",
+        "cputime": "hostlaunchavg", "selfcputime": "hostlaunchavg",
+        "cputimeavg": "hostlaunchavg",
+        "devicetimetotal": "totaltime", "selfdevicetimetotal": "totaltime",
+        "cudatimetotal": "totaltime", "selfcudatimetotal": "totaltime",
+        "nputimetotal": "totaltime", "selfnputimetotal": "totaltime",
+        "devicetime": "avgtime", "cudatime": "avgtime", "nputime": "avgtime",
         "calls": "count", "count": "count", "avg": "avgtime",
         "average": "avgtime", "min": "mintime", "max": "maxtime",
         "ratio": "ratio", "share": "ratio", "name": "optype",
@@ -238,11 +258,15 @@ class Profile:
         self._action = ProfilerAction.NONE
         self._running = False
         self._enabled = []
-        self._chunks = []
+        # The last completed window: its raw records, the records it lost,
+        # and its number (outputs are cached per window).
+        self._raw = b""
         self.dropped = 0
-        self._analysis = None
+        self.windows = 0
+        self._written = None        # (window, path) of the trace file
+        self._analysis = None       # (window, engine)
+        self._stats0 = None
         self._tmpdir = None
-        self._step_range = 0
 
     # -- schedule ---------------------------------------------------------
     def schedule(self, wait=0, warmup=0, active=1, repeat=0, skip_first=0):
@@ -294,6 +318,8 @@ class Profile:
             if old not in recording:
                 # Warm-up records are delivered, and dropped, first.
                 _mspti.flush_all()
+                _mspti.profile_take()
+                self._stats0 = _loss_counters(self._mask())
                 _mspti.profile_collect(self._mask(), True)
         self._action = new
 
@@ -301,10 +327,18 @@ class Profile:
         _mspti.flush_all()
         _mspti.profile_collect(0, False)
         raw, dropped = _mspti.profile_take()
-        self.dropped = dropped
-        if raw:
-            self._chunks.append(raw)
-        self._analysis = None
+        after = _loss_counters(self._mask())
+        # What was lost during the window: records the collector could
+        # not keep, those libmspti dropped, buffers left unqueued.  The
+        # counters are process-wide (other monitors, profiles), so the
+        # figure may overstate a loss, never hide one.
+        lost = dropped
+        if self._stats0 is not None:
+            lost += sum(max(0, after[k] - self._stats0.get(k, 0))
+                        for k in after)
+        self._raw = raw
+        self.dropped = lost
+        self.windows += 1
 
     def start(self):
         """Starts profiling (step 0 of the schedule, if any)."""
@@ -317,8 +351,6 @@ class Profile:
                                    MsptiResult(r).name)
             self._running = True
             self.step_num = 0
-            self._chunks = []
-            self._analysis = None
             self._transition(self._scheduled(0))
             return self
 
@@ -371,36 +403,48 @@ class Profile:
         return wrapper
 
     # -- capture and analysis ---------------------------------------------
+    # Every output describes the last completed window: after stop(),
+    # the window it ended; inside on_trace_ready, the cycle just saved.
+    def _need_window(self):
+        if self.windows == 0:
+            raise RuntimeError("no completed window yet: stop the profile "
+                               "first (or read it in on_trace_ready)")
+
     @property
     def raw_records(self):
-        """The raw msPTI records collected (bytes)."""
-        return b"".join(self._chunks)
+        """The raw msPTI records of the last completed window (bytes)."""
+        return self._raw
 
     @property
     def trace_path(self):
-        """The trace file of the capture (written on first use)."""
-        if self._trace_path is None or not os.path.exists(self._trace_path):
+        """The trace file of the last completed window (written on first
+        use, again for each new window)."""
+        self._need_window()
+        if self._written is None or self._written[0] != self.windows or \
+                not os.path.exists(self._written[1]):
             self.export_trace(self._trace_path)
-        return self._trace_path
+        return self._written[1]
 
     def export_trace(self, path=None):
-        """Writes the capture as a trace file (msptictl's format);
-        returns its path."""
-        if self._running:
-            raise RuntimeError("stop the profile first")
+        """Writes the last completed window as a trace file (msptictl's
+        format); returns its path."""
+        self._need_window()
         if path is None:
             if self._tmpdir is None:
                 self._tmpdir = tempfile.mkdtemp(prefix="mspti-profile-")
             path = os.path.join(self._tmpdir, "profile.trace")
-        _mspti.capture_write(self.raw_records, os.fspath(path))
-        self._trace_path = os.fspath(path)
-        return self._trace_path
+        path = os.fspath(path)
+        _mspti.capture_write(self._raw, path, self.dropped)
+        if self._trace_path is None or path == os.fspath(self._trace_path):
+            self._written = (self.windows, path)
+        return path
 
     def _engine(self):
-        if self._analysis is None:
-            self._analysis = _mspti.Analysis([self.trace_path], {
-                "top_n": self.top_n, "step_marker": self.step_marker})
-        return self._analysis
+        if self._analysis is None or self._analysis[0] != self.windows:
+            path = self.trace_path
+            self._analysis = (self.windows, _mspti.Analysis([path], {
+                "top_n": self.top_n, "step_marker": self.step_marker}))
+        return self._analysis[1]
 
     def _table(self, section, cls=Table):
         name, title, columns, cells, text = self._engine().table(section)

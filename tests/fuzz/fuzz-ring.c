@@ -1,9 +1,13 @@
 /*
  * Fuzz target for the ring consumer and the record validator.  The input
- * plays a hostile producer: its first 8 bytes become the shared head
- * counter, the rest is copied over the ring's data.  The consumer must
- * deliver only valid records, end every drain and never touch memory
- * outside the mapping.  The input is also fed to record_validate directly.
+ * plays a hostile producer on a ring of FUZZ_RING_SEGS segments: its first
+ * 8 bytes become segment 0's shared head counter, the next FUZZ_RING_CAP
+ * bytes are copied over segment 0's data; what follows goes the same way
+ * (head, then data) to the last segment, a per-thread one.  The consumer
+ * must deliver only valid records, end every drain and never touch memory
+ * outside the mapping; a per-thread producer and the shared one then
+ * write into what is left.  The input is also fed to record_validate
+ * directly.
  */
 #include "config.h"
 
@@ -16,6 +20,24 @@
 #include "ring.h"
 
 #define FUZZ_RING_CAP	4096
+#define FUZZ_RING_SEGS	3
+#define FUZZ_SEG_LEN	(RING_HDR_SIZE + FUZZ_RING_CAP)
+
+/* Copies head and data from in (n bytes) into the segment at seg. */
+static size_t
+fuzz_fill(uint8_t *seg, const uint8_t *in, size_t n)
+{
+	uint64_t head;
+	size_t k;
+
+	if (n < 8)
+		return n;
+	memcpy(&head, in, 8);
+	memcpy(seg + RING_OFF_HEAD, &head, 8);
+	k = n - 8 < FUZZ_RING_CAP ? n - 8 : FUZZ_RING_CAP;
+	memcpy(seg + RING_HDR_SIZE, in + 8, k);
+	return 8 + k;
+}
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,10 +55,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t vbuf[REC_MAX_SIZE / 8 + 1];
 	struct ring *ring = NULL;
+	struct ring_producer prod;
 	struct ring_stats st;
 	struct rec_api rec;
 	uint8_t *raw;
-	uint64_t head;
 	unsigned got = 0, i;
 	size_t n;
 	int fd;
@@ -46,20 +68,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(vbuf, data, n);
 	(void)record_validate(vbuf, n);
 
-	if (ring_create(FUZZ_RING_CAP, &fd) != 0)
+	if (ring_create_segs(FUZZ_RING_CAP, FUZZ_RING_SEGS, &fd) != 0)
 		return 0;
 	if (ring_map(fd, &ring) != 0)
 		goto out;
-	raw = mmap(NULL, RING_HDR_SIZE + FUZZ_RING_CAP, PROT_READ | PROT_WRITE,
+	raw = mmap(NULL, FUZZ_SEG_LEN * FUZZ_RING_SEGS, PROT_READ | PROT_WRITE,
 	    MAP_SHARED, fd, 0);
 	if (raw == MAP_FAILED)
 		goto out;
-	if (size >= 8) {
-		memcpy(&head, data, 8);
-		memcpy(raw + RING_OFF_HEAD, &head, 8);
-		n = size - 8 < FUZZ_RING_CAP ? size - 8 : FUZZ_RING_CAP;
-		memcpy(raw + RING_HDR_SIZE, data + 8, n);
-	}
+	n = fuzz_fill(raw, data, size);
+	(void)fuzz_fill(raw + FUZZ_SEG_LEN * (FUZZ_RING_SEGS - 1), data + n,
+	    size - n);
 	for (i = 0; i < 4; i++)
 		if (ring_drain(ring, fuzz_cb, &got, SIZE_MAX) < 0)
 			break;
@@ -72,8 +91,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < 80; i++)
 		(void)ring_write(ring, &rec);
 	(void)ring_needs_wake(ring);
+	/* Claims segment 1, then the last (hostile) one. */
+	for (unsigned k = 0; k + 1 < FUZZ_RING_SEGS; k++) {
+		(void)ring_producer_claim(ring, &prod);
+		for (i = 0; i < 80; i++)
+			(void)ring_pwrite(&prod, &rec);
+		(void)ring_pneeds_wake(&prod);
+	}
 	(void)ring_drain(ring, fuzz_cb, &got, SIZE_MAX);
-	munmap(raw, RING_HDR_SIZE + FUZZ_RING_CAP);
+	ring_get_stats(ring, &st);
+	if (st.records != got)
+		abort();
+	munmap(raw, FUZZ_SEG_LEN * FUZZ_RING_SEGS);
 out:
 	ring_unmap(ring);
 	close(fd);

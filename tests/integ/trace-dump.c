@@ -125,8 +125,8 @@ main(int argc, char **argv)
 			const struct rec_marker *k = (const void *)h;
 
 			printf(",\"flag\":%u,\"id\":%llu,\"source\":%u,"
-			    "\"name\":", k->flag, (unsigned long long)k->id,
-			    k->source_kind);
+			    "\"tid\":%u,\"name\":", k->flag,
+			    (unsigned long long)k->id, k->source_kind, k->tid);
 			jstr(str(r, k->name_id));
 			printf(",\"domain\":");
 			jstr(str(r, k->domain_id));

@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+from conftest import run_python
+
 import mspti
 import mspti.npusim as sim
 
@@ -187,3 +189,148 @@ def test_profile_beside_a_monitor(stream):
     assert [k.name for k in got] == ["Both", "MonitorOnly"]
     t = prof.op_summary()
     assert [r[t.columns[0]] for r in t.rows] == ["Both"]
+
+
+def kernel_names(prof):
+    t = prof.op_summary()
+    return sorted(r[t.columns[0]] for r in t.rows)
+
+
+def chrome_kernels(prof, path):
+    with open(prof.export_chrome_trace(path)) as f:
+        doc = json.load(f)
+    return sorted({e["name"] for e in doc["traceEvents"]
+                   if e.get("ph") == "X" and e.get("cat") == "kernel"})
+
+
+def test_reused_profile_reports_each_window(stream, tmp_path):
+    prof = mspti.Profile()
+    for i, name in enumerate(("WindowA", "WindowB", "WindowC")):
+        prof.start()
+        sim.Kernel(name, sim.AI_CORE, fixed_ns=3000).launch(stream)
+        stream.synchronize()
+        prof.stop()
+        assert kernel_names(prof) == [name]
+        assert chrome_kernels(prof, tmp_path / ("w%d.json" % i)) == [name]
+        p = subprocess.run([os.path.join(os.environ.get(
+            "MSPTI_TEST_BUILDDIR", "."), "client", "msptictl"), "report",
+            "--json", "--section", "ops", prof.trace_path],
+            capture_output=True, text=True, timeout=120)
+        if p.returncode == 0:
+            assert [r["OP Type"] for r in json.loads(p.stdout)["ops"]] == \
+                [name]
+
+
+def test_reused_profile_with_trace_path(stream, tmp_path):
+    path = tmp_path / "fixed.trace"
+    prof = mspti.Profile(trace_path=str(path))
+    for name in ("FixedA", "FixedB"):
+        with prof:
+            sim.Kernel(name, sim.AI_CORE, fixed_ns=3000).launch(stream)
+            stream.synchronize()
+        assert kernel_names(prof) == [name]
+        assert prof.trace_path == str(path)
+
+
+def test_decorator_reports_each_call(stream):
+    prof = mspti.Profile()
+
+    @prof
+    def work(name):
+        sim.Kernel(name, sim.AI_VECTOR, fixed_ns=2000).launch(stream)
+        stream.synchronize()
+
+    work("CallOne")
+    assert kernel_names(prof) == ["CallOne"]
+    work("CallTwo")
+    assert kernel_names(prof) == ["CallTwo"]
+
+
+def test_on_trace_ready_reads_every_output(stream, tmp_path):
+    seen = []
+
+    def ready(p):
+        n = len(seen)
+        seen.append({
+            "ops": kernel_names(p),
+            "chrome": chrome_kernels(p, tmp_path / ("c%d.json" % n)),
+            "keyavg": p.key_averages().table(sort_by="count", row_limit=5),
+            "report": p.report(),
+            "steps": len(p.step_summary()),
+            "csv": os.listdir(p.export_csv(tmp_path / ("csv%d" % n))),
+            "trace": os.path.getsize(p.export_trace(
+                tmp_path / ("t%d.trace" % n))),
+        })
+
+    prof = mspti.Profile(schedule=mspti.schedule(wait=1, warmup=0, active=2,
+                                                 repeat=2),
+                         on_trace_ready=ready)
+    prof.start()
+    for step in range(7):
+        sim.Kernel("Cycle%d" % step, sim.AI_CORE, fixed_ns=4000).launch(
+            stream)
+        stream.synchronize()
+        prof.step()
+    prof.stop()
+    assert [s["ops"] for s in seen] == [["Cycle1", "Cycle2"],
+                                        ["Cycle4", "Cycle5"]]
+    assert [s["chrome"] for s in seen] == [s["ops"] for s in seen]
+    for s in seen:
+        assert s["keyavg"].startswith("== ")
+        assert "Capture summary" in s["report"]
+        assert "op_summary.csv" in s["csv"] and s["trace"] > 0
+    # After stop, the outputs describe the last window.
+    assert kernel_names(prof) == ["Cycle4", "Cycle5"]
+
+
+def test_key_averages_torch_sort_keys(prof):
+    ka = prof.key_averages()
+    for key in ("cpu_time_total", "self_cpu_time_total", "cpu_time",
+                "device_time_total", "self_device_time_total",
+                "cuda_time_total", "npu_time_total", "count"):
+        lines = ka.table(sort_by=key, row_limit=10).splitlines()
+        assert lines[0].startswith("== ") and len(lines) == 2 + 3, key
+    # cpu_time_total sorts by the host time spent launching each op.
+    col = next(c for c in ka.columns if c.startswith("Host"))
+    rows = sorted(ka.rows, key=lambda r: r[col], reverse=True)
+    first = ka.table(sort_by="cpu_time_total", row_limit=1).splitlines()[2]
+    assert first.startswith(rows[0][ka.columns[0]])
+    assert all(r[col] > 0 for r in ka.rows)
+
+
+LOSS_CHILD = r"""
+import resource, sys
+import mspti, mspti.npusim as sim
+from mspti import MsptiActivityKind as K
+sim.set_device(0)
+s = sim.Stream()
+k = sim.Kernel("LossK", sim.AI_CORE, fixed_ns=1000)
+mspti.KernelMonitor.set_buffer_size(256)
+prof = mspti.Profile(kinds=[K.KERNEL, K.API])
+prof.start()
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+vm = int(open("/proc/self/statm").read().split()[0]) * \
+    resource.getpagesize()
+# No room for a 256 MB activity buffer: libmspti must drop records.
+resource.setrlimit(resource.RLIMIT_AS, (vm + (96 << 20), hard))
+for _ in range(20):
+    k.launch(s)
+s.synchronize()
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+prof.stop()
+t = prof.summary("summary")
+items = {r["Item"]: r["Value"] for r in t.rows}
+print("LOST", items["records lost"], "COMPLETE", items["complete"])
+print("WARN", len(prof.warnings()))
+"""
+
+
+def test_profile_never_hides_a_loss():
+    p = run_python(LOSS_CHILD)
+    assert p.returncode == 0, p.stdout + p.stderr
+    line = next(l for l in p.stdout.splitlines() if l.startswith("LOST"))
+    lost = int(line.split()[1])
+    assert lost > 0, p.stdout
+    assert "COMPLETE yes" not in line, line
+    warn = next(l for l in p.stdout.splitlines() if l.startswith("WARN"))
+    assert int(warn.split()[1]) > 0

@@ -307,6 +307,99 @@ START_TEST(test_launch)
 }
 END_TEST
 
+/* A second process in an existing source (one file, several processes). */
+static void
+proc_add(struct analysis_source *src, uint32_t pid, int rank, int world)
+{
+	struct rec_process p;
+
+	REC_INIT(&p, REC_PROCESS, 0);
+	p.pid = pid;
+	p.rank = rank;
+	p.local_rank = rank;
+	p.world_size = world;
+	ck_assert_int_eq(analysis_source_add(src, &p.hdr), 0);
+}
+
+/* Correlation ids are per process: two processes of one file both use
+ * id 1; each launch joins its own process's kernel. */
+START_TEST(test_launch_join_per_process)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = src_new(a, "h", 7, 0, 2);
+
+	proc_add(src, 8, 1, 2);
+	api(src, 7, 0, 10 * US, 6, 1);
+	api(src, 8, 0, 50 * US, 6, 1);
+	kernel(src, 7, 30 * US, 40 * US, 2, 3, 1);	/* rank 0: delay 20 */
+	kernel(src, 8, 100 * US, 110 * US, 7, 8, 1);	/* rank 1: delay 50 */
+	run(a);
+	ck_assert_double_eq(cell(a, ANALYSIS_LAUNCH, "Launches", "2",
+	    "CPU Runtime Avg(us)"), 30);
+	ck_assert_double_eq(cell(a, ANALYSIS_LAUNCH, "Launches", "2",
+	    "Launch Delay Max(us)"), 50);
+	ck_assert_double_eq(cell(a, ANALYSIS_LAUNCH, "Launches", "2",
+	    "Launch Delay Avg(us)"), 35);
+	/* The op table's host time is each op's own launch. */
+	ck_assert_double_eq(cell(a, ANALYSIS_OPS, "OP Type", "MatMul",
+	    "Host Launch Total(us)"), 10);
+	ck_assert_double_eq(cell(a, ANALYSIS_OPS, "OP Type", "Add",
+	    "Host Launch Total(us)"), 50);
+	analysis_free(a);
+}
+END_TEST
+
+/* A process with neither steps nor device work (a launcher) has no step
+ * row; one with device work but no markers has one whole-capture row. */
+START_TEST(test_no_step_row_for_a_launcher)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = src_new(a, "h", 7, 0, 1);
+	const struct table *t;
+
+	proc_add(src, 9, -1, 0);
+	api(src, 9, 0, 5 * US, 12, 0);
+	range(src, 7, 0, 100 * US, 1, 1);
+	range(src, 7, 100 * US, 200 * US, 2, 1);
+	kernel(src, 7, 10 * US, 20 * US, 2, 3, 0);
+	run(a);
+	t = analysis_table(a, ANALYSIS_STEPS);
+	ck_assert_uint_eq(table_nrows(t), 2);
+	analysis_free(a);
+
+	a = analysis_new(NULL);
+	src = src_new(a, "h", 7, 0, 1);
+	kernel(src, 7, 10 * US, 20 * US, 2, 3, 0);
+	run(a);
+	t = analysis_table(a, ANALYSIS_STEPS);
+	ck_assert_uint_eq(table_nrows(t), 1);
+	analysis_free(a);
+}
+END_TEST
+
+/* A step range stays paired however many ranges open inside it. */
+START_TEST(test_many_open_ranges)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = src_new(a, "h", 7, 0, 1);
+	const struct table *t;
+
+	marker(src, 7, 0, 1, 1, 1);			/* step opens */
+	for (uint64_t i = 0; i < 200; i++)
+		marker(src, 7, (1 + i) * US, 100 + i, 7, 1);
+	kernel(src, 7, 300 * US, 400 * US, 2, 3, 0);
+	for (uint64_t i = 200; i-- > 0;)
+		marker(src, 7, (500 + i) * US, 100 + i, 7, 0);
+	marker(src, 7, 1000 * US, 1, 1, 0);		/* step closes */
+	run(a);
+	t = analysis_table(a, ANALYSIS_STEPS);
+	ck_assert_uint_eq(table_nrows(t), 1);
+	ck_assert_double_eq(step_cell(a, 0, 1, "Step Time(us)"), 1000);
+	ck_assert_double_eq(step_cell(a, 0, 1, "Computing(us)"), 100);
+	analysis_free(a);
+}
+END_TEST
+
 static void
 memcpy_rec(struct analysis_source *src, uint64_t s, uint64_t e,
     uint64_t bytes, uint32_t kind)
@@ -736,6 +829,9 @@ main(void)
 	tcase_add_test(tc, test_overlap);
 	tcase_add_test(tc, test_steps_per_rank);
 	tcase_add_test(tc, test_op_statistic);
+	tcase_add_test(tc, test_launch_join_per_process);
+	tcase_add_test(tc, test_no_step_row_for_a_launcher);
+	tcase_add_test(tc, test_many_open_ranges);
 	tcase_add_test(tc, test_launch);
 	tcase_add_test(tc, test_memcpy_bandwidth);
 	tcase_add_test(tc, test_memory_peak);

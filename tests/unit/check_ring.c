@@ -138,8 +138,17 @@ START_TEST(test_map_bad_capacity)
 	*raw64(&fx, RING_OFF_CAPACITY) = 8193;
 	ck_assert_int_eq(ring_map(fx.fd, &r), -EINVAL);
 	*raw64(&fx, RING_OFF_CAPACITY) = 8192;
-	*(uint32_t *)(void *)(fx.raw + RING_OFF_VERSION) = 2;
+	/* The one-segment format of version 1, and a later one. */
+	*(uint32_t *)(void *)(fx.raw + RING_OFF_VERSION) = 1;
 	ck_assert_int_eq(ring_map(fx.fd, &r), -EPROTO);
+	*(uint32_t *)(void *)(fx.raw + RING_OFF_VERSION) = RING_VERSION + 1;
+	ck_assert_int_eq(ring_map(fx.fd, &r), -EPROTO);
+	*(uint32_t *)(void *)(fx.raw + RING_OFF_VERSION) = RING_VERSION;
+	/* A segment count that disagrees with the file. */
+	*(uint32_t *)(void *)(fx.raw + RING_OFF_NSEG) = 2;
+	ck_assert_int_eq(ring_map(fx.fd, &r), -EINVAL);
+	*(uint32_t *)(void *)(fx.raw + RING_OFF_NSEG) = 0;
+	ck_assert_int_eq(ring_map(fx.fd, &r), -EINVAL);
 	fx_close(&fx);
 }
 END_TEST
@@ -616,6 +625,218 @@ START_TEST(test_garbage)
 }
 END_TEST
 
+/* ---- per-thread segments ---- */
+
+/* A ring of nseg segments and a raw mapping of the whole file. */
+static void
+fx_open_segs(struct fixture *fx, size_t cap, unsigned nseg)
+{
+	ck_assert_int_eq(ring_create_segs(cap, nseg, &fx->fd), 0);
+	ck_assert_int_eq(ring_map(fx->fd, &fx->ring), 0);
+	fx->rawlen = (RING_HDR_SIZE + cap) * nseg;
+	fx->raw = mmap(NULL, fx->rawlen, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    fx->fd, 0);
+	ck_assert_ptr_ne(fx->raw, MAP_FAILED);
+}
+
+static size_t
+seg_off(size_t cap, unsigned i, size_t field)
+{
+	return (RING_HDR_SIZE + cap) * i + field;
+}
+
+START_TEST(test_segs_create)
+{
+	struct fixture fx;
+	struct ring_stats st;
+	int fd;
+
+	ck_assert_int_eq(ring_create_segs(4096, 0, &fd), -EINVAL);
+	ck_assert_int_eq(ring_create_segs(4096, RING_MAX_SEGMENTS + 1, &fd),
+	    -EINVAL);
+	fx_open_segs(&fx, 8192, 5);
+	ck_assert_uint_eq(ring_segments(fx.ring), 5);
+	ck_assert_uint_eq(*(uint32_t *)(void *)(fx.raw + RING_OFF_NSEG), 5);
+	ck_assert_uint_eq(*(uint32_t *)(void *)(fx.raw + RING_OFF_VERSION),
+	    RING_VERSION);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(st.segments, 5);
+	ck_assert_uint_eq(st.capacity, 8192);
+	ck_assert_int_eq(ring_seg_drops(fx.ring, 5, &st.drops,
+	    &st.drop_bytes), -EINVAL);
+	fx_close(&fx);
+}
+END_TEST
+
+/* Threads claim distinct segments, the lowest free first; when none is
+ * left they share segment 0; a released segment is claimed again. */
+START_TEST(test_segs_claim)
+{
+	struct fixture fx;
+	struct ring_producer p[5];
+	struct rec_api rec;
+	struct sink s;
+
+	fx_open_segs(&fx, 8192, 4);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &p[0]), 1);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &p[1]), 2);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &p[2]), 3);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &p[3]), 0);
+	ring_producer_release(&p[1]);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &p[4]), 2);
+	/* Every producer's records come back, each in its own order. */
+	for (uint64_t i = 0; i < 20; i++)
+		for (unsigned k = 0; k < 5; k++) {
+			if (k == 1)
+				continue;
+			make_api(&rec, k, i);
+			ck_assert_int_eq(ring_pwrite(&p[k], &rec), 0);
+		}
+	ck_assert_uint_gt(ring_pending(fx.ring), 0);
+	memset(&s, 0, sizeof s);
+	ck_assert_int_eq(ring_drain(fx.ring, sink_cb, &s, SIZE_MAX), 80);
+	ck_assert_int_eq(s.bad, 0);
+	ck_assert_uint_eq(s.next[0], 20);
+	ck_assert_uint_eq(s.next[4], 20);
+	/* The record really sits in segment 2's data. */
+	ck_assert_uint_ne(*raw64(&fx, seg_off(8192, 2, RING_OFF_HEAD)), 0);
+	ck_assert_uint_eq(ring_pending(fx.ring), 0);
+	fx_close(&fx);
+}
+END_TEST
+
+struct seg_prod_arg {
+	struct ring	*ring;
+	uint32_t	 id;
+	uint64_t	 n;
+	uint64_t	 ok;
+	uint64_t	 full;
+	unsigned	 seg;
+	struct ring_producer pr;	/* released after every join */
+};
+
+static void *
+seg_producer_thread(void *p)
+{
+	struct seg_prod_arg *a = p;
+	struct rec_api rec;
+
+	a->seg = ring_producer_claim(a->ring, &a->pr);
+	for (uint64_t i = 0; i < a->n; i++) {
+		make_api(&rec, a->id, a->ok);
+		if (ring_pwrite(&a->pr, &rec) == 0)
+			a->ok++;
+		else
+			a->full++;
+		(void)ring_pneeds_wake(&a->pr);
+	}
+	return NULL;
+}
+
+/* Threads on their own segments (and two sharing segment 0) while one
+ * consumer drains with small rings: written + dropped = offered for every
+ * thread, the drops land in that thread's segment, and every delivered
+ * record is in its producer's order. */
+START_TEST(test_segs_threads_exact_loss)
+{
+	enum { NP = 5, PER = 200000 };
+	struct fixture fx;
+	struct seg_prod_arg pa[NP];
+	struct cons_arg ca;
+	pthread_t pt[NP], ct;
+	uint64_t d, b, want = 0, sum_full = 0, seg0_full = 0;
+	int i;
+
+	fx_open_segs(&fx, 16384, 4);	/* 3 own segments, 2 threads on 0 */
+	memset(&ca, 0, sizeof ca);
+	ca.ring = fx.ring;
+	ca.want = UINT64_MAX;
+	ck_assert_int_eq(pthread_create(&ct, NULL, consumer_thread, &ca), 0);
+	for (i = 0; i < NP; i++) {
+		memset(&pa[i], 0, sizeof pa[i]);
+		pa[i].ring = fx.ring;
+		pa[i].id = (uint32_t)i + 1;
+		pa[i].n = PER;
+		ck_assert_int_eq(pthread_create(&pt[i], NULL,
+		    seg_producer_thread, &pa[i]), 0);
+	}
+	for (i = 0; i < NP; i++)
+		pthread_join(pt[i], NULL);
+	for (i = 0; i < NP; i++)
+		ring_producer_release(&pa[i].pr);
+	atomic_store(&ca.stop, 1);
+	pthread_join(ct, NULL);
+	ck_assert_int_ge(ring_drain(fx.ring, sink_cb, &ca.s, SIZE_MAX), 0);
+	ck_assert_int_eq(ca.s.bad, 0);
+	for (i = 0; i < NP; i++) {
+		/* Delivered: exactly what the producer saw accepted. */
+		ck_assert_uint_eq(ca.s.next[i + 1], pa[i].ok);
+		ck_assert_uint_eq(pa[i].ok + pa[i].full, PER);
+		want += pa[i].ok;
+		sum_full += pa[i].full;
+		if (pa[i].seg == 0)
+			seg0_full += pa[i].full;
+		else {
+			ck_assert_int_eq(ring_seg_drops(fx.ring, pa[i].seg, &d,
+			    &b), 0);
+			ck_assert_uint_eq(d, pa[i].full);
+			ck_assert_uint_eq(b, pa[i].full * sizeof(struct rec_api));
+		}
+	}
+	ck_assert_int_eq(ring_seg_drops(fx.ring, 0, &d, &b), 0);
+	ck_assert_uint_eq(d, seg0_full);
+	ck_assert_uint_eq(ca.s.n, want);
+	{
+		struct ring_stats st;
+
+		ring_get_stats(fx.ring, &st);
+		ck_assert_uint_eq(st.drops, sum_full);
+		ck_assert_uint_eq(st.records, want);
+	}
+	fx_close(&fx);
+}
+END_TEST
+
+/* A hostile producer garbles one segment: its bytes are rejected, the
+ * other segments' records still arrive; a head beyond one capacity in any
+ * segment makes the ring corrupt. */
+START_TEST(test_segs_hostile)
+{
+	enum { CAP = 8192 };
+	struct fixture fx;
+	struct ring_producer p1, p2;
+	struct ring_stats st;
+	struct rec_api rec;
+	uint64_t n = 0;
+
+	fx_open_segs(&fx, CAP, 3);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &p1), 1);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &p2), 2);
+	make_api(&rec, 1, 0);
+	ck_assert_int_eq(ring_pwrite(&p1, &rec), 0);
+	/* Segment 2: a header with an impossible size, head past it. */
+	*raw64(&fx, seg_off(CAP, 2, RING_HDR_SIZE)) = REC_API | 12ull << 16;
+	*raw64(&fx, seg_off(CAP, 2, RING_OFF_HEAD)) = 256;
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &n, SIZE_MAX), 1);
+	ck_assert_uint_eq(n, 1);
+	ring_get_stats(fx.ring, &st);
+	ck_assert_uint_eq(st.resyncs, 1);
+	ck_assert_uint_eq(st.reject_bytes, 256);
+	/* Nothing invalid was delivered; segment 1 goes on. */
+	make_api(&rec, 1, 1);
+	ck_assert_int_eq(ring_pwrite(&p1, &rec), 0);
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &n, SIZE_MAX), 1);
+	ck_assert_uint_eq(n, 2);
+	/* A head more than one capacity ahead: corrupt. */
+	*raw64(&fx, seg_off(CAP, 1, RING_OFF_HEAD)) = 3 * CAP;
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &n, SIZE_MAX),
+	    -EBADMSG);
+	ring_get_stats(fx.ring, &st);
+	ck_assert(st.corrupt);
+	fx_close(&fx);
+}
+END_TEST
+
 static Suite *
 ring_suite(void)
 {
@@ -637,6 +858,10 @@ ring_suite(void)
 	tcase_add_test(tc, test_hostile_head);
 	tcase_add_test(tc, test_hostile_records);
 	tcase_add_test(tc, test_garbage);
+	tcase_add_test(tc, test_segs_create);
+	tcase_add_test(tc, test_segs_claim);
+	tcase_add_test(tc, test_segs_threads_exact_loss);
+	tcase_add_test(tc, test_segs_hostile);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -365,6 +365,7 @@ struct tfile {
 	uint64_t		 named[4][8];	/* [name][flag bit] */
 	uint64_t		 process_pid;
 	uint64_t		 events[SESSION_EV_MAX];
+	uint64_t		 fwd_defs;	/* STRING_DEFs of "fwd" */
 };
 
 static const char *tnames[4] = { "step", "fwd", "other", NULL };
@@ -393,8 +394,13 @@ read_trace(struct tfile *t)
 	}
 	while ((rc = trace_reader_next(rd, &r)) == 1) {
 		t->all++;
-		if (r->type == REC_STRING_DEF)
+		if (r->type == REC_STRING_DEF) {
+			const struct rec_string_def *sd = (const void *)r;
+
+			t->fwd_defs += sd->len == 3 &&
+			    memcmp(sd->bytes, "fwd", 3) == 0;
 			continue;
+		}
 		t->records++;
 		if (r->type == REC_MARKER) {
 			const struct rec_marker *m = (const void *)r;
@@ -535,6 +541,93 @@ START_TEST(test_session_lifecycle)
 	dh_close(&ctl);
 	dh_close(&ctl2);
 	dh_close(&lc);
+}
+END_TEST
+
+/* A marker written by producer p (a per-thread segment or the shared one). */
+static int
+fake_pmarker(struct fake *f, struct ring_producer *p, uint32_t flag,
+    uint32_t name_id)
+{
+	struct rec_marker m;
+
+	REC_INIT(&m, REC_MARKER, 0);
+	m.timestamp = f->ts++;
+	m.id = f->ts;
+	m.pid = (uint32_t)f->pid;
+	m.tid = (uint32_t)f->pid;
+	m.device = REC_NONE;
+	m.stream = REC_NONE;
+	m.name_id = name_id;
+	m.flag = flag;
+	return ring_pwrite(p, &m);
+}
+
+/*
+ * The daemon's ring has per-thread segments; it merges them: records of
+ * two threads' segments and the shared one all reach the file, each
+ * segment's own STRING_DEF of the same id is one string of the trace,
+ * and the drops of a full segment are the session's agent_ring loss,
+ * exactly.
+ */
+START_TEST(test_session_segments)
+{
+	struct dh_conn ctl, ctl2;
+	struct fake f;
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	struct ring_producer a, b, z;
+	Mspti__SessionInfo *info;
+	uint64_t buf[REC_MAX_SIZE / 8];
+	uint64_t nb = 0, lost;
+	struct tfile t;
+	uint32_t pid;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	cfg.buffer_size = 65536;
+	ctl_start(&ctl, &pid, 1, &cfg);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	ck_assert_uint_eq(ring_segments(f.ring), RING_DEFAULT_SEGMENTS);
+	ck_assert_uint_eq(ring_producer_claim(f.ring, &a), 1);
+	ck_assert_uint_eq(ring_producer_claim(f.ring, &b), 2);
+	ring_producer_shared(f.ring, &z);
+	/* Each segment defines string 1 before it uses it. */
+	ck_assert_uint_gt(record_string_def_encode(buf, sizeof(buf), 1, "fwd",
+	    3), 0);
+	ck_assert_int_eq(ring_pwrite(&a, buf), 0);
+	ck_assert_int_eq(ring_pwrite(&b, buf), 0);
+	ck_assert_int_eq(ring_pwrite(&z, buf), 0);
+	ck_assert_int_eq(fake_pmarker(&f, &a, MARKER_START, 1), 0);
+	ck_assert_int_eq(fake_pmarker(&f, &z, MARKER_INSTANT, 1), 0);
+	/* Segment 2 until it is full, and 5 more: dropped, counted. */
+	while (fake_pmarker(&f, &b, MARKER_END, 1) == 0)
+		nb++;
+	lost = 1;
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(fake_pmarker(&f, &b, MARKER_END, 1), -ENOSPC);
+	lost += 5;
+	fake_flush(&f);
+	ctl_stop(&ctl2, 1);
+	fake_stop(&f);
+	info = ctl_info(&ctl2);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_uint_eq(info->records, 2 + nb);
+	ck_assert_uint_eq(info->losses[LOSS_AGENT_RING], lost);
+	ck_assert_uint_eq(info->losses[LOSS_DAEMON_REJECT], 0);
+	free_msg(info);
+	read_trace(&t);
+	ck_assert_uint_eq(t.markers, 2 + nb);
+	ck_assert_uint_eq(t.named[1][1], 1);	/* fwd START, segment 1 */
+	ck_assert_uint_eq(t.named[1][0], 1);	/* fwd INSTANT, segment 0 */
+	ck_assert_uint_eq(t.named[1][2], nb);	/* fwd END, segment 2 */
+	ck_assert_uint_eq(t.fwd_defs, 1);
+	ck_assert_uint_eq(t.f.losses[LOSS_AGENT_RING], lost);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
 }
 END_TEST
 
@@ -1360,6 +1453,7 @@ session_suite(void)
 	tcase_add_checked_fixture(tm, sess_setup, sess_teardown);
 	tcase_set_timeout(tm, 120);
 	tcase_add_test(tm, test_session_lifecycle);
+	tcase_add_test(tm, test_session_segments);
 	tcase_add_test(tm, test_session_unknown_pid);
 	tcase_add_test(tm, test_session_ack_timeout);
 	tcase_add_test(tm, test_session_ring_garbage);

@@ -126,6 +126,16 @@ rank_allreduce(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	/* 3.0 in fp16 and bf16; 15 in int8. */
 	if (h[1] != 0x4200 || hb[1] != 0x4040 || c[1] != 15)
 		return (9);
+	/* An fp16 sum of exactly zero is +0.0 (was 0x3800, 0.5). */
+	h[0] = r == 0 ? 0x3c00 : r == 1 ? 0xbc00 : 0x0000;	/* 1, -1, 0 */
+	if (HcclAllReduce(h, h + 1, 1, HCCL_DATA_TYPE_FP16, HCCL_REDUCE_SUM,
+	    comm, s) || !sync_ok(s))
+		return (8);
+	if (h[1] != 0x0000) {
+		fprintf(stderr, "rank %u: fp16 1 + -1 + 0 = %#06x\n", r,
+		    (unsigned)h[1]);
+		return (9);
+	}
 	free(f);
 	return (0);
 }
@@ -136,9 +146,11 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	int32_t		 b[4], g[NR * 2], rs[NR * 2], rso[2], a2a[NR],
 			 a2o[NR], sc[NR], sco, red;
 	uint64_t	 sc_[NR], sd[NR], rc[NR], rd[NR];
-	int32_t		 vin[NR * 2], vout[NR * 2];
+	int32_t		 vin[NR * NR], vout[NR * NR];
 	HcclSendRecvItem it[2];
 	int32_t		 tok, got = -1, left = -1, right = -1;
+	HcclResult	 hr = HCCL_SUCCESS;
+	aclError	 ae = ACL_SUCCESS;
 	uint32_t	 i, rk, sz;
 
 	if (HcclGetRankId(comm, &rk) || rk != r || HcclGetRankSize(comm, &sz) ||
@@ -184,21 +196,26 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	for (i = 0; i < n; i++)
 		if (a2o[i] != (int32_t)(i * 100 + r))
 			return (8);
-	/* AlltoAllV: rank r sends j+1 copies of r to rank j. */
+	/*
+	 * AlltoAllV: rank r sends j+1 copies of r to rank j, block j of
+	 * NR slots (j+1 <= NR, so every count fits its block); what lies
+	 * past a received count stays untouched.
+	 */
 	for (i = 0; i < n; i++) {
 		sc_[i] = i + 1;
-		sd[i] = i * 2;
+		sd[i] = i * NR;
 		rc[i] = r + 1;
-		rd[i] = i * 2;
-		vin[i * 2] = vin[i * 2 + 1] = (int32_t)r;
-		vout[i * 2] = vout[i * 2 + 1] = -1;
+		rd[i] = i * NR;
+	}
+	for (i = 0; i < NR * NR; i++) {
+		vin[i] = (int32_t)r;
+		vout[i] = -1;
 	}
 	if (HcclAlltoAllV(vin, sc_, sd, HCCL_DATA_TYPE_INT32, vout, rc, rd,
 	    HCCL_DATA_TYPE_INT32, comm, s) || !sync_ok(s))
 		return (9);
-	for (i = 0; i < n; i++)
-		if (vout[i * 2] != (int32_t)i || (r >= 1 && vout[i * 2 + 1] !=
-		    (int32_t)i))
+	for (i = 0; i < n * NR; i++)
+		if (vout[i] != (i % NR <= r ? (int32_t)(i / NR) : -1))
 			return (10);
 	/* Scatter from rank 2. */
 	for (i = 0; i < n; i++)
@@ -233,9 +250,13 @@ rank_collectives(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
 	it[1].count = 1;
 	it[1].dataType = HCCL_DATA_TYPE_INT32;
 	it[1].remoteRank = (r + n - 1) % n;
-	if (HcclBatchSendRecv(it, 2, comm, s) || !sync_ok(s) ||
-	    left != 1000 + (int32_t)((r + n - 1) % n))
+	if ((hr = HcclBatchSendRecv(it, 2, comm, s)) != HCCL_SUCCESS ||
+	    (ae = aclrtSynchronizeStream(s)) != ACL_SUCCESS ||
+	    left != 1000 + (int32_t)((r + n - 1) % n)) {
+		fprintf(stderr, "rank %u: batch send/recv %d, sync %d, got "
+		    "%d\n", r, (int)hr, (int)ae, (int)left);
 		return (15);
+	}
 	(void)right;
 	return (HcclCommDestroy(comm) == HCCL_SUCCESS ? 0 : 16);
 }
@@ -305,6 +326,221 @@ START_TEST(test_slow_rank)
 	setenv("NPUSIM_SLOW_RANK", "1", 1);
 	setenv("NPUSIM_SLOW_FACTOR", "10", 1);
 	ck_assert_int_eq(run_ranks(NR, rank_slow), 0);
+}
+END_TEST
+
+/* Device-clock length of a monotonic interval on device dev. */
+static uint64_t
+dev_len(int32_t dev, uint64_t ns)
+{
+	int64_t	drift = 0;
+
+	npusimClockParams(dev, NULL, &drift);
+	return ((uint64_t)llround((double)ns * (1.0 + (double)drift / 1e9)));
+}
+
+static int
+near(uint64_t got, uint64_t want)
+{
+	return (got + 2 >= want && got <= want + 2);
+}
+
+/*
+ * Collectives take the model's time: a 1 s kernel and a barrier line
+ * both ranks up at one modelled instant, then rank 1 computes 100 ms more.
+ * Its all_reduce (1M fp16) starts 100 ms after rank 0's: rank 0 waits
+ * exactly that long, and both transfers last the ring model, 2(n-1)/n *
+ * B / 25 GB/s + 2(n-1) * 2 us.  A second, larger all_reduce right behind
+ * starts together on both ranks: no wait, and bytes / duration is the
+ * link bandwidth (to within the 4 us of latency).
+ */
+static int
+rank_model(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
+{
+	struct npusim_channel_reader	 rd;
+	struct npusim_record		 rec[16], *ar[2];
+	aclrtFuncHandle			 head, late;
+	uint64_t			 lost, deadline, model[2], b[2], len;
+	size_t				 cnt[2] = { 1U << 20, 4U << 20 };
+	void				*buf[2];
+	double				 gbs;
+	int				 i, got = 0, nar = 0;
+
+	if (n != 2)
+		return (40);
+	if (npusim_channel_open((int32_t)r, &rd) != 0 ||
+	    npusimKernelRegister("Head", NPUSIM_KERNEL_AI_CORE, 0, 0,
+	    1000000000, &head) != ACL_SUCCESS ||
+	    npusimKernelRegister("Late", NPUSIM_KERNEL_AI_CORE, 0, 0,
+	    100000000, &late) != ACL_SUCCESS)
+		return (41);
+	b[0] = cnt[0] * 2;	/* fp16 */
+	b[1] = cnt[1] * 4;	/* fp32 */
+	for (i = 0; i < 2; i++) {
+		if ((buf[i] = calloc(1, b[i])) == NULL)
+			return (42);
+		model[i] = (uint64_t)((double)b[i] / 25e9 * 1e9 + 4000.0);
+	}
+	if (aclrtLaunchKernel(head, 1, NULL, 0, s) || HcclBarrier(comm, s) ||
+	    (r == 1 && aclrtLaunchKernel(late, 1, NULL, 0, s)) ||
+	    HcclAllReduce(buf[0], buf[0], cnt[0], HCCL_DATA_TYPE_FP16,
+	    HCCL_REDUCE_SUM, comm, s) || HcclAllReduce(buf[1], buf[1],
+	    cnt[1], HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s) ||
+	    !sync_ok(s))
+		return (43);
+	deadline = mono_ns() + 5000000000ULL;
+	while (nar < 2 && mono_ns() < deadline) {
+		i = npusim_channel_read(&rd, rec + got, 16 - (size_t)got,
+		    &lost);
+		if (i < 0)
+			return (44);
+		for (nar = 0, got += i, i = 0; i < got; i++)
+			if (rec[i].kind == NPUSIM_TASK_COMM &&
+			    strcmp(rec[i].name, "HcclAllReduce") == 0 &&
+			    nar < 2)
+				ar[nar++] = &rec[i];
+		usleep(1000);
+	}
+	npusim_channel_close(&rd);
+	if (nar < 2)
+		return (45);
+	for (i = 0; i < 2; i++) {
+		if (ar[i]->bytes != b[i])
+			return (46);
+		len = ar[i]->end_ns - ar[i]->start_ns;
+		if (!near(len - dev_len((int32_t)r, ar[i]->wait_ns),
+		    dev_len((int32_t)r, model[i]))) {
+			fprintf(stderr, "rank %u all_reduce %d: %llu ns "
+			    "(wait %llu), model %llu\n", r, i,
+			    (unsigned long long)len,
+			    (unsigned long long)ar[i]->wait_ns,
+			    (unsigned long long)model[i]);
+			return (47);
+		}
+	}
+	if (ar[0]->wait_ns != (r == 0 ? 100000000ULL : 0)) {
+		fprintf(stderr, "rank %u waited %llu ns\n", r,
+		    (unsigned long long)ar[0]->wait_ns);
+		return (48);
+	}
+	if (ar[1]->wait_ns != 0 || ar[1]->start_ns != ar[0]->end_ns)
+		return (49);
+	/* HcclData.bandwidth, as the agent computes it: bytes / ns. */
+	gbs = (double)ar[1]->bytes / (double)(ar[1]->end_ns -
+	    ar[1]->start_ns);
+	if (gbs < 25.0 * 0.99 || gbs > 25.0) {
+		fprintf(stderr, "rank %u: %.3f GB/s\n", r, gbs);
+		return (50);
+	}
+	free(buf[0]);
+	free(buf[1]);
+	return (0);
+}
+
+START_TEST(test_model_time)
+{
+	ck_assert_int_eq(run_ranks(2, rank_model), 0);
+}
+END_TEST
+
+/*
+ * Waiting for a late rank is not device work: rank 1 computes 1.5 s
+ * first, rank 0 goes straight into the all_reduce.  Rank 0's metrics
+ * page reads 0% while it waits (every window inside the wait), rank 1's
+ * 100%.
+ */
+static int
+rank_wait_idle(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
+{
+	struct npusim_metrics_snapshot	 m;
+	aclrtFuncHandle			 k;
+	uint64_t			 rt, t0, from, to, deadline;
+	float				 x[16] = { 0 };
+	int				 seen = 0, ok = 0;
+
+	(void)n;
+	if (npusimKernelRegister("Late", NPUSIM_KERNEL_AI_CORE, 0, 0,
+	    1500000000, &k) != ACL_SUCCESS)
+		return (70);
+	/* Line up on a barrier first, so both start at one instant. */
+	if (HcclBarrier(comm, s) || !sync_ok(s) ||
+	    npusimReadClock((int32_t)r, &rt, &t0) != ACL_SUCCESS)
+		return (71);
+	if (r == 1 && aclrtLaunchKernel(k, 1, NULL, 0, s))
+		return (72);
+	if (HcclAllReduce(x, x, 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,
+	    comm, s))
+		return (73);
+	from = t0 + 200000000;
+	to = t0 + 1300000000;
+	deadline = mono_ns() + 10000000000ULL;
+	while (!ok && mono_ns() < deadline) {
+		usleep(2000);
+		if (npusim_metrics_read((int32_t)r, &m) != 0 ||
+		    m.device_ns <= from)
+			continue;
+		if (m.device_ns >= to)
+			break;
+		if (seen++ == 0) {
+			from = m.device_ns;	/* the next window starts here */
+			continue;
+		}
+		ok = 1;
+	}
+	if (!ok)
+		return (74);
+	if (r == 0 && m.utilization != 0.0) {
+		fprintf(stderr, "rank 0 waiting: utilization %f\n",
+		    m.utilization);
+		return (75);
+	}
+	if (r == 1 && m.utilization < 0.999) {
+		fprintf(stderr, "rank 1 computing: utilization %f\n",
+		    m.utilization);
+		return (76);
+	}
+	return (sync_ok(s) ? 0 : 77);
+}
+
+START_TEST(test_wait_not_busy)
+{
+	ck_assert_int_eq(run_ranks(2, rank_wait_idle), 0);
+}
+END_TEST
+
+/*
+ * A rank that has finished its part may exit: ranks 1 and 2 still trade
+ * a message after rank 0 is gone (rank 1 sends late, so rank 2 waits and
+ * checks its peers meanwhile).  Only the peer a send/recv needs matters.
+ */
+static int
+rank_p2p_after_exit(uint32_t r, uint32_t n, HcclComm comm, aclrtStream s)
+{
+	int32_t	v = -1;
+
+	(void)n;
+	if (r == 0)
+		_exit(0);
+	if (r == 1) {
+		usleep(300000);
+		v = 77;
+		if (HcclSend(&v, 1, HCCL_DATA_TYPE_INT32, 2, comm, s) ||
+		    !sync_ok(s))
+			return (60);
+		return (0);
+	}
+	if (HcclRecv(&v, 1, HCCL_DATA_TYPE_INT32, 1, comm, s))
+		return (61);
+	if (!sync_ok(s)) {
+		fprintf(stderr, "rank 2: recv failed with rank 0 gone\n");
+		return (62);
+	}
+	return (v == 77 ? 0 : 63);
+}
+
+START_TEST(test_p2p_after_exit)
+{
+	ck_assert_int_eq(run_ranks(3, rank_p2p_after_exit), 0);
 }
 END_TEST
 
@@ -420,7 +656,10 @@ sim_hccl_suite(void)
 	tcase_add_test(tc, test_allreduce);
 	tcase_add_test(tc, test_collectives);
 	tcase_add_test(tc, test_slow_rank);
+	tcase_add_test(tc, test_model_time);
 	tcase_add_test(tc, test_rank_dies);
+	tcase_add_test(tc, test_p2p_after_exit);
+	tcase_add_test(tc, test_wait_not_busy);
 	tcase_add_test(tc, test_init_timeout);
 	tcase_add_test(tc, test_bad_params);
 	tcase_add_test(tc, test_single_rank_params);
@@ -440,6 +679,7 @@ main(void)
 	setenv("NPUSIM_DEVICES", "4", 1);
 	unsetenv("NPUSIM_SLOW_RANK");
 	unsetenv("NPUSIM_SLOW_LINK");
+	unsetenv("NPUSIM_LINK_BW_GBS");
 	unsetenv("NPUSIM_TIME_SCALE");
 	unsetenv("NPUSIM_HCCL_TIMEOUT_S");
 	sr = srunner_create(sim_hccl_suite());

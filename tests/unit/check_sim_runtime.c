@@ -3,10 +3,13 @@
  * handles and clocks.  Timing checks are one-sided or loose on purpose:
  * the machine running them may be small and busy.
  */
+#define _GNU_SOURCE	/* RTLD_NEXT */
 #include <sys/mman.h>
 #include <sys/wait.h>
 
 #include <check.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,41 @@
 #include <runtime/rt.h>
 
 static char	prefix[64];
+
+/*
+ * Fault injection: while armed, the test thread pauses after every mutex
+ * it lets go of, so a stream worker gets to run (and free what it ran)
+ * right after a submission unlocks its stream.  Interposes the runtime's
+ * calls; everything else passes straight through.
+ */
+static int		unlock_pause_armed;
+static pthread_t	unlock_pause_thread;
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NO_UNLOCK_PAUSE	/* TSan has its own pthread_mutex_unlock */
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define NO_UNLOCK_PAUSE
+#endif
+
+#ifndef NO_UNLOCK_PAUSE
+int
+pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	static int	(*real)(pthread_mutex_t *);
+	int		rc;
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_mutex_unlock");
+	rc = real(m);
+	if (__atomic_load_n(&unlock_pause_armed, __ATOMIC_RELAXED) &&
+	    pthread_equal(pthread_self(), unlock_pause_thread))
+		usleep(2000);
+	return (rc);
+}
+#endif
 
 static uint64_t
 mono_ns(void)
@@ -313,6 +351,45 @@ START_TEST(test_task_ids)
 }
 END_TEST
 
+/*
+ * The ids rtGetTaskIdAndStreamID reports come from the submission, not
+ * from the task after the stream let go of it: a copy to host memory runs
+ * on the worker, which frees it while the submitter is still returning
+ * (forced by pausing after each unlock; AddressSanitizer reports a read
+ * of the freed task otherwise).
+ */
+START_TEST(test_task_id_after_free)
+{
+	aclrtStream	 s;
+	char		*dev, out[8];
+	uint32_t	 t0, t1, s0, s1;
+	int		 i;
+
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMalloc((void **)&dev, sizeof out,
+	    ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemsetAsync(dev, sizeof out, 5, sizeof out, s),
+	    ACL_SUCCESS);
+	ck_assert_int_eq(rtGetTaskIdAndStreamID(&t0, &s0), RT_ERROR_NONE);
+	unlock_pause_thread = pthread_self();
+	for (i = 0; i < 5; i++) {
+		__atomic_store_n(&unlock_pause_armed, 1, __ATOMIC_RELAXED);
+		ck_assert_int_eq(aclrtMemcpyAsync(out, sizeof out, dev,
+		    sizeof out, ACL_MEMCPY_DEVICE_TO_HOST, s), ACL_SUCCESS);
+		__atomic_store_n(&unlock_pause_armed, 0, __ATOMIC_RELAXED);
+		ck_assert_int_eq(rtGetTaskIdAndStreamID(&t1, &s1),
+		    RT_ERROR_NONE);
+		ck_assert_uint_eq(s1, s0);
+		ck_assert_uint_eq(t1, t0 + 1 + (uint32_t)i);
+	}
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	ck_assert_int_eq(out[7], 5);
+	ck_assert_int_eq(aclrtFree(dev), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+}
+END_TEST
+
 START_TEST(test_clock)
 {
 	int64_t		off0, off1, drift0, drift1;
@@ -354,6 +431,7 @@ sim_runtime_suite(void)
 	tcase_add_test(tc, test_memory_node_wide);
 	tcase_add_test(tc, test_bad_handles);
 	tcase_add_test(tc, test_task_ids);
+	tcase_add_test(tc, test_task_id_after_free);
 	tcase_add_test(tc, test_clock);
 	suite_add_tcase(s, tc);
 	return (s);

@@ -149,6 +149,9 @@ ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event);
 ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event,
     aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
+/** Later work on stream starts after event's latest record completes. */
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream,
+    aclrtEvent event);
 /** Time between two completed records, in milliseconds (device clock). */
 ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms,
     aclrtEvent startEvent, aclrtEvent endEvent);

@@ -86,6 +86,13 @@ NPUSIM_API int npusimKernelType(aclrtFuncHandle func);
 /** Modelled duration of one launch in ns (before any slow-rank factor). */
 NPUSIM_API uint64_t npusimKernelDuration(aclrtFuncHandle func);
 
+/**
+ * How many times the runtime has put a thread of this process to sleep
+ * (host waits for a modelled end, paced copies to host memory, p2p
+ * back-off).  Device time never depends on these; tests count them.
+ */
+NPUSIM_API uint64_t npusimHostSleeps(void);
+
 /** Device a stream belongs to (NULL = the thread's current device). */
 NPUSIM_API aclError npusimStreamGetDevice(aclrtStream stream,
     int32_t *deviceId);
@@ -287,7 +294,7 @@ struct npusim_metrics_page {
 					 * allocation succeeds */
 	uint64_t tasks_launched;
 	uint64_t tasks_completed;
-	uint64_t busy_ns;		/* sum of task durations */
+	uint64_t busy_ns;		/* modelled busy time passed so far */
 	uint32_t next_stream_id;	/* device-wide stream id allocator */
 	uint32_t processes;
 	uint8_t pad2[24];

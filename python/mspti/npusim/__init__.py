@@ -16,8 +16,8 @@ variable ``MSPTI_NPUSIM_ROOT_INFO`` via ``root_info_to_env``, or a file via
 import os
 import struct
 
-from . import _mspti  # noqa: F401 - libmspti loaded before the runtime
-from . import _npusim
+from .. import _mspti  # noqa: F401 - libmspti loaded before the runtime
+from .. import _npusim
 
 __all__ = [
     "NpusimError", "AI_CORE", "AI_VECTOR", "AI_CPU",
@@ -25,7 +25,8 @@ __all__ = [
     "INT8", "INT16", "INT32", "FP16", "FP32", "INT64", "FP64", "BFP16",
     "SUM", "PROD", "MAX", "MIN",
     "init", "finalize", "device_count", "set_device", "reset_device",
-    "get_device", "synchronize_device", "Stream", "Kernel", "DeviceBuffer",
+    "get_device", "synchronize_device", "Stream", "Event", "Kernel",
+    "DeviceBuffer",
     "HostBuffer", "malloc", "free", "memcpy", "memset",
     "get_root_info", "root_info_to_env", "root_info_from_env",
     "write_root_info", "read_root_info", "Communicator",
@@ -85,6 +86,34 @@ class Stream(_Handle):
 
     def synchronize(self):
         _npusim.synchronize_stream(self.handle)
+
+    def destroy(self):
+        self._close()
+
+
+class Event(_Handle):
+    """A device event (aclrtCreateEvent): record it on a stream, wait for
+    it on the host (synchronize) or on another stream (wait_on)."""
+
+    _release = staticmethod(_npusim.destroy_event)
+
+    def __init__(self):
+        self.handle = _npusim.create_event()
+
+    def record(self, stream=None):
+        _npusim.record_event(self.handle, stream)
+
+    def synchronize(self):
+        _npusim.synchronize_event(self.handle)
+
+    def wait_on(self, stream):
+        """Makes later work on stream wait for this event's last record
+        (aclrtStreamWaitEvent), or waits on the host where the runtime
+        lacks that call."""
+        if _npusim.has_stream_wait_event():
+            _npusim.stream_wait_event(stream, self.handle)
+        else:
+            _npusim.synchronize_event(self.handle)
 
     def destroy(self):
         self._close()

@@ -1,0 +1,1413 @@
+/*
+ * msptictl --cluster slurm | --hosts FILE: runs a capture verb on every
+ * node of a job through the cluster's own machinery and aggregates the
+ * replies.  Slurm: one `srun --overlap --jobid ID -N n --ntasks-per-node=1
+ * --label` step, one task per node; hosts: one BatchMode ssh per host, all
+ * in parallel.  Each node runs its own node-local `msptictl --json VERB`
+ * under a small sh wrapper that names the node and reports the exit code,
+ * so no cluster protocol of ours crosses the network.
+ *
+ * The capture is a directory (--output-dir): node-local traces named
+ * <node>.mspti and, on the host running this command, manifest.json with
+ * the nodes, their sessions, ranks, files and (after stop/wait) records
+ * and losses.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "client.h"
+
+#define CLUSTER_TIMEOUT_MS	60000
+#define CLUSTER_MAX_NODES	4096
+#define CLUSTER_MAX_REPLY	(16u << 20)
+
+/*
+ * Runs on each node: $1 is the node->session map ("-" when none), the
+ * rest the msptictl command line, in which @N stands for the node's name
+ * and @S for its session.
+ */
+static const char cluster_wrapper[] =
+    "n=${MSPTI_NODE:-${SLURMD_NODENAME:-$(hostname)}}; m=$1; shift; s=\n"
+    "for kv in $m; do case $kv in \"$n=\"*) s=${kv#*=};; esac; done\n"
+    "echo \"@node $n\"; echo \"@clock $(date +%s%N)\"\n"
+    "if [ \"$m\" != - ] && [ -z \"$s\" ]; then\n"
+    "  echo \"no session of this capture on $n\" >&2; echo \"@rc 3\"; exit 0; fi\n"
+    "for a; do shift; case $a in *@N*) a=$(printf %s \"$a\" | sed \"s/@N/$n/g\");;\n"
+    "  @S) a=$s;; esac; set -- \"$@\" \"$a\"; done\n"
+    "prev=; for a; do case $prev in --output) mkdir -p \"$(dirname \"$a\")\";; esac; prev=$a; done\n"
+    "\"$@\" 2>&1; echo \"@rc $?\"\n";
+
+struct cluster_node {
+	char		*name;
+	char		*out;		/* the node's stdout (msptictl's JSON) */
+	size_t		 outlen;
+	char		*err;		/* last line of complaint about it */
+	int		 rc;		/* -1: never reported */
+	uint64_t	 session;
+	int		 task;		/* srun task id, -1 until "@node" */
+	/* The node read node_ns on its CLOCK_REALTIME after we launched at
+	 * launch_ns and before its line reached us at recv_ns (both ours):
+	 * its offset to us lies in [node - recv, node - launch]. */
+	int64_t		 node_ns, launch_ns, recv_ns;
+};
+
+struct cluster {
+	const char	*kind;		/* "slurm" or NULL */
+	const char	*hosts;
+	const char	*job;
+	const char	*outdir;
+	bool		 allow_partial;
+	bool		 raw;		/* keep every output line (sessions) */
+	int		 timeout_ms;
+	struct cluster_node *nodes;
+	size_t		 nnodes;
+	char		 fanerr[256];	/* why the fan-out itself failed */
+};
+
+/* ---- a small JSON reader for the node-local replies and the manifest ---- */
+
+enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jval {
+	enum jtype	 t;
+	double		 num;
+	long long	 i;
+	char		*str;
+	struct jval	*kids;		/* J_ARR/J_OBJ members */
+	char		**keys;		/* J_OBJ member names */
+	size_t		 n;
+};
+
+static void
+json_free(struct jval *v)
+{
+	for (size_t k = 0; k < v->n; k++) {
+		json_free(&v->kids[k]);
+		if (v->keys)
+			free(v->keys[k]);
+	}
+	free(v->kids);
+	free(v->keys);
+	free(v->str);
+	memset(v, 0, sizeof(*v));
+}
+
+static void
+json_ws(const char **p)
+{
+	while (**p == ' ' || **p == '\t' || **p == '\n' || **p == '\r')
+		(*p)++;
+}
+
+static int json_parse_val(const char **p, struct jval *v, int depth);
+
+static int
+json_parse_str(const char **p, char **out)
+{
+	size_t cap = 16, len = 0;
+	char *s = malloc(cap);
+
+	if (s == NULL || **p != '"')
+		return free(s), -1;
+	for ((*p)++; **p != '"'; (*p)++) {
+		char c = **p;
+
+		if (c == '\0')
+			return free(s), -1;
+		if (c == '\\') {
+			(*p)++;
+			switch (**p) {
+			case 'n': c = '\n'; break;
+			case 't': c = '\t'; break;
+			case 'r': c = '\r'; break;
+			case 'b': c = '\b'; break;
+			case 'f': c = '\f'; break;
+			case 'u': {
+				unsigned u = 0;
+
+				for (int k = 1; k <= 4; k++) {
+					char h = (*p)[k];
+
+					if (h == '\0')
+						return free(s), -1;
+					u = u * 16 + (unsigned)(h <= '9' ? h - '0' :
+					    (h | 0x20) - 'a' + 10);
+				}
+				*p += 4;
+				c = u < 0x80 ? (char)u : '?';
+				break;
+			}
+			case '\0': return free(s), -1;
+			default: c = **p; break;
+			}
+		}
+		if (len + 2 > cap) {
+			char *ns = realloc(s, cap *= 2);
+
+			if (ns == NULL)
+				return free(s), -1;
+			s = ns;
+		}
+		s[len++] = c;
+	}
+	(*p)++;
+	s[len] = '\0';
+	*out = s;
+	return 0;
+}
+
+static int
+json_parse_seq(const char **p, struct jval *v, int depth, char close)
+{
+	(*p)++;
+	json_ws(p);
+	if (**p == close) {
+		(*p)++;
+		return 0;
+	}
+	for (;;) {
+		struct jval *nk;
+		char *key = NULL;
+
+		json_ws(p);
+		if (close == '}') {
+			char **nkeys;
+
+			if (json_parse_str(p, &key) != 0)
+				return -1;
+			json_ws(p);
+			if (**p != ':' ||
+			    (nkeys = realloc(v->keys, (v->n + 1) * sizeof(*nkeys))) == NULL) {
+				free(key);
+				return -1;
+			}
+			v->keys = nkeys;
+			v->keys[v->n] = key;
+			(*p)++;
+		}
+		if ((nk = realloc(v->kids, (v->n + 1) * sizeof(*nk))) == NULL) {
+			free(key);
+			return -1;
+		}
+		v->kids = nk;
+		memset(&v->kids[v->n], 0, sizeof(*nk));
+		v->n++;
+		if (json_parse_val(p, &v->kids[v->n - 1], depth + 1) != 0)
+			return -1;
+		json_ws(p);
+		if (**p == ',') {
+			(*p)++;
+			continue;
+		}
+		if (**p != close)
+			return -1;
+		(*p)++;
+		return 0;
+	}
+}
+
+static int
+json_parse_val(const char **p, struct jval *v, int depth)
+{
+	char *end;
+
+	if (depth > 32)
+		return -1;
+	json_ws(p);
+	switch (**p) {
+	case '{':
+		v->t = J_OBJ;
+		return json_parse_seq(p, v, depth, '}');
+	case '[':
+		v->t = J_ARR;
+		return json_parse_seq(p, v, depth, ']');
+	case '"':
+		v->t = J_STR;
+		return json_parse_str(p, &v->str);
+	case 't':
+	case 'f':
+		v->t = J_BOOL;
+		v->i = **p == 't';
+		if (strncmp(*p, v->i ? "true" : "false", v->i ? 4 : 5) != 0)
+			return -1;
+		*p += v->i ? 4 : 5;
+		return 0;
+	case 'n':
+		v->t = J_NULL;
+		if (strncmp(*p, "null", 4) != 0)
+			return -1;
+		*p += 4;
+		return 0;
+	default:
+		v->t = J_NUM;
+		v->num = strtod(*p, &end);
+		if (end == *p)
+			return -1;
+		v->i = strtoll(*p, NULL, 10);
+		*p = end;
+		return 0;
+	}
+}
+
+static int
+json_parse(const char *text, struct jval *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (json_parse_val(&text, v, 0) != 0) {
+		json_free(v);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct jval *
+json_get(const struct jval *v, const char *key)
+{
+	if (v == NULL || v->t != J_OBJ)
+		return NULL;
+	for (size_t k = 0; k < v->n; k++)
+		if (strcmp(v->keys[k], key) == 0)
+			return &v->kids[k];
+	return NULL;
+}
+
+static long long
+json_int(const struct jval *v, const char *key, long long dflt)
+{
+	const struct jval *m = json_get(v, key);
+
+	return m != NULL && m->t == J_NUM ? m->i : dflt;
+}
+
+static const char *
+json_str(const struct jval *v, const char *key)
+{
+	const struct jval *m = json_get(v, key);
+
+	return m != NULL && m->t == J_STR ? m->str : "";
+}
+
+/* ---- running commands ---- */
+
+/* Appends a line of text to a growable buffer. */
+static void
+buf_add(char **buf, size_t *len, const char *s, size_t n)
+{
+	char *nb = realloc(*buf, *len + n + 2);
+
+	if (nb == NULL)
+		return;
+	memcpy(nb + *len, s, n);
+	*len += n;
+	nb[(*len)++] = '\n';
+	nb[*len] = '\0';
+	*buf = nb;
+}
+
+struct proc {
+	pid_t		 pid;
+	int		 fd[2];		/* stdout, stderr */
+	char		*part[2];	/* incomplete line */
+	size_t		 plen[2];
+	int		 node;		/* the node, -1: srun's tasks say */
+	int		 status;
+};
+
+static pid_t
+spawn(char **argv, int fds[2])
+{
+	int out[2], err[2];
+	pid_t pid;
+
+	if (pipe2(out, O_CLOEXEC) != 0)
+		return -1;
+	if (pipe2(err, O_CLOEXEC) != 0) {
+		close(out[0]);
+		close(out[1]);
+		return -1;
+	}
+	if ((pid = fork()) == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+
+		if (devnull >= 0)
+			dup2(devnull, 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		/* Its own process group, so a timeout can end it whole. */
+		setpgid(0, 0);
+		execvp(argv[0], argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	if (pid < 0) {
+		close(out[0]);
+		close(err[0]);
+		return -1;
+	}
+	fds[0] = out[0];
+	fds[1] = err[0];
+	return pid;
+}
+
+/* Runs argv, returns its stdout (NUL-terminated) or NULL; *status its exit. */
+static char *
+run_capture(char **argv, int *status, char *err, size_t errlen)
+{
+	int fds[2];
+	char *buf = NULL, tmp[4096];
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid = spawn(argv, fds);
+
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(errno));
+		return NULL;
+	}
+	while ((n = read(fds[0], tmp, sizeof(tmp))) > 0) {
+		char *nb = realloc(buf, len + (size_t)n + 1);
+
+		if (nb == NULL)
+			break;
+		buf = nb;
+		memcpy(buf + len, tmp, (size_t)n);
+		len += (size_t)n;
+		buf[len] = '\0';
+	}
+	n = read(fds[1], tmp, sizeof(tmp) - 1);
+	tmp[n > 0 ? n : 0] = '\0';
+	tmp[strcspn(tmp, "\n")] = '\0';
+	snprintf(err, errlen, "%.200s", tmp);
+	close(fds[0]);
+	close(fds[1]);
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+		;
+	if (buf == NULL)
+		buf = strdup("");
+	return buf;
+}
+
+static int
+cluster_add_node(struct cluster *cl, const char *name, size_t len)
+{
+	struct cluster_node *nn;
+
+	if (cl->nnodes >= CLUSTER_MAX_NODES)
+		return -1;
+	if ((nn = realloc(cl->nodes, (cl->nnodes + 1) * sizeof(*nn))) == NULL)
+		return -1;
+	cl->nodes = nn;
+	memset(&nn[cl->nnodes], 0, sizeof(*nn));
+	nn[cl->nnodes].name = strndup(name, len);
+	nn[cl->nnodes].rc = -1;
+	nn[cl->nnodes].task = -1;
+	cl->nnodes++;
+	return 0;
+}
+
+/* Adds each whitespace-separated word of text as a node. */
+static int
+cluster_add_words(struct cluster *cl, const char *text)
+{
+	for (const char *p = text; *p;) {
+		size_t n;
+
+		p += strspn(p, " \t\r\n");
+		if (*p == '#') {
+			p += strcspn(p, "\n");
+			continue;
+		}
+		if ((n = strcspn(p, " \t\r\n#")) == 0)
+			break;
+		if (cluster_add_node(cl, p, n) != 0)
+			return -1;
+		p += n;
+	}
+	return 0;
+}
+
+/* The job's nodes from squeue and scontrol; an exit code on failure. */
+static int
+cluster_resolve(struct cluster *cl)
+{
+	char err[256], *list, *names;
+	int st;
+
+	if (cl->hosts != NULL) {
+		FILE *f = fopen(cl->hosts, "r");
+		char line[1024];
+
+		if (f == NULL) {
+			fprintf(stderr, "msptictl: cannot read hosts file %s: %s\n",
+			    cl->hosts, strerror(errno));
+			return EXIT_USAGE;
+		}
+		while (fgets(line, sizeof(line), f) != NULL) {
+			line[strcspn(line, "#")] = '\0';
+			if (cluster_add_words(cl, line) != 0)
+				break;
+		}
+		fclose(f);
+		if (cl->nnodes == 0) {
+			fprintf(stderr, "msptictl: hosts file %s names no host\n",
+			    cl->hosts);
+			return EXIT_USAGE;
+		}
+		return EXIT_OK;
+	}
+	{
+		char *sq[] = { "squeue", "-h", "-t", "R", "-j", (char *)cl->job,
+		    "-o", "%N", NULL };
+
+		if ((list = run_capture(sq, &st, err, sizeof(err))) == NULL ||
+		    !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "msptictl: cannot resolve Slurm job %s: %s\n",
+			    cl->job, *err ? err : "squeue failed");
+			free(list);
+			return EXIT_NOTFOUND;
+		}
+	}
+	list[strcspn(list, " \t\r\n")] = '\0';
+	if (*list == '\0') {
+		fprintf(stderr, "msptictl: Slurm job %s is not running\n", cl->job);
+		free(list);
+		return EXIT_NOTFOUND;
+	}
+	{
+		char *sc[] = { "scontrol", "show", "hostnames", list, NULL };
+
+		names = run_capture(sc, &st, err, sizeof(err));
+	}
+	free(list);
+	if (names == NULL || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "msptictl: cannot expand the nodes of job %s: %s\n",
+		    cl->job, err);
+		free(names);
+		return EXIT_FAIL;
+	}
+	cluster_add_words(cl, names);
+	free(names);
+	return cl->nnodes > 0 ? EXIT_OK : EXIT_NOTFOUND;
+}
+
+/* Single-quotes s for a remote shell. */
+static void
+shell_quote(char **buf, size_t *len, const char *s)
+{
+	size_t need = *len + 4 * strlen(s) + 4;
+	char *nb = realloc(*buf, need), *o;
+
+	if (nb == NULL)
+		return;
+	*buf = nb;
+	o = nb + *len;
+	*o++ = ' ';
+	*o++ = '\'';
+	for (; *s; s++) {
+		if (*s == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else
+			*o++ = *s;
+	}
+	*o++ = '\'';
+	*o = '\0';
+	*len = (size_t)(o - nb);
+}
+
+static struct cluster_node *
+node_by_task(struct cluster *cl, int task)
+{
+	for (size_t i = 0; i < cl->nnodes; i++)
+		if (cl->nodes[i].task == task)
+			return &cl->nodes[i];
+	return NULL;
+}
+
+/* One line from a process: srun's are "TASK: text". */
+static void
+cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
+{
+	struct cluster_node *n = NULL;
+	int task = -1;
+
+	if (p->node >= 0)
+		n = &cl->nodes[p->node];
+	else {
+		char *s = line, *end;
+		long t;
+
+		s += strspn(s, " ");
+		t = strtol(s, &end, 10);
+		if (end != s && end[0] == ':' && end[1] == ' ') {
+			task = (int)t;
+			line = end + 2;
+			n = node_by_task(cl, task);
+		}
+	}
+	if (stream == 0 && strncmp(line, "@node ", 6) == 0) {
+		if (n == NULL && task >= 0)
+			for (size_t i = 0; i < cl->nnodes; i++)
+				if (strcmp(cl->nodes[i].name, line + 6) == 0) {
+					cl->nodes[i].task = task;
+					n = &cl->nodes[i];
+				}
+		return;
+	}
+	if (n == NULL) {
+		/* srun's own complaint: every node not yet heard of gets it. */
+		if (*line)
+			snprintf(cl->fanerr, sizeof(cl->fanerr), "%s", line);
+		return;
+	}
+	if (stream == 0 && strncmp(line, "@clock ", 7) == 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		n->recv_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		n->node_ns = strtoll(line + 7, NULL, 10);
+		return;
+	}
+	if (stream == 0 && strncmp(line, "@rc ", 4) == 0) {
+		n->rc = atoi(line + 4);
+		return;
+	}
+	if (stream == 0 && (line[0] == '{' || line[0] == '[' || cl->raw)) {
+		/* A node's reply is small; one that is not is cut, not grown. */
+		if (n->outlen < CLUSTER_MAX_REPLY)
+			buf_add(&n->out, &n->outlen, line, strlen(line));
+		if (!cl->raw || strncmp(line, "msptictl: ", 10) != 0)
+			return;
+	}
+	if (*line) {
+		free(n->err);
+		n->err = strdup(strncmp(line, "msptictl: ", 10) == 0 ?
+		    line + 10 : line);
+	}
+}
+
+static void
+cluster_read(struct cluster *cl, struct proc *p, int stream)
+{
+	char tmp[8192], *nl, *b;
+	ssize_t r = read(p->fd[stream], tmp, sizeof(tmp));
+	size_t off = 0;
+
+	if (r <= 0) {
+		if (p->plen[stream] > 0)
+			cluster_line(cl, p, stream, p->part[stream]);
+		close(p->fd[stream]);
+		p->fd[stream] = -1;
+		return;
+	}
+	b = realloc(p->part[stream], p->plen[stream] + (size_t)r + 1);
+	if (b == NULL)
+		return;
+	memcpy(b + p->plen[stream], tmp, (size_t)r);
+	p->plen[stream] += (size_t)r;
+	b[p->plen[stream]] = '\0';
+	p->part[stream] = b;
+	while ((nl = memchr(b + off, '\n', p->plen[stream] - off)) != NULL) {
+		*nl = '\0';
+		cluster_line(cl, p, stream, b + off);
+		off = (size_t)(nl - b) + 1;
+	}
+	memmove(b, b + off, p->plen[stream] - off + 1);
+	p->plen[stream] -= off;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Runs margv (msptictl's command line, with @N/@S) on every node, map
+ * the "node=session ..." list or "-", and collects each node's output.
+ */
+static void
+cluster_fanout(struct cluster *cl, char **margv, const char *map)
+{
+	struct proc *procs;
+	size_t nprocs = 0, nargs = 0, alive;
+	struct pollfd *pfd;
+	int64_t deadline = now_ms() + cl->timeout_ms;
+
+	while (margv[nargs] != NULL)
+		nargs++;
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		for (size_t i = 0; i < cl->nnodes; i++)
+			cl->nodes[i].launch_ns = (int64_t)ts.tv_sec * 1000000000 +
+			    ts.tv_nsec;
+	}
+	procs = calloc(cl->nnodes, sizeof(*procs));
+	pfd = calloc(2 * cl->nnodes, sizeof(*pfd));
+	if (procs == NULL || pfd == NULL) {
+		snprintf(cl->fanerr, sizeof(cl->fanerr), "out of memory");
+		goto out;
+	}
+	if (cl->kind != NULL) {
+		char nn[32], **argv = calloc(nargs + 16, sizeof(*argv));
+		char *nodelist = NULL;
+		size_t a = 0, nl = 0;
+
+		if (argv == NULL)
+			goto out;
+		for (size_t i = 0; i < cl->nnodes; i++) {
+			char *b = realloc(nodelist, nl + strlen(cl->nodes[i].name) + 2);
+
+			if (b == NULL)
+				break;
+			nodelist = b;
+			nl += (size_t)sprintf(nodelist + nl, "%s%s", i ? "," : "",
+			    cl->nodes[i].name);
+		}
+		snprintf(nn, sizeof(nn), "-N%zu", cl->nnodes);
+		argv[a++] = "srun";
+		argv[a++] = "--overlap";
+		argv[a++] = "--jobid";
+		argv[a++] = (char *)cl->job;
+		argv[a++] = nn;
+		argv[a++] = "--ntasks-per-node=1";
+		argv[a++] = "-w";
+		argv[a++] = nodelist;
+		argv[a++] = "--label";
+		argv[a++] = "--quiet";
+		argv[a++] = "sh";
+		argv[a++] = "-c";
+		argv[a++] = (char *)cluster_wrapper;
+		argv[a++] = "sh";
+		argv[a++] = (char *)map;
+		for (size_t i = 0; i < nargs; i++)
+			argv[a++] = margv[i];
+		argv[a] = NULL;
+		procs[0].node = -1;
+		procs[0].pid = spawn(argv, procs[0].fd);
+		if (procs[0].pid < 0)
+			snprintf(cl->fanerr, sizeof(cl->fanerr), "cannot run srun: %s",
+			    strerror(errno));
+		else
+			nprocs = 1;
+		free(argv);
+		free(nodelist);
+	} else {
+		const char *ssh = getenv("MSPTI_SSH");
+		char *sshcmd = strdup(ssh != NULL && *ssh ? ssh : "ssh");
+
+		for (size_t i = 0; sshcmd != NULL && i < cl->nnodes; i++) {
+			char *argv[64], *remote = NULL, *save = NULL, *tok, *copy;
+			size_t a = 0, rl = 0;
+
+			copy = strdup(sshcmd);
+			for (tok = strtok_r(copy, " ", &save); tok != NULL && a < 50;
+			    tok = strtok_r(NULL, " ", &save))
+				argv[a++] = tok;
+			argv[a++] = "-o";
+			argv[a++] = "BatchMode=yes";
+			argv[a++] = "-o";
+			argv[a++] = "ConnectTimeout=10";
+			argv[a++] = cl->nodes[i].name;
+			/* MSPTI_NODE: the name the hosts file gives, which the
+			 * manifest and the session map use. */
+			remote = strdup("env");
+			rl = strlen(remote);
+			{
+				char kv[300];
+
+				snprintf(kv, sizeof(kv), "MSPTI_NODE=%s",
+				    cl->nodes[i].name);
+				shell_quote(&remote, &rl, kv);
+			}
+			shell_quote(&remote, &rl, "sh");
+			shell_quote(&remote, &rl, "-c");
+			shell_quote(&remote, &rl, cluster_wrapper);
+			shell_quote(&remote, &rl, "sh");
+			shell_quote(&remote, &rl, map);
+			for (size_t k = 0; k < nargs; k++)
+				shell_quote(&remote, &rl, margv[k]);
+			argv[a++] = remote;
+			argv[a] = NULL;
+			procs[nprocs].node = (int)i;
+			procs[nprocs].pid = spawn(argv, procs[nprocs].fd);
+			if (procs[nprocs].pid >= 0)
+				nprocs++;
+			else {
+				free(cl->nodes[i].err);
+				cl->nodes[i].err = strdup("cannot run ssh");
+			}
+			free(remote);
+			free(copy);
+		}
+		free(sshcmd);
+	}
+	for (;;) {
+		size_t np = 0;
+		int64_t left = deadline - now_ms();
+		int r;
+
+		alive = 0;
+		for (size_t i = 0; i < nprocs; i++)
+			for (int s = 0; s < 2; s++)
+				if (procs[i].fd[s] >= 0) {
+					pfd[np].fd = procs[i].fd[s];
+					pfd[np].events = POLLIN;
+					np++;
+					alive++;
+				}
+		if (alive == 0)
+			break;
+		if (left <= 0) {
+			snprintf(cl->fanerr, sizeof(cl->fanerr),
+			    "no reply within %d s", cl->timeout_ms / 1000);
+			for (size_t i = 0; i < nprocs; i++)
+				kill(-procs[i].pid, SIGKILL);
+			break;
+		}
+		r = poll(pfd, np, (int)(left > INT_MAX ? INT_MAX : left));
+		if (r < 0 && errno != EINTR)
+			break;
+		np = 0;
+		for (size_t i = 0; i < nprocs; i++)
+			for (int s = 0; s < 2; s++)
+				if (procs[i].fd[s] >= 0 &&
+				    (pfd[np++].revents & (POLLIN | POLLHUP | POLLERR)))
+					cluster_read(cl, &procs[i], s);
+	}
+	for (size_t i = 0; i < nprocs; i++) {
+		for (int s = 0; s < 2; s++) {
+			if (procs[i].fd[s] >= 0)
+				close(procs[i].fd[s]);
+			free(procs[i].part[s]);
+		}
+		while (waitpid(procs[i].pid, &procs[i].status, 0) < 0 &&
+		    errno == EINTR)
+			;
+		if (procs[i].node >= 0 && cl->nodes[procs[i].node].rc < 0 &&
+		    cl->nodes[procs[i].node].err == NULL) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "ssh exited with %d",
+			    WIFEXITED(procs[i].status) ?
+			    WEXITSTATUS(procs[i].status) : 255);
+			cl->nodes[procs[i].node].err = strdup(why);
+		}
+	}
+out:
+	free(procs);
+	free(pfd);
+}
+
+/* Why node n failed, in a few words. */
+static const char *
+node_why(const struct cluster *cl, const struct cluster_node *n)
+{
+	if (n->err != NULL)
+		return n->err;
+	if (n->rc < 0)
+		return *cl->fanerr ? cl->fanerr : "no reply";
+	return "failed";
+}
+
+static const char *
+self_exe(void)
+{
+	static char path[PATH_MAX];
+	const char *env = getenv("MSPTI_REMOTE_MSPTICTL");
+	ssize_t n;
+
+	if (env != NULL && *env)
+		return env;
+	n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	if (n <= 0)
+		return "msptictl";
+	path[n] = '\0';
+	return path;
+}
+
+/* ---- the manifest ---- */
+
+static void
+manifest_path(const struct cluster *cl, char *out, size_t len)
+{
+	snprintf(out, len, "%s/manifest.json", cl->outdir);
+}
+
+static void
+json_out_str(FILE *f, const char *s)
+{
+	util_json_str(f, s != NULL ? s : "");
+}
+
+/*
+ * Writes DIR/manifest.json: per node its session, file, ranks and, from
+ * stop/wait replies, state, records and losses.  sess holds each node's
+ * parsed reply (start's or a SessionInfo).
+ */
+static int
+manifest_write(const struct cluster *cl, const char *verb, struct jval *rep)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	FILE *f;
+
+	if (mkdir(cl->outdir, 0755) != 0 && errno != EEXIST) {
+		fprintf(stderr, "msptictl: cannot create %s: %s\n", cl->outdir,
+		    strerror(errno));
+		return -1;
+	}
+	manifest_path(cl, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if ((f = fopen(tmp, "w")) == NULL) {
+		fprintf(stderr, "msptictl: cannot write %s: %s\n", tmp,
+		    strerror(errno));
+		return -1;
+	}
+	fprintf(f, "{\"format\":\"mspti-cluster-capture\",\"version\":1,"
+	    "\"via\":\"%s\",\"job\":", cl->kind ? "slurm" : "ssh");
+	json_out_str(f, cl->job);
+	fprintf(f, ",\"updated_by\":\"%s\",\"output_dir\":", verb);
+	json_out_str(f, cl->outdir);
+	fprintf(f, ",\"nodes\":[");
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const struct cluster_node *n = &cl->nodes[i];
+		const struct jval *r = &rep[i], *acks, *losses;
+		bool ok = n->rc == 0 && r->t == J_OBJ;
+
+		fprintf(f, "%s{\"node\":", i ? "," : "");
+		json_out_str(f, n->name);
+		fprintf(f, ",\"ok\":%s,\"session\":%llu,\"file\":",
+		    ok ? "true" : "false", (unsigned long long)n->session);
+		json_out_str(f, ok ? json_str(r, "output") : "");
+		if (!ok) {
+			fprintf(f, ",\"error\":");
+			json_out_str(f, node_why(cl, n));
+		}
+		if (n->node_ns > 0 && n->recv_ns > 0)
+			fprintf(f, ",\"clock\":{\"node_realtime_ns\":%lld,"
+			    "\"launch_ns\":%lld,\"reply_ns\":%lld,"
+			    "\"offset_min_ns\":%lld,\"offset_max_ns\":%lld}",
+			    (long long)n->node_ns, (long long)n->launch_ns,
+			    (long long)n->recv_ns,
+			    (long long)(n->node_ns - n->recv_ns),
+			    (long long)(n->node_ns - n->launch_ns));
+		if (json_get(r, "state") != NULL) {
+			fprintf(f, ",\"state\":");
+			json_out_str(f, json_str(r, "state"));
+			fprintf(f, ",\"records\":%lld", json_int(r, "records", 0));
+		}
+		losses = json_get(r, "losses");
+		if (losses != NULL && losses->t == J_OBJ) {
+			fprintf(f, ",\"losses\":{");
+			for (size_t k = 0; k < losses->n; k++) {
+				fprintf(f, "%s", k ? "," : "");
+				json_out_str(f, losses->keys[k]);
+				fprintf(f, ":%lld", losses->kids[k].i);
+			}
+			fprintf(f, "}");
+		}
+		acks = json_get(r, "acks");
+		if (acks == NULL)
+			acks = json_get(r, "targets");
+		fprintf(f, ",\"ranks\":[");
+		for (size_t k = 0; acks != NULL && acks->t == J_ARR &&
+		    k < acks->n; k++) {
+			const struct jval *a = &acks->kids[k];
+
+			fprintf(f, "%s{\"pid\":%lld,\"rank\":%lld,\"ok\":%s,"
+			    "\"message\":", k ? "," : "", json_int(a, "pid", 0),
+			    json_int(a, "rank", -1),
+			    json_int(a, "code", 1) == 0 ? "true" : "false");
+			json_out_str(f, json_str(a, "message"));
+			fprintf(f, "}");
+		}
+		fprintf(f, "]}");
+	}
+	fprintf(f, "]}\n");
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		fprintf(stderr, "msptictl: cannot write %s: %s\n", path,
+		    strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads node sessions from DIR/manifest.json into cl (the nodes it names). */
+static int
+manifest_read(struct cluster *cl)
+{
+	char path[PATH_MAX], *text = NULL;
+	struct jval m;
+	const struct jval *nodes;
+	FILE *f;
+	long len;
+
+	manifest_path(cl, path, sizeof(path));
+	if ((f = fopen(path, "r")) == NULL) {
+		fprintf(stderr, "msptictl: cannot read %s: %s\n", path,
+		    strerror(errno));
+		return EXIT_NOTFOUND;
+	}
+	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 &&
+	    len < (64 << 20) && (text = malloc((size_t)len + 1)) != NULL) {
+		rewind(f);
+		text[fread(text, 1, (size_t)len, f)] = '\0';
+	}
+	fclose(f);
+	if (text == NULL || json_parse(text, &m) != 0) {
+		fprintf(stderr, "msptictl: %s is not a cluster manifest\n", path);
+		free(text);
+		return EXIT_FAIL;
+	}
+	free(text);
+	nodes = json_get(&m, "nodes");
+	for (size_t i = 0; nodes != NULL && nodes->t == J_ARR && i < nodes->n; i++) {
+		const struct jval *n = &nodes->kids[i];
+		const char *name = json_str(n, "node");
+		long long s = json_int(n, "session", 0);
+
+		if (s <= 0 || *name == '\0')
+			continue;
+		cluster_add_node(cl, name, strlen(name));
+		cl->nodes[cl->nnodes - 1].session = (uint64_t)s;
+	}
+	json_free(&m);
+	if (cl->nnodes == 0) {
+		fprintf(stderr, "msptictl: %s names no started session\n", path);
+		return EXIT_NOTFOUND;
+	}
+	return EXIT_OK;
+}
+
+/* ---- the verbs ---- */
+
+static bool
+cluster_opt(const char *arg, const char *name, int argc, char **argv, int *i,
+    const char **val)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(arg, name, n) != 0)
+		return false;
+	if (arg[n] == '=') {
+		*val = arg + n + 1;
+		return true;
+	}
+	if (arg[n] != '\0')
+		return false;
+	*val = *i + 1 < argc ? argv[++*i] : NULL;
+	return true;
+}
+
+/* Parses each node's JSON reply into rep[i]; false when a node has none. */
+static void
+cluster_parse_replies(struct cluster *cl, struct jval *rep)
+{
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		struct cluster_node *n = &cl->nodes[i];
+
+		memset(&rep[i], 0, sizeof(rep[i]));
+		if (n->out != NULL && json_parse(n->out, &rep[i]) == 0 &&
+		    json_get(&rep[i], "session") != NULL)
+			n->session = (uint64_t)json_int(&rep[i], "session", 0);
+	}
+}
+
+static int
+cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
+{
+	size_t nok = 0, rok = 0, rall = 0;
+
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const struct jval *acks = json_get(&rep[i], "acks");
+		const struct jval *st = json_get(&rep[i], "started");
+		size_t good = 0;
+
+		for (size_t k = 0; acks && acks->t == J_ARR && k < acks->n; k++) {
+			if (json_int(&acks->kids[k], "pid", 0) == 0)
+				continue;
+			rall++;
+			if (json_int(&acks->kids[k], "code", 1) == 0)
+				good++;
+		}
+		rok += good;
+		if (cl->nodes[i].rc == 0 && st != NULL && st->i &&
+		    good == (acks ? acks->n : 0))
+			nok++;
+	}
+	if (c->json) {
+		printf("{\"nodes_total\":%zu,\"nodes_ok\":%zu,\"ranks_total\":%zu,"
+		    "\"ranks_capturing\":%zu,\"manifest\":", cl->nnodes, nok,
+		    rall, rok);
+		{
+			char p[PATH_MAX];
+
+			manifest_path(cl, p, sizeof(p));
+			util_json_str(stdout, p);
+		}
+		printf(",\"nodes\":[");
+		for (size_t i = 0; i < cl->nnodes; i++) {
+			printf("%s{\"node\":", i ? "," : "");
+			util_json_str(stdout, cl->nodes[i].name);
+			printf(",\"exit\":%d,\"reply\":%s", cl->nodes[i].rc,
+			    cl->nodes[i].out && rep[i].t == J_OBJ ?
+			    cl->nodes[i].out : "null\n");
+			printf(",\"error\":");
+			util_json_str(stdout, cl->nodes[i].rc == 0 ? "" :
+			    node_why(cl, &cl->nodes[i]));
+			printf("}");
+		}
+		printf("]}\n");
+	} else {
+		printf("%zu of %zu nodes, %zu of %zu ranks capturing\n", nok,
+		    cl->nnodes, rok, rall);
+		for (size_t i = 0; i < cl->nnodes; i++) {
+			const struct cluster_node *n = &cl->nodes[i];
+			const struct jval *acks = json_get(&rep[i], "acks");
+
+			const struct jval *st = json_get(&rep[i], "started");
+
+			if (st == NULL) {
+				printf("  %s: FAILED: %s\n", n->name,
+				    node_why(cl, n));
+				continue;
+			}
+			if (st->i)
+				printf("  %s: session %llu, file %s\n", n->name,
+				    (unsigned long long)n->session,
+				    json_str(&rep[i], "output"));
+			else
+				printf("  %s: FAILED: no rank could be captured\n",
+				    n->name);
+			for (size_t k = 0; acks && k < acks->n; k++) {
+				const struct jval *a = &acks->kids[k];
+
+				if (json_int(a, "code", 1) == 0)
+					printf("    rank %lld pid %lld capturing\n",
+					    json_int(a, "rank", -1),
+					    json_int(a, "pid", 0));
+				else
+					printf("    rank %lld pid %lld FAILED: %s\n",
+					    json_int(a, "rank", -1),
+					    json_int(a, "pid", 0),
+					    json_str(a, "message"));
+			}
+		}
+		printf("  manifest: %s/manifest.json\n", cl->outdir);
+	}
+	if (nok == cl->nnodes && rok == rall)
+		return EXIT_OK;
+	if (cl->allow_partial && rok > 0)
+		return EXIT_OK;
+	return EXIT_FAIL;
+}
+
+static int
+cluster_session_report(struct client *c, struct cluster *cl, struct jval *rep,
+    const char *verb)
+{
+	size_t nok = 0;
+	unsigned long long records = 0, lost = 0;
+
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const struct jval *l = json_get(&rep[i], "losses");
+
+		if (cl->nodes[i].rc == 0 && rep[i].t == J_OBJ)
+			nok++;
+		records += (unsigned long long)json_int(&rep[i], "records", 0);
+		for (size_t k = 0; l && l->t == J_OBJ && k < l->n; k++)
+			lost += (unsigned long long)l->kids[k].i;
+	}
+	if (c->json) {
+		printf("{\"verb\":\"%s\",\"nodes_total\":%zu,\"nodes_ok\":%zu,"
+		    "\"records\":%llu,\"lost\":%llu,\"nodes\":[", verb,
+		    cl->nnodes, nok, records, lost);
+		for (size_t i = 0; i < cl->nnodes; i++) {
+			printf("%s{\"node\":", i ? "," : "");
+			util_json_str(stdout, cl->nodes[i].name);
+			printf(",\"exit\":%d,\"reply\":%s,\"error\":",
+			    cl->nodes[i].rc, cl->nodes[i].out && rep[i].t ==
+			    J_OBJ ? cl->nodes[i].out : "null\n");
+			util_json_str(stdout, cl->nodes[i].rc == 0 ? "" :
+			    node_why(cl, &cl->nodes[i]));
+			printf("}");
+		}
+		printf("]}\n");
+	} else {
+		if (strcmp(verb, "snapshot") == 0)
+			printf("snapshot: %zu of %zu nodes\n", nok, cl->nnodes);
+		else
+			printf("%s: %zu of %zu nodes, %llu records, %llu lost\n",
+			    verb, nok, cl->nnodes, records, lost);
+		for (size_t i = 0; i < cl->nnodes; i++) {
+			const struct cluster_node *n = &cl->nodes[i];
+
+			if (n->rc != 0 || rep[i].t != J_OBJ)
+				printf("  %s: FAILED: %s\n", n->name,
+				    node_why(cl, n));
+			else if (*json_str(&rep[i], "snapshot"))
+				printf("  %s: session %llu snapshot written to "
+				    "%s\n", n->name,
+				    (unsigned long long)n->session,
+				    json_str(&rep[i], "snapshot"));
+			else
+				printf("  %s: session %llu %s, %lld records, "
+				    "file %s\n", n->name,
+				    (unsigned long long)n->session,
+				    json_str(&rep[i], "state"),
+				    json_int(&rep[i], "records", 0),
+				    json_str(&rep[i], "output"));
+		}
+	}
+	return nok == cl->nnodes ? EXIT_OK : EXIT_FAIL;
+}
+
+/* sessions: each node's table, labelled. */
+static int
+cluster_sessions_report(struct client *c, struct cluster *cl)
+{
+	size_t nok = 0;
+
+	if (c->json)
+		printf("[");
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const struct cluster_node *n = &cl->nodes[i];
+
+		if (n->rc == 0)
+			nok++;
+		if (c->json) {
+			printf("%s{\"node\":", i ? "," : "");
+			util_json_str(stdout, n->name);
+			printf(",\"exit\":%d,\"sessions\":%s,\"error\":", n->rc,
+			    n->out ? n->out : "null\n");
+			util_json_str(stdout, n->rc == 0 ? "" : node_why(cl, n));
+			printf("}");
+		} else if (n->rc != 0)
+			printf("%s: FAILED: %s\n", n->name, node_why(cl, n));
+		else
+			printf("%s:\n%s", n->name, n->out ? n->out : "");
+	}
+	if (c->json)
+		printf("]\n");
+	return nok == cl->nnodes ? EXIT_OK : EXIT_FAIL;
+}
+
+int
+cluster_exec(struct client *c, const char *verb, int argc, char **argv)
+{
+	struct cluster cl = { .timeout_ms = CLUSTER_TIMEOUT_MS };
+	char **margv, *map = NULL, outdir[PATH_MAX], stamp[32];
+	size_t m = 0, maplen = 0;
+	bool session_arg = false, is_start = strcmp(verb, "start") == 0;
+	struct jval *rep = NULL;
+	const char *val;
+	int rc;
+
+	margv = calloc((size_t)argc + 8, sizeof(*margv));
+	if (margv == NULL)
+		return EXIT_FAIL;
+	margv[m++] = (char *)self_exe();
+	margv[m++] = "--json";
+	margv[m++] = (char *)verb;
+	cl.raw = strcmp(verb, "sessions") == 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (cluster_opt(a, "--cluster", argc, argv, &i, &val)) {
+			if (val == NULL || strcmp(val, "slurm") != 0) {
+				fprintf(stderr, "msptictl %s: --cluster takes "
+				    "'slurm'\n", verb);
+				return EXIT_USAGE;
+			}
+			cl.kind = "slurm";
+		} else if (cluster_opt(a, "--hosts", argc, argv, &i, &val)) {
+			if (val == NULL) {
+				fprintf(stderr, "msptictl %s: --hosts needs a FILE\n",
+				    verb);
+				return EXIT_USAGE;
+			}
+			cl.hosts = val;
+		} else if (cluster_opt(a, "--output-dir", argc, argv, &i, &val)) {
+			if (val == NULL || *val == '\0') {
+				fprintf(stderr, "msptictl %s: --output-dir needs a "
+				    "DIR\n", verb);
+				return EXIT_USAGE;
+			}
+			cl.outdir = val;
+		} else if (cluster_opt(a, "--timeout", argc, argv, &i, &val)) {
+			int64_t d = val ? util_parse_duration(val) : -1;
+
+			if (d <= 0) {
+				fprintf(stderr, "msptictl %s: bad --timeout\n", verb);
+				return EXIT_USAGE;
+			}
+			cl.timeout_ms = (int)(d / 1000000 > 0 ? d / 1000000 : 1);
+		} else if (strcmp(a, "--allow-partial") == 0) {
+			cl.allow_partial = true;
+		} else if (strcmp(a, "--json") == 0) {
+			c->json = true;
+		} else if (strcmp(a, "--output") == 0 || strncmp(a, "--output=", 9) == 0 ||
+		    strcmp(a, "-o") == 0) {
+			fprintf(stderr, "msptictl %s: a cluster capture takes "
+			    "--output-dir DIR, not --output\n", verb);
+			return EXIT_USAGE;
+		} else {
+			if (cluster_opt(a, "--job", argc, argv, &i, &val)) {
+				if (val == NULL) {
+					fprintf(stderr, "msptictl %s: --job needs "
+					    "an ID\n", verb);
+					return EXIT_USAGE;
+				}
+				cl.job = val;
+				if (!is_start)
+					continue;
+				margv[m++] = "--job";
+				margv[m++] = (char *)val;
+				continue;
+			}
+			if (a[0] != '-' && !is_start && strcmp(verb, "sessions"))
+				session_arg = true;
+			margv[m++] = (char *)a;
+		}
+	}
+	if ((cl.kind != NULL) == (cl.hosts != NULL)) {
+		fprintf(stderr, "msptictl %s: give one of --cluster slurm or "
+		    "--hosts FILE\n", verb);
+		return EXIT_USAGE;
+	}
+	if (cl.kind != NULL && cl.job == NULL) {
+		fprintf(stderr, "msptictl %s: --cluster slurm needs --job ID\n",
+		    verb);
+		return EXIT_USAGE;
+	}
+	if (is_start && cl.job == NULL) {
+		/* ssh without a job: every agent of each host. */
+		margv[m++] = "--all";
+	}
+	if (cl.outdir == NULL && is_start) {
+		time_t now = time(NULL);
+		struct tm tm;
+		char cwd[PATH_MAX - 64];
+
+		localtime_r(&now, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+		if (getcwd(cwd, sizeof(cwd)) == NULL)
+			snprintf(cwd, sizeof(cwd), ".");
+		snprintf(outdir, sizeof(outdir), "%s/mspti-cluster-%s", cwd, stamp);
+		cl.outdir = outdir;
+	} else if (cl.outdir != NULL && cl.outdir[0] != '/') {
+		/* Nodes run in srun's or ssh's cwd: name the same path there. */
+		char cwd[PATH_MAX / 2];
+
+		if (getcwd(cwd, sizeof(cwd)) != NULL) {
+			snprintf(outdir, sizeof(outdir), "%s/%s", cwd, cl.outdir);
+			cl.outdir = outdir;
+		}
+	}
+	if (!is_start && strcmp(verb, "sessions") != 0 && !session_arg) {
+		/* stop/wait/snapshot: the sessions the manifest names. */
+		if (cl.outdir == NULL) {
+			fprintf(stderr, "msptictl %s: give --output-dir DIR (the "
+			    "capture's manifest) or a SESSION\n", verb);
+			return EXIT_USAGE;
+		}
+		if ((rc = manifest_read(&cl)) != EXIT_OK)
+			return rc;
+		for (size_t i = 0; i < cl.nnodes; i++) {
+			char kv[320];
+
+			snprintf(kv, sizeof(kv), "%s%s=%llu", i ? " " : "",
+			    cl.nodes[i].name,
+			    (unsigned long long)cl.nodes[i].session);
+			buf_add(&map, &maplen, kv, strlen(kv));
+			map[--maplen] = '\0';
+		}
+		if (strcmp(verb, "snapshot") == 0) {
+			static char snap[PATH_MAX + 32];
+
+			snprintf(snap, sizeof(snap), "%s/@N-snapshot.mspti",
+			    cl.outdir);
+			margv[m++] = "--output";
+			margv[m++] = snap;
+		}
+		margv[m++] = "@S";
+	}
+	if (is_start) {
+		static char out[PATH_MAX + 16];
+
+		snprintf(out, sizeof(out), "%s/@N.mspti", cl.outdir);
+		margv[m++] = "--output";
+		margv[m++] = out;
+	}
+	margv[m] = NULL;
+	if (cl.raw && !c->json)		/* sessions: the nodes' own tables */
+		memmove(&margv[1], &margv[2], (m - 1) * sizeof(*margv));
+	if (strcmp(verb, "wait") == 0 && cl.timeout_ms == CLUSTER_TIMEOUT_MS)
+		cl.timeout_ms = INT_MAX;	/* wait: as long as the sessions run */
+	if (cl.nnodes == 0 && (rc = cluster_resolve(&cl)) != EXIT_OK)
+		return rc;
+	cluster_fanout(&cl, margv, map != NULL ? map : "-");
+	rep = calloc(cl.nnodes, sizeof(*rep));
+	if (rep == NULL)
+		return EXIT_FAIL;
+	if (strcmp(verb, "sessions") == 0)
+		rc = cluster_sessions_report(c, &cl);
+	else {
+		cluster_parse_replies(&cl, rep);
+		/* A snapshot adds files; the manifest keeps the session's. */
+		if (cl.outdir != NULL && strcmp(verb, "snapshot") != 0)
+			manifest_write(&cl, verb, rep);
+		rc = is_start ? cluster_start_report(c, &cl, rep) :
+		    cluster_session_report(c, &cl, rep, verb);
+	}
+	for (size_t i = 0; i < cl.nnodes; i++) {
+		json_free(&rep[i]);
+		free(cl.nodes[i].name);
+		free(cl.nodes[i].out);
+		free(cl.nodes[i].err);
+	}
+	free(rep);
+	free(cl.nodes);
+	free(margv);
+	free(map);
+	return rc;
+}
+
+/* True when a capture verb's arguments ask for the cluster fan-out. */
+bool
+cluster_wanted(const char *verb, int argc, char **argv)
+{
+	static const char *verbs[] = { "start", "stop", "sessions", "wait",
+	    "snapshot" };
+	bool capture = false;
+
+	for (size_t i = 0; i < nitems(verbs); i++)
+		capture |= strcmp(verb, verbs[i]) == 0;
+	if (!capture)
+		return false;
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "--cluster", 9) == 0 ||
+		    strncmp(argv[i], "--hosts", 7) == 0)
+			return true;
+	return false;
+}

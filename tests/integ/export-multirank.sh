@@ -1,0 +1,288 @@
+#!/bin/sh
+# Timeline exports of a real multi-rank capture (msptid, the agent in a
+# 4-rank npusim-dist, msptictl run): correlation ids collide across ranks
+# (each process counts from 1), so every check is against the ground truth
+# of the trace file itself (trace-dump).  Chrome JSON is parsed with
+# python3, Perfetto protobuf decoded with protoc and proto/perfetto.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/session-lib.sh"
+. "$(dirname "$0")/run-lib.sh"
+s=${top_srcdir:-..}
+
+start_daemon
+cd "$T" || fail "cd"
+$CTL run --output "$T/dist.mspti" -- "$DIST" --ranks 4 --steps 50 \
+    >"$T/dist.out" 2>"$T/dist.err" || fail "run dist: $(cat "$T/dist.err")"
+"$DUMP" "$T/dist.mspti" >"$T/dump.jsonl" || fail "trace-dump"
+
+# Report: 4 ranks x 50 steps, and nothing for the launcher (no steps).
+$CTL report --json "$T/dist.mspti" >"$T/rep.json" 2>"$T/rep.err" ||
+	fail "report: $(cat "$T/rep.err")"
+python3 - "$T/rep.json" <<'PY' || fail "report steps"
+import json, sys
+r = json.load(open(sys.argv[1]))
+steps = r["steps"]
+assert len(steps) == 200, "%d step rows" % len(steps)
+assert sorted({x["Rank"] for x in steps}) == [0, 1, 2, 3], \
+    sorted({x["Rank"] for x in steps})
+PY
+ok "report: 200 step rows for 4 ranks x 50 steps, none for the launcher"
+
+# Launches are joined within their process: each worst-delay row's CPU
+# runtime is that of its own rank's API call with that correlation id.
+python3 - "$T/rep.json" "$T/dump.jsonl" <<'PY' || fail "launch join"
+import json, sys
+r = json.load(open(sys.argv[1]))
+dump = [json.loads(l) for l in open(sys.argv[2])][:-1]
+pid_of = {p["rank"]: p["pid"] for p in dump
+          if p["type"] == "process" and p["rank"] >= 0}
+api = {(a["pid"], a["corr"]): a["end"] - a["ts"] for a in dump
+       if a["type"] == "api"}
+rows = r["launch_outliers"]
+assert rows
+bad = [x for x in rows if abs(api[(pid_of[x["Rank"]], x["Correlation ID"])]
+                              / 1e3 - x["CPU Runtime(us)"]) > 0.002]
+assert not bad, "%d of %d rows joined to another process's API: %s" % (
+    len(bad), len(rows), bad[:2])
+PY
+ok "report: launches joined by (process, correlation id)"
+
+$CTL export "$T/dist.mspti" --format chrome -o "$T/x.json" ||
+	fail "export chrome"
+python3 - "$T/x.json" "$T/dump.jsonl" <<'PY' >"$T/chrome.out" 2>&1 ||
+import collections, json, re, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+dump = [json.loads(l) for l in open(sys.argv[2])][:-1]
+pname = {e["pid"]: e["args"]["name"] for e in ev
+         if e["ph"] == "M" and e["name"] == "process_name"}
+# The rank of each exported process, from its name.
+def rank_of(pid):
+    m = re.match(r"Rank (\d+) ", pname.get(pid, ""))
+    return int(m.group(1)) if m else None
+ranks = {p["pid"]: p["rank"] for p in dump if p["type"] == "process"}
+
+# Tracks: no fake NPU for pinned host memory, no "Rank -1" anything.
+for pid, n in pname.items():
+    assert "4294967295" not in n, n
+    assert "Rank -1" not in n, n
+# Pinned host memory: a counter on each rank's host process.
+host_mem = {e["pid"] for e in ev if e["ph"] == "C" and
+            "Pinned Host Memory" in e["name"]}
+assert {ranks[p] for p in host_mem} == {0, 1, 2, 3}, \
+    [pname[p] for p in host_mem]
+# Device metrics (pid 0 in the trace) on their device's track, not a rank's.
+metric_devs = {c["device"] for c in dump if c["type"] == "counter" and
+               c["pid"] == 0}
+assert metric_devs, "no device metrics in the capture"
+seen = collections.defaultdict(set)
+for e in ev:
+    if e["ph"] == "C" and e["name"].startswith("npu."):
+        seen[pname[e["pid"]]].add(e["name"])
+assert sorted(seen) == sorted("NPU %d" % dv for dv in metric_devs), \
+    sorted(seen)
+# No step slice at timestamp 0 for a process without steps, and nothing
+# of the launcher (no rank) clamped to 0: the capture's first record is a
+# rank's aclrtSetDevice.
+assert not [e for e in ev if e["ph"] == "X" and e.get("cat") == "step" and
+            e["name"].startswith("Step -1")]
+norank = {pid for pid, n in pname.items() if n.startswith("Process ")}
+assert norank, pname
+assert not [e for e in ev if e.get("pid") in norank and e["ph"] != "M" and
+            e["ts"] == 0], [e for e in ev if e.get("pid") in norank][:3]
+
+# Flows: one start and one finish per id, each bound to a slice enclosing
+# it on its own pid/tid, both ends in one rank and one correlation id.
+slices = collections.defaultdict(list)
+for e in ev:
+    if e["ph"] == "X":
+        slices[(e["pid"], e["tid"])].append(e)
+def enclosing(f):
+    for x in slices[(f["pid"], f["tid"])]:
+        if x["ts"] <= f["ts"] <= x["ts"] + x["dur"]:
+            return x
+    return None
+starts, ends = collections.defaultdict(list), collections.defaultdict(list)
+for e in ev:
+    if e["ph"] in "sf":
+        assert e.get("cat"), e
+        (starts if e["ph"] == "s" else ends)[e["id"]].append(e)
+        if e["ph"] == "f":
+            assert e.get("bp") == "e", e
+assert len(starts) >= 4 * 50 * 9, len(starts)
+bad_rank = 0
+# A launch whose device record the capture lacks has no finish (the
+# capture layers own that loss); no id finishes twice or without a start.
+assert len(ends) >= 0.99 * len(starts), (len(ends), len(starts))
+for fid, ss in starts.items():
+    assert len(ss) == 1, "flow id %s starts %d times" % (fid, len(ss))
+    assert len(ends.get(fid, [])) <= 1, "flow id %s: %d finishes" % (
+        fid, len(ends.get(fid, [])))
+    if fid not in ends:
+        continue
+    sx, fx = enclosing(ss[0]), enclosing(ends[fid][0])
+    assert sx is not None and fx is not None, (ss, ends[fid])
+    assert sx["args"]["correlation_id"] == fx["args"]["correlation_id"], \
+        (sx, fx)
+    if rank_of(sx["pid"]) != rank_of(fx["pid"]):
+        bad_rank += 1
+assert bad_rank == 0, "%d flows link two ranks" % bad_rank
+assert set(ends) <= set(starts)
+
+# MSTX ranges paired within their process: per process, the durations of
+# the exported step slices are those of the trace's own START/END pairs.
+truth = collections.defaultdict(list)
+open_ = {}
+for m in dump:
+    if m["type"] != "marker" or m["source"] != 0:
+        continue
+    key = (m["pid"], m["id"], m["source"])
+    if m["flag"] == 2:
+        open_[key] = m["ts"]
+    elif m["flag"] == 4 and key in open_:
+        truth[m["pid"]].append(m["ts"] - open_.pop(key))
+got = collections.defaultdict(list)
+for e in ev:
+    if e["ph"] == "X" and e.get("cat") == "marker" and e["name"] == "step":
+        got[e["pid"]].append(round(e["dur"] * 1000))
+assert sorted(truth) == sorted(got), (sorted(truth), sorted(got))
+for pid in truth:
+    assert len(truth[pid]) == 50, len(truth[pid])
+    assert sorted(truth[pid]) == sorted(got[pid]), pid
+print("ok", len(starts), "flows")
+PY
+	fail "chrome: $(tail -5 "$T/chrome.out")"
+ok "chrome: $(cat "$T/chrome.out")"
+
+$CTL export "$T/dist.mspti" --format perfetto -o "$T/x.pb" ||
+	fail "export perfetto"
+protoc --decode perfetto.protos.Trace -I"$s/proto/perfetto" \
+	"$s/proto/perfetto/trace.proto" <"$T/x.pb" >"$T/x.txt" ||
+	fail "protoc --decode"
+python3 - "$T/x.txt" "$T/dump.jsonl" <<'PY' >"$T/pf.out" 2>&1 ||
+import collections, json, re, sys
+
+def parse(lines):
+    """protoc's text format as nested dicts of lists."""
+    root, stack = {}, []
+    cur = root
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if line == "}":
+            cur = stack.pop()
+        elif line.endswith("{"):
+            child = {}
+            cur.setdefault(line[:-1].strip(), []).append(child)
+            stack.append(cur)
+            cur = child
+        else:
+            k, v = line.split(":", 1)
+            v = v.strip()
+            if v.startswith('"'):
+                v = json.loads(v)
+            elif re.match(r"^-?\d+$", v):
+                v = int(v)
+            cur.setdefault(k, []).append(v)
+    return root
+
+t = parse(open(sys.argv[1]))
+dump = [json.loads(l) for l in open(sys.argv[2])][:-1]
+ranks = {p["pid"]: p["rank"] for p in dump if p["type"] == "process"}
+pk = t["packet"]
+one = lambda m, k, d=None: m.get(k, [d])[0]
+
+# Timestamps are declared CLOCK_REALTIME.
+snaps = [p["clock_snapshot"][0] for p in pk if "clock_snapshot" in p]
+assert snaps and one(snaps[0], "primary_trace_clock") == \
+    "BUILTIN_CLOCK_REALTIME", snaps[:1]
+timed = [p for p in pk if "timestamp" in p]
+assert timed and all(one(p, "timestamp_clock_id") == 1 for p in timed)
+
+tracks = {}
+for p in pk:
+    for td in p.get("track_descriptor", []):
+        tracks[one(td, "uuid")] = td
+proc_of = {}
+for u, td in tracks.items():
+    if "process" in td:
+        proc_of[u] = td["process"][0]
+by_pid = {one(d, "pid"): d for d in proc_of.values()}
+def process(td):
+    # A thread track belongs to its process by pid, others by parent.
+    while "process" not in td:
+        if "thread" in td:
+            return by_pid[one(td["thread"][0], "pid")]
+        td = tracks[one(td, "parent_uuid")]
+    return td["process"][0]
+def rank_of(td):
+    m = re.match(r"Rank (\d+) ", one(process(td), "process_name", ""))
+    return int(m.group(1)) if m else None
+
+events = [(p, p["track_event"][0]) for p in pk if "track_event" in p]
+# Thread tracks of host work carry their thread (pid, tid).
+api_tracks = {one(e, "track_uuid") for p, e in events
+              if one(e, "name") == "aclrtLaunchKernel"}
+assert api_tracks
+for u in api_tracks:
+    th = tracks[u].get("thread", [None])[0]
+    assert th is not None, tracks[u]
+    assert one(th, "pid") in ranks and one(th, "tid") > 0, th
+    assert one(th, "pid") == one(process(tracks[u]), "pid"), th
+# Counter units in the unit fields, not the name.
+counters = [td for td in tracks.values() if "counter" in td]
+assert counters
+for td in counters:
+    assert "(" not in one(td, "name"), one(td, "name")
+mem = [td for td in counters if "Memory" in one(td, "name")]
+assert mem and all(one(td["counter"][0], "unit") == "UNIT_SIZE_BYTES"
+                   for td in mem), mem[:1]
+# Flow ids: unique, each start has its one end in the same rank.
+fstart, fend = {}, {}
+for p, e in events:
+    for f in e.get("flow_ids", []):
+        assert f not in fstart, "flow %d starts twice" % f
+        fstart[f] = e
+    for f in e.get("terminating_flow_ids", []):
+        assert f not in fend, "flow %d ends twice" % f
+        fend[f] = e
+assert len(fstart) >= 4 * 50 * 9 and set(fend) <= set(fstart) and \
+    len(fend) >= 0.99 * len(fstart), (len(fstart), len(fend))
+cross = sum(1 for f in fend
+            if rank_of(tracks[one(fstart[f], "track_uuid")]) !=
+            rank_of(tracks[one(fend[f], "track_uuid")]))
+assert cross == 0, "%d flows link two ranks" % cross
+# Slices carry the args of the Chrome export as debug annotations: both
+# ends of a flow have the same correlation id.
+def corr(e):
+    return [one(d, "uint_value") for d in e.get("debug_annotations", [])
+            if one(d, "name") == "correlation_id"]
+for f in fend:
+    assert corr(fstart[f]) == corr(fend[f]) and corr(fend[f]), \
+        (fstart[f], fend[f])
+print("ok", len(fstart), "flows,", len(tracks), "tracks")
+PY
+	fail "perfetto: $(tail -5 "$T/pf.out")"
+ok "perfetto: $(cat "$T/pf.out")"
+$CTL export "$T/dist.mspti" --format csv -o "$T/csv" || fail "export csv"
+python3 - "$T/csv/op_summary.csv" "$T/dump.jsonl" <<'PY' || fail "op_summary.csv"
+import collections, csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+dump = [json.loads(l) for l in open(sys.argv[2])][:-1]
+kernels = [k for k in dump if k["type"] == "kernel"]
+assert len(rows) == len(kernels), (len(rows), len(kernels))
+assert sorted({int(r["Rank"]) for r in rows}) == [0, 1, 2, 3]
+# Task Wait Time: the gap since the previous task of the same stream of the
+# same rank, never another rank's.
+from decimal import Decimal as D   # absolute us do not fit a double
+last = {}
+for r in rows:
+    key = (r["Rank"], r["Device_id"], r["Stream ID"])
+    s, d = D(r["Task Start Time(us)"]), D(r["Task Duration(us)"])
+    want = max(D(0), s - last[key]) if key in last else D(0)
+    assert abs(D(r["Task Wait Time(us)"]) - want) <= D("0.002"), (r, want)
+    last[key] = s + d
+PY
+ok "csv: op_summary has every kernel, waits per (rank, stream)"
+echo "export-multirank: all passed"
