@@ -369,20 +369,51 @@ hm_accept_error_cb(struct evconnlistener *lev, void *arg)
 	evtimer_add(hm->resume, &tv);
 }
 
-/* "HOST:PORT" or "[V6]:PORT" into a socket address; -1 if malformed. */
+/* "HOST:PORT" or "[V6]:PORT" (port 0: any free one) into a socket
+ * address; -1 if malformed.  Numeric addresses only: no resolver here. */
 int
 httpmetrics_parse(const char *spec, struct sockaddr_storage *ss,
     socklen_t *len)
 {
-	int l = (int)sizeof(*ss);
+	char host[INET6_ADDRSTRLEN + 2], *end;
+	const char *colon;
+	unsigned long port;
+	size_t hl;
 
-	if (spec == NULL || strchr(spec, ':') == NULL ||
-	    evutil_parse_sockaddr_port(spec, (struct sockaddr *)ss, &l) != 0)
+	if (spec == NULL || (colon = strrchr(spec, ':')) == NULL ||
+	    colon[1] == '\0')
 		return -1;
-	/* evutil accepts a missing port as 0; ask for one explicitly. */
-	if (spec[strlen(spec) - 1] == ':' || spec[strlen(spec) - 1] == ']')
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || port > 65535 || colon[1] == '-')
 		return -1;
-	*len = (socklen_t)l;
+	hl = (size_t)(colon - spec);
+	if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']') {
+		spec++;
+		hl -= 2;
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		return -1;
+	memcpy(host, spec, hl);
+	host[hl] = '\0';
+	memset(ss, 0, sizeof(*ss));
+	if (strchr(host, ':') != NULL) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		if (evutil_inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
+			return -1;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		if (evutil_inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+			return -1;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		*len = sizeof(*s4);
+	}
 	return 0;
 }
 
@@ -418,7 +449,11 @@ httpmetrics_start(struct daemon *d, const char *spec)
 	evhttp_set_max_headers_size(hm->http, HTTPMETRICS_MAX_HEADERS);
 	evhttp_set_max_body_size(hm->http, HTTPMETRICS_MAX_BODY);
 	evhttp_set_timeout(hm->http, HTTPMETRICS_TIMEOUT_S);
-	evhttp_set_allowed_methods(hm->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+	/* Every method reaches hm_request_cb, which answers 405 (evhttp's
+	 * own refusal would be 501). */
+	evhttp_set_allowed_methods(hm->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+	    EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(hm->http, hm_request_cb, hm);
 	if (evhttp_bind_listener(hm->http, hm->lev) == NULL) {
 		evconnlistener_free(hm->lev);
