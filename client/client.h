@@ -56,6 +56,9 @@ void	client_json_acks(Mspti__TargetAck **, size_t);
 int	client_parse_session(const struct cmd_entry *, const char *arg,
 	    uint64_t *id);
 int	client_parse_pids(const char *arg, uint32_t **pids, size_t *n);
+/* Frees what the option parsers allocated (for cleanup attributes). */
+void	client_free_strv(char **v, size_t n);
+void	client_config_free(Mspti__SessionConfig *cfg);
 /* Splits "+a,-b,c" into on (a, c) and off (b) lists; 0 or -1. */
 int	client_split_signed(const char *arg, char ***on, size_t *non,
 	    char ***off, size_t *noff);

@@ -9,6 +9,18 @@
 #include "util.h"
 #include "client.h"
 
+/* What the option parsers allocated; freed on every return (cleanup). */
+static void
+retarget_free(Mspti__RetargetSession *req)
+{
+	free(req->add_pids);
+	free(req->remove_pids);
+	client_free_strv(req->kinds_on, req->n_kinds_on);
+	client_free_strv(req->kinds_off, req->n_kinds_off);
+	client_free_strv(req->domains_on, req->n_domains_on);
+	client_free_strv(req->domains_off, req->n_domains_off);
+}
+
 static int
 cmd_retarget_exec(struct client *c, int argc, char **argv)
 {
@@ -21,7 +33,8 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *e = &cmd_retarget_entry;
-	Mspti__RetargetSession req = MSPTI__RETARGET_SESSION__INIT;
+	Mspti__RetargetSession req __attribute__((cleanup(retarget_free))) =
+	    MSPTI__RETARGET_SESSION__INIT;
 	Mspti__RetargetReply *rep;
 	ProtobufCMessage *msg;
 	size_t bad = 0;

@@ -566,7 +566,8 @@ cmd_run_exec(struct client *c, int argc, char **argv)
 		"../lib64/libmspti.so",
 	};
 	const struct cmd_entry *e = &cmd_run_entry;
-	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	Mspti__SessionConfig cfg __attribute__((cleanup(client_config_free))) =
+	    MSPTI__SESSION_CONFIG__INIT;
 	struct run r;
 	const char *output = NULL, *report = NULL;
 	char kinds[256];

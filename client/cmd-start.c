@@ -225,8 +225,8 @@ client_output_open(struct client_output *o, const char *output)
 }
 
 /* What the option parsers allocated; freed on every return (cleanup). */
-static void
-start_free_strv(char **v, size_t n)
+void
+client_free_strv(char **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
@@ -240,12 +240,12 @@ start_free_target(Mspti__SessionTarget *tg)
 	free(tg->ranks);
 }
 
-static void
-start_free_config(Mspti__SessionConfig *cfg)
+void
+client_config_free(Mspti__SessionConfig *cfg)
 {
-	start_free_strv(cfg->kinds, cfg->n_kinds);
-	start_free_strv(cfg->domains_on, cfg->n_domains_on);
-	start_free_strv(cfg->domains_off, cfg->n_domains_off);
+	client_free_strv(cfg->kinds, cfg->n_kinds);
+	client_free_strv(cfg->domains_on, cfg->n_domains_on);
+	client_free_strv(cfg->domains_off, cfg->n_domains_off);
 }
 
 /* The daemon took the file: it gets its name.  0, or -1 after saying why
@@ -291,7 +291,7 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 	Mspti__StartSession req = MSPTI__START_SESSION__INIT;
 	Mspti__SessionTarget tg __attribute__((cleanup(start_free_target))) =
 	    MSPTI__SESSION_TARGET__INIT;
-	Mspti__SessionConfig cfg __attribute__((cleanup(start_free_config))) =
+	Mspti__SessionConfig cfg __attribute__((cleanup(client_config_free))) =
 	    MSPTI__SESSION_CONFIG__INIT;
 	Mspti__StartSessionReply *rep;
 	ProtobufCMessage *msg;

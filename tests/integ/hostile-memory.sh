@@ -11,6 +11,12 @@ import json, os, socket, struct, subprocess, sys, time
 rt, ctl, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
 MAGIC, VER, HELLO, STOP_SESSION = 0x5450534d, 1, 1, 22
 
+# ASan's allocator keeps freed memory in quarantine and never trims: the
+# RSS bounds hold only in a normal build; the drops are checked in both.
+ASAN = bool(os.environ.get("MSPTI_ASAN_RUNTIME"))
+if ASAN:
+    print("sanitizer build: RSS bounds not checked, drops are")
+
 def rss_kib():
     for l in open("/proc/%d/status" % pid):
         if l.startswith("VmRSS:"):
@@ -72,7 +78,7 @@ print("idle %d KiB, peak %d KiB, %d requests sent, %d peers dropped" %
       (idle, peak, sum(sent) // len(req), st["peers_dropped"] - dropped0))
 assert st["peers_dropped"] - dropped0 >= 3, "a client that never reads was not dropped"
 # Three flooders at a 32 MiB bound each, plus the half frames.
-assert peak - idle < 3 * 40 * 1024 + 16 * 1024, "peak %d KiB over idle %d" % (peak, idle)
+assert ASAN or peak - idle < 3 * 40 * 1024 + 16 * 1024, "peak %d KiB over idle %d" % (peak, idle)
 after = None
 for _ in range(50):
     time.sleep(0.2)
@@ -80,7 +86,7 @@ for _ in range(50):
     if after - idle < 16 * 1024:
         break
 print("after: %d KiB" % after)
-assert after - idle < 16 * 1024, "RSS %d KiB after the burst, idle was %d" % (after, idle)
+assert ASAN or after - idle < 16 * 1024, "RSS %d KiB after the burst, idle was %d" % (after, idle)
 
 # Reply-only types may be 16 MiB long; nobody may send one to msptid.
 # Judged on the header: dropped before the payload is buffered.
@@ -106,7 +112,7 @@ peak = max(peak, rss_kib())
 for s in big:
     s.close()
 print("8 x 16 MiB reply frames: peak %d KiB over idle" % (peak - idle))
-assert peak - idle < 16 * 1024, "a reply-type frame was buffered: +%d KiB" % (peak - idle)
+assert ASAN or peak - idle < 16 * 1024, "a reply-type frame was buffered: +%d KiB" % (peak - idle)
 PY
 grep dropping "$T/daemon.log" | sort | uniq -c | head -5 >&2
 ok "flooders dropped at the bound; memory given back"
