@@ -1212,11 +1212,20 @@ cluster_sessions_report(struct client *c, struct cluster *cl)
 	return nok == cl->nnodes ? EXIT_OK : EXIT_FAIL;
 }
 
+/* Frees *p on every return (cleanup attribute). */
+static void
+cluster_free_ptr(void *p)
+{
+	free(*(void **)p);
+}
+
 int
 cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 {
 	struct cluster cl = { .timeout_ms = CLUSTER_TIMEOUT_MS };
-	char **margv, *map = NULL, outdir[PATH_MAX], stamp[32];
+	char **margv __attribute__((cleanup(cluster_free_ptr))) = NULL;
+	char *map __attribute__((cleanup(cluster_free_ptr))) = NULL;
+	char outdir[PATH_MAX], stamp[32];
 	size_t m = 0, maplen = 0;
 	bool session_arg = false, is_start = strcmp(verb, "start") == 0;
 	struct jval *rep = NULL;
@@ -1388,8 +1397,6 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	}
 	free(rep);
 	free(cl.nodes);
-	free(margv);
-	free(map);
 	return rc;
 }
 

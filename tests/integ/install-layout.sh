@@ -41,6 +41,15 @@ PY
 		[ -f "$pkg/$m.so" ] || fail "$m.so not installed in $pkg"
 	done
 	libdir=$(dirname "$(find "$R" -name 'libmspti.so.0' | head -n 1)")
+	# Sanitizer build: python3's own allocations at exit are suppressed
+	# as in the Python tests (tests/python/lsan-python.supp).
+	[ -n "${MSPTI_ASAN_RUNTIME:-}" ] && {
+		cat "$top_srcdir/tests/lsan.supp" \
+		    "$top_srcdir/tests/python/lsan-python.supp" >"$T/lsan.supp"
+		LSAN_OPTIONS="suppressions=$T/lsan.supp"
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_context_size=2"
+		export LSAN_OPTIONS ASAN_OPTIONS
+	}
 	PYTHONPATH="$R$pydir" LD_LIBRARY_PATH="$libdir" LD_PRELOAD="${MSPTI_ASAN_RUNTIME:+$MSPTI_ASAN_RUNTIME:}$libdir/libmspti.so" \
 	    MSPTID_RUNTIME_DIR="$RT" "$python3_bin" -c '
 import sys, mspti, mspti._mspti, mspti._npusim
