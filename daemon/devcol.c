@@ -38,7 +38,7 @@
  */
 #define DEVCOL_STREAM_SLOTS	64u
 struct devcol_last {
-	uint32_t	stream;
+	uint32_t	pid, stream;
 	bool		used;
 	uint64_t	dev_end, end;
 };
@@ -359,6 +359,7 @@ devcol_convert(struct devcol_chan *c, uint32_t device,
     const struct npusim_record *r, struct devcol_task *t)
 {
 	struct devcol_last *l;
+	bool same;
 
 	if (r->kind < NPUSIM_TASK_KERNEL || r->kind > NPUSIM_TASK_EVENT ||
 	    r->device != (int32_t)device || r->end_ns < r->start_ns ||
@@ -372,15 +373,20 @@ devcol_convert(struct devcol_chan *c, uint32_t device,
 	t->end = clock_model_to_host(&c->cs.model, r->end_ns);
 	if (t->end < t->start)
 		t->end = t->start;
-	l = &c->last[r->stream_id % DEVCOL_STREAM_SLOTS];
-	if (l->used && l->stream == r->stream_id &&
+	/* Stream ids are the process's own: key by both. */
+	l = &c->last[((uint32_t)r->pid * 31u + r->stream_id) %
+	    DEVCOL_STREAM_SLOTS];
+	same = l->used && l->pid == (uint32_t)r->pid &&
+	    l->stream == r->stream_id;
+	if (same &&
 	    r->start_ns >= l->dev_end && t->start < l->end) {
 		/* Keep the device's order and duration; see devcol_last. */
 		t->end += l->end - t->start;
 		t->start = l->end;
 	}
-	if (!l->used || l->stream != r->stream_id || r->end_ns >= l->dev_end) {
+	if (!same || r->end_ns >= l->dev_end) {
 		l->used = true;
+		l->pid = (uint32_t)r->pid;
 		l->stream = r->stream_id;
 		l->dev_end = r->end_ns;
 		l->end = t->end;
