@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "util.h"
+#include "api.h"
 #include "agent.h"
 
 struct agent_config agent_config;
@@ -41,11 +42,14 @@ agent_init(void)
 	agent_config.debug = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
 	log_init("libmspti", agent_config.debug ? LOG_DEST_STDERR :
 	    LOG_DEST_NONE, agent_config.debug ? 2 : 0);
-	if (agent_config.disabled)
+	if (agent_config.disabled) {
+		api_mstx_count_steps(false);
 		return;
+	}
 	dir = util_runtime_dir(NULL);
 	if (strlen(dir) + sizeof("/agent.sock") > sizeof(agent_config.rundir)) {
 		log_warnx("runtime dir too long, not registering: %s", dir);
+		api_mstx_count_steps(false);
 		return;
 	}
 	strcpy(agent_config.rundir, dir);
@@ -53,6 +57,7 @@ agent_init(void)
 	gate_init();
 	if (register_start() != 0) {
 		gate_open();
+		api_mstx_count_steps(false);
 		log_warnx("cannot start the registration thread");
 	}
 }

@@ -1,0 +1,97 @@
+#!/bin/sh
+# Step windows: `msptictl start --steps N` over several ranks (real msptid,
+# real agents stepping at different speeds) records exactly the same step
+# indices [k, k+N) on every rank, k chosen ahead of every rank or forced
+# with --start-step; the reply and `sessions` say k and the start skew;
+# a rank that is past the window is told, not silently short.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/session-lib.sh"
+
+start_daemon
+cd "$T" || fail "cd"
+
+# start_ranks JOB N PERIOD_US [ARGS]: N step-ranks processes of JOB, rank
+# i slower by half a period per rank, started 0.2 s apart (so they are at
+# different steps); their pids in RANK_PIDS.
+start_ranks() {
+	RANK_PIDS=""
+	for i in $(seq 0 $(($2 - 1))); do
+		RANK=$i WORLD_SIZE=$2 MSPTI_JOB_ID=$1 $WITH_AGENT "$STEPS" \
+		    --steps 0 --period-us "$3" --spread 50 --until "$T/stop-$1" \
+		    ${4:-} >/dev/null 2>&1 &
+		RANK_PIDS="$RANK_PIDS $!"
+		PIDS="$PIDS $!"
+		sleep 0.2
+	done
+	wait_until 10 step_agents "$1" "$2" || fail "ranks of $1 did not register"
+}
+
+stop_ranks() {
+	: >"$T/stop-$1"
+	for p in $RANK_PIDS; do wait "$p"; done
+}
+
+# Two ranks, one session: both record the window (one recorded 0 steps
+# when the session counted N steps over all its agents).
+start_ranks two 2 3000
+$CTL --json start --job two --steps 3 --output "$T/two.mspti" >"$T/two.json" ||
+	fail "start: $(cat "$T/two.json")"
+sid=$(json "$T/two.json" 'j["session"]')
+k=$(json "$T/two.json" 'j["step_from"]')
+[ "$k" -ge 0 ] || fail "no step window in the reply: $(cat "$T/two.json")"
+timeout 60 $CTL --json wait "$sid" >"$T/two-wait.json" || fail "wait"
+stop_ranks two
+[ "$(json "$T/two-wait.json" 'j["stop_reason"]')" = steps ] ||
+	fail "did not stop by steps: $(cat "$T/two-wait.json")"
+got=$(step_window "$T/two.mspti" 3) || exit 1
+[ "$got" = "$k" ] || fail "trace window at $got, reply said $k"
+json "$T/two-wait.json" '[(t["first_step"], t["steps"]) for t in j["targets"]]' \
+    >"$T/two-t.txt"
+[ "$(cat "$T/two-t.txt")" = "[($k, 3), ($k, 3)]" ] ||
+	fail "targets: $(cat "$T/two-t.txt")"
+ok "two ranks, --steps 3: both record steps [$k, $((k + 3)))"
+
+# Four ranks at four speeds: the same steps everywhere; the skew of the
+# window's start is reported.
+start_ranks four 4 2000
+$CTL --json start --job four --steps 4 --output "$T/four.mspti" >"$T/four.json" ||
+	fail "start: $(cat "$T/four.json")"
+sid=$(json "$T/four.json" 'j["session"]')
+k=$(json "$T/four.json" 'j["step_from"]')
+timeout 60 $CTL --json wait "$sid" >"$T/four-wait.json" || fail "wait"
+stop_ranks four
+got=$(step_window "$T/four.mspti" 4 "$k") || exit 1
+[ "$(json "$T/four-wait.json" 'j["step_from"]')" = "$k" ] || fail "sessions: step_from"
+json "$T/four-wait.json" 'j["step_skew_ns"]' | grep -Eq '^[0-9]+$' ||
+	fail "no skew: $(cat "$T/four-wait.json")"
+"$DUMP" "$T/four.mspti" | grep -q "steps \[$k, $((k + 4))) on 4 rank(s), start skew" ||
+	fail "the trace does not record the window"
+ok "four ranks at four speeds: steps [$k, $((k + 4))) on every rank, skew stated"
+
+# --start-step K: that window, on every rank (they wait for the go file
+# before their first step, so none has passed K at the start).
+start_ranks forced 3 2000 "--go $T/go"
+$CTL --json start --job forced --steps 3 --start-step 40 \
+    --output "$T/forced.mspti" >"$T/forced.json" || fail "start: $(cat "$T/forced.json")"
+[ "$(json "$T/forced.json" 'j["step_from"]')" = 40 ] || fail "reply: $(cat "$T/forced.json")"
+: >"$T/go"
+sid=$(json "$T/forced.json" 'j["session"]')
+timeout 60 $CTL --json wait "$sid" >/dev/null || fail "wait"
+got=$(step_window "$T/forced.mspti" 3 40) || exit 1
+ok "--start-step 40: steps [40, 43) on every rank"
+
+# A forced window that every rank has passed: said per target, and the
+# session ends instead of waiting for steps that will not come.
+$CTL --json start --job forced --steps 3 --start-step 2 \
+    --output "$T/past.mspti" >"$T/past.json" || fail "start: $(cat "$T/past.json")"
+sid=$(json "$T/past.json" 'j["session"]')
+timeout 30 $CTL --json wait "$sid" >"$T/past-wait.json" || fail "wait past"
+stop_ranks forced
+[ "$(json "$T/past-wait.json" 'len([t for t in j["targets"] if "none captured" in t["message"] and t["first_step"] == -1])')" = 3 ] ||
+	fail "late ranks not stated: $(cat "$T/past-wait.json")"
+ok "a window every rank has passed: each target says so"
+
+# Usage: --start-step needs --steps.
+$CTL start --all --start-step 3 2>"$T/usage.err"; [ $? -eq 2 ] ||
+	fail "--start-step without --steps: not a usage error"
+echo "session-steps: all passed"
