@@ -1035,7 +1035,10 @@ session_after_fork_child(void)
 	struct agent_session *s = cur;
 	struct sess_thread *t;
 
+	/* A child is a rank of its own: its steps count from its start. */
 	pthread_mutex_init(&step_lock, NULL);
+	step_starts = 0;
+	step_last_ns = step_period_ns = 0;
 	atomic_store(&sess_fp->live, NULL);
 	if (atomic_load(&sess_fp->mine) == 0)
 		atomic_store(&sess_fp->mine, 2);	/* set to 1 below */
