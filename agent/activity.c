@@ -18,20 +18,20 @@
 #include "api.h"
 
 _Atomic uint64_t api_kind_masks;
-/* 1 from load: see api_mstx_steps. */
-MSTX_API _Atomic uint32_t mstxEnabledState = 1;
+MSTX_API _Atomic uint32_t mstxEnabledState;
 
 /*
  * After any change of api_kind_masks: sets mstxEnabledState from it.  A
  * racing change may store a stale value after ours, so store until what we
  * stored matches the masks read after it: the last store is always right.
  */
-/* While registered with msptid (and from load until the first try to
- * register failed), MSTX calls come in even when no marker is recorded,
- * so the agent counts the process's steps from its start: a session's
- * step window needs each rank's step index.  Without a daemon the inline
- * check in the caller stays a load and a branch. */
-static _Atomic uint32_t api_mstx_steps = 1;
+/* While registered with msptid (and from load, when msptid's socket is
+ * there, until the first try to register failed), MSTX calls come in even
+ * when no marker is recorded, so the agent counts the process's steps
+ * from its start: a session's step window needs each rank's step index.
+ * Without a daemon the inline check in the caller stays a load and a
+ * branch. */
+static _Atomic uint32_t api_mstx_steps;
 
 static void
 api_kinds_changed(void)

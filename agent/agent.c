@@ -6,8 +6,10 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "util.h"
@@ -42,17 +44,23 @@ agent_init(void)
 	agent_config.debug = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
 	log_init("libmspti", agent_config.debug ? LOG_DEST_STDERR :
 	    LOG_DEST_NONE, agent_config.debug ? 2 : 0);
-	if (agent_config.disabled) {
-		api_mstx_count_steps(false);
+	if (agent_config.disabled)
 		return;
-	}
 	dir = util_runtime_dir(NULL);
 	if (strlen(dir) + sizeof("/agent.sock") > sizeof(agent_config.rundir)) {
 		log_warnx("runtime dir too long, not registering: %s", dir);
-		api_mstx_count_steps(false);
 		return;
 	}
 	strcpy(agent_config.rundir, dir);
+	/* A daemon is there: count steps from the first (activity.c). */
+	{
+		char sock[sizeof(agent_config.rundir) + 16];
+		struct stat st;
+
+		snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
+		if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+			api_mstx_count_steps(true);
+	}
 	pthread_atfork(NULL, NULL, agent_atfork_child);
 	gate_init();
 	if (register_start() != 0) {

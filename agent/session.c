@@ -965,7 +965,19 @@ session_update(uint64_t id, uint32_t kinds, char **domains_off,
 	if (cur == NULL || cur->id != id)
 		return -ENOENT;
 	pthread_mutex_lock(&step_lock);
-	if (step_from >= 0 && cur->win_n != 0 && cur->win_from < 0)
+	/* k, or a later k while the window has not opened (the daemon moves
+	 * it when a rank had passed the first one). */
+	if (step_from >= 0 && cur->win_n != 0 &&
+	    atomic_load(&cur->win) == SESS_WIN_BEFORE &&
+	    (int64_t)step_starts > step_from) {
+		/* Past the window it is told of: say where we are, record
+		 * nothing; the daemon picks a later one for every rank. */
+		si->step = (int64_t)step_starts;
+		si->period_ns = step_period_ns;
+		si->first = -1;
+		cur->win_from = -1;
+	} else if (step_from >= 0 && cur->win_n != 0 &&
+	    atomic_load(&cur->win) == SESS_WIN_BEFORE)
 		session_win_set(cur, step_from, si);
 	else {
 		si->step = (int64_t)step_starts;

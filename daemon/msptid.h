@@ -244,6 +244,7 @@ struct sess_agent {
 	 * recorded, and the window's host start and end. */
 	int64_t			 step_at_ack;
 	uint64_t		 step_period_ns;
+	uint64_t		 ack_mono;	/* CLOCK_MONOTONIC of that ack */
 	int64_t			 first_step;
 	bool			 first_known;	/* first_step is its answer */
 	bool			 win_sent;	/* it was told k */
@@ -276,6 +277,7 @@ struct session {
 	char			*step_name;
 	int64_t			 step_from;	/* window start, -1: not yet */
 	bool			 step_forced;	/* --start-step */
+	unsigned		 step_rounds;	/* times k moved */
 	size_t			 buffer_size;
 	size_t			 ring_size;
 	bool			 ring_mode;

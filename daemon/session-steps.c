@@ -5,7 +5,8 @@
  * CaptureAck, how many (its next step's index) and its recent step time.
  * With `--start-step K`, k is K; else, once every target acked, k is
  * chosen so that no rank can have started it by the time it hears of it
- * (each rank's next step plus the steps it runs in SESS_STEPS_LEAD_NS),
+ * (each rank's next step plus the steps it runs in SESS_STEPS_LEAD_NS
+ * and since it acked),
  * and sent to the agents in an UpdateCapture.  The agents write nothing
  * outside their window; this side counts each agent's steps, states
  * what a rank that came too late missed, and stops the session once
@@ -19,16 +20,20 @@
 #include <string.h>
 
 #include "log.h"
+#include "util.h"
 #include "record.h"
 #include "msptid.h"
 
 /* How far ahead of every rank an automatic window starts: more than the
  * UpdateCapture round trip on a loaded node. */
-#define SESS_STEPS_LEAD_NS	200000000ull
+#define SESS_STEPS_LEAD_NS	300000000ull
 #define SESS_STEPS_LEAD_MAX	10000	/* steps, for very fast loops */
+#define SESS_STEPS_ROUNDS	3	/* times k moves for a rank past it */
 
 #define MARK_START	((1u << 1) | (1u << 4))	/* START, START_WITH_DEVICE */
 #define MARK_END	((1u << 2) | (1u << 5))	/* END, END_WITH_DEVICE */
+
+static bool	session_steps_passed(const struct session *s);
 
 static void
 session_steps_send(struct session *s, struct sess_agent *sa, bool pending)
@@ -59,10 +64,12 @@ bool
 session_steps_choose(struct session *s)
 {
 	struct sess_agent *sa, *next;
+	uint64_t now = util_monotonic_ns();
 	int64_t k = 0;
 	bool sent = false;
 
-	if (s->steps_max == 0 || s->step_from >= 0)
+	if (s->steps_max == 0 || (s->step_from >= 0 &&
+	    !session_steps_passed(s)))
 		return false;
 	TAILQ_FOREACH(sa, &s->agents, entry) {
 		int64_t at;
@@ -70,16 +77,31 @@ session_steps_choose(struct session *s)
 		if (sa->state != SA_ACTIVE)
 			continue;
 		at = sa->step_at_ack;
-		/* A rank that steps may start its next step any moment. */
+		/* A rank that steps may start its next step any moment, and
+		 * has gone on stepping since it acked (other acks came later). */
 		if (sa->step_at_ack > 0 || sa->step_period_ns > 0) {
+			uint64_t ahead = SESS_STEPS_LEAD_NS + (now > sa->ack_mono ?
+			    now - sa->ack_mono : 0);
 			uint64_t m = sa->step_period_ns > 0 ?
-			    SESS_STEPS_LEAD_NS / sa->step_period_ns : 0;
+			    ahead / sa->step_period_ns : 0;
 
 			at += 1 + (int64_t)(m > SESS_STEPS_LEAD_MAX ?
 			    SESS_STEPS_LEAD_MAX : m);
 		}
 		if (at > k)
 			k = at;
+	}
+	if (s->step_from >= 0) {
+		/* A later k for everyone; no window has opened yet (an agent
+		 * told of the earlier k opens only at it, which is ahead). */
+		s->step_rounds++;
+		if (k <= s->step_from)
+			k = s->step_from + 1;
+		TAILQ_FOREACH(sa, &s->agents, entry) {
+			sa->win_sent = false;
+			sa->first_known = false;
+			sa->first_step = -1;
+		}
 	}
 	s->step_from = k;
 	log_info("session %llu: steps [%lld, %lld) on every rank",
@@ -91,6 +113,22 @@ session_steps_choose(struct session *s)
 			sent = true;
 		}
 	return sent;
+}
+
+/* After a round of updates: a rank had passed k before it heard of it
+ * (it records nothing and said where it is), so k moves, a few times. */
+static bool
+session_steps_passed(const struct session *s)
+{
+	const struct sess_agent *sa;
+
+	if (s->step_forced || s->step_rounds >= SESS_STEPS_ROUNDS)
+		return false;
+	TAILQ_FOREACH(sa, &s->agents, entry)
+		if (sa->state == SA_ACTIVE && sa->first_known &&
+		    sa->first_step < 0 && sa->step_at_ack > s->step_from)
+			return true;
+	return false;
 }
 
 /* How many steps sa has to record; 0 when none (or not known yet). */
@@ -151,10 +189,10 @@ session_steps_ack(struct sess_agent *sa, int64_t step, uint64_t period_ns,
 
 	if (s->steps_max == 0)
 		return;
-	if (start) {
-		sa->step_at_ack = step;
+	sa->step_at_ack = step;
+	if (period_ns > 0 || start)
 		sa->step_period_ns = period_ns;
-	}
+	sa->ack_mono = util_monotonic_ns();
 	if (sa->win_sent && !sa->first_known) {
 		sa->first_known = true;
 		sa->first_step = first;
@@ -242,8 +280,9 @@ session_steps_check(struct session *s)
 		    sa->step_period_ns > 0 || sa->win_open_ns != 0)
 			return false;
 	}
-	/* Every rank came after the window: nothing more to wait for. */
-	return any_done || any_late;
+	/* Every rank came after the window: nothing more to wait for,
+	 * unless later agents may still join (job, rank, all). */
+	return any_done || (any_late && !s->elastic);
 }
 
 /* The spread of the window's start across the ranks that began at k. */

@@ -81,8 +81,9 @@ got=$(step_window "$T/forced.mspti" 3 40) || exit 1
 ok "--start-step 40: steps [40, 43) on every rank"
 
 # A forced window that every rank has passed: said per target, and the
-# session ends instead of waiting for steps that will not come.
-$CTL --json start --job forced --steps 3 --start-step 2 \
+# session of these pids ends instead of waiting for steps that will not
+# come.
+$CTL --json start --pid "$(echo $RANK_PIDS | tr ' ' ,)" --steps 3 --start-step 2 \
     --output "$T/past.mspti" >"$T/past.json" || fail "start: $(cat "$T/past.json")"
 sid=$(json "$T/past.json" 'j["session"]')
 timeout 30 $CTL --json wait "$sid" >"$T/past-wait.json" || fail "wait past"
