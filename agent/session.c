@@ -567,7 +567,8 @@ session_rec_size(const void *rec)
  * wiped fork page says so.  The first thread to see it makes the process
  * a new agent (registers, waits for its own config under run); the
  * record that found it is not the parent's and is dropped (counted in
- * sess_prefork_lost, reported at the child's first capture ack).
+ * sess_fork_lost, reported at the child's first capture ack as an
+ * agent_ring loss).
  */
 static _Atomic uint64_t sess_fork_lost;
 
