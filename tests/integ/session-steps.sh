@@ -10,20 +10,24 @@
 start_daemon
 cd "$T" || fail "cd"
 
-# start_ranks JOB N PERIOD_US [ARGS]: N step-ranks processes of JOB, rank
-# i slower by half a period per rank, started 0.2 s apart (so they are at
-# different steps); their pids in RANK_PIDS.
+# start_ranks JOB N PERIOD_US [GO]: N step-ranks processes of JOB, rank i
+# slower by half a period per rank; their pids in RANK_PIDS.  They start
+# stepping together once registered, and are at different steps 0.3 s
+# later; with GO, once the file GO exists.
 start_ranks() {
 	RANK_PIDS=""
 	for i in $(seq 0 $(($2 - 1))); do
 		RANK=$i WORLD_SIZE=$2 MSPTI_JOB_ID=$1 $WITH_AGENT "$STEPS" \
 		    --steps 0 --period-us "$3" --spread 50 --until "$T/stop-$1" \
-		    ${4:-} >/dev/null 2>&1 &
+		    --go "${4:-$T/go-$1}" >/dev/null 2>&1 &
 		RANK_PIDS="$RANK_PIDS $!"
 		PIDS="$PIDS $!"
-		sleep 0.2
 	done
-	wait_until 10 step_agents "$1" "$2" || fail "ranks of $1 did not register"
+	wait_until 20 step_agents "$1" "$2" || fail "ranks of $1 did not register"
+	if [ -z "${4:-}" ]; then
+		: >"$T/go-$1"
+		sleep 0.3
+	fi
 }
 
 stop_ranks() {
@@ -70,7 +74,7 @@ ok "four ranks at four speeds: steps [$k, $((k + 4))) on every rank, skew stated
 
 # --start-step K: that window, on every rank (they wait for the go file
 # before their first step, so none has passed K at the start).
-start_ranks forced 3 2000 "--go $T/go"
+start_ranks forced 3 2000 "$T/go"
 $CTL --json start --job forced --steps 3 --start-step 40 \
     --output "$T/forced.mspti" >"$T/forced.json" || fail "start: $(cat "$T/forced.json")"
 [ "$(json "$T/forced.json" 'j["step_from"]')" = 40 ] || fail "reply: $(cat "$T/forced.json")"
@@ -91,6 +95,45 @@ stop_ranks forced
 [ "$(json "$T/past-wait.json" 'len([t for t in j["targets"] if "none captured" in t["message"] and t["first_step"] == -1])')" = 3 ] ||
 	fail "late ranks not stated: $(cat "$T/past-wait.json")"
 ok "a window every rank has passed: each target says so"
+
+# Simulated training processes (npusim-train) at two speeds: each records
+# exactly three steps, from the same step the daemon chose, with its
+# kernels inside its window.
+r=0
+for scale in 1 2; do
+	MSPTI_JOB_ID=sim RANK=$r NPUSIM_TIME_SCALE=$scale $WITH_AGENT "$TRAIN" \
+	    --steps 0 >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	SIM_PIDS="${SIM_PIDS:-} $!"
+	r=$((r + 1))
+done
+wait_until 20 job_agents_ge sim 2 || fail "npusim-train ranks did not register"
+$CTL --json start --job sim --steps 3 --output "$T/sim.mspti" >"$T/sim.json" ||
+	fail "start: $(cat "$T/sim.json")"
+sid=$(json "$T/sim.json" 'j["session"]')
+k=$(json "$T/sim.json" 'j["step_from"]')
+timeout 60 $CTL --json wait "$sid" >"$T/sim-wait.json" || fail "wait sim"
+for p in $SIM_PIDS; do kill "$p"; done
+json "$T/sim-wait.json" 'sorted((t["rank"], t["first_step"], t["steps"]) for t in j["targets"] if t["steps"])' >"$T/sim-t.txt"
+[ "$(cat "$T/sim-t.txt")" = "[(0, $k, 3), (1, $k, 3)]" ] ||
+	fail "npusim targets: $(cat "$T/sim-t.txt"), k $k"
+"$DUMP" "$T/sim.mspti" | python3 -c '
+import json, sys
+recs = [json.loads(l) for l in sys.stdin][:-1]
+ranks = {r["pid"]: r["rank"] for r in recs if r["type"] == "process" and r["rank"] >= 0}
+assert len(ranks) == 2, ranks
+for p in ranks:
+    st = sorted(r["ts"] for r in recs if r["pid"] == p and r["type"] == "marker"
+        and r["name"] == "step" and r["source"] == 0 and r["flag"] in (2, 16))
+    en = [r for r in recs if r["pid"] == p and r["type"] == "marker"
+        and r["name"] == "step" and r["source"] == 0 and r["flag"] in (4, 32)]
+    assert len(st) == 3 and len(en) == 3, (p, len(st), len(en))
+    kern = [r for r in recs if r["pid"] == p and r["type"] == "kernel"]
+    assert kern, p
+    # Joined kernels were launched inside the window; none ran before it.
+    assert min(r["ts"] for r in kern) >= st[0] - 1000000, p
+' || fail "npusim ranks: steps or kernels outside the window"
+ok "two npusim-train ranks at two speeds: steps [$k, $((k + 3))) each, kernels inside"
 
 # Usage: --start-step needs --steps.
 $CTL start --all --start-step 3 2>"$T/usage.err"; [ $? -eq 2 ] ||
