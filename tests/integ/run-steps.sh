@@ -32,8 +32,18 @@ ok "forked ranks, late registration, _Fork: steps [0, 6) on each rank, under its
 # Ranks whose start gate gives up (100 ms) long before they register
 # (800 ms): they step uncaptured first, and the session says what they
 # missed instead of showing short ranks.
+# The ranks step until both are in the session (or 30 s).
+late_stated() {
+	[ "$($CTL --json sessions 2>/dev/null | python3 -c '
+import json, sys
+print(sum(1 for s in json.load(sys.stdin) for t in s["targets"]
+    if t["rank"] >= 0 and t["ok"] and t["first_step"] != 0))')" -ge 2 ]
+}
+( wait_until 30 late_stated; : >"$T/late-stop" ) &
+PIDS="$PIDS $!"
 MSPTI_RUN_GATE_MS=100 MSPTI_TEST_REGISTER_DELAY_MS=800 $CTL --json run \
-    --steps 3 --output "$T/late.mspti" -- "$STEPS" --ranks 2 --steps 400 \
+    --steps 3 --output "$T/late.mspti" -- "$STEPS" --ranks 2 --steps 0 \
+    --until "$T/late-stop" \
     >"$T/late.json" 2>"$T/late.err" || fail "run late: $(cat "$T/late.err")"
 [ "$(json "$T/late.json" 'len([t for t in j["targets"] if t["rank"] >= 0 and (t["first_step"] > 0 or t["first_step"] == -1) and ("missed" in t["message"] or "none captured" in t["message"])])')" = 2 ] ||
 	fail "late ranks not stated: $(cat "$T/late.json")"
