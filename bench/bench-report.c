@@ -16,6 +16,7 @@
 
 #include "analysis.h"
 #include "export.h"
+#include "export-int.h"
 #include "trace.h"
 
 static double
@@ -24,6 +25,17 @@ now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU time of the process (all threads): on a shared machine the
+ * records per CPU second say more than the wall-clock rate. */
+static double
+cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -206,6 +218,54 @@ rmdir_csv(const char *dir)
 }
 
 static void
+null_slice(struct ex *x, const struct ex_track *t, const char *name,
+    const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
+    uint64_t flow_in, const char *args)
+{
+	(void)t, (void)name, (void)cat, (void)ts, (void)dur, (void)flow_out;
+	(void)flow_in, (void)args;
+	x->events++;
+}
+
+static void
+null_instant(struct ex *x, const struct ex_track *t, const char *name,
+    uint64_t ts)
+{
+	(void)t, (void)name, (void)ts;
+	x->events++;
+}
+
+static void
+null_counter(struct ex *x, const struct ex_track *t, const char *name,
+    const char *unit, uint64_t ts, double v)
+{
+	(void)t, (void)name, (void)unit, (void)ts, (void)v;
+	x->events++;
+}
+
+/* The exporters' shared walk with an emitter that writes nothing: what
+ * re-reading the file and making the tracks costs every format. */
+static void
+walk_alone(struct analysis *a, uint64_t records)
+{
+	static const struct ex_emit em = { null_slice, null_instant,
+	    null_counter };
+	struct ex x;
+	double t0, c0;
+
+	memset(&x, 0, sizeof(x));
+	x.a = a;
+	x.em = &em;
+	c0 = cpu_now();
+	t0 = now();
+	ex_walk(&x);
+	printf("export walk alone     %9llu records in %7.3f s: %6.2f M "
+	    "records/s wall, %6.2f M records/s of CPU time\n",
+	    (unsigned long long)records, now() - t0, (double)records /
+	    (now() - t0) / 1e6, (double)records / (cpu_now() - c0) / 1e6);
+}
+
+static void
 from_file(const char *path, uint64_t n, bool exports)
 {
 	struct analysis_opts o;
@@ -234,12 +294,20 @@ from_file(const char *path, uint64_t n, bool exports)
 		static const char *const fmt[] = { "chrome", "perfetto",
 		    "csv" };
 
+		walk_alone(a, tot.records);
 		for (int i = 0; i < 3; i++) {
 			FILE *f = NULL;
 			long long sz;
 			int rc;
 
+			const char *only = getenv("BENCH_EXPORT_ONLY");
+			double c0, c1;
+
+			if (only != NULL && strcmp(only, "1") != 0 &&
+			    strcmp(only, fmt[i]) != 0)
+				continue;
 			snprintf(out, sizeof(out), "%s.%s", path, fmt[i]);
+			c0 = cpu_now();
 			t0 = now();
 			if (i == 2)
 				rc = export_csv(a, out);
@@ -252,12 +320,18 @@ from_file(const char *path, uint64_t n, bool exports)
 					rc = -EIO;
 			}
 			t1 = now();
+			c1 = cpu_now();
 			sz = i == 2 ? dsize(out) : fsize(out);
 			printf("export %-8s      %9llu records in %7.3f s: "
 			    "%lld bytes (%.1f bytes/record)%s\n", fmt[i],
 			    (unsigned long long)tot.records, t1 - t0, sz,
 			    (double)sz / (double)tot.records,
 			    rc ? " FAILED" : "");
+			printf("export %-8s      %6.2f M records/s wall, %6.2f M "
+			    "records/s of CPU time [target: perfetto >= 5, "
+			    "chrome >= 3]\n", fmt[i], (double)tot.records /
+			    (t1 - t0) / 1e6, (double)tot.records / (c1 - c0) /
+			    1e6);
 			if (i == 2)
 				rmdir_csv(out);
 			else
@@ -275,12 +349,16 @@ main(void)
 	static const uint64_t ex_sizes[] = { 100000, 1000000 };
 	const char *tmp = getenv("TMPDIR");
 	char path[512];
+	bool only;
 
 	if (tmp == NULL || *tmp == '\0')
 		tmp = "/tmp";
-	for (size_t i = 0; i < 2; i++)
+	/* BENCH_EXPORT_ONLY=1 (or =chrome, perfetto, csv: that one): the
+	 * export figures alone (for profiling). */
+	only = getenv("BENCH_EXPORT_ONLY") != NULL;
+	for (size_t i = 0; i < 2 && !only; i++)
 		direct(sizes[i]);
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < 2 && !only; i++) {
 		snprintf(path, sizeof(path), "%s/bench-report-%d-%llu.trace",
 		    tmp, (int)getpid(), (unsigned long long)sizes[i]);
 		from_file(path, sizes[i], false);
