@@ -60,6 +60,7 @@ struct pf_str {
 	size_t		 len;
 	uint64_t	 h;
 	uint32_t	 iid;
+	uint32_t	 seq;		/* a sequence that has it defined */
 };
 
 /* Strings of one InternedData field: content -> iid. */
@@ -67,6 +68,12 @@ struct pf_strtab {
 	struct pf_str	*v;
 	size_t		 n, cap;
 	uint32_t	 next;
+	/* Pointer -> entry, checked by content (callers pass the same few
+	 * pointers over and over, some to buffers they reuse). */
+	struct {
+		const char	*p;
+		size_t		 i;
+	}		 pc[64];
 };
 
 /* One track's packet sequence. */
@@ -78,6 +85,11 @@ struct pf_seq {
 
 struct pf {
 	struct ex	*x;
+	/* The track of the last event: (pid, tid, counter) -> sequence. */
+	uint32_t	 lt_pid, lt_tid;
+	bool		 lt_counter;
+	char		 lt_cname[128];
+	struct pf_seq	*lt_seq;
 	struct pf_set	 seen;		/* track uuids declared */
 	struct pf_set	 defined;	/* (sequence, field, iid) defined */
 	struct pf_strtab str[PF_I_N];
@@ -224,11 +236,11 @@ pf_first(struct pf_set *s, uint64_t key)
 	return true;
 }
 
-/* A string's hash, 8 bytes at a time; *len gets its length. */
+/* A string's hash, 8 bytes at a time. */
 static uint64_t
-pf_strhash(const char *s, size_t *len)
+pf_strhash(const char *s, size_t n)
 {
-	size_t n = strlen(s), i;
+	size_t i;
 	uint64_t h = 0x9ae16a3b2f90404full ^ n, w;
 
 	for (i = 0; i + 8 <= n; i += 8) {
@@ -242,22 +254,28 @@ pf_strhash(const char *s, size_t *len)
 		h = (h ^ w) * 0xff51afd7ed558ccdull;
 		h ^= h >> 29;
 	}
-	*len = n;
 	return h | 1;
 }
 
 /*
- * The iid of string s in field f, defined in this packet's InternedData
- * (p->in) if sequence seq has not had it yet.
+ * The iid of string s (len bytes) in field f, defined in this packet's
+ * InternedData (p->in) if sequence seq has not had it yet.
  */
 static uint32_t
-pf_intern(struct pf *p, uint32_t seq, int f, const char *s)
+pf_intern_n(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
 {
 	struct pf_strtab *t = &p->str[f];
 	struct pf_str *e;
-	size_t len, i;
-	uint64_t h = pf_strhash(s, &len);
+	size_t i, pci = ((uintptr_t)s * 0x9e3779b97f4a7c15ull >> 58);
+	uint64_t h;
 
+	if (t->pc[pci].p == s && (e = &t->v[t->pc[pci].i])->len == len &&
+	    memcmp(e->s, s, len) == 0) {
+		if (e->seq == seq)
+			return e->iid;
+		goto found;
+	}
+	h = pf_strhash(s, len);
 	if (t->n * 2 >= t->cap) {
 		size_t nc = t->cap ? t->cap * 2 : 64;
 		struct pf_str *nv = calloc(nc, sizeof(*nv));
@@ -274,6 +292,7 @@ pf_intern(struct pf *p, uint32_t seq, int f, const char *s)
 		free(t->v);
 		t->v = nv;
 		t->cap = nc;
+		memset(t->pc, 0, sizeof(t->pc));
 	}
 	for (i = pf_slot(h, t->cap); (e = &t->v[i])->s != NULL;
 	    i = (i + 1) & (t->cap - 1))
@@ -281,12 +300,16 @@ pf_intern(struct pf *p, uint32_t seq, int f, const char *s)
 			goto found;
 	if ((e->s = malloc(len + 1)) == NULL)
 		abort();
-	memcpy(e->s, s, len + 1);
+	memcpy(e->s, s, len);
+	e->s[len] = '\0';
 	e->len = len;
 	e->h = h;
 	e->iid = ++t->next;
 	t->n++;
 found:
+	t->pc[pci].p = s;
+	t->pc[pci].i = (size_t)(e - t->v);
+	e->seq = seq;
 	if (pf_first(&p->defined, (uint64_t)seq << 34 |
 	    (uint64_t)f << 32 | e->iid)) {
 		struct pf_buf d;
@@ -299,6 +322,12 @@ found:
 		pf_bytes(&p->in, pf_ifield[f], d.b, d.n);
 	}
 	return e->iid;
+}
+
+static uint32_t
+pf_intern(struct pf *p, uint32_t seq, int f, const char *s)
+{
+	return pf_intern_n(p, seq, f, s, strlen(s));
 }
 
 /* The uuid of t (declaring it and its process on first use). */
@@ -380,6 +409,7 @@ pf_seq(struct pf *p, uint64_t uid, uint64_t ts)
 		free(p->seqs);
 		p->seqs = nv;
 		p->cseq = nc;
+		p->lt_seq = NULL;
 	}
 	for (i = pf_slot(uid, p->cseq); (s = &p->seqs[i])->uid;
 	    i = (i + 1) & (p->cseq - 1))
@@ -412,6 +442,29 @@ pf_seq(struct pf *p, uint64_t uid, uint64_t ts)
 	pf_bytes(&d, 1, e.b, e.n);
 	pf_bytes(&b, 6, d.b, d.n);
 	pf_packet(p, &b);
+	return s;
+}
+
+/* The sequence of track t (of counter, if not NULL). */
+static struct pf_seq *
+pf_seq_of(struct pf *p, const struct ex_track *t, const char *counter,
+    const char *unit, uint64_t ts)
+{
+	struct pf_seq *s;
+
+	if (p->lt_seq != NULL && p->lt_pid == t->pid && p->lt_tid == t->tid &&
+	    p->lt_counter == (counter != NULL) && (counter == NULL ||
+	    strcmp(counter, p->lt_cname) == 0))
+		return p->lt_seq;
+	s = pf_seq(p, pf_track(p, t, counter, unit), ts);
+	p->lt_seq = s;
+	p->lt_pid = t->pid;
+	p->lt_tid = t->tid;
+	p->lt_counter = counter != NULL;
+	if (counter != NULL && strlen(counter) >= sizeof(p->lt_cname))
+		p->lt_seq = NULL;	/* not cached */
+	else if (counter != NULL)
+		strcpy(p->lt_cname, counter);
 	return s;
 }
 
@@ -464,7 +517,7 @@ static void
 pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev, const char *args)
 {
 	const char *q = args, *k, *v;
-	char key[64], val[128];
+	char val[128];
 	size_t kn, vn;
 
 	while (*q == '"') {
@@ -489,24 +542,23 @@ pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev, const char *args)
 				q++;
 			vn = (size_t)(q - v);
 		}
-		if (kn < sizeof(key) && vn < sizeof(val)) {
+		if (kn < 64 && vn < sizeof(val)) {
 			struct pf_buf d;
 			uint64_t u;
 			char *end;
 
 			d.n = 0;
-			memcpy(key, k, kn);
-			key[kn] = '\0';
-			memcpy(val, v, vn);
-			val[vn] = '\0';
-			pf_uint(&d, 1, pf_intern(p, seq, PF_I_ANAME, key));
+			pf_uint(&d, 1, pf_intern_n(p, seq, PF_I_ANAME, k, kn));
 			if (str)
-				pf_uint(&d, 17, pf_intern(p, seq, PF_I_SVAL,
-				    val));
-			else if ((u = pf_atou(val, vn, &ok)), ok)
+				pf_uint(&d, 17, pf_intern_n(p, seq, PF_I_SVAL,
+				    v, vn));
+			else if ((u = pf_atou(v, vn, &ok)), ok)
 				pf_uint(&d, 3, u);
-			else
+			else {
+				memcpy(val, v, vn);
+				val[vn] = '\0';
 				pf_double(&d, 5, strtod(val, &end));
+			}
 			pf_bytes(ev, 4, d.b, d.n);
 		}
 		if (*q == ',')
@@ -520,7 +572,7 @@ pf_slice(struct ex *x, const struct ex_track *t, const char *name,
     uint64_t flow_in, const char *args)
 {
 	struct pf *p = x->priv;
-	struct pf_seq *s = pf_seq(p, pf_track(p, t, NULL, NULL), ts);
+	struct pf_seq *s = pf_seq_of(p, t, NULL, NULL, ts);
 	struct pf_buf ev;
 
 	ev.n = 0;
@@ -546,7 +598,7 @@ pf_instant(struct ex *x, const struct ex_track *t, const char *name,
     uint64_t ts)
 {
 	struct pf *p = x->priv;
-	struct pf_seq *s = pf_seq(p, pf_track(p, t, NULL, NULL), ts);
+	struct pf_seq *s = pf_seq_of(p, t, NULL, NULL, ts);
 	struct pf_buf ev;
 
 	ev.n = 0;
@@ -561,7 +613,7 @@ pf_counter(struct ex *x, const struct ex_track *t, const char *name,
     const char *unit, uint64_t ts, double v)
 {
 	struct pf *p = x->priv;
-	struct pf_seq *s = pf_seq(p, pf_track(p, t, name, unit), ts);
+	struct pf_seq *s = pf_seq_of(p, t, name, unit, ts);
 	struct pf_buf ev;
 
 	ev.n = 0;
