@@ -786,19 +786,32 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 	return 0;
 }
 
-AN_ATTR int
-analysis_add_file(struct analysis *a, const char *path)
+/* Opens path for analysis_add_file (its read-ahead started). */
+static int
+an_open(struct analysis *a, const char *path, struct trace_reader **rp)
 {
-	struct trace_reader *r;
+	int rc;
+
+	if ((rc = trace_reader_open(path, rp)) != 0)
+		return rc;
+	if (a->o.jobs > 1)
+		trace_reader_set_threads(*rp, a->o.jobs - 1);
+	return 0;
+}
+
+/* Analyses the file open in r (or its open error rc); closes r. */
+static int
+an_file(struct analysis *a, const char *path, struct trace_reader *r,
+    int rc)
+{
 	struct analysis_source *src;
 	const struct trace_header *th;
 	const struct trace_footer *ft;
 	struct trace_reader_stats st;
 	const struct rec_hdr *h;
-	int rc;
 
 	a->files++;
-	if ((rc = trace_reader_open(path, &r)) != 0) {
+	if (rc != 0) {
 		an_warn(a, "%s: cannot read: %s", path, trace_strerror(rc));
 		a->partial = true;
 		return rc;
@@ -856,6 +869,43 @@ analysis_add_file(struct analysis *a, const char *path)
 		    st.bad_records);
 	trace_reader_close(r);
 	return rc < 0 ? rc : 0;
+}
+
+AN_ATTR int
+analysis_add_file(struct analysis *a, const char *path)
+{
+	struct trace_reader *r = NULL;
+	int rc = an_open(a, path, &r);
+
+	return an_file(a, path, r, rc);
+}
+
+AN_ATTR size_t
+analysis_add_files(struct analysis *a, char *const *paths, size_t n)
+{
+	struct trace_reader *r = NULL, *next = NULL;
+	int rc, nrc = 0;
+	size_t ok = 0;
+
+	if (n == 0)
+		return 0;
+	rc = an_open(a, paths[0], &r);
+	for (size_t i = 0; i < n; i++) {
+		/* The next file's workers start while this one is read. */
+		if (i + 1 < n && a->o.jobs > 1)
+			nrc = an_open(a, paths[i + 1], &next);
+		if (an_file(a, paths[i], r, rc) == 0)
+			ok++;
+		if (i + 1 < n) {
+			if (a->o.jobs > 1) {
+				r = next;
+				rc = nrc;
+				next = NULL;
+			} else
+				rc = an_open(a, paths[i + 1], &r);
+		}
+	}
+	return ok;
 }
 
 AN_ATTR const struct table *

@@ -343,6 +343,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 
 	if ((rc = trace_reader_open(src->path, &r)) != 0)
 		return rc;
+	if (x->a->o.jobs > 1)
+		trace_reader_set_threads(r, x->a->o.jobs - 1);
 	x->nopen = 0;
 	while ((rc = trace_reader_next(r, &h)) != 0) {
 		struct an_proc *p;
