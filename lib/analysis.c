@@ -213,6 +213,7 @@ analysis_free(struct analysis *a)
 	free(a->src);
 	free(a->proc);
 	free(a->ops);
+	free(a->op_first);
 	free(a->apis);
 	free(a);
 }
@@ -362,6 +363,19 @@ an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
 			a->ops[i].aicpu = strstr(an_str_get(a, gtype), "CPU") !=
 			    NULL;
 			a->nops++;
+			if (gname >= a->nop_first) {
+				size_t n = a->nop_first ? a->nop_first : 256;
+
+				while (n <= gname)
+					n *= 2;
+				a->op_first = an_realloc(a->op_first,
+				    n * sizeof(uint32_t));
+				memset(a->op_first + a->nop_first, 0,
+				    (n - a->nop_first) * sizeof(uint32_t));
+				a->nop_first = n;
+			}
+			if (a->op_first[gname] == 0)
+				a->op_first[gname] = (uint32_t)i + 1;
 		}
 		if (name_id >= src->nop_of) {
 			size_t n = src->nop_of ? src->nop_of : 256;
@@ -443,14 +457,13 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 		a->l_slow_delay++;
 	if (dur < rt)
 		a->l_short++;
-	/* The host side of the op (key_averages' CPU time). */
-	if (dev->name != 0)
-		for (i = 0; i < a->nops; i++)
-			if (a->ops[i].name == dev->name) {
-				a->ops[i].host_total += rt;
-				a->ops[i].host_count++;
-				break;
-			}
+	/* The host side of the op (key_averages' CPU time): the first op
+	 * of that name. */
+	if (dev->name != 0 && dev->name < a->nop_first &&
+	    (i = a->op_first[dev->name]) != 0) {
+		a->ops[i - 1].host_total += rt;
+		a->ops[i - 1].host_count++;
+	}
 	/* Keep the worst launch delays (small insertion-sorted array). */
 	if (a->nl_top == 32 && delay <= a->l_top[31].delay)
 		return;
