@@ -468,29 +468,69 @@ pf_seq_of(struct pf *p, const struct ex_track *t, const char *counter,
 	return s;
 }
 
+static inline uint8_t *
+pf_put_varint(uint8_t *o, uint64_t v)
+{
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	return o;
+}
+
+static inline size_t
+pf_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
 /* One event packet on sequence s: body ev (a TrackEvent), with the
- * InternedData gathered in p->in. */
+ * InternedData gathered in p->in; written straight into the output. */
 static void
 pf_event(struct pf *p, struct pf_seq *s, uint64_t ts, const struct pf_buf *ev)
 {
-	struct pf_buf b;
+	struct pf_buf h;
+	size_t total;
+	uint8_t *o;
 
-	b.n = 0;
+	h.n = 0;
 	if (ts >= s->last) {
-		pf_uint(&b, 8, ts - s->last);
+		pf_uint(&h, 8, ts - s->last);
 		s->last = ts;
 	} else {
-		pf_uint(&b, 8, ts);
-		pf_uint(&b, 58, PF_CLOCK_REALTIME);
+		pf_uint(&h, 8, ts);
+		pf_uint(&h, 58, PF_CLOCK_REALTIME);
 	}
-	pf_uint(&b, 10, s->seq);
-	pf_uint(&b, 13, PF_SEQ_NEEDS);
+	pf_uint(&h, 10, s->seq);
+	pf_uint(&h, 13, PF_SEQ_NEEDS);
+	total = h.n + 1 + pf_varint_len(ev->n) + ev->n;
+	if (p->in.n > 0)
+		total += 1 + pf_varint_len(p->in.n) + p->in.n;
+	if (p->nout + total + 16 > PF_OUT_SIZE)
+		pf_flush(p);
+	o = p->out + p->nout;
+	*o++ = 1 << 3 | 2;
+	o = pf_put_varint(o, total);
+	memcpy(o, h.b, h.n);
+	o += h.n;
 	if (p->in.n > 0) {
-		pf_bytes(&b, 12, p->in.b, p->in.n);
+		*o++ = 12 << 3 | 2;
+		o = pf_put_varint(o, p->in.n);
+		memcpy(o, p->in.b, p->in.n);
+		o += p->in.n;
 		p->in.n = 0;
 	}
-	pf_bytes(&b, 11, ev->b, ev->n);
-	pf_packet(p, &b);
+	*o++ = 11 << 3 | 2;
+	o = pf_put_varint(o, ev->n);
+	memcpy(o, ev->b, ev->n);
+	p->nout = (size_t)(o + ev->n - p->out);
 }
 
 static uint64_t
