@@ -431,7 +431,7 @@ multi(const char *tmp, int nf, uint64_t n)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	static const uint64_t sizes[] = { 1000000, 4000000 };
 	static const uint64_t ex_sizes[] = { 100000, 1000000 };
@@ -441,6 +441,14 @@ main(void)
 
 	if (tmp == NULL || *tmp == '\0')
 		tmp = "/tmp";
+	/* bench-report --write FILE N [RANK WORLD]: only write the workload
+	 * (for profiling msptictl on it). */
+	if (argc >= 4 && strcmp(argv[1], "--write") == 0) {
+		write_trace_rank(argv[2], strtoull(argv[3], NULL, 10),
+		    argc >= 6 ? atoi(argv[4]) : 0, argc >= 6 ? atoi(argv[5]) :
+		    1);
+		return 0;
+	}
 	/* BENCH_EXPORT_ONLY=1 (or =chrome, perfetto, csv: that one): the
 	 * export figures alone (for profiling). */
 	only = getenv("BENCH_EXPORT_ONLY") != NULL;
