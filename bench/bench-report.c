@@ -340,10 +340,11 @@ from_file(const char *path, uint64_t n, bool exports)
 			    (double)sz / (double)tot.records,
 			    rc ? " FAILED" : "");
 			printf("export %-8s      %6.2f M records/s wall, %6.2f M "
-			    "records/s of CPU time [target: perfetto >= 5, "
-			    "chrome >= 3]\n", fmt[i], (double)tot.records /
-			    (t1 - t0) / 1e6, (double)tot.records / (c1 - c0) /
-			    1e6);
+			    "records/s of CPU time%s\n", fmt[i],
+			    (double)tot.records / (t1 - t0) / 1e6,
+			    (double)tot.records / (c1 - c0) / 1e6, i == 0 ?
+			    " [target >= 3]" : i == 1 ? " [target >= 5; <= 25 "
+			    "bytes/record]" : "");
 			if (i == 2)
 				rmdir_csv(out);
 			else
