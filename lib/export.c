@@ -201,19 +201,33 @@ ex_device_work(struct ex *x, struct analysis_source *src,
 	return true;
 }
 
-/* Appends the decimal digits of v at o; returns the new end. */
+/* Appends the decimal digits of v at o; returns the new end.  Two
+ * digits per division. */
 static char *
 ex_u64(char *o, uint64_t v)
 {
+	static const char dd[] =
+	    "00010203040506070809101112131415161718192021222324252627282930"
+	    "31323334353637383940414243444546474849505152535455565758596061"
+	    "62636465666768697071727374757677787980818283848586878889909192"
+	    "93949596979899";
 	char d[20];
-	int n = 0;
+	int n = 20;
 
-	do
-		d[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n > 0)
-		*o++ = d[--n];
-	return o;
+	while (v >= 100) {
+		unsigned r = (unsigned)(v % 100);
+
+		v /= 100;
+		d[--n] = dd[2 * r + 1];
+		d[--n] = dd[2 * r];
+	}
+	if (v >= 10) {
+		d[--n] = dd[2 * v + 1];
+		d[--n] = dd[2 * v];
+	} else
+		d[--n] = (char)('0' + v);
+	memcpy(o, d + n, (size_t)(20 - n));
+	return o + (20 - n);
 }
 
 static char *
@@ -622,6 +636,11 @@ struct ch {
 	char		*b;
 	size_t		 n;
 	FILE		*f;
+	/* ,"pid":P,"tid":T of the last track written. */
+	uint32_t	 pt_pid, pt_tid;
+	bool		 pt_ok;
+	char		 pt[48];
+	size_t		 ptn;
 };
 
 static void
@@ -740,10 +759,16 @@ ch_ts(struct ex *x, uint64_t t)
 static void
 ch_pidtid(struct ch *c, const struct ex_track *t)
 {
-	CH_LIT(c, ",\"pid\":");
-	ch_u64(c, t->pid);
-	CH_LIT(c, ",\"tid\":");
-	ch_u64(c, t->tid);
+	if (!c->pt_ok || c->pt_pid != t->pid || c->pt_tid != t->tid) {
+		char *o = ex_u64(ex_lit(c->pt, ",\"pid\":"), t->pid);
+
+		o = ex_u64(ex_lit(o, ",\"tid\":"), t->tid);
+		c->ptn = (size_t)(o - c->pt);
+		c->pt_pid = t->pid;
+		c->pt_tid = t->tid;
+		c->pt_ok = true;
+	}
+	ch_put(c, c->pt, c->ptn);
 }
 
 static void
