@@ -60,7 +60,8 @@ struct pf_str {
 	size_t		 len;
 	uint64_t	 h;
 	uint32_t	 iid;
-	uint32_t	 seq;		/* a sequence that has it defined */
+	uint32_t	 seq[2];	/* sequences that have it defined (a
+					   host and a device track alternate) */
 };
 
 /* Strings of one InternedData field: content -> iid. */
@@ -271,7 +272,7 @@ pf_intern_n(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
 
 	if (t->pc[pci].p == s && (e = &t->v[t->pc[pci].i])->len == len &&
 	    memcmp(e->s, s, len) == 0) {
-		if (e->seq == seq)
+		if (e->seq[0] == seq || e->seq[1] == seq)
 			return e->iid;
 		goto found;
 	}
@@ -309,7 +310,10 @@ pf_intern_n(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
 found:
 	t->pc[pci].p = s;
 	t->pc[pci].i = (size_t)(e - t->v);
-	e->seq = seq;
+	if (e->seq[0] != seq) {
+		e->seq[1] = e->seq[0];
+		e->seq[0] = seq;
+	}
 	if (pf_first(&p->defined, (uint64_t)seq << 34 |
 	    (uint64_t)f << 32 | e->iid)) {
 		struct pf_buf d;
