@@ -2,6 +2,8 @@
 #ifndef MSPTI_EXPORT_INT_H
 #define MSPTI_EXPORT_INT_H
 
+#include <sys/types.h>
+
 #include <stdint.h>
 #include <stdio.h>
 
@@ -51,5 +53,44 @@ struct ex {
 };
 
 AN_HIDDEN int	ex_walk(struct ex *x);
+
+/* ascend-pt (export-ascendpt*.c): one rank's directory. */
+struct ap_rank {
+	struct an_proc	*p;
+	char		*out;		/* its ASCEND_PROFILER_OUTPUT */
+	uint32_t	 device;	/* first device it used */
+	bool		 has_device;
+};
+
+/* A communicator: its ranks in order and its msprof group id. */
+struct ap_group {
+	uint32_t	 comm;		/* global string id */
+	char		 gid[24];	/* str(double_hash(name)) */
+	int		*ranks;		/* global ranks, sorted */
+	size_t		 nranks;
+	bool		 remote;	/* spans hosts: RDMA, else HCCS */
+};
+
+struct ap {
+	struct analysis	*a;
+	struct ap_rank	*r;
+	size_t		 nr;
+	struct ap_group	*g;
+	size_t		 ng;
+};
+
+/* export-ascendpt.c */
+AN_HIDDEN FILE		*ap_fopen(const char *dir, const char *name);
+AN_HIDDEN int		 ap_fclose(FILE *f);
+AN_HIDDEN const struct ap_group *ap_group(const struct ap *x, uint32_t comm);
+AN_HIDDEN int		 ap_local_rank(const struct ap_group *g, int rank);
+AN_HIDDEN void		 ap_hcom_name(const struct analysis *a,
+			    const struct ap_group *g, const struct an_coll *c,
+			    char *buf, size_t n);
+AN_HIDDEN const char	*ap_hcom_type(const char *api);
+AN_HIDDEN ssize_t	 ap_step_of(const struct an_proc *p, uint64_t t);
+/* export-ascendpt-comm.c */
+AN_HIDDEN int		 ap_comm_json(struct ap *x, struct ap_rank *r);
+AN_HIDDEN int		 ap_matrix_json(struct ap *x, struct ap_rank *r);
 
 #endif
