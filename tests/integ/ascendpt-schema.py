@@ -306,6 +306,7 @@ ops_by = collections.defaultdict(dict)        # (step, key) -> rank -> info
 rep_comm = {x["OP Type"]: x for x in report["communication"]}
 step_keys = ["step%d" % i for i in range(1, NSTEPS + 1)]
 n_ops = 0
+moved = collections.Counter()
 
 
 def check_ci(ci, start):
@@ -381,16 +382,23 @@ for r, pr in per_rank.items():
         # What a rank of n moves in a ring all-reduce: 2(n-1)/n of it.
         n = len(groups[gid][1])
         size = c["count"] * DTYPE_SIZE[c["dtype"]] / 1048576
+        moved[c["name"]] += size
         if typ == "allReduce":
             assert near(bw["HCCS"]["Transit Size(MB)"],
                         2 * (n - 1) / n * size, 1e-5), (bw, size)
-            assert near(size * len(comms[pr["pid"]]) * NRANKS, float(
-                rep_comm["HcclAllReduce"]["Transit Size(MB)"]), 1e-3), \
-                rep_comm
+        elif typ in p2p_types:
+            assert near(bw["HCCS"]["Transit Size(MB)"], size, 1e-5), \
+                (bw, size)
+# The message sizes are the report's (3 decimals there).
+for name, mb in moved.items():
+    assert near(mb, float(rep_comm[name]["Transit Size(MB)"]), 6e-4), \
+        (name, mb, rep_comm[name])
 # The cluster merges ranks by step and op key: every rank of the group
 # files each collective under the same step with the same name.
 for (sk, key), by_rank in ops_by.items():
     gid = key.rsplit("@", 1)[1]
+    if op_re.match(key).group(2) in p2p_types:
+        continue        # a send's peer receives: other names
     assert sorted(by_rank) == groups[gid][1], (sk, key, sorted(by_rank))
 
 # ---- communication_matrix.json ----
@@ -440,11 +448,14 @@ for r, pr in per_rank.items():
                     if s != d:
                         assert (s, d) not in links[(sk, key)], link
                         links[(sk, key)][(s, d)] = r
-                if m.group(2) == "total":
+                if m.group(2) == "total" and len(lk) > 1:
                     # total = the step's ops of that type summed.
                     mb = sum(v["Transit Size(MB)"] for v in lk.values())
                     assert near(mb, sizes[(m.group(1), gid)], 1e-4), (
                         sk, key, mb, sizes)
+                elif m.group(2) == "total":
+                    # Only a p2p op without a known peer has no link.
+                    assert kind == "p2p", (sk, key, lk)
             for (t, gid), have in stats.items():
                 assert {"top1", "middle", "bottom1", "total"} <= have, have
 # Over all ranks, a ring: each local rank sends to the next one.

@@ -61,6 +61,21 @@ cmp -s "$T/sum1" "$T/sum2" || fail "re-export differs: $(diff "$T/sum1" \
     "$T/sum2" | head -3)"
 ok "re-export into the same directory: identical files"
 
+# A scenario of every collective kind (p2p in a group of two: links to
+# the peer) with AI_CPU fallback kernels on one rank.
+$CTL run --output "$T/sc.mspti" -- "$DIST" --scenario aicpu --ranks 2 \
+    --steps 3 >"$T/sc.out" 2>"$T/sc.err" || fail "run aicpu: $(cat "$T/sc.err")"
+"$DUMP" "$T/sc.mspti" >"$T/sc.jsonl" || fail "trace-dump sc"
+$CTL report --json "$T/sc.mspti" >"$T/sc-rep.json" || fail "report sc"
+$CTL export "$T/sc.mspti" --format ascend-pt -o "$T/sc-apt" ||
+	fail "export sc"
+grep -q ',AI_CPU,' "$T"/sc-apt/*/ASCEND_PROFILER_OUTPUT/kernel_details.csv ||
+	fail "no AI_CPU kernel in the aicpu scenario"
+python3 "$s/tests/integ/ascendpt-schema.py" "$T/sc-apt" "$T/sc.jsonl" \
+    "$T/sc-rep.json" 2 3 >"$T/sc-schema.out" 2>&1 ||
+	fail "schema (scenario): $(tail -5 "$T/sc-schema.out")"
+ok "scenario aicpu, 2 ranks: $(cat "$T/sc-schema.out")"
+
 # Bad -o: one line on stderr, exit 1, nothing lost.
 one_line() {	# WHAT OUT
 	$CTL export "$T/dist.mspti" --format ascend-pt -o "$2" \
