@@ -912,11 +912,18 @@ ap_metadata(struct ap *x, struct ap_rank *r, const char *dir)
 
 	if ((f = ap_fopen(dir, "profiler_metadata.json")) == NULL)
 		return -errno;
-	fprintf(f, "{\"distributed_args\": {\"tensor_model_parallel_size\": 1, "
-	    "\"pipeline_model_parallel_size\": 1, \"data_parallel_size\": %d, "
-	    "\"context_parallel_size\": 1, \"expert_model_parallel_size\": 1, "
-	    "\"world_size\": %d, \"rank\": %d},\n \"parallel_group_info\": {",
-	    ws, ws, p->rank);
+	/* Not distributed (no rank): torch_npu writes no distributed_args.
+	 * Otherwise data parallel over all ranks: the capture knows no
+	 * model-parallel layout. */
+	fputc('{', f);
+	if (p->rank >= 0)
+		fprintf(f, "\"distributed_args\": {"
+		    "\"tensor_model_parallel_size\": 1, "
+		    "\"pipeline_model_parallel_size\": 1, "
+		    "\"data_parallel_size\": %d, \"context_parallel_size\": 1, "
+		    "\"expert_model_parallel_size\": 1, \"world_size\": %d, "
+		    "\"rank\": %d},\n ", ws, ws, p->rank);
+	fputs("\"parallel_group_info\": {", f);
 	for (size_t i = 0; i < x->ng; i++) {
 		const struct ap_group *g = &x->g[i];
 		int lr = ap_local_rank(g, p->rank);
