@@ -216,7 +216,7 @@ ap_size_key(FILE *f, double mb)
 	char buf[48];
 	size_t n;
 
-	snprintf(buf, sizeof(buf), "%.6f", mb);
+	snprintf(buf, sizeof(buf), "%.9f", mb);
 	n = strlen(buf);
 	while (n > 0 && buf[n - 1] == '0' && buf[n - 2] != '.')
 		buf[--n] = '\0';
@@ -241,7 +241,7 @@ ap_ci_write(FILE *f, const struct ap_ci *ci, const uint64_t *start)
 	for (int t = 0; t < AP_T_MAX; t++) {
 		const struct ap_bw *b = &ci->bw[t];
 
-		fprintf(f, "%s\"%s\": {\"Transit Size(MB)\": %.6f, "
+		fprintf(f, "%s\"%s\": {\"Transit Size(MB)\": %.9f, "
 		    "\"Transit Time(ms)\": %.6f, \"Bandwidth(GB/s)\": %.4f, "
 		    "\"Large Packet Ratio\": %.4f, \"Size Distribution\": {",
 		    t ? ", " : "", ap_tnames[t], b->mb, b->ms,
@@ -361,7 +361,7 @@ ap_link(FILE *f, bool *any, int s, int d, const char *tr, double mb,
     double ms, const char *name)
 {
 	fprintf(f, "%s\"%d-%d\": {\"Transport Type\": \"%s\", "
-	    "\"Transit Size(MB)\": %.6f, \"Transit Time(ms)\": %.6f, "
+	    "\"Transit Size(MB)\": %.9f, \"Transit Time(ms)\": %.6f, "
 	    "\"Bandwidth(GB/s)\": %.4f", *any ? ", " : "", s, d, tr, mb, ms,
 	    ms > 0 ? mb / ms : 0.0);
 	if (name != NULL)

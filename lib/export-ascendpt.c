@@ -99,6 +99,10 @@ ap_mkdir(const char *path, bool follow)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
+	/* Our own rank directories are put right again; the user's -o
+	 * keeps its mode. */
+	if (!follow && (st.st_mode & 07777) != 0755 && chmod(path, 0755) != 0)
+		return -errno;
 	return 0;
 }
 

@@ -332,7 +332,7 @@ def check_ci(ci, start):
         if b["Transit Time(ms)"] > 0:
             assert near(b["Bandwidth(GB/s)"],
                         b["Transit Size(MB)"] / b["Transit Time(ms)"],
-                        1e-3 * max(1, b["Bandwidth(GB/s)"])), (t, b)
+                        1e-4 * max(1, b["Bandwidth(GB/s)"])), (t, b)
         for size, (cnt, ms) in b["Size Distribution"].items():
             float(size)
             assert type(cnt) is int and type(ms) is float, b
@@ -441,7 +441,8 @@ for r, pr in per_rank.items():
                     if v["Transit Time(ms)"] > 0:
                         assert near(v["Bandwidth(GB/s)"],
                                     v["Transit Size(MB)"] /
-                                    v["Transit Time(ms)"], 1e-3), v
+                                    v["Transit Time(ms)"],
+                                    1e-4 * max(1, v["Bandwidth(GB/s)"])), v
                     if "Op Name" in v:
                         assert "%s@%s" % (v["Op Name"], gid) in \
                             cj[sk][kind], (v, cj[sk][kind].keys())

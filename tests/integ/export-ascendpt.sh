@@ -52,14 +52,20 @@ assert sorted(got) == list(range(n)), got
 PY
 ok "4 ranks: 4 directories, profiler_info_0..3.json, each with its pid"
 
-# Exporting again into the same directory gives the same tree.
+# Exporting again into the same directory gives the same tree, and puts
+# back modes the tools would refuse.
 (cd "$T/apt" && find . -type f | sort | xargs md5sum) >"$T/sum1"
+chmod 0777 "$T"/apt/*/ASCEND_PROFILER_OUTPUT
+chmod 0666 "$T"/apt/*/profiler_metadata.json
 $CTL export "$T/dist.mspti" --format ascend-pt -o "$T/apt" ||
 	fail "second export"
 (cd "$T/apt" && find . -type f | sort | xargs md5sum) >"$T/sum2"
 cmp -s "$T/sum1" "$T/sum2" || fail "re-export differs: $(diff "$T/sum1" \
     "$T/sum2" | head -3)"
-ok "re-export into the same directory: identical files"
+python3 "$s/tests/integ/ascendpt-schema.py" "$T/apt" "$T/dump.jsonl" \
+    "$T/rep.json" $RANKS $STEPS >"$T/schema.out" 2>&1 ||
+	fail "schema after re-export: $(tail -5 "$T/schema.out")"
+ok "re-export into the same directory: identical files, modes put right"
 
 # A scenario of every collective kind (p2p in a group of two: links to
 # the peer) with AI_CPU fallback kernels on one rank.
