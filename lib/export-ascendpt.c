@@ -446,7 +446,7 @@ ap_kernel(struct ap *x, struct ap_rank *r, struct ap_st *s,
 	ap_us(s->kd, en - st);
 	fputc(',', s->kd);
 	ap_us(s->kd, wait);
-	fputs(",0,0,NO,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n", s->kd);
+	fputs(",0,0,NO,,,,,,,N/A\n", s->kd);
 	an_stat_add(&ap_stat_get(&s->ops, &s->nops, &s->cops,
 	    an_str_intern(x->a, n), core)->st, en - st);
 	s->kernel_time += en - st;

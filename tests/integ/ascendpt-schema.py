@@ -247,6 +247,10 @@ for r, d in sorted(rankdirs.items()):
         assert re.match(r"^\d+\.\d{3}$", x["Duration(us)"]), x
         assert re.match(r"^\d+\.\d{3}$", x["Wait Time(us)"]), x
         int(x["Task ID"]), int(x["Stream ID"]), int(x["Block Dim"])
+        # Shapes are quoted lists the advisor strips with [1:-1] and
+        # splits, or empty (it skips those): never a word such as N/A.
+        for k in ("Input Shapes", "Output Shapes"):
+            assert x[k] == "" or re.match(r'^"[0-9,;]*"$', x[k]), (k, x)
     want = collections.Counter(
         (k["name"], us(k["ts"]), us(k["end"] - k["ts"]), str(k["task"]),
          str(k["stream"]), str(step_of(pid, k["ts"]) or ""))
