@@ -637,21 +637,35 @@ ap_api_statistic(struct ap *x, struct ap_rank *r, struct ap_st *s)
 	return ap_fclose(f);
 }
 
-/* Receive time of a step: its Bubble. */
-static uint64_t
-ap_bubble(struct ap *x, const struct an_proc *p, uint64_t s, uint64_t e)
+/* The receive ops of p (a step's Bubble), by start. */
+static int
+ap_cmp_coll_start(const void *x, const void *y)
 {
-	uint64_t b = 0;
+	const struct an_coll *a = *(const struct an_coll *const *)x;
+	const struct an_coll *b = *(const struct an_coll *const *)y;
 
+	return (a->start > b->start) - (a->start < b->start);
+}
+
+static const struct an_coll **
+ap_receives(struct ap *x, const struct an_proc *p, size_t *np)
+{
+	const struct an_coll **v = malloc((p->ncoll[p->cw] + 1) *
+	    sizeof(*v));
+	size_t n = 0;
+
+	if (v == NULL)
+		abort();
 	for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
 		const struct an_coll *c = &p->coll[p->cw][k];
 		const char *t = ap_hcom_type(an_str_get(x->a, c->name));
 
-		if (c->start >= s && c->start < e && t != NULL &&
-		    strcmp(t, "receive") == 0)
-			b += c->end - c->start;
+		if (t != NULL && strcmp(t, "receive") == 0)
+			v[n++] = c;
 	}
-	return b;
+	an_sort(v, n, sizeof(*v), ap_cmp_coll_start);
+	*np = n;
+	return v;
 }
 
 static int
@@ -659,19 +673,27 @@ ap_step_trace(struct ap *x, struct ap_rank *r)
 {
 	struct an_proc *p = r->p;
 	FILE *f = ap_fopen(r->out, "step_trace_time.csv");
+	const struct an_coll **recv;
+	size_t nrecv;
 
 	if (f == NULL)
 		return -errno;
+	recv = ap_receives(x, p, &nrecv);
 	fputs("Device_id,Step,Computing,Communication(Not Overlapped),"
 	    "Overlapped,Communication,Free,Stage,Bubble,"
 	    "Communication(Not Overlapped and Exclude Receive),Preparing\n",
 	    f);
-	for (size_t i = 0; i < p->nres; i++) {
+	/* Steps are sorted and disjoint: one pass over the receives. */
+	for (size_t i = 0, k = 0; i < p->nres; i++) {
 		const struct an_stepres *s = &p->res[i];
 		uint64_t span = s->end - s->start;
 		uint64_t nov = s->comm > s->overlap ? s->comm - s->overlap : 0;
-		uint64_t bub = ap_bubble(x, p, s->start, s->end);
-		uint64_t prep = 0;
+		uint64_t bub = 0, prep = 0;
+
+		while (k < nrecv && recv[k]->start < s->start)
+			k++;
+		for (size_t j = k; j < nrecv && recv[j]->start < s->end; j++)
+			bub += recv[j]->end - recv[j]->start;
 
 		if (p->nsteps > i && p->steps[i].first > s->start)
 			prep = p->steps[i].first - s->start;
@@ -687,6 +709,7 @@ ap_step_trace(struct ap *x, struct ap_rank *r)
 		    (double)(nov > bub ? nov - bub : 0) / 1e3,
 		    (double)prep / 1e3);
 	}
+	free(recv);
 	return ap_fclose(f);
 }
 

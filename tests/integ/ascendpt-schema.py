@@ -235,6 +235,10 @@ for r, d in sorted(rankdirs.items()):
         first = min(k["ts"] for k in kernels[pid] if s <= k["ts"] < e)
         assert v["Preparing"] <= (first - s) / 1e3 + 0.002, (x, first - s)
         assert v["Computing"] > 0, x
+        # Bubble: the step's receive ops, as the capture has them.
+        recv = sum(c["end"] - c["ts"] for c in comms[pid]
+                   if c["name"] == "HcclRecv" and s <= c["ts"] < e)
+        assert near(v["Bubble"], recv / 1e3, 0.002), (x, recv)
 
     # kernel_details.csv: every KERNEL record of the rank, as it was.
     kd = rows(os.path.join(out, "kernel_details.csv"), KERNEL_COLS)
