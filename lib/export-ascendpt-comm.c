@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "analysis-int.h"
-#include "export-int.h"
+#include "export-ascendpt.h"
 
 #define AP_MB		1048576.0
 

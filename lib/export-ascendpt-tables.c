@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "analysis-int.h"
-#include "export-int.h"
+#include "export-ascendpt.h"
 
 /* ---- per-rank tables ---- */
 

@@ -34,7 +34,7 @@
 
 #include "analysis-int.h"
 #include "export.h"
-#include "export-int.h"
+#include "export-ascendpt.h"
 #include "trace.h"
 
 #define AP_ATTR		__attribute__((visibility("default")))
