@@ -212,6 +212,7 @@ struct icall {
 	uint64_t		 start;
 	uint64_t		 end;		/* set by icall_done */
 	uint64_t		 cbslot;	/* correlationData */
+	bool			 devcall;	/* devtime_call_begin done */
 };
 /* True when anything (a kind, a callback) wants this call. */
 bool		icall_enter(struct icall *c, msptiCallbackDomain d,
@@ -290,6 +291,12 @@ struct pending {
 unsigned	devtime_submit(struct pending *p);
 /* Whether device records can be produced (channel helpers present). */
 bool		devtime_available(void);
+/* Around a call that may queue device work (icall_enter/icall_exit do
+ * it when a device kind is wanted): its task's record, read before the
+ * call has queued its entry, waits for the call to end.  begin returns
+ * false when it could not mark the thread (no end then). */
+bool		devtime_call_begin(void);
+void		devtime_call_end(void);
 /* Wakes the reader (masks changed). */
 void		devtime_kick(void);
 /* Drains the channel synchronously (bounded wait). */
