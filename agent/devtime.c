@@ -58,6 +58,7 @@
 #include "agent.h"
 #include "api.h"
 #include "log.h"
+#include "streamorder.h"
 
 #define DEVTIME_POLL_MS		5
 #define DEVTIME_MAX_DEV		32
@@ -149,6 +150,8 @@ struct dev_state {
 	double				 slope;
 	uint64_t			 mh, md;
 	bool				 fitted;
+	/* A stream's tasks never overlap in host time (reader only). */
+	struct streamorder		 order;
 };
 static struct dev_state devs[DEVTIME_MAX_DEV];
 
@@ -161,6 +164,7 @@ static uint64_t dt_last_expire;
  * thread that submitted it (call_open). */
 struct deferred {
 	struct npusim_record	 rec;
+	uint64_t		 start, end;	/* host ns (read_times) */
 	uint64_t		 since;
 	struct dt_thread	*t;
 	uint64_t		 ended0;
@@ -534,6 +538,7 @@ devtime_atfork_child(void)
 		devs[dev].nsamples = 0;
 		devs[dev].next = 0;
 		devs[dev].fitted = false;
+		streamorder_init(&devs[dev].order);
 	}
 	if (q != NULL) {
 		for (i = 0; i < DEVTIME_QUEUE; i++)
@@ -944,12 +949,30 @@ rec_data_type(uint32_t t)
 	return MSPTI_ACTIVITY_COMMUNICATION_INVALID_TYPE;
 }
 
+/*
+ * Host times of a record just read from its channel, in channel order:
+ * converted with the model of now, then kept in its stream's order
+ * (lib/streamorder, the rule msptid's collector applies too).
+ */
 static void
-emit_device(const struct npusim_record *rec, const struct pending *p)
+read_times(const struct npusim_record *rec, uint64_t *start, uint64_t *end)
 {
 	uint32_t dev = (uint32_t)rec->device;
-	uint64_t start = devtime_to_host(dev, rec->start_ns);
-	uint64_t end = devtime_to_host(dev, rec->end_ns);
+
+	*start = devtime_to_host(dev, rec->start_ns);
+	*end = devtime_to_host(dev, rec->end_ns);
+	if (dev < DEVTIME_MAX_DEV)
+		streamorder_apply(&devs[dev].order, (uint32_t)rec->pid,
+		    rec->stream_id, rec->start_ns, rec->end_ns, start, end);
+	else if (*end < *start)
+		*end = *start;
+}
+
+static void
+emit_device(const struct npusim_record *rec, const struct pending *p,
+    uint64_t start, uint64_t end)
+{
+	uint32_t dev = (uint32_t)rec->device;
 	uint64_t corr = p != NULL && p->kind != MSPTI_ACTIVITY_KIND_MARKER ?
 	    p->corr : MSPTI_INVALID_CORRELATION_ID;
 	/* Joined: the kinds wanted when the call was made. */
@@ -960,8 +983,6 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 
 	memcpy(name, rec->name, sizeof(name));
 	name[sizeof(name) - 1] = '\0';
-	if (end < start)
-		end = start;
 	switch (rec->kind) {
 	case NPUSIM_TASK_KERNEL:
 		if (w & (1u << MSPTI_ACTIVITY_KIND_KERNEL)) {
@@ -1146,11 +1167,11 @@ try_emit(struct deferred *d, uint64_t now)
 	struct pending p;
 
 	if (!rec_needs_join(rec)) {
-		emit_device(rec, NULL);
+		emit_device(rec, NULL, d->start, d->end);
 		return true;
 	}
 	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p)) {
-		emit_device(rec, &p);
+		emit_device(rec, &p, d->start, d->end);
 		return true;
 	}
 	if (call_open(d) && now - d->since < DEVTIME_STUCK_NS)
@@ -1158,9 +1179,9 @@ try_emit(struct deferred *d, uint64_t now)
 	/* The call is over: its entry, if any, is in the queue by now. */
 	queue_drain();
 	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p))
-		emit_device(rec, &p);
+		emit_device(rec, &p, d->start, d->end);
 	else
-		emit_device(rec, NULL);
+		emit_device(rec, NULL, d->start, d->end);
 	return true;
 }
 
@@ -1176,7 +1197,7 @@ defer_add(const struct deferred *d)
 		n = realloc(dt_defer, cap * sizeof(*n));
 		if (n == NULL) {
 			/* Delivered, if without its call. */
-			emit_device(&d->rec, NULL);
+			emit_device(&d->rec, NULL, d->start, d->end);
 			return;
 		}
 		dt_defer = n;
@@ -1249,6 +1270,7 @@ devtime_pass(bool draining)
 					    dt_batch[i].stream_id,
 					    dt_batch[i].task_id);
 				w.rec = dt_batch[i];
+				read_times(&w.rec, &w.start, &w.end);
 				w.since = now;
 				w.t = NULL;
 				w.ended0 = 0;

@@ -307,6 +307,82 @@ START_TEST(test_exactly_once)
 }
 END_TEST
 
+/* ---- one stream's tasks never overlap ---- */
+
+/*
+ * Kernels queued back to back (each starts on the device where the last
+ * one ended) in rounds, a FlushAll after each: every flush samples the
+ * device clock and refits the model, so consecutive kernels are converted
+ * under different fits.  The device clock runs 2000 ppm fast, beyond
+ * what the fit's slope may take, so each refit moves the mapping back by
+ * microseconds; still no record may start before its predecessor on the
+ * stream ended.
+ */
+#define ORDER_ROUNDS	40
+#define ORDER_PER	50
+
+static void
+setup_fast_clock(void)
+{
+	setenv("NPUSIM_CLOCK_DRIFT_PPM", "2000", 1);
+	setup();
+}
+
+START_TEST(test_stream_order)
+{
+	aclrtFuncHandle k;
+	aclrtStream s;
+	msptiActivity *r = NULL;
+	msptiActivityKernel **v;
+	size_t n = 0, i, j, overlaps = 0;
+	uint64_t worst = 0;
+
+	ck_assert_int_eq(npusimKernelRegister("b2b", NPUSIM_KERNEL_AI_CORE,
+	    0, 0, 200000, &k), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL),
+	    MSPTI_SUCCESS);
+	for (i = 0; i < ORDER_ROUNDS; i++) {
+		for (j = 0; j < ORDER_PER; j++)
+			ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, s),
+			    ACL_SUCCESS);
+		/* The device is still busy: the next round queues behind. */
+		msptiActivityFlushAll(1);
+	}
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	msptiActivityFlushAll(1);
+	v = calloc(ORDER_ROUNDS * ORDER_PER, sizeof(*v));
+	ck_assert_ptr_nonnull(v);
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS)
+		if (r->kind == MSPTI_ACTIVITY_KIND_KERNEL &&
+		    n < ORDER_ROUNDS * ORDER_PER)
+			v[n++] = (msptiActivityKernel *)r;
+	ck_assert_uint_eq(n, ORDER_ROUNDS * ORDER_PER);
+	/* Launch order is device order on one stream. */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j]->correlationId <
+		    v[j - 1]->correlationId; j--) {
+			msptiActivityKernel *x = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	for (i = 1; i < n; i++)
+		if (v[i]->start < v[i - 1]->end) {
+			overlaps++;
+			if (v[i - 1]->end - v[i]->start > worst)
+				worst = v[i - 1]->end - v[i]->start;
+		}
+	for (i = 0; i < n; i++)
+		ck_assert_uint_gt(v[i]->end, v[i]->start);
+	ck_assert_msg(overlaps == 0, "%zu of %zu kernels start before their "
+	    "predecessor on the stream ended (by up to %llu ns)", overlaps, n,
+	    (unsigned long long)worst);
+	free(v);
+	aclrtDestroyStream(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -318,6 +394,11 @@ main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_exactly_once);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("order");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, setup_fast_clock, teardown);
+	tcase_add_test(tc, test_stream_order);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_FORK);
