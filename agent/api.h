@@ -49,7 +49,12 @@
  * the kinds wanted at the call even if disabled since.  The thread sleeps
  * on a condition variable while no device kind is wanted and nothing is
  * outstanding, polls every DEVTIME_POLL_MS otherwise, and FlushAll wakes
- * it for a synchronous drain first.  Records that cannot be kept are
+ * it for a synchronous drain first.  A record read before its call has
+ * queued the pending entry waits while the submitting thread is inside
+ * that call (devtime_call_begin/end, from icall_enter/icall_exit), so it
+ * is joined exactly once whatever thread flushes.  Times are converted
+ * when read, in channel order, with lib/streamorder's rule (a stream's
+ * tasks never overlap), as msptid does.  Records that cannot be kept are
  * counted per kind (activity_drop, msptiActivityGetNumDroppedRecords).
  *
  * Each interposed call queues at most one device task, so a pending entry
