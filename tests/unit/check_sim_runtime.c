@@ -119,8 +119,10 @@ START_TEST(test_stream_order)
 	    ACL_MEMCPY_HOST_TO_DEVICE, s), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtMemcpyAsync(out, sizeof out, dev, sizeof out,
 	    ACL_MEMCPY_DEVICE_TO_HOST, s), ACL_SUCCESS);
-	/* Asynchronous: nothing has been copied back yet. */
-	ck_assert_int_eq(out[0], 0);
+	/* Asynchronous: nothing is copied back before the model says the
+	 * kernel ended (one-sided: a slow host may see it already). */
+	if (out[0] != 0)
+		ck_assert_uint_ge(mono_ns() - t0, 3000000);
 	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
 	ck_assert(mono_ns() - t0 >= 3000000);
 	ck_assert_int_eq(memcmp(out, host, sizeof out), 0);
