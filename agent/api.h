@@ -156,6 +156,8 @@ uint64_t	activity_next_correlation(void);
 void		activity_emit_external(uint64_t corr);
 uint32_t	api_tid(void);
 uint32_t	api_pid(void);
+void		api_after_fork_child(void);
+void		api_mstx_count_steps(bool on);
 uint64_t	api_now(void);		/* CLOCK_REALTIME ns (vDSO) */
 
 /* api-intern.c: strings that live for the process. NULL → NULL. */

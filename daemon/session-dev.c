@@ -164,6 +164,9 @@ session_dev_join_emit(const void *dev_task, const struct join_launch *l,
 		for (unsigned i = 0; i < nitems(s->kind_on_ns); i++)
 			if (t->start < s->kind_on_ns[i])
 				k &= ~(1u << i);
+	/* Nor one outside the agent's step window. */
+	if (l == NULL && session_steps_task_out(sa, t->start))
+		return;
 /* The fields every device-work record takes from the task and launch. */
 #define TASK_FILL(r) do {						\
 	(r)->start = t->start;						\
