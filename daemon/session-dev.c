@@ -519,7 +519,8 @@ session_dev_join_flush(struct session *s)
 		join_flush_at(sa->join, now, SESS_INFLIGHT_NS);
 		join_get_stats(sa->join, &st);
 		lost = st.host_only + st.host_evicted;
-		silent = st.matched + st.dev_unmatched + st.dev_evicted == 0;
+		silent = st.matched + st.dev_unmatched + st.dev_evicted +
+		    st.dev_outside == 0;
 		if (silent)
 			lost += st.host_inflight;
 		sa->dev_unmatched = lost;

@@ -78,6 +78,28 @@ main(int argc, char **argv)
 			jstr(str(r, k->type_id));
 			break;
 		}
+		case REC_MEMCPY: {
+			const struct rec_memcpy *k = (const void *)h;
+
+			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
+			    "\"device\":%u,\"stream\":%u,\"task\":%u,"
+			    "\"bytes\":%llu", (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id, h->aux,
+			    k->device, k->stream, k->task_id,
+			    (unsigned long long)k->bytes);
+			break;
+		}
+		case REC_MEMSET: {
+			const struct rec_memset *k = (const void *)h;
+
+			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
+			    "\"device\":%u,\"stream\":%u,\"task\":%u,"
+			    "\"bytes\":%llu", (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id, h->aux,
+			    k->device, k->stream, k->task_id,
+			    (unsigned long long)k->bytes);
+			break;
+		}
 		case REC_CLOCK_SYNC: {
 			const struct rec_clock_sync *k = (const void *)h;
 
