@@ -41,7 +41,7 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 	int ch, rc;
 
 	client_rescan(&argc, &argv);
-	while ((ch = getopt_long(argc, argv, "a:r:k:D:j", opts, NULL)) != -1) {
+	while ((ch = client_getopt(e, argc, argv, "a:r:k:D:j", opts)) != -1) {
 		switch (ch) {
 		case 'a':
 			if (client_parse_pids(optarg, &req.add_pids,
@@ -79,8 +79,7 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 			c->json = true;
 			break;
 		default:
-			client_usage_error(e, "bad option");
-			return EXIT_USAGE;
+			return client_opt_exit(e, ch);
 		}
 	}
 	if (optind + 1 != argc) {

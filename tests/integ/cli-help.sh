@@ -83,7 +83,7 @@ help_opts() {
 	python3 -c '
 import re, sys
 out = set()
-for m in re.finditer(r"(?:^|(?<=[\s\[|(]))(--?[A-Za-z][A-Za-z0-9-]*)(?=[\s\]|,)=]|$)",
+for m in re.finditer(r"(?:^|(?<=[\s\[|(]))(--?[A-Za-z][A-Za-z0-9-]*)(?=[\s\][|,)=:.;]|$)",
                      sys.stdin.read()):
     o = m.group(1)
     if o.startswith("--"):
@@ -117,7 +117,7 @@ help_ok "$MSPTICTL" --help
 cp "$T/help.out" "$T/global.help"
 VERBS=$(awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }' "$T/global.help")
 [ -n "$VERBS" ] || fail "no command table in msptictl --help"
-printf '%s\n' $VERBS | grep -vx help >"$T/verbs.help"
+printf '%s\n' $VERBS >"$T/verbs.help"
 mdoc_opts "$DOC/msptictl.1" -verbs >"$T/verbs.man"
 sort -o "$T/verbs.help" "$T/verbs.help"
 sort -o "$T/verbs.man" "$T/verbs.man"
