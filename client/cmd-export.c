@@ -246,10 +246,10 @@ const struct cmd_entry cmd_export_entry = {
 	.name = "export",
 	.usage = "FILE... --format chrome|perfetto|csv -o OUT "
 	    "[--world-size N] [--strict]\n    [--json]\n"
-	    "  -o, --output OUT: a file (- for stdout), the directory of csv.  "
-	    "The output\n  records any missing rank or loss; --strict "
-	    "exits 1 when the input is partial.  --json\n  prints what was "
-	    "written: the files, records and losses.",
+	    "  -o, --output OUT: a file (- for stdout), the directory of "
+	    "csv.\n  The output records any missing rank or loss; --strict "
+	    "exits 1 when the\n  input is partial.  --json prints what was "
+	    "written: the files, records\n  and losses.",
 	.summary = "write a timeline (Chrome JSON, Perfetto) or CSV tables",
 	.exec = cmd_export_exec,
 };

@@ -193,8 +193,9 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.usage = "FILE... [--json|--csv] [--section LIST] [--top N] "
-	    "[--world-size N] [--step-marker NAME] "
-	    "[--align auto|always|never] [--strict] [--steps-all]\n"
+	    "[--world-size N]\n"
+	    "    [--step-marker NAME] [--align auto|always|never] [--strict] "
+	    "[--steps-all]\n"
 	    "  Text output shows per rank a step summary and the --top N "
 	    "(10) slowest\n  steps; --steps-all prints every step (--json "
 	    "and --csv always do).\n"

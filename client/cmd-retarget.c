@@ -118,8 +118,8 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 
 const struct cmd_entry cmd_retarget_entry = {
 	.name = "retarget",
-	.usage = "[--add-pid N] [--remove-pid N] [--kinds +x,-y] "
-	    "[--domains +a,-b] [--json] SESSION",
+	.usage = "[--add-pid N] [--remove-pid N] [--kinds +x,-y]\n"
+	    "    [--domains +a,-b] [--json] SESSION",
 	.summary = "change the pids, kinds or marker domains of a live session",
 	.exec = cmd_retarget_exec,
 };

@@ -99,9 +99,11 @@ client_usage_error(const struct cmd_entry *e, const char *fmt, ...)
 }
 
 /* Options of a cluster capture (cluster.c parses them); a capture verb
- * knows them only to say they need --cluster or --hosts. */
+ * knows them only to say they need --cluster or --hosts.  After the
+ * verb's own: start's --job is its own. */
 static const struct option client_cluster_opts[] = {
 	{ "cluster", required_argument, NULL, CLIENT_OPT_CLUSTER },
+	{ "job", required_argument, NULL, CLIENT_OPT_CLUSTER },
 	{ "hosts", required_argument, NULL, CLIENT_OPT_CLUSTER },
 	{ "output-dir", required_argument, NULL, CLIENT_OPT_CLUSTER },
 	{ "timeout", required_argument, NULL, CLIENT_OPT_CLUSTER },

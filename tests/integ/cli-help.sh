@@ -23,16 +23,20 @@ macro = re.compile(r'^[A-Z][a-z][a-z]?$')
 def opts(line):
     toks = line.replace('\\&', '').split()
     out = set()
-    for i, t in enumerate(toks[:-1]):
+    for i, t in enumerate(toks):
         if t != 'Fl':
             continue
-        n = toks[i + 1].replace('\\-', '-').rstrip(',.;:)')
-        if macro.match(n) or not n or not re.match(r'^-?[A-Za-z]', n):
-            continue
-        if n.startswith('-'):
-            out.add('-' + n.split('=')[0])
-        else:
-            out.update('-' + c for c in n if c.isalnum())
+        # Fl's arguments run to the next macro (Fl o | \-output).
+        for n in toks[i + 1:]:
+            if macro.match(n):
+                break
+            n = n.replace('\\-', '-').rstrip(',.;:)')
+            if not re.match(r'^-?[A-Za-z]', n):
+                continue
+            if n.startswith('-'):
+                out.add('-' + n.split('=')[0])
+            else:
+                out.update('-' + c for c in n if c.isalnum())
     return out
 sect, depth, item_verbs = None, 0, []
 per_verb, glob = {}, set()
@@ -139,8 +143,8 @@ for v in $(cat "$T/verbs.help"); do
 	cmp -s "$T/help.out" "$T/$v.text" || fail "$v: -h differs from --help"
 	help_ok "$MSPTICTL" help "$v"
 	cmp -s "$T/help.out" "$T/$v.text" || fail "help $v differs from $v --help"
-	# Whatever else is on the line, --help wins and runs nothing.
-	help_ok "$MSPTICTL" -r "$NOD" "$v" --json --help
+	# Whatever follows, --help wins and runs nothing.
+	help_ok "$MSPTICTL" -r "$NOD" "$v" --help --no-such-option operand
 	help_opts <"$T/$v.text" | grep -vxE -- '-h|--help' >"$T/$v.help"
 	mdoc_opts "$DOC/msptictl.1" "$v" | grep -vxE -- '-h|--help' >"$T/$v.man"
 	compare "msptictl $v" "$T/$v.help" "$T/$v.man"
