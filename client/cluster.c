@@ -65,6 +65,7 @@ struct cluster_node {
 };
 
 struct cluster {
+	const struct cmd_entry *e;	/* the verb, for its usage errors */
 	const char	*kind;		/* "slurm" or NULL */
 	const char	*hosts;
 	const char	*job;
@@ -451,22 +452,18 @@ cluster_resolve(struct cluster *cl)
 		FILE *f = fopen(cl->hosts, "r");
 		char line[1024];
 
-		if (f == NULL) {
-			fprintf(stderr, "msptictl: cannot read hosts file %s: %s\n",
-			    cl->hosts, strerror(errno));
-			return EXIT_USAGE;
-		}
+		if (f == NULL)
+			return client_usage_error(cl->e, "cannot read hosts "
+			    "file %s: %s", cl->hosts, strerror(errno));
 		while (fgets(line, sizeof(line), f) != NULL) {
 			line[strcspn(line, "#")] = '\0';
 			if (cluster_add_words(cl, line) != 0)
 				break;
 		}
 		fclose(f);
-		if (cl->nnodes == 0) {
-			fprintf(stderr, "msptictl: hosts file %s names no host\n",
-			    cl->hosts);
-			return EXIT_USAGE;
-		}
+		if (cl->nnodes == 0)
+			return client_usage_error(cl->e, "hosts file %s names "
+			    "no host", cl->hosts);
 		return EXIT_OK;
 	}
 	{
@@ -1223,7 +1220,7 @@ int
 cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 {
 	const struct cmd_entry *e = client_cmd_find(verb);
-	struct cluster cl = { .timeout_ms = CLUSTER_TIMEOUT_MS };
+	struct cluster cl = { .e = e, .timeout_ms = CLUSTER_TIMEOUT_MS };
 	char **margv __attribute__((cleanup(cluster_free_ptr))) = NULL;
 	char *map __attribute__((cleanup(cluster_free_ptr))) = NULL;
 	char outdir[PATH_MAX], stamp[32];
