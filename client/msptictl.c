@@ -245,8 +245,8 @@ cmd_help_exec(struct client *c, int argc, char **argv)
 
 	(void)c;
 	client_rescan(&argc, &argv);
-	while ((ch = client_getopt(&cmd_help_entry, argc, argv, "", opts)) !=
-	    -1)
+	/* No options of its own: any is --help or an error. */
+	if ((ch = client_getopt(&cmd_help_entry, argc, argv, "", opts)) != -1)
 		return client_opt_exit(&cmd_help_entry, ch);
 	if (optind == argc) {
 		usage(stdout);
