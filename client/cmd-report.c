@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "client.h"
@@ -14,19 +15,23 @@ struct analysis *
 client_analyse(const struct cmd_entry *e, const struct analysis_opts *o,
     int argc, char **argv)
 {
+	struct analysis_opts oj = *o;
 	struct analysis *a;
-	size_t nw;
+	size_t nw, ok;
 	const char *const *w;
 	struct analysis_totals tot;
-	int ok = 0;
 
-	if ((a = analysis_new(o)) == NULL) {
+	/* Reading threads: every online CPU unless --jobs says. */
+	if (oj.jobs == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		oj.jobs = n > 1 ? (unsigned)(n < 16 ? n : 16) : 1;
+	}
+	if ((a = analysis_new(&oj)) == NULL) {
 		fprintf(stderr, "msptictl %s: out of memory\n", e->name);
 		return NULL;
 	}
-	for (int i = optind; i < argc; i++)
-		if (analysis_add_file(a, argv[i]) == 0)
-			ok++;
+	ok = analysis_add_files(a, argv + optind, (size_t)(argc - optind));
 	if (ok == 0 || analysis_run(a) != 0) {
 		/* Say why for each file ("x: cannot read: bad magic"). */
 		w = analysis_warnings(a, &nw);
@@ -63,6 +68,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		{ "align", required_argument, NULL, 'a' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "steps-all", no_argument, NULL, 'A' },
+		{ "jobs", required_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *e = &cmd_report_entry;
@@ -78,7 +84,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	analysis_opts_init(&o);
 	memset(want, 0, sizeof(want));
 	client_rescan(&argc, &argv);
-	while ((ch = client_getopt(e, argc, argv, "jcs:t:w:m:a:SA",
+	while ((ch = client_getopt(e, argc, argv, "jcs:t:w:m:a:SAJ:",
 	    opts)) != -1) {
 		switch (ch) {
 		case 'j':
@@ -135,6 +141,15 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 			break;
 		case 'A':
 			all_steps = true;
+			break;
+		case 'J':
+			if (client_parse_uint(e, "--jobs", optarg, 256,
+			    &num) != 0)
+				return EXIT_USAGE;
+			if (num < 1)
+				return client_usage_error(e, "bad --jobs '%s' "
+				    "(1 to 256)", optarg);
+			o.jobs = (unsigned)num;
 			break;
 		default:
 			return client_opt_exit(e, ch);
@@ -196,12 +211,15 @@ const struct cmd_entry cmd_report_entry = {
 	    "[--world-size N]\n"
 	    "    [--step-marker NAME] [--align auto|always|never] [--strict] "
 	    "[--steps-all]\n"
+	    "    [--jobs N]\n"
 	    "  Text output shows per rank a step summary and the --top N "
 	    "(10) slowest\n  steps; --steps-all prints every step (--json "
 	    "and --csv always do).\n"
 	    "  Missing ranks, lost records and truncated files are printed "
 	    "on stderr\n  under an INCOMPLETE INPUT banner; the exit status "
-	    "is 0 unless --strict\n  (then 1 when the input is partial).",
+	    "is 0 unless --strict\n  (then 1 when the input is partial).\n"
+	    "  --jobs N reads the files with N threads (default: the online "
+	    "CPUs);\n  the results are the same for every N.",
 	.summary = "op/kernel/API/memory/communication/step tables, "
 	    "slow ranks, advice",
 	.exec = cmd_report_exec,
