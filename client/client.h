@@ -5,8 +5,10 @@
 #ifndef MSPTICTL_H
 #define MSPTICTL_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "frame.h"
 
@@ -24,12 +26,32 @@ struct client {
 
 struct cmd_entry {
 	const char	*name;
-	const char	*usage;
+	const char	*usage;		/* after "usage: msptictl NAME " */
 	const char	*summary;
+	bool		 cluster;	/* takes --cluster/--hosts (cluster.c) */
 	int		(*exec)(struct client *, int argc, char **argv);
 };
 
+/* client_getopt's answers besides getopt_long's (client_opt_exit). */
+#define CLIENT_OPT_HELP		(-2)
+#define CLIENT_OPT_BAD		(-3)
+#define CLIENT_OPT_CLUSTER	0x300
+
 /* msptictl.c */
+const struct cmd_entry *client_cmd_find(const char *name);
+/* The verb's usage (--help) on f. */
+void	client_usage(const struct cmd_entry *, FILE *f);
+/* Every usage error: one line "msptictl VERB: WHAT (see msptictl VERB
+ * --help)" on stderr (e NULL: the top level); returns EXIT_USAGE. */
+int	client_usage_error(const struct cmd_entry *, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+/* getopt_long for a verb, with -h/--help and the cluster options added
+ * and every refusal reported by client_usage_error. */
+int	client_getopt(const struct cmd_entry *, int argc, char **argv,
+	    const char *optstring, const struct option *opts);
+int	client_opt_exit(const struct cmd_entry *, int ch);
+int	client_parse_uint(const struct cmd_entry *, const char *opt,
+	    const char *arg, unsigned long max, unsigned long *v);
 int	client_connect(struct client *);
 int	client_request(struct client *, uint16_t type,
 	    const ProtobufCMessage *req, uint16_t reply_type,
@@ -44,9 +66,18 @@ void	client_rescan(int *argc, char ***argv);
 /* Prints a SessionInfo reply (text or JSON), frees it, and returns 0 when
  * the session finalized, else 1. */
 int	client_session_result(const struct client *, ProtobufCMessage *msg);
-void	client_usage_error(const struct cmd_entry *, const char *fmt, ...)
-	    __attribute__((format(printf, 2, 3)));
 const char *client_user(uint32_t uid, char *buf, size_t len);
+
+/* client-table.c: text tables with columns as wide as their cells. */
+struct client_table;
+struct client_table *client_table_new(size_t ncols, const char *const *header);
+void	client_table_free(struct client_table *);
+void	client_table_cell(struct client_table *, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+size_t	client_table_rows(const struct client_table *);
+void	client_table_print_row(const struct client_table *, size_t row,
+	    FILE *f);
+void	client_table_print(const struct client_table *, FILE *f);
 
 /* cmd-sessions.c: shared by the session verbs. */
 void	client_print_session(const struct client *, const Mspti__SessionInfo *);
@@ -118,5 +149,6 @@ extern const struct cmd_entry cmd_wait_entry;
 extern const struct cmd_entry cmd_snapshot_entry;
 extern const struct cmd_entry cmd_metrics_entry;
 extern const struct cmd_entry cmd_run_entry;
+extern const struct cmd_entry cmd_help_entry;	/* msptictl.c */
 
 #endif

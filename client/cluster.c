@@ -65,6 +65,7 @@ struct cluster_node {
 };
 
 struct cluster {
+	const struct cmd_entry *e;	/* the verb, for its usage errors */
 	const char	*kind;		/* "slurm" or NULL */
 	const char	*hosts;
 	const char	*job;
@@ -451,22 +452,18 @@ cluster_resolve(struct cluster *cl)
 		FILE *f = fopen(cl->hosts, "r");
 		char line[1024];
 
-		if (f == NULL) {
-			fprintf(stderr, "msptictl: cannot read hosts file %s: %s\n",
-			    cl->hosts, strerror(errno));
-			return EXIT_USAGE;
-		}
+		if (f == NULL)
+			return client_usage_error(cl->e, "cannot read hosts "
+			    "file %s: %s", cl->hosts, strerror(errno));
 		while (fgets(line, sizeof(line), f) != NULL) {
 			line[strcspn(line, "#")] = '\0';
 			if (cluster_add_words(cl, line) != 0)
 				break;
 		}
 		fclose(f);
-		if (cl->nnodes == 0) {
-			fprintf(stderr, "msptictl: hosts file %s names no host\n",
-			    cl->hosts);
-			return EXIT_USAGE;
-		}
+		if (cl->nnodes == 0)
+			return client_usage_error(cl->e, "hosts file %s names "
+			    "no host", cl->hosts);
 		return EXIT_OK;
 	}
 	{
@@ -1262,7 +1259,8 @@ cluster_free_ptr(void *p)
 int
 cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 {
-	struct cluster cl = { .timeout_ms = CLUSTER_TIMEOUT_MS };
+	const struct cmd_entry *e = client_cmd_find(verb);
+	struct cluster cl = { .e = e, .timeout_ms = CLUSTER_TIMEOUT_MS };
 	char **margv __attribute__((cleanup(cluster_free_ptr))) = NULL;
 	char *map __attribute__((cleanup(cluster_free_ptr))) = NULL;
 	char outdir[PATH_MAX], stamp[32];
@@ -1284,32 +1282,30 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 
 		if (cluster_opt(a, "--cluster", argc, argv, &i, &val)) {
 			if (val == NULL || strcmp(val, "slurm") != 0) {
-				fprintf(stderr, "msptictl %s: --cluster takes "
-				    "'slurm'\n", verb);
-				return EXIT_USAGE;
+				return client_usage_error(e, val == NULL ?
+				    "option '--cluster' needs a value" :
+				    "--cluster takes 'slurm'");
 			}
 			cl.kind = "slurm";
 		} else if (cluster_opt(a, "--hosts", argc, argv, &i, &val)) {
 			if (val == NULL) {
-				fprintf(stderr, "msptictl %s: --hosts needs a FILE\n",
-				    verb);
-				return EXIT_USAGE;
+				return client_usage_error(e, "option '--hosts' "
+				    "needs a value");
 			}
 			cl.hosts = val;
 		} else if (cluster_opt(a, "--output-dir", argc, argv, &i, &val)) {
 			if (val == NULL || *val == '\0') {
-				fprintf(stderr, "msptictl %s: --output-dir needs a "
-				    "DIR\n", verb);
-				return EXIT_USAGE;
+				return client_usage_error(e, "option "
+				    "'--output-dir' needs a value");
 			}
 			cl.outdir = val;
 		} else if (cluster_opt(a, "--timeout", argc, argv, &i, &val)) {
 			int64_t d = val ? util_parse_duration(val) : -1;
 
-			if (d <= 0) {
-				fprintf(stderr, "msptictl %s: bad --timeout\n", verb);
-				return EXIT_USAGE;
-			}
+			if (d <= 0)
+				return client_usage_error(e, val == NULL ?
+				    "option '--timeout' needs a value" :
+				    "bad --timeout '%s'", val);
 			cl.timeout_ms = (int)(d / 1000000 > 0 ? d / 1000000 : 1);
 		} else if (strcmp(a, "--allow-partial") == 0) {
 			cl.allow_partial = true;
@@ -1317,16 +1313,13 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			c->json = true;
 		} else if (strcmp(a, "--output") == 0 || strncmp(a, "--output=", 9) == 0 ||
 		    strcmp(a, "-o") == 0) {
-			fprintf(stderr, "msptictl %s: a cluster capture takes "
-			    "--output-dir DIR, not --output\n", verb);
-			return EXIT_USAGE;
+			return client_usage_error(e, "a cluster capture takes "
+			    "--output-dir DIR, not --output");
 		} else {
 			if (cluster_opt(a, "--job", argc, argv, &i, &val)) {
-				if (val == NULL) {
-					fprintf(stderr, "msptictl %s: --job needs "
-					    "an ID\n", verb);
-					return EXIT_USAGE;
-				}
+				if (val == NULL)
+					return client_usage_error(e, "option "
+					    "'--job' needs a value");
 				cl.job = val;
 				if (!is_start)
 					continue;
@@ -1339,16 +1332,11 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			margv[m++] = (char *)a;
 		}
 	}
-	if ((cl.kind != NULL) == (cl.hosts != NULL)) {
-		fprintf(stderr, "msptictl %s: give one of --cluster slurm or "
-		    "--hosts FILE\n", verb);
-		return EXIT_USAGE;
-	}
-	if (cl.kind != NULL && cl.job == NULL) {
-		fprintf(stderr, "msptictl %s: --cluster slurm needs --job ID\n",
-		    verb);
-		return EXIT_USAGE;
-	}
+	if ((cl.kind != NULL) == (cl.hosts != NULL))
+		return client_usage_error(e, "give one of --cluster slurm or "
+		    "--hosts FILE");
+	if (cl.kind != NULL && cl.job == NULL)
+		return client_usage_error(e, "--cluster slurm needs --job ID");
 	if (is_start && cl.job == NULL) {
 		/* ssh without a job: every agent of each host. */
 		margv[m++] = "--all";
@@ -1375,11 +1363,9 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	}
 	if (!is_start && strcmp(verb, "sessions") != 0 && !session_arg) {
 		/* stop/wait/snapshot: the sessions the manifest names. */
-		if (cl.outdir == NULL) {
-			fprintf(stderr, "msptictl %s: give --output-dir DIR (the "
-			    "capture's manifest) or a SESSION\n", verb);
-			return EXIT_USAGE;
-		}
+		if (cl.outdir == NULL)
+			return client_usage_error(e, "give --output-dir DIR (the "
+			    "capture's manifest) or a SESSION");
 		if ((rc = manifest_read(&cl)) != EXIT_OK)
 			return rc;
 		for (size_t i = 0; i < cl.nnodes; i++) {
@@ -1440,21 +1426,25 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	return rc;
 }
 
-/* True when a capture verb's arguments ask for the cluster fan-out. */
+/* True when a capture verb's arguments ask for the cluster fan-out (and
+ * not for its usage: --help is answered here). */
 bool
 cluster_wanted(const char *verb, int argc, char **argv)
 {
 	static const char *verbs[] = { "start", "stop", "sessions", "wait",
 	    "snapshot" };
-	bool capture = false;
+	bool capture = false, fanout = false;
 
 	for (size_t i = 0; i < nitems(verbs); i++)
 		capture |= strcmp(verb, verbs[i]) == 0;
 	if (!capture)
 		return false;
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return false;
 		if (strncmp(argv[i], "--cluster", 9) == 0 ||
 		    strncmp(argv[i], "--hosts", 7) == 0)
-			return true;
-	return false;
+			fanout = true;
+	}
+	return fanout;
 }

@@ -55,29 +55,36 @@ list_json(const Mspti__ListReply *rep)
 static void
 list_table(const Mspti__ListReply *rep)
 {
+	static const char *const head[] = { "PID", "USER", "JOB", "RANK",
+	    "DEVICES", "SINCE", "EXE" };
+	struct client_table *t = client_table_new(nitems(head), head);
 	char user[64], rank[16], since[32], devs[64];
-	time_t t;
+	time_t tt;
 	struct tm tm;
 
-	printf("%-8s %-10s %-16s %-5s %-8s %-20s %s\n", "PID", "USER", "JOB",
-	    "RANK", "DEVICES", "SINCE", "EXE");
 	for (size_t i = 0; i < rep->n_agents; i++) {
 		const Mspti__AgentInfo *a = rep->agents[i];
 		size_t off = 0;
 
-		t = (time_t)(a->since_ns / 1000000000ull);
-		localtime_r(&t, &tm);
+		tt = (time_t)(a->since_ns / 1000000000ull);
+		localtime_r(&tt, &tm);
 		strftime(since, sizeof(since), "%Y-%m-%d %H:%M:%S", &tm);
 		devs[0] = '\0';
 		for (size_t d = 0; d < a->n_devices && off < sizeof(devs) - 8; d++)
 			off += (size_t)snprintf(devs + off, sizeof(devs) - off,
 			    "%s%u", d ? "," : "", a->devices[d]);
-		printf("%-8u %-10s %-16s %-5s %-8s %-20s %s\n", a->pid,
-		    client_user(a->uid, user, sizeof(user)),
-		    *a->job_id ? a->job_id : "-",
-		    fmt_rank(a->rank, rank, sizeof(rank)), *devs ? devs : "-",
-		    since, a->exe);
+		client_table_cell(t, "%u", a->pid);
+		client_table_cell(t, "%s", client_user(a->uid, user,
+		    sizeof(user)));
+		client_table_cell(t, "%s", *a->job_id ? a->job_id : "-");
+		client_table_cell(t, "%s", fmt_rank(a->rank, rank,
+		    sizeof(rank)));
+		client_table_cell(t, "%s", *devs ? devs : "-");
+		client_table_cell(t, "%s", since);
+		client_table_cell(t, "%s", a->exe);
 	}
+	client_table_print(t, stdout);
+	client_table_free(t);
 }
 
 static int
@@ -91,11 +98,10 @@ cmd_list_exec(struct client *c, int argc, char **argv)
 	ProtobufCMessage *msg;
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
-		if (ch != 'j') {
-			client_usage_error(&cmd_list_entry, "bad option");
-			return EXIT_USAGE;
-		}
+	while ((ch = client_getopt(&cmd_list_entry, argc, argv,
+	    "j", opts)) != -1) {
+		if (ch != 'j')
+			return client_opt_exit(&cmd_list_entry, ch);
 		c->json = true;
 	}
 	if (optind != argc) {

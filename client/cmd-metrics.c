@@ -62,6 +62,13 @@ cmd_metrics_json_tracks(Mspti__MetricTrack **tracks, size_t n)
 		if (t->samples == 0)
 			printf(",\"samples\":0,\"min\":null,\"avg\":null,"
 			    "\"max\":null,\"latest\":null,\"latest_ns\":null}");
+		else if (strcmp(t->unit, "bytes") == 0)
+			/* Byte counts exactly, as integers (the average
+			 * rounded to a byte), never 1.71799e+10. */
+			printf(",\"samples\":%u,\"min\":%.0f,\"avg\":%.0f,"
+			    "\"max\":%.0f,\"latest\":%.0f,\"latest_ns\":%llu}",
+			    t->samples, t->min, t->avg, t->max, t->latest,
+			    (unsigned long long)t->latest_ns);
 		else
 			printf(",\"samples\":%u,\"min\":%.6g,\"avg\":%.6g,"
 			    "\"max\":%.6g,\"latest\":%.6g,\"latest_ns\":%llu}",
@@ -117,7 +124,8 @@ cmd_metrics_exec(struct client *c, int argc, char **argv)
 	int ch, rc;
 
 	req.device = -1;
-	while ((ch = getopt_long(argc, argv, "d:l:j", opts, NULL)) != -1) {
+	while ((ch = client_getopt(&cmd_metrics_entry, argc, argv,
+	    "d:l:j", opts)) != -1) {
 		switch (ch) {
 		case 'd':
 			errno = 0;
@@ -142,8 +150,7 @@ cmd_metrics_exec(struct client *c, int argc, char **argv)
 			c->json = true;
 			break;
 		default:
-			client_usage_error(&cmd_metrics_entry, "bad option");
-			return EXIT_USAGE;
+			return client_opt_exit(&cmd_metrics_entry, ch);
 		}
 	}
 	if (optind != argc) {

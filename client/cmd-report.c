@@ -69,12 +69,13 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		{ "strict", no_argument, NULL, 'S' },
 		{ "steps-all", no_argument, NULL, 'A' },
 		{ "jobs", required_argument, NULL, 'J' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const struct cmd_entry *e = &cmd_report_entry;
 	struct analysis_opts o;
 	struct analysis *a;
 	struct analysis_totals tot;
+	unsigned long num;
 	enum table_format fmt = c->json ? TABLE_JSON : TABLE_TEXT;
 	bool want[ANALYSIS_SECTION_MAX], any = false, strict = false;
 	bool all_steps = false;
@@ -83,8 +84,8 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	analysis_opts_init(&o);
 	memset(want, 0, sizeof(want));
 	client_rescan(&argc, &argv);
-	while ((ch = getopt_long(argc, argv, "jcs:t:w:m:a:SAJ:h", opts, NULL)) !=
-	    -1) {
+	while ((ch = client_getopt(e, argc, argv, "jcs:t:w:m:a:SAJ:",
+	    opts)) != -1) {
 		switch (ch) {
 		case 'j':
 			fmt = TABLE_JSON;
@@ -111,15 +112,26 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 			break;
 		}
 		case 't':
-			o.top_n = (unsigned)strtoul(optarg, NULL, 10);
+			if (client_parse_uint(e, "--top", optarg, 1000000,
+			    &num) != 0)
+				return EXIT_USAGE;
+			o.top_n = (unsigned)num;
 			break;
 		case 'w':
-			o.world_size = atoi(optarg);
+			if (client_parse_uint(e, "--world-size", optarg,
+			    1 << 20, &num) != 0)
+				return EXIT_USAGE;
+			o.world_size = (int)num;
 			break;
 		case 'm':
 			o.step_marker = optarg;
 			break;
 		case 'a':
+			if (strcmp(optarg, "auto") != 0 &&
+			    strcmp(optarg, "always") != 0 &&
+			    strcmp(optarg, "never") != 0)
+				return client_usage_error(e, "bad --align '%s' "
+				    "(auto, always or never)", optarg);
 			o.align = strcmp(optarg, "always") == 0 ?
 			    ANALYSIS_ALIGN_ALWAYS : strcmp(optarg, "never") ==
 			    0 ? ANALYSIS_ALIGN_NEVER : ANALYSIS_ALIGN_AUTO;
@@ -130,26 +142,17 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		case 'A':
 			all_steps = true;
 			break;
-		case 'J': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*optarg == '\0' || *end != '\0' || v < 1 ||
-			    v > 256) {
-				client_usage_error(&cmd_report_entry,
-				    "bad --jobs '%s' (1 to 256)", optarg);
+		case 'J':
+			if (client_parse_uint(e, "--jobs", optarg, 256,
+			    &num) != 0)
 				return EXIT_USAGE;
-			}
-			o.jobs = (unsigned)v;
+			if (num < 1)
+				return client_usage_error(e, "bad --jobs '%s' "
+				    "(1 to 256)", optarg);
+			o.jobs = (unsigned)num;
 			break;
-		}
-		case 'h':
-			printf("usage: msptictl report %s\n",
-			    cmd_report_entry.usage);
-			return EXIT_OK;
 		default:
-			client_usage_error(&cmd_report_entry, "bad option");
-			return EXIT_USAGE;
+			return client_opt_exit(e, ch);
 		}
 	}
 	if (optind >= argc) {
@@ -205,9 +208,10 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.usage = "FILE... [--json|--csv] [--section LIST] [--top N] "
-	    "[--world-size N] [--step-marker NAME] "
-	    "[--align auto|always|never] [--strict] [--steps-all] "
-	    "[--jobs N]\n"
+	    "[--world-size N]\n"
+	    "    [--step-marker NAME] [--align auto|always|never] [--strict] "
+	    "[--steps-all]\n"
+	    "    [--jobs N]\n"
 	    "  Text output shows per rank a step summary and the --top N "
 	    "(10) slowest\n  steps; --steps-all prints every step (--json "
 	    "and --csv always do).\n"

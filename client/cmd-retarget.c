@@ -41,7 +41,7 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 	int ch, rc;
 
 	client_rescan(&argc, &argv);
-	while ((ch = getopt_long(argc, argv, "a:r:k:D:j", opts, NULL)) != -1) {
+	while ((ch = client_getopt(e, argc, argv, "a:r:k:D:j", opts)) != -1) {
 		switch (ch) {
 		case 'a':
 			if (client_parse_pids(optarg, &req.add_pids,
@@ -79,8 +79,7 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 			c->json = true;
 			break;
 		default:
-			client_usage_error(e, "bad option");
-			return EXIT_USAGE;
+			return client_opt_exit(e, ch);
 		}
 	}
 	if (optind + 1 != argc) {
@@ -119,8 +118,8 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 
 const struct cmd_entry cmd_retarget_entry = {
 	.name = "retarget",
-	.usage = "[--add-pid N] [--remove-pid N] [--kinds +x,-y] "
-	    "[--domains +a,-b] [--json] SESSION",
+	.usage = "[--add-pid N] [--remove-pid N] [--kinds +x,-y]\n"
+	    "    [--domains +a,-b] [--json] SESSION",
 	.summary = "change the pids, kinds or marker domains of a live session",
 	.exec = cmd_retarget_exec,
 };

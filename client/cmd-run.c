@@ -63,6 +63,7 @@ struct run {
 	char		 job[64];
 	struct client_output out;		/* trace file */
 	uint64_t	 session;
+	bool		 json_open;		/* run's --json object begun */
 };
 
 static void
@@ -457,6 +458,10 @@ run_command(struct run *r, char **argv, bool *execfail)
 		run_signals_default();
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		run_child_env(r);
+		/* --json: our stdout is the JSON; the command's goes to
+		 * stderr (msptictl(1), doc/run.md). */
+		if (r->c->json)
+			dup2(2, 1);
 		execvp(argv[0], argv);
 		err = errno;
 		(void)!write(pfd[1], &err, sizeof(err));
@@ -494,7 +499,8 @@ run_command(struct run *r, char **argv, bool *execfail)
 }
 
 /* Stops the session and prints where the capture went (stderr: stdout
- * belongs to the command); the state is returned in *finalized. */
+ * belongs to the command; with --json the start of run's JSON object on
+ * stdout, which cmd_run_exec ends); the state is returned in *finalized. */
 static int
 run_stop_session(struct run *r, bool quiet, bool *finalized)
 {
@@ -517,8 +523,9 @@ run_stop_session(struct run *r, bool quiet, bool *finalized)
 	if (quiet) {
 		/* The command never ran: nothing to point at. */
 	} else if (r->c->json) {
+		printf("{\"session\":");
 		client_json_session(i);
-		printf("\n");
+		r->json_open = true;
 	} else {
 		fprintf(stderr, "msptictl run: session %llu %s: %zu process(es), "
 		    "%llu records, %llu lost%s%s\n",
@@ -586,8 +593,8 @@ cmd_run_exec(struct client *c, int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.c = c;
 	/* "+": the command's own options are not ours. */
-	while ((ch = getopt_long(argc, argv, "+" CLIENT_CONFIG_OPTSTRING "j",
-	    opts, NULL)) != -1) {
+	while ((ch = client_getopt(e, argc, argv,
+	    "+" CLIENT_CONFIG_OPTSTRING "j", opts)) != -1) {
 		if ((rc = client_config_option(e, ch, optarg, &cfg, &output,
 		    kinds, sizeof(kinds))) != 1) {
 			if (rc != 0)
@@ -605,8 +612,7 @@ cmd_run_exec(struct client *c, int argc, char **argv)
 			c->json = true;
 			break;
 		default:
-			client_usage_error(e, "bad option");
-			return EXIT_USAGE;
+			return client_opt_exit(e, ch);
 		}
 	}
 	if (optind >= argc) {
@@ -639,8 +645,17 @@ cmd_run_exec(struct client *c, int argc, char **argv)
 		client_output_abort(&r.out);
 	else if (client_output_commit(&r.out) != 0)
 		finalized = false;
-	else if (report != NULL && finalized)
+	/* --json: one object, {"session", "trace", "exit_code", "report"}. */
+	if (r.json_open) {
+		printf(",\"trace\":");
+		util_json_str(stdout, r.out.path);
+		printf(",\"exit_code\":%d%s", code, report != NULL &&
+		    finalized ? ",\"report\":" : "}\n");
+	}
+	if (report != NULL && finalized && !execfail)
 		run_report(c, r.out.path, report);
+	if (r.json_open && report != NULL && finalized)
+		printf("}\n");
 	run_daemon_stop(&r);
 	if (code < 0)
 		return EXIT_FAIL;
@@ -653,7 +668,10 @@ const struct cmd_entry cmd_run_entry = {
 	    "    [--start-step K] [--output FILE] [--file-mode 0600] [--buffer 8M] "
 	    "[--mode stream|ring]\n"
 	    "    [--domains +a,-b] [--max-size S] [--report[=SECTIONS|all]]\n"
-	    "    [--json] -- COMMAND [ARGS...]",
+	    "    [--json] -- COMMAND [ARGS...]\n"
+	    "  --json: the stdout of msptictl is one JSON object (session, "
+	    "trace,\n  exit_code, report); the command's stdout goes to "
+	    "stderr.",
 	.summary = "run a command and capture it and every process it starts",
 	.exec = cmd_run_exec,
 };

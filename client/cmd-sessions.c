@@ -272,11 +272,10 @@ cmd_sessions_exec(struct client *c, int argc, char **argv)
 	char user[64];
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
-		if (ch != 'j') {
-			client_usage_error(&cmd_sessions_entry, "bad option");
-			return EXIT_USAGE;
-		}
+	while ((ch = client_getopt(&cmd_sessions_entry, argc, argv,
+	    "j", opts)) != -1) {
+		if (ch != 'j')
+			return client_opt_exit(&cmd_sessions_entry, ch);
 		c->json = true;
 	}
 	if (optind != argc) {
@@ -297,9 +296,10 @@ cmd_sessions_exec(struct client *c, int argc, char **argv)
 		}
 		printf("]\n");
 	} else {
-		printf("%-7s %-10s %-8s %-7s %-10s %-12s %-8s %s\n", "SESSION",
-		    "STATE", "USER", "MODE", "TARGETS", "RECORDS", "LOST",
-		    "TARGET");
+		static const char *const head[] = { "SESSION", "STATE",
+		    "USER", "MODE", "TARGETS", "RECORDS", "LOST", "TARGET" };
+		struct client_table *t = client_table_new(nitems(head), head);
+
 		for (size_t i = 0; i < rep->n_sessions; i++) {
 			const Mspti__SessionInfo *s = rep->sessions[i];
 			uint64_t lost = 0;
@@ -311,14 +311,26 @@ cmd_sessions_exec(struct client *c, int argc, char **argv)
 				if (strcmp(s->targets[k]->message,
 				    "capturing") == 0)
 					live++;
-			printf("%-7llu %-10s %-8s %-7s %zu/%-8zu %-12llu %-8llu "
-			    "%s\n", (unsigned long long)s->session_id,
-			    s->state, client_user(s->uid, user, sizeof(user)),
-			    s->mode, live, s->n_targets,
-			    (unsigned long long)s->records,
-			    (unsigned long long)lost, s->target);
-			client_print_target_losses(s->targets, s->n_targets);
+			client_table_cell(t, "%llu",
+			    (unsigned long long)s->session_id);
+			client_table_cell(t, "%s", s->state);
+			client_table_cell(t, "%s", client_user(s->uid, user,
+			    sizeof(user)));
+			client_table_cell(t, "%s", s->mode);
+			client_table_cell(t, "%zu/%zu", live, s->n_targets);
+			client_table_cell(t, "%llu",
+			    (unsigned long long)s->records);
+			client_table_cell(t, "%llu", (unsigned long long)lost);
+			client_table_cell(t, "%s", s->target);
 		}
+		/* Each session's row, then its targets' losses. */
+		client_table_print_row(t, 0, stdout);
+		for (size_t i = 0; i < rep->n_sessions; i++) {
+			client_table_print_row(t, i + 1, stdout);
+			client_print_target_losses(rep->sessions[i]->targets,
+			    rep->sessions[i]->n_targets);
+		}
+		client_table_free(t);
 	}
 	protobuf_c_message_free_unpacked(msg, NULL);
 	return EXIT_OK;
@@ -328,5 +340,6 @@ const struct cmd_entry cmd_sessions_entry = {
 	.name = "sessions",
 	.usage = "[--json]",
 	.summary = "live and recent capture sessions: state, targets, losses",
+	.cluster = true,
 	.exec = cmd_sessions_exec,
 };

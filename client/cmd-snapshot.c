@@ -32,7 +32,7 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 	int ch, rc, fd;
 
 	client_rescan(&argc, &argv);
-	while ((ch = getopt_long(argc, argv, "o:F:j", opts, NULL)) != -1) {
+	while ((ch = client_getopt(e, argc, argv, "o:F:j", opts)) != -1) {
 		switch (ch) {
 		case 'o':
 			output = optarg;
@@ -48,8 +48,7 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 			c->json = true;
 			break;
 		default:
-			client_usage_error(e, "bad option");
-			return EXIT_USAGE;
+			return client_opt_exit(e, ch);
 		}
 	}
 	if (optind + 1 != argc) {
@@ -99,5 +98,6 @@ const struct cmd_entry cmd_snapshot_entry = {
 	.name = "snapshot",
 	.usage = "[--output FILE] [--file-mode 0600] [--json] SESSION",
 	.summary = "write a ring-mode session's flight recorder to a file",
+	.cluster = true,
 	.exec = cmd_snapshot_exec,
 };

@@ -317,8 +317,8 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 	size_t started = 0, failed = 0, notfound = 0, elastic = 0;
 	int ch, rc, fd, ntargets = 0;
 
-	while ((ch = getopt_long(argc, argv, "p:J:R:a" CLIENT_CONFIG_OPTSTRING
-	    "wj", opts, NULL)) != -1) {
+	while ((ch = client_getopt(e, argc, argv, "p:J:R:a"
+	    CLIENT_CONFIG_OPTSTRING "wj", opts)) != -1) {
 		if ((rc = client_config_option(e, ch, optarg, &cfg, &output,
 		    kinds, sizeof(kinds))) != 1) {
 			if (rc != 0)
@@ -354,8 +354,7 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 			c->json = true;
 			break;
 		default:
-			client_usage_error(e, "bad option");
-			return EXIT_USAGE;
+			return client_opt_exit(e, ch);
 		}
 	}
 	if (optind != argc) {
@@ -485,5 +484,6 @@ const struct cmd_entry cmd_start_entry = {
 	    "[--mode stream|ring]\n"
 	    "    [--domains +a,-b] [--max-size S] [--wait] [--json]",
 	.summary = "start capturing running processes into a trace file",
+	.cluster = true,
 	.exec = cmd_start_exec,
 };

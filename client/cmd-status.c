@@ -20,11 +20,10 @@ cmd_status_exec(struct client *c, int argc, char **argv)
 	char up[32];
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
-		if (ch != 'j') {
-			client_usage_error(&cmd_status_entry, "bad option");
-			return EXIT_USAGE;
-		}
+	while ((ch = client_getopt(&cmd_status_entry, argc, argv,
+	    "j", opts)) != -1) {
+		if (ch != 'j')
+			return client_opt_exit(&cmd_status_entry, ch);
 		c->json = true;
 	}
 	if (optind != argc) {

@@ -26,7 +26,7 @@ cmd_stop_exec(struct client *c, int argc, char **argv)
 	int ch, rc;
 
 	client_rescan(&argc, &argv);
-	while ((ch = getopt_long(argc, argv, "p:j", opts, NULL)) != -1) {
+	while ((ch = client_getopt(e, argc, argv, "p:j", opts)) != -1) {
 		switch (ch) {
 		case 'p':
 			if (client_parse_pids(optarg, &pids, &npids) != 0 ||
@@ -43,8 +43,7 @@ cmd_stop_exec(struct client *c, int argc, char **argv)
 			c->json = true;
 			break;
 		default:
-			client_usage_error(e, "bad option");
-			return EXIT_USAGE;
+			return client_opt_exit(e, ch);
 		}
 	}
 	if (req.pid == 0) {
@@ -69,5 +68,6 @@ const struct cmd_entry cmd_stop_entry = {
 	.name = "stop",
 	.usage = "[--json] SESSION | --pid N",
 	.summary = "stop a session: finalize its file, print records and losses",
+	.cluster = true,
 	.exec = cmd_stop_exec,
 };

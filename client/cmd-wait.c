@@ -22,11 +22,9 @@ cmd_wait_exec(struct client *c, int argc, char **argv)
 	int ch, rc;
 
 	client_rescan(&argc, &argv);
-	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
-		if (ch != 'j') {
-			client_usage_error(e, "bad option");
-			return EXIT_USAGE;
-		}
+	while ((ch = client_getopt(e, argc, argv, "j", opts)) != -1) {
+		if (ch != 'j')
+			return client_opt_exit(e, ch);
 		c->json = true;
 	}
 	if (optind + 1 != argc) {
@@ -46,5 +44,6 @@ const struct cmd_entry cmd_wait_entry = {
 	.name = "wait",
 	.usage = "[--json] SESSION",
 	.summary = "wait until a session is finalized, then print its summary",
+	.cluster = true,
 	.exec = cmd_wait_exec,
 };

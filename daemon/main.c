@@ -14,11 +14,10 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: msptid [-fv] [--runtime-dir DIR] [--foreground] "
+	fprintf(f, "usage: msptid [-fv] [-r|--runtime-dir DIR] [--foreground] "
 	    "[--verbose]\n"
-	    "    [--ring-memory-per-uid SIZE] [--ring-memory-total SIZE] "
-	    "[--version]\n"
-	    "    [--metrics-listen HOST:PORT]\n");
+	    "    [--ring-memory-per-uid SIZE] [--ring-memory-total SIZE]\n"
+	    "    [--metrics-listen HOST:PORT] [-h|--help] [--version]\n");
 }
 
 int

@@ -13,6 +13,8 @@
 #include <npusim/npusim.h>
 #include <mspti/mspti.h>
 
+#include "example-args.h"
+
 #define POOL		4
 #define BUF_SIZE	(16 * 1024)
 #define STEPS		200
@@ -65,7 +67,7 @@ complete(uint8_t *buf, size_t size, size_t valid)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	aclrtFuncHandle gemm, act;
 	aclrtStream s;
@@ -73,6 +75,8 @@ main(void)
 	static char host[4096];
 	int i;
 
+	example_args(argc, argv, "mspti-activity",
+	    "activity buffers from a fixed pool, dispatched by kind.");
 	for (i = 0; i < POOL; i++)
 		pool_free[pool_n++] = pool_mem[i];
 	msptiActivityRegisterCallbacks(request, complete);

@@ -11,6 +11,8 @@
 #include <npusim/npusim.h>
 #include <mspti/mspti.h>
 
+#include "example-args.h"
+
 static unsigned long calls[MSPTI_CBID_RUNTIME_SIZE], bad;
 static unsigned long long total_ns[MSPTI_CBID_RUNTIME_SIZE];
 
@@ -45,13 +47,15 @@ on_call(void *ud, msptiCallbackDomain d, msptiCallbackId id,
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	msptiSubscriberHandle sub;
 	aclrtFuncHandle k;
 	aclrtStream s;
 	int i;
 
+	example_args(argc, argv, "mspti-callback-timing",
+	    "per-call timing through correlationData.");
 	if (msptiSubscribe(&sub, on_call, NULL) != MSPTI_SUCCESS)
 		return 1;
 	msptiEnableDomain(1, sub, MSPTI_CB_DOMAIN_RUNTIME);

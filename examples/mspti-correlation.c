@@ -12,6 +12,8 @@
 #include <npusim/npusim.h>
 #include <mspti/mspti.h>
 
+#include "example-args.h"
+
 #define OPS	20
 #define MAXREC	4096
 
@@ -53,7 +55,7 @@ complete(uint8_t *buf, size_t size, size_t valid)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	static const char *names[3] = { "attn_qk", "attn_softmax", "attn_v" };
 	aclrtFuncHandle k[3];
@@ -62,6 +64,8 @@ main(void)
 	size_t i, j;
 	int op, per_op[OPS + 1] = { 0 }, bad = 0;
 
+	example_args(argc, argv, "mspti-correlation",
+	    "API-to-kernel correlation 1:N through external correlation ids.");
 	msptiActivityRegisterCallbacks(request, complete);
 	msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL);
 	msptiActivityEnable(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);

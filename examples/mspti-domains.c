@@ -10,6 +10,8 @@
 #include <mspti/mspti.h>
 #include <mstx/ms_tools_ext.h>
 
+#include "example-args.h"
+
 static unsigned fwd, bwd, opt, dflt, other;
 
 static void
@@ -56,11 +58,13 @@ step(mstxDomainHandle_t f, mstxDomainHandle_t b, mstxDomainHandle_t o)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	mstxDomainHandle_t f, b, o;
 	int i;
 
+	example_args(argc, argv, "mspti-domains",
+	    "MSTX marker domains switched on and off per phase.");
 	msptiActivityRegisterCallbacks(request, complete);
 	msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER);
 	msptiActivityDisableMarkerDomain("optimizer");	/* before creation */

@@ -11,6 +11,8 @@
 #include <npusim/npusim.h>
 #include <mspti/mspti.h>
 
+#include "example-args.h"
+
 enum { INIT = 1, EXECUTE = 2, CLEANUP = 3 };
 #define STEPS	5
 #define MAXREC	4096
@@ -54,7 +56,7 @@ ext_of(uint64_t corr, msptiExternalCorrelationKind kind)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	aclrtFuncHandle k;
 	aclrtStream s;
@@ -64,6 +66,8 @@ main(void)
 	size_t i;
 	int step, bad = 0, steps_seen = 0;
 
+	example_args(argc, argv, "mspti-external",
+	    "external correlation ids around init, execute and cleanup phases.");
 	msptiActivityRegisterCallbacks(request, complete);
 	msptiActivityEnable(MSPTI_ACTIVITY_KIND_API);
 	msptiActivityEnable(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);

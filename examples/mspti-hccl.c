@@ -15,6 +15,8 @@
 #include <hccl/hccl.h>
 #include <mspti/mspti.h>
 
+#include "example-args.h"
+
 #define RANKS	2
 #define OPS	5
 #define COUNT	(64 * 1024)
@@ -106,12 +108,14 @@ rank_main(int rank, const HcclRootInfo *root)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	HcclRootInfo root;
 	pid_t pid[RANKS];
 	int r, st, failed = 0;
 
+	example_args(argc, argv, "mspti-hccl",
+	    "HCCL and communication activity of a 2-rank job.");
 	if (HcclGetRootInfo(&root) != HCCL_SUCCESS)
 		return 1;
 	for (r = 0; r < RANKS; r++) {

@@ -12,6 +12,8 @@
 #include <mspti/mspti.h>
 #include <mstx/ms_tools_ext.h>
 
+#include "example-args.h"
+
 #define LAUNCHES	12
 static msptiActivityMarker marks[256];
 static size_t nmarks;
@@ -46,7 +48,7 @@ on_launch(void *ud, msptiCallbackDomain d, msptiCallbackId id,
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	static const char *names[2] = { "embedding", "layernorm" };
 	msptiSubscriberHandle sub;
@@ -55,6 +57,8 @@ main(void)
 	size_t i, j, pairs = 0;
 	int bad = 0;
 
+	example_args(argc, argv, "mspti-mstx-callback",
+	    "MSTX ranges from inside a launch callback, paired with kernels.");
 	msptiActivityRegisterCallbacks(request, complete);
 	msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER);
 	if (msptiSubscribe(&sub, on_launch, NULL) != MSPTI_SUCCESS)

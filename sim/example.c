@@ -6,6 +6,8 @@
  * is preloaded or linked; looking them up with dlsym(RTLD_DEFAULT) lets
  * the same binary run with or without it.
  */
+#include "config.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,4 +109,29 @@ example_check(aclError e, const char *what)
 		return (0);
 	fprintf(stderr, "%s failed: %d %s\n", what, e, aclGetRecentErrMsg());
 	return (-1);
+}
+
+/*
+ * The end of an example's option loop for what its own options and the
+ * scenario's are not: --help prints the usage on stdout and --version
+ * the version, both exit 0; anything else (getopt_long said why) prints
+ * the usage on stderr and exits 2.
+ */
+void
+example_option(const char *prog, const char *usage, int ch)
+{
+	if (ch == EXAMPLE_OPT_VERSION) {
+		printf("%s %s\n", prog, PACKAGE_VERSION);
+		exit(0);
+	}
+	example_usage(prog, usage, ch == 'h' ? 0 : 2);
+}
+
+/* The usage: on stdout and exit 0 when asked for, else stderr and 2. */
+void
+example_usage(const char *prog, const char *usage, int code)
+{
+	fprintf(code == 0 ? stdout : stderr, "usage: %s %s\n    %s\n"
+	    "    [-h|--help] [--version]\n", prog, usage, SCENARIO_USAGE);
+	exit(code);
 }

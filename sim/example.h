@@ -21,6 +21,15 @@ uint64_t	 example_range_start(const char *, aclrtStream);
 void		 example_range_end(uint64_t);
 aclrtFuncHandle	 example_kernel(const char *, int, double, double);
 int		 example_check(aclError, const char *);
+/* --help and --version, which every example answers (example_option). */
+#define EXAMPLE_OPT_VERSION	0x2ff
+#define EXAMPLE_LONGOPTS						\
+	{ "help", no_argument, NULL, 'h' },				\
+	{ "version", no_argument, NULL, EXAMPLE_OPT_VERSION }
+void		 example_option(const char *, const char *, int)
+		    __attribute__((noreturn));
+void		 example_usage(const char *, const char *, int)
+		    __attribute__((noreturn));
 
 /* scenario.c */
 

@@ -32,13 +32,7 @@
 #define DIST_GRADS	(256U * 1024)	/* fp32 gradient elements */
 #define DIST_MAX_RANKS	64
 
-static void
-dist_usage(void)
-{
-	fprintf(stderr, "usage: npusim-dist [--ranks N] [--steps S] "
-	    "[--slow-rank R]\n    " SCENARIO_USAGE "\n");
-	exit(2);
-}
+#define DIST_USAGE	"[--ranks N] [--steps S] [--slow-rank R]"
 
 static void
 dist_setenv_int(const char *name, int v)
@@ -207,7 +201,7 @@ main(int argc, char **argv)
 		{ "ranks", required_argument, NULL, 'n' },
 		{ "steps", required_argument, NULL, 's' },
 		{ "slow-rank", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
+		EXAMPLE_LONGOPTS,
 		SCENARIO_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -235,7 +229,7 @@ main(int argc, char **argv)
 			break;
 		default:
 			if (scenario_option(&sc, ch, optarg) != 0)
-				dist_usage();
+				example_option("npusim-dist", DIST_USAGE, ch);
 		}
 	}
 	/* A scenario file may have set them too; the last setting wins. */
@@ -244,7 +238,7 @@ main(int argc, char **argv)
 	slow = sc.slow_rank;
 	if (nranks < 1 || nranks > DIST_MAX_RANKS || steps < 0 ||
 	    slow >= nranks || optind != argc)
-		dist_usage();
+		example_usage("npusim-dist", DIST_USAGE, 2);
 	if (sc.kind != SCENARIO_NONE) {
 		/* Before the library reads its environment. */
 		if (scenario_prepare(&sc) != 0)

@@ -28,13 +28,7 @@ struct train_kernels {
 			gelu, adam, shape;
 };
 
-static void
-train_usage(void)
-{
-	fprintf(stderr, "usage: npusim-train [--steps N] [--device D]\n    "
-	    SCENARIO_USAGE "\n");
-	exit(2);
-}
+#define TRAIN_USAGE	"[--steps N] [--device D]"
 
 static void
 train_register(struct train_kernels *k)
@@ -102,7 +96,7 @@ main(int argc, char **argv)
 	static const struct option	 opts[] = {
 		{ "steps", required_argument, NULL, 's' },
 		{ "device", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
+		EXAMPLE_LONGOPTS,
 		SCENARIO_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -130,12 +124,12 @@ main(int argc, char **argv)
 			break;
 		default:
 			if (scenario_option(&sc, ch, optarg) != 0)
-				train_usage();
+				example_option("npusim-train", TRAIN_USAGE, ch);
 		}
 	}
 	steps = sc.steps;
 	if (steps < 0 || optind != argc)
-		train_usage();
+		example_usage("npusim-train", TRAIN_USAGE, 2);
 	if (sc.kind != SCENARIO_NONE) {
 		/* Before the library reads its environment. */
 		if (scenario_prepare(&sc) != 0)

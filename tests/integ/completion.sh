@@ -65,6 +65,22 @@ has ring "$MSPTICTL" start --mode r
 hasnt stream "$MSPTICTL" start --mode r
 ok "choices of an option"
 
+has help "$MSPTICTL" he
+has report "$MSPTICTL" help rep
+has snapshot "$MSPTICTL" -r "$RT" help sn
+has --json "$MSPTICTL" export x.mspti --js
+has --strict "$MSPTICTL" export x.mspti --st
+has --align "$MSPTICTL" report --al
+has always "$MSPTICTL" report --align al
+has --output-dir "$MSPTICTL" start --output-d
+has --allow-partial "$MSPTICTL" stop --al
+has slurm "$MSPTICTL" start --cluster ""
+mkdir "$T/hd" && touch "$T/hd/hosts.txt"
+has "$T/hd/hosts.txt" "$MSPTICTL" wait --hosts "$T/hd/"
+has "$T/hd" "$MSPTICTL" stop --output-dir "$T/h"
+hasnt "$T/hd/hosts.txt" "$MSPTICTL" stop --output-dir "$T/hd/"
+ok "help COMMAND, every verb's options, cluster options and their values"
+
 has "$AP" "$MSPTICTL" -r "$RT" start --pid ""
 has "$AP" "$MSPTICTL" --runtime-dir "$RT" retarget "$SID" --remove-pid ""
 has compjob "$MSPTICTL" -r "$RT" start --job c
