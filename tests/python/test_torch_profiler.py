@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import re
+import subprocess
 import sys
 import textwrap
 
@@ -430,3 +431,39 @@ def test_tensorboard_handler_per_rank(tmp_path):
         assert "aten::addmm" in names and "MatMul" in names
         assert any("AllReduce" in n for n in names), names
     assert ranks == {0: 2, 1: 2}
+
+
+def doc_snippets(srcdir):
+    text = open(os.path.join(srcdir, "doc", "python.md")).read()
+    return dict(re.findall(r"<!-- snippet: (\w+) -->\n```python\n(.*?)```",
+                           text, re.S))
+
+
+@pytest.mark.parametrize("name", ["torch_npu", "torch_profiler", "suite"])
+def test_doc_snippets_run(srcdir, tmp_path, name):
+    # The guides' snippets of doc/python.md, run as they are.
+    code = doc_snippets(srcdir)[name]
+    was = [l for l in code.splitlines() if "# was:" in l]
+    assert len(was) == 1 or name == "suite"
+    path = tmp_path / (name + ".py")
+    path.write_text(code)
+    p = subprocess.run([sys.executable, str(path)], capture_output=True,
+                       text=True, timeout=240, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    if name == "torch_npu":
+        traces = glob.glob(str(tmp_path / "result" / "*.pt.trace.json"))
+        assert len(traces) == 1
+        assert "Self CPU time total" in p.stdout
+        assert "aten::convolution" in p.stdout
+    elif name == "torch_profiler":
+        assert "model_inference" in p.stdout and "Input Shapes" in p.stdout
+        d = json.load(open(tmp_path / "trace.json"))
+        assert any(e.get("cat") == "cpu_op" for e in d["traceEvents"])
+    else:
+        first = [l for l in p.stdout.splitlines()
+                 if l.startswith("Op Type")]
+        assert first, p.stdout
+        body = p.stdout.splitlines()
+        top = body[body.index(first[0]) + 1]
+        assert top.split()[0] == "Conv2D", p.stdout
+        assert "op_share" in p.stdout
