@@ -184,6 +184,10 @@ _SORT = {
     "selfnpumemoryusage": "self_npu_memory_usage",
     "selfnpumem": "self_npu_memory_usage",
     "name": "key", "key": "key",
+    # The names of the engine's op table (device time).
+    "total": "npu_time_total", "totaltime": "npu_time_total",
+    "ratio": "npu_time_total", "share": "npu_time_total",
+    "avg": "npu_time", "avgtime": "npu_time", "average": "npu_time",
 }
 for _dev in ("device", "cuda"):
     for _k in list(_SORT):
