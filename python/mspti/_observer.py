@@ -138,6 +138,7 @@ class Observer:
         self._child_names = {}
         self._threads = set()
         self._rf_orig = None
+        self._names = {}
         obs = self
 
         class _Mode(TorchDispatchMode):
@@ -218,14 +219,17 @@ class Observer:
         if not self.active:
             return func(*args, **kwargs)
         torch = self.torch
-        schema = func._schema
-        ns, _, base = schema.name.partition("::")
-        if ns == "profiler" or t.quiet:
-            # record_function's own ops (its range is recorded by the
-            # patched __enter__/__exit__).
+        name = self._names.get(func)
+        if name is None:
+            ns, _, base = func._schema.name.partition("::")
+            # record_function's own ops: its range is recorded by the
+            # patched __enter__/__exit__.
+            name = self._names[func] = "" if ns == "profiler" else \
+                ns + "::" + base
+        if not name or t.quiet:
             return func(*args, **kwargs)
         parent = t.stack[-1].id if t.stack else 0
-        ev = OpEvent(next(self._ids), ns + "::" + base, 0, t.tid, parent)
+        ev = OpEvent(next(self._ids), name, 0, t.tid, parent)
         if t.modules:
             ev.module = t.modules[-1][2].path
         if self.record_shapes:
@@ -268,7 +272,7 @@ class Observer:
                 t.stack.pop()
             self.events.append(ev)
         if self.profile_memory:
-            self._allocs(ev, schema, out)
+            self._allocs(ev, func._schema, out)
         if grad:
             t.pending = (ev.seq, out)
         return out
@@ -321,17 +325,13 @@ class Observer:
         seq, out = p
         torch = self.torch
         outs = out if isinstance(out, (tuple, list)) else (out,)
+        # The first output's node is the one the op created (each op
+        # autograd records creates its own).
         for o in outs:
-            if isinstance(o, torch.Tensor) and o.grad_fn is not None:
+            if isinstance(o, torch.Tensor):
                 node = o.grad_fn
-                if getattr(node, "metadata", None) is not None and \
-                        "mspti_seq" in node.metadata:
-                    return
-                try:
-                    node.metadata["mspti_seq"] = seq
-                except (AttributeError, TypeError):
-                    pass
-                self._hook_node(node, seq)
+                if node is not None:
+                    self._hook_node(node, seq)
                 return
 
     def _hook_node(self, node, seq):
