@@ -280,6 +280,14 @@ pyprof_ext_pop(PyObject *self, PyObject *noargs)
 	Py_RETURN_NONE;
 }
 
+/* _mspti.session_kinds() -> the kinds mask a daemon session asks of this
+ * process (bit 13: framework ops). */
+static PyObject *
+pyprof_session_kinds(PyObject *self, PyObject *noargs)
+{
+	return PyLong_FromUnsignedLong(msptiExtSessionKinds());
+}
+
 /* mspti._mspti.Analysis: one analysis_run over trace files. */
 struct pyprof_analysis {
 	PyObject_HEAD
@@ -719,6 +727,8 @@ PyMethodDef pyprof_methods[] = {
 	  "Push an external correlation id (CUSTOM0) on this thread." },
 	{ "ext_pop", pyprof_ext_pop, METH_NOARGS,
 	  "Pop this thread's external correlation id (CUSTOM0)." },
+	{ "session_kinds", pyprof_session_kinds, METH_NOARGS,
+	  "Kinds a daemon session asks of this process (bit 13: ops)." },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -30,6 +30,13 @@ from ._profile import (Profile, ProfilerAction, ProfilerActivity, Schedule,
 
 __version__ = "0.1"
 
+# Daemon sessions asking for framework ops (msptictl start --kinds op):
+# a watcher polls libmspti's flag; started when PyTorch is in use.
+import sys as _sys
+from . import _session
+if "torch" in _sys.modules:
+    _session.start_watcher()
+
 __all__ = [
     "MsptiResult", "MsptiActivityKind", "MsptiActivityFlag",
     "MsptiActivitySourceKind", "MsptiCommunicationDataType",

@@ -119,7 +119,7 @@ class Observer:
     """Collects OpEvents while installed on one or more threads."""
 
     def __init__(self, record_shapes=False, with_stack=False,
-                 profile_memory=False):
+                 profile_memory=False, emit_mstx=False):
         import torch
         from torch.utils._python_dispatch import TorchDispatchMode
         self.torch = torch
@@ -139,6 +139,11 @@ class Observer:
         self._threads = set()
         self._rf_orig = None
         self._names = {}
+        # For daemon sessions (_session.py): each op is an MSTX range of
+        # domain "framework" whose id is the external correlation id.
+        self.emit_mstx = emit_mstx
+        self._domain = _mspti.mstx_domain_create("framework") \
+            if emit_mstx else None
         obs = self
 
         class _Mode(TorchDispatchMode):
@@ -155,6 +160,8 @@ class Observer:
         if tid not in self._threads:
             self._mode.__enter__()
             self._threads.add(tid)
+        if self.emit_mstx:
+            return
         self._patch_record_function(True)
         if self.with_stack and not self._hooks:
             import torch.nn.modules.module as mm
@@ -228,6 +235,14 @@ class Observer:
                 ns + "::" + base
         if not name or t.quiet:
             return func(*args, **kwargs)
+        if self.emit_mstx:
+            rid = _mspti.mstx_domain_range_start(self._domain, name, None)
+            _mspti.ext_push(rid)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _mspti.ext_pop()
+                _mspti.mstx_domain_range_end(self._domain, rid)
         parent = t.stack[-1].id if t.stack else 0
         ev = OpEvent(next(self._ids), name, 0, t.tid, parent)
         if t.modules:

@@ -35,6 +35,7 @@ from ... import mstx as _mstx
 # torch_npu.profiler's role: ``import mspti.npusim.torch as torch_npu``
 # and torch_npu.profiler.profile(...) is mspti's profiler.
 from ... import profiler
+from ... import _session
 from .. import AI_VECTOR
 from ._mode import bridge, activate, deactivate, META
 from ._dist import (init_process_group, destroy_process_group,
@@ -300,3 +301,5 @@ def uninstall():
 
 
 install()
+# msptictl start --kinds op on this job: see mspti/_session.py.
+_session.start_watcher()
