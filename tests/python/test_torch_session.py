@@ -47,7 +47,7 @@ def state():
             len(_get_current_dispatch_mode_stack())]
 
 def wait(path):
-    for _ in range(600):
+    for _ in range(2400):
         if os.path.exists(os.path.join(d, path)):
             return
         time.sleep(0.05)
