@@ -399,9 +399,13 @@ for step in range(5):
     npu.synchronize()
     prof.step()
 prof.stop()
-for a in prof.optimization_suggestions():
-    if a["rule"] == "comm_share":
-        print("RANK", npu.get_rank(), a["severity"], a["message"])
+comm = sum(r["Total(ms)"] for r in prof.communication_summary().rows)
+comp = sum(r["Total(ms)"] for r in prof.op_summary().rows)
+msgs = [a["message"] for a in prof.optimization_suggestions()
+        if a["rule"] == "comm_share"]
+print("RANK %d SHARE %.1f ADVICE %s" % (npu.get_rank(),
+                                        100.0 * comm / (comm + comp),
+                                        msgs[0] if msgs else "-"))
 npu.destroy_process_group()
 """
 
@@ -431,6 +435,19 @@ def test_tensorboard_handler_per_rank(tmp_path):
         assert "aten::addmm" in names and "MatMul" in names
         assert any("AllReduce" in n for n in names), names
     assert ranks == {0: 2, 1: 2}
+    # comm_share: named with its share whenever collectives take 20% or
+    # more of the device time (from the summaries' own totals).
+    lines = [l for l in out.splitlines() if l.startswith("RANK ")]
+    assert len(lines) == 2, out
+    for l in lines:
+        share = float(l.split()[3])
+        advice = l.split(" ADVICE ", 1)[1]
+        if share >= 20.5:
+            assert advice.startswith("communication takes "), l
+            assert abs(float(advice.split()[2].rstrip("%")) - share) < 0.5, l
+            assert "overlap" in advice
+        elif share < 19.5:
+            assert advice == "-", l
 
 
 def doc_snippets(srcdir):
