@@ -242,6 +242,7 @@ class Profile:
                 (MsptiActivityKind.MARKER,)
         self.kinds = tuple(kinds)
         self._observer = None
+        self._step_ev = None
         self._window = None         # (window number, _frame.Window)
         self._ops = ([], [], [])
         self.last_trace_file = None
@@ -340,6 +341,7 @@ class Profile:
     def _transition(self, new):
         old = self._action
         recording = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+        self._step_range(False)
         if new == ProfilerAction.NONE:
             if old in recording:
                 self._end_window()
@@ -365,7 +367,20 @@ class Profile:
                 if self._observer is not None:
                     self._observer.take()
             self._observe(True)
+            self._step_range(True)
         self._action = new
+
+    def _step_range(self, on):
+        # With a schedule, each recorded step is a range "ProfilerStep#N"
+        # among the framework ops, as torch.profiler records it (its
+        # TensorBoard plugin finds steps by them).
+        ev, self._step_ev = self._step_ev, None
+        obs = self._observer
+        if ev is not None and obs is not None:
+            obs.close(ev)
+        if on and self._schedule is not None and obs is not None and \
+                obs.active:
+            self._step_ev = obs.open("ProfilerStep#%d" % self.step_num)
 
     def _end_window(self):
         _mspti.flush_all()
