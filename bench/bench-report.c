@@ -16,6 +16,7 @@
 
 #include "analysis.h"
 #include "export.h"
+#include "export-int.h"
 #include "trace.h"
 
 static double
@@ -24,6 +25,17 @@ now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU time of the process (all threads): on a shared machine the
+ * records per CPU second say more than the wall-clock rate. */
+static double
+cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -59,7 +71,7 @@ static const char *const names[] = { NULL, "step", "MatMul", "AI_CORE",
  * launches (API + kernel, two op types), one all-reduce.  Rank 0 of 1.
  */
 static void
-workload(struct sink *k, uint64_t n)
+workload_rank(struct sink *k, uint64_t n, int rank, int world)
 {
 	struct rec_process pr;
 	struct rec_kernel kr;
@@ -69,16 +81,16 @@ workload(struct sink *k, uint64_t n)
 	uint64_t t = 1700000000000000000ull, done = 0, corr = 1, step = 1;
 
 	REC_INIT(&pr, REC_PROCESS, 0);
-	pr.pid = 1;
-	pr.rank = 0;
-	pr.local_rank = 0;
-	pr.world_size = 1;
+	pr.pid = (uint32_t)rank + 1;
+	pr.rank = rank;
+	pr.local_rank = rank;
+	pr.world_size = world;
 	put(k, &pr);
 	REC_INIT(&kr, REC_KERNEL, 0);
 	REC_INIT(&api, REC_API, 0);
 	REC_INIT(&m, REC_MARKER, 0);
 	REC_INIT(&c, REC_COMMUNICATION, 0);
-	kr.pid = api.pid = m.pid = c.pid = 1;
+	kr.pid = api.pid = m.pid = c.pid = (uint32_t)rank + 1;
 	api.name_id = 6;
 	api.kind = 3;
 	m.name_id = 1;
@@ -117,6 +129,12 @@ workload(struct sink *k, uint64_t n)
 }
 
 static void
+workload(struct sink *k, uint64_t n)
+{
+	workload_rank(k, n, 0, 1);
+}
+
+static void
 direct(uint64_t n)
 {
 	struct analysis *a = analysis_new(NULL);
@@ -140,7 +158,7 @@ direct(uint64_t n)
 
 /* Writes the workload to path; the ids match names[] (interned first). */
 static void
-write_trace(const char *path, uint64_t n)
+write_trace_rank(const char *path, uint64_t n, int rank, int world)
 {
 	struct trace_header h;
 	struct sink k = { NULL, NULL };
@@ -160,11 +178,17 @@ write_trace(const char *path, uint64_t n)
 			fputs("bench-report: unexpected string id\n", stderr);
 			exit(1);
 		}
-	workload(&k, n);
+	workload_rank(&k, n, rank, world);
 	if (trace_writer_close(k.w, NULL, NULL) != 0 || close(fd) != 0) {
 		perror(path);
 		exit(1);
 	}
+}
+
+static void
+write_trace(const char *path, uint64_t n)
+{
+	write_trace_rank(path, n, 0, 1);
 }
 
 static long long
@@ -206,6 +230,54 @@ rmdir_csv(const char *dir)
 }
 
 static void
+null_slice(struct ex *x, const struct ex_track *t, const char *name,
+    const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
+    uint64_t flow_in, const char *args)
+{
+	(void)t, (void)name, (void)cat, (void)ts, (void)dur, (void)flow_out;
+	(void)flow_in, (void)args;
+	x->events++;
+}
+
+static void
+null_instant(struct ex *x, const struct ex_track *t, const char *name,
+    uint64_t ts)
+{
+	(void)t, (void)name, (void)ts;
+	x->events++;
+}
+
+static void
+null_counter(struct ex *x, const struct ex_track *t, const char *name,
+    const char *unit, uint64_t ts, double v)
+{
+	(void)t, (void)name, (void)unit, (void)ts, (void)v;
+	x->events++;
+}
+
+/* The exporters' shared walk with an emitter that writes nothing: what
+ * re-reading the file and making the tracks costs every format. */
+static void
+walk_alone(struct analysis *a, uint64_t records)
+{
+	static const struct ex_emit em = { null_slice, null_instant,
+	    null_counter };
+	struct ex x;
+	double t0, c0;
+
+	memset(&x, 0, sizeof(x));
+	x.a = a;
+	x.em = &em;
+	c0 = cpu_now();
+	t0 = now();
+	ex_walk(&x);
+	printf("export walk alone     %9llu records in %7.3f s: %6.2f M "
+	    "records/s wall, %6.2f M records/s of CPU time\n",
+	    (unsigned long long)records, now() - t0, (double)records /
+	    (now() - t0) / 1e6, (double)records / (cpu_now() - c0) / 1e6);
+}
+
+static void
 from_file(const char *path, uint64_t n, bool exports)
 {
 	struct analysis_opts o;
@@ -234,12 +306,20 @@ from_file(const char *path, uint64_t n, bool exports)
 		static const char *const fmt[] = { "chrome", "perfetto",
 		    "csv" };
 
+		walk_alone(a, tot.records);
 		for (int i = 0; i < 3; i++) {
 			FILE *f = NULL;
 			long long sz;
 			int rc;
 
+			const char *only = getenv("BENCH_EXPORT_ONLY");
+			double c0, c1;
+
+			if (only != NULL && strcmp(only, "1") != 0 &&
+			    strcmp(only, fmt[i]) != 0)
+				continue;
 			snprintf(out, sizeof(out), "%s.%s", path, fmt[i]);
+			c0 = cpu_now();
 			t0 = now();
 			if (i == 2)
 				rc = export_csv(a, out);
@@ -252,12 +332,19 @@ from_file(const char *path, uint64_t n, bool exports)
 					rc = -EIO;
 			}
 			t1 = now();
+			c1 = cpu_now();
 			sz = i == 2 ? dsize(out) : fsize(out);
 			printf("export %-8s      %9llu records in %7.3f s: "
 			    "%lld bytes (%.1f bytes/record)%s\n", fmt[i],
 			    (unsigned long long)tot.records, t1 - t0, sz,
 			    (double)sz / (double)tot.records,
 			    rc ? " FAILED" : "");
+			printf("export %-8s      %6.2f M records/s wall, %6.2f M "
+			    "records/s of CPU time%s\n", fmt[i],
+			    (double)tot.records / (t1 - t0) / 1e6,
+			    (double)tot.records / (c1 - c0) / 1e6, i == 0 ?
+			    " [target >= 3]" : i == 1 ? " [target >= 5; <= 25 "
+			    "bytes/record]" : "");
 			if (i == 2)
 				rmdir_csv(out);
 			else
@@ -268,24 +355,119 @@ from_file(const char *path, uint64_t n, bool exports)
 	unlink(path);
 }
 
+static double
+thread_cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Report over nf rank files of n records each with --jobs 1, 2 and 4
+ * (analysis_opts.jobs): wall-clock records/s and the ratio to jobs 1,
+ * best of 3.  On a loaded machine the wall clock says little, so also the
+ * CPU time of the analysing thread (the critical path: the workers read
+ * ahead of it) and what an idle machine would give, CPU of --jobs 1 over
+ * that critical path.
+ */
+static void
+multi(const char *tmp, int nf, uint64_t n)
+{
+	static const unsigned jobs[] = { 1, 2, 4 };
+	char paths[8][512], *pv[8];
+	double base = 0, cpu1 = 0;
+
+	for (int i = 0; i < nf; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/bench-report-m%d-%d."
+		    "trace", tmp, (int)getpid(), i);
+		write_trace_rank(paths[i], n, i, nf);
+		pv[i] = paths[i];
+	}
+	for (size_t j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
+		double best = 0, cpu = 0, crit = 0;
+		uint64_t recs = 0;
+
+		for (int rep = 0; rep < 3; rep++) {
+			struct analysis_opts o;
+			struct analysis *a;
+			struct analysis_totals tot;
+			double t0, c0, t1, m0, m;
+
+			analysis_opts_init(&o);
+			o.jobs = jobs[j];
+			a = analysis_new(&o);
+			c0 = cpu_now();
+			m0 = thread_cpu_now();
+			t0 = now();
+			analysis_add_files(a, pv, (size_t)nf);
+			analysis_run(a);
+			t1 = now();
+			m = thread_cpu_now() - m0;
+			analysis_get_totals(a, &tot);
+			recs = tot.records;
+			if (best == 0 || t1 - t0 < best)
+				best = t1 - t0;
+			if (crit == 0 || m < crit) {
+				crit = m;
+				cpu = cpu_now() - c0;
+			}
+			analysis_free(a);
+		}
+		if (j == 0) {
+			base = best;
+			cpu1 = cpu;
+		}
+		printf("report, %d file%s, --jobs %u: %9llu records in %7.3f s: "
+		    "%6.1f M records/s wall (x%.2f of --jobs 1); CPU %.3f s, "
+		    "analysing thread %.3f s: %.1f M records/s of it, x%.2f "
+		    "on an idle machine\n",
+		    nf, nf > 1 ? "s" : " ", jobs[j], (unsigned long long)recs,
+		    best, (double)recs / best / 1e6, base / best, cpu, crit,
+		    (double)recs / crit / 1e6, cpu1 / crit);
+	}
+	for (int i = 0; i < nf; i++)
+		unlink(paths[i]);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	static const uint64_t sizes[] = { 1000000, 4000000 };
 	static const uint64_t ex_sizes[] = { 100000, 1000000 };
 	const char *tmp = getenv("TMPDIR");
 	char path[512];
+	bool only;
 
 	if (tmp == NULL || *tmp == '\0')
 		tmp = "/tmp";
-	for (size_t i = 0; i < 2; i++)
+	/* bench-report --write FILE N [RANK WORLD]: only write the workload
+	 * (for profiling msptictl on it). */
+	if (argc >= 4 && strcmp(argv[1], "--write") == 0) {
+		write_trace_rank(argv[2], strtoull(argv[3], NULL, 10),
+		    argc >= 6 ? atoi(argv[4]) : 0, argc >= 6 ? atoi(argv[5]) :
+		    1);
+		return 0;
+	}
+	/* BENCH_EXPORT_ONLY=1 (or =chrome, perfetto, csv: that one): the
+	 * export figures alone (for profiling). */
+	only = getenv("BENCH_EXPORT_ONLY") != NULL;
+	for (size_t i = 0; i < 2 && !only; i++)
 		direct(sizes[i]);
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < 2 && !only; i++) {
 		snprintf(path, sizeof(path), "%s/bench-report-%d-%llu.trace",
 		    tmp, (int)getpid(), (unsigned long long)sizes[i]);
 		from_file(path, sizes[i], false);
 	}
-	for (size_t i = 0; i < 2; i++) {
+	if (!only || strcmp(getenv("BENCH_EXPORT_ONLY"), "jobs") == 0) {
+		printf("(report threads: %ld online CPUs)\n",
+		    sysconf(_SC_NPROCESSORS_ONLN));
+		multi(tmp, 1, 4000000);
+		multi(tmp, 4, 1000000);
+	}
+	for (size_t i = 0; i < 2 && (!only ||
+	    strcmp(getenv("BENCH_EXPORT_ONLY"), "jobs") != 0); i++) {
 		snprintf(path, sizeof(path), "%s/bench-report-ex-%d-%llu.trace",
 		    tmp, (int)getpid(), (unsigned long long)ex_sizes[i]);
 		from_file(path, ex_sizes[i], true);

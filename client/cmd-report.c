@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "client.h"
@@ -14,19 +15,23 @@ struct analysis *
 client_analyse(const struct cmd_entry *e, const struct analysis_opts *o,
     int argc, char **argv)
 {
+	struct analysis_opts oj = *o;
 	struct analysis *a;
-	size_t nw;
+	size_t nw, ok;
 	const char *const *w;
 	struct analysis_totals tot;
-	int ok = 0;
 
-	if ((a = analysis_new(o)) == NULL) {
+	/* Reading threads: every online CPU unless --jobs says. */
+	if (oj.jobs == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		oj.jobs = n > 1 ? (unsigned)(n < 16 ? n : 16) : 1;
+	}
+	if ((a = analysis_new(&oj)) == NULL) {
 		fprintf(stderr, "msptictl %s: out of memory\n", e->name);
 		return NULL;
 	}
-	for (int i = optind; i < argc; i++)
-		if (analysis_add_file(a, argv[i]) == 0)
-			ok++;
+	ok = analysis_add_files(a, argv + optind, (size_t)(argc - optind));
 	if (ok == 0 || analysis_run(a) != 0) {
 		/* Say why for each file ("x: cannot read: bad magic"). */
 		w = analysis_warnings(a, &nw);
@@ -63,6 +68,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		{ "align", required_argument, NULL, 'a' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "steps-all", no_argument, NULL, 'A' },
+		{ "jobs", required_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -77,7 +83,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	analysis_opts_init(&o);
 	memset(want, 0, sizeof(want));
 	client_rescan(&argc, &argv);
-	while ((ch = getopt_long(argc, argv, "jcs:t:w:m:a:SAh", opts, NULL)) !=
+	while ((ch = getopt_long(argc, argv, "jcs:t:w:m:a:SAJ:h", opts, NULL)) !=
 	    -1) {
 		switch (ch) {
 		case 'j':
@@ -124,6 +130,19 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		case 'A':
 			all_steps = true;
 			break;
+		case 'J': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*optarg == '\0' || *end != '\0' || v < 1 ||
+			    v > 256) {
+				client_usage_error(&cmd_report_entry,
+				    "bad --jobs '%s' (1 to 256)", optarg);
+				return EXIT_USAGE;
+			}
+			o.jobs = (unsigned)v;
+			break;
+		}
 		case 'h':
 			printf("usage: msptictl report %s\n",
 			    cmd_report_entry.usage);
@@ -187,13 +206,16 @@ const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.usage = "FILE... [--json|--csv] [--section LIST] [--top N] "
 	    "[--world-size N] [--step-marker NAME] "
-	    "[--align auto|always|never] [--strict] [--steps-all]\n"
+	    "[--align auto|always|never] [--strict] [--steps-all] "
+	    "[--jobs N]\n"
 	    "  Text output shows per rank a step summary and the --top N "
 	    "(10) slowest\n  steps; --steps-all prints every step (--json "
 	    "and --csv always do).\n"
 	    "  Missing ranks, lost records and truncated files are printed "
 	    "on stderr\n  under an INCOMPLETE INPUT banner; the exit status "
-	    "is 0 unless --strict\n  (then 1 when the input is partial).",
+	    "is 0 unless --strict\n  (then 1 when the input is partial).\n"
+	    "  --jobs N reads the files with N threads (default: the online "
+	    "CPUs);\n  the results are the same for every N.",
 	.summary = "op/kernel/API/memory/communication/step tables, "
 	    "slow ranks, advice",
 	.exec = cmd_report_exec,

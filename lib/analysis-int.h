@@ -282,6 +282,9 @@ struct analysis {
 	size_t			 nproc;
 	struct an_op		*ops;
 	size_t			 nops, cops;
+	/* Global name id -> 1 + the first op of that name (0: none). */
+	uint32_t		*op_first;
+	size_t			 nop_first;
 	struct an_op		*apis;
 	size_t			 napis, capis;
 	struct an_stat		 memcpy_st[6];

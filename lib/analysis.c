@@ -213,6 +213,7 @@ analysis_free(struct analysis *a)
 	free(a->src);
 	free(a->proc);
 	free(a->ops);
+	free(a->op_first);
 	free(a->apis);
 	free(a);
 }
@@ -362,6 +363,19 @@ an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
 			a->ops[i].aicpu = strstr(an_str_get(a, gtype), "CPU") !=
 			    NULL;
 			a->nops++;
+			if (gname >= a->nop_first) {
+				size_t n = a->nop_first ? a->nop_first : 256;
+
+				while (n <= gname)
+					n *= 2;
+				a->op_first = an_realloc(a->op_first,
+				    n * sizeof(uint32_t));
+				memset(a->op_first + a->nop_first, 0,
+				    (n - a->nop_first) * sizeof(uint32_t));
+				a->nop_first = n;
+			}
+			if (a->op_first[gname] == 0)
+				a->op_first[gname] = (uint32_t)i + 1;
 		}
 		if (name_id >= src->nop_of) {
 			size_t n = src->nop_of ? src->nop_of : 256;
@@ -443,14 +457,13 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 		a->l_slow_delay++;
 	if (dur < rt)
 		a->l_short++;
-	/* The host side of the op (key_averages' CPU time). */
-	if (dev->name != 0)
-		for (i = 0; i < a->nops; i++)
-			if (a->ops[i].name == dev->name) {
-				a->ops[i].host_total += rt;
-				a->ops[i].host_count++;
-				break;
-			}
+	/* The host side of the op (key_averages' CPU time): the first op
+	 * of that name. */
+	if (dev->name != 0 && dev->name < a->nop_first &&
+	    (i = a->op_first[dev->name]) != 0) {
+		a->ops[i - 1].host_total += rt;
+		a->ops[i - 1].host_count++;
+	}
 	/* Keep the worst launch delays (small insertion-sorted array). */
 	if (a->nl_top == 32 && delay <= a->l_top[31].delay)
 		return;
@@ -786,19 +799,32 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 	return 0;
 }
 
-AN_ATTR int
-analysis_add_file(struct analysis *a, const char *path)
+/* Opens path for analysis_add_file (its read-ahead started). */
+static int
+an_open(struct analysis *a, const char *path, struct trace_reader **rp)
 {
-	struct trace_reader *r;
+	int rc;
+
+	if ((rc = trace_reader_open(path, rp)) != 0)
+		return rc;
+	if (a->o.jobs > 1)
+		trace_reader_set_threads(*rp, a->o.jobs - 1);
+	return 0;
+}
+
+/* Analyses the file open in r (or its open error rc); closes r. */
+static int
+an_file(struct analysis *a, const char *path, struct trace_reader *r,
+    int rc)
+{
 	struct analysis_source *src;
 	const struct trace_header *th;
 	const struct trace_footer *ft;
 	struct trace_reader_stats st;
 	const struct rec_hdr *h;
-	int rc;
 
 	a->files++;
-	if ((rc = trace_reader_open(path, &r)) != 0) {
+	if (rc != 0) {
 		an_warn(a, "%s: cannot read: %s", path, trace_strerror(rc));
 		a->partial = true;
 		return rc;
@@ -856,6 +882,43 @@ analysis_add_file(struct analysis *a, const char *path)
 		    st.bad_records);
 	trace_reader_close(r);
 	return rc < 0 ? rc : 0;
+}
+
+AN_ATTR int
+analysis_add_file(struct analysis *a, const char *path)
+{
+	struct trace_reader *r = NULL;
+	int rc = an_open(a, path, &r);
+
+	return an_file(a, path, r, rc);
+}
+
+AN_ATTR size_t
+analysis_add_files(struct analysis *a, char *const *paths, size_t n)
+{
+	struct trace_reader *r = NULL, *next = NULL;
+	int rc, nrc = 0;
+	size_t ok = 0;
+
+	if (n == 0)
+		return 0;
+	rc = an_open(a, paths[0], &r);
+	for (size_t i = 0; i < n; i++) {
+		/* The next file's workers start while this one is read. */
+		if (i + 1 < n && a->o.jobs > 1)
+			nrc = an_open(a, paths[i + 1], &next);
+		if (an_file(a, paths[i], r, rc) == 0)
+			ok++;
+		if (i + 1 < n) {
+			if (a->o.jobs > 1) {
+				r = next;
+				rc = nrc;
+				next = NULL;
+			} else
+				rc = an_open(a, paths[i + 1], &r);
+		}
+	}
+	return ok;
 }
 
 AN_ATTR const struct table *

@@ -98,6 +98,11 @@ struct analysis_opts {
 	/* Keep the per-rank compute/communication unions for the
 	 * exporters' overlap track (memory grows with the trace). */
 	bool		 keep_segments;
+	/* Threads for reading trace files: 0 or 1 reads in the caller's
+	 * thread; N > 1 decompresses and checks chunks in N - 1 workers
+	 * ahead of the analysis, and opens the next file while one is
+	 * analysed.  Results are the same for every N. */
+	unsigned	 jobs;
 };
 
 /* Default reorder window: msptid writes a device record up to about 2 s
@@ -125,6 +130,9 @@ void	analysis_free(struct analysis *a);
  * (then also a warning).  The path is kept for the exporters.
  */
 int	analysis_add_file(struct analysis *a, const char *path);
+/* analysis_add_file for each of n paths, the next one read ahead while
+ * one is analysed (opts.jobs > 1).  Returns how many were read. */
+size_t	analysis_add_files(struct analysis *a, char *const *paths, size_t n);
 
 /*
  * Direct feeding (no file).  A source is one record stream with its own

@@ -48,6 +48,11 @@ struct ex {
 	struct ex_open		*open;		/* MSTX ranges open */
 	size_t			 nopen, copen;
 	bool			 hosts;		/* several hosts: name them */
+	/* The last host and device track made (names are formatted once
+	 * per track change, not per record). */
+	struct ex_track		 tc_host, tc_dev;
+	const void		*tc_hp, *tc_dp, *tc_dwhat;
+	uint32_t		 tc_htid, tc_ddev, tc_dstream;
 };
 
 AN_HIDDEN int	ex_walk(struct ex *x);

@@ -1,7 +1,20 @@
 /*
  * Perfetto protobuf export: the protobuf encoding is written by hand (a
- * varint writer), following proto/perfetto/trace.proto.  Each record is
- * one or two TracePackets; a TrackDescriptor precedes a track's first use.
+ * varint writer), following proto/perfetto/trace.proto.
+ *
+ * Every track (a thread, a device stream, a counter) is its own packet
+ * sequence, as Perfetto's SDK writes one sequence per thread: the
+ * sequence's first packet clears its incremental state
+ * (SEQ_INCREMENTAL_STATE_CLEARED), sets its defaults (the track, and the
+ * sequence-scoped incremental clock 64 for timestamps) and a ClockSnapshot
+ * that maps clock 64 to CLOCK_REALTIME.  Its event packets then carry a
+ * timestamp delta from the previous one, the interned ids of names,
+ * categories, annotation names and string values (defined once per
+ * sequence in InternedData, before their first use), and
+ * SEQ_NEEDS_INCREMENTAL_STATE.  An event earlier than its sequence's last
+ * one (an MSTX range is emitted at its end with its start time) carries an
+ * absolute CLOCK_REALTIME timestamp instead.  Track and process
+ * descriptors are on sequence 1, which needs no incremental state.
  */
 #include "config.h"
 
@@ -14,42 +27,100 @@
 #include "export-int.h"
 
 #define PF_ATTR	__attribute__((visibility("default")))
-#define PF_SEQ	1
+#define PF_SEQ	1		/* descriptors; tracks count from 2 */
 /* perfetto.protos.BuiltinClock: our timestamps are CLOCK_REALTIME ns. */
 #define PF_CLOCK_REALTIME	1
-/* TracePacket.sequence_flags: SEQ_INCREMENTAL_STATE_CLEARED. */
+/* The first sequence-scoped clock id (64..127): incremental ns. */
+#define PF_CLOCK_INCR		64
+/* TracePacket.sequence_flags. */
 #define PF_SEQ_CLEARED		1
+#define PF_SEQ_NEEDS		2
 /* CounterDescriptor.Unit: UNIT_SIZE_BYTES. */
 #define PF_UNIT_BYTES		3
+/* InternedData fields, one iid space per field (the ids are global: the
+ * same iid is the same string on every sequence). */
+enum { PF_I_CAT, PF_I_NAME, PF_I_ANAME, PF_I_SVAL, PF_I_N };
+static const unsigned pf_ifield[PF_I_N] = { 1, 2, 3, 29 };
+
+#define PF_OUT_SIZE	(1u << 18)
 
 struct pf_buf {
 	uint8_t	b[4096];
 	size_t	n;
 };
 
-struct pf {
-	uint64_t	*seen;		/* open addressing of track uuids */
-	size_t		 nseen, cap;
+/* A set of nonzero 64-bit keys (open addressing). */
+struct pf_set {
+	uint64_t	*v;
+	size_t		 n, cap;
 };
 
-static void
+struct pf_str {
+	char		*s;
+	size_t		 len;
+	uint64_t	 h;
+	uint32_t	 iid;
+	uint32_t	 seq[2];	/* sequences that have it defined (a
+					   host and a device track alternate) */
+};
+
+/* Strings of one InternedData field: content -> iid. */
+struct pf_strtab {
+	struct pf_str	*v;
+	size_t		 n, cap;
+	uint32_t	 next;
+	/* Pointer -> entry, checked by content (callers pass the same few
+	 * pointers over and over, some to buffers they reuse). */
+	struct {
+		const char	*p;
+		size_t		 i;
+	}		 pc[64];
+};
+
+/* One track's packet sequence. */
+struct pf_seq {
+	uint64_t	 uid;
+	uint64_t	 last;		/* clock 64 now */
+	uint32_t	 seq;
+};
+
+struct pf {
+	struct ex	*x;
+	/* The track of the last event: (pid, tid, counter) -> sequence. */
+	uint32_t	 lt_pid, lt_tid;
+	bool		 lt_counter;
+	char		 lt_cname[128];
+	struct pf_seq	*lt_seq;
+	struct pf_set	 seen;		/* track uuids declared */
+	struct pf_set	 defined;	/* (sequence, field, iid) defined */
+	struct pf_strtab str[PF_I_N];
+	struct pf_seq	*seqs;		/* by uid, open addressing */
+	size_t		 nseq, cseq;
+	uint32_t	 nextseq;
+	struct pf_buf	 in;		/* this packet's InternedData */
+	uint8_t		*out;		/* buffered output */
+	size_t		 nout;
+};
+
+static inline void
 pf_varint(struct pf_buf *b, uint64_t v)
 {
-	while (v >= 0x80 && b->n < sizeof(b->b)) {
+	if (b->n + 10 > sizeof(b->b))
+		return;
+	while (v >= 0x80) {
 		b->b[b->n++] = (uint8_t)(v | 0x80);
 		v >>= 7;
 	}
-	if (b->n < sizeof(b->b))
-		b->b[b->n++] = (uint8_t)v;
+	b->b[b->n++] = (uint8_t)v;
 }
 
-static void
+static inline void
 pf_tag(struct pf_buf *b, unsigned field, unsigned wt)
 {
 	pf_varint(b, (uint64_t)field << 3 | wt);
 }
 
-static void
+static inline void
 pf_uint(struct pf_buf *b, unsigned field, uint64_t v)
 {
 	pf_tag(b, field, 0);
@@ -90,16 +161,32 @@ pf_str(struct pf_buf *b, unsigned field, const char *s)
 	pf_bytes(b, field, s, strlen(s));
 }
 
+static void
+pf_flush(struct pf *p)
+{
+	if (p->nout > 0)
+		fwrite(p->out, 1, p->nout, p->x->out);
+	p->nout = 0;
+}
+
 /* Writes one TracePacket (body in pkt) as Trace.packet (field 1). */
 static void
-pf_packet(struct ex *x, const struct pf_buf *pkt)
+pf_packet(struct pf *p, const struct pf_buf *pkt)
 {
-	struct pf_buf h = { .n = 0 };
+	uint8_t *o;
+	uint64_t v = pkt->n;
 
-	pf_tag(&h, 1, 2);
-	pf_varint(&h, pkt->n);
-	fwrite(h.b, 1, h.n, x->out);
-	fwrite(pkt->b, 1, pkt->n, x->out);
+	if (p->nout + pkt->n + 16 > PF_OUT_SIZE)
+		pf_flush(p);
+	o = p->out + p->nout;
+	*o++ = 1 << 3 | 2;
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	memcpy(o, pkt->b, pkt->n);
+	p->nout = (size_t)(o - p->out) + pkt->n;
 }
 
 static uint64_t
@@ -110,45 +197,148 @@ pf_hash(uint64_t h, const char *s)
 	return h;
 }
 
+static inline size_t
+pf_slot(uint64_t key, size_t cap)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+}
+
+/* Adds key (nonzero) to s: true if it was not there. */
 static bool
-pf_first(struct pf *p, uint64_t key)
+pf_first(struct pf_set *s, uint64_t key)
 {
 	size_t i;
 
-	if (p->nseen * 2 >= p->cap) {
-		size_t nc = p->cap ? p->cap * 2 : 256;
+	if (s->n * 2 >= s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 256;
 		uint64_t *nv = calloc(nc, sizeof(uint64_t));
 
 		if (nv == NULL)
 			abort();
-		for (size_t j = 0; j < p->cap; j++)
-			if (p->seen[j]) {
-				i = p->seen[j] & (nc - 1);
+		for (size_t j = 0; j < s->cap; j++)
+			if (s->v[j]) {
+				i = pf_slot(s->v[j], nc);
 				while (nv[i])
 					i = (i + 1) & (nc - 1);
-				nv[i] = p->seen[j];
+				nv[i] = s->v[j];
 			}
-		free(p->seen);
-		p->seen = nv;
-		p->cap = nc;
+		free(s->v);
+		s->v = nv;
+		s->cap = nc;
 	}
-	i = key & (p->cap - 1);
-	while (p->seen[i]) {
-		if (p->seen[i] == key)
+	i = pf_slot(key, s->cap);
+	while (s->v[i]) {
+		if (s->v[i] == key)
 			return false;
-		i = (i + 1) & (p->cap - 1);
+		i = (i + 1) & (s->cap - 1);
 	}
-	p->seen[i] = key;
-	p->nseen++;
+	s->v[i] = key;
+	s->n++;
 	return true;
+}
+
+/* A string's hash, 8 bytes at a time. */
+static uint64_t
+pf_strhash(const char *s, size_t n)
+{
+	size_t i;
+	uint64_t h = 0x9ae16a3b2f90404full ^ n, w;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	if (i < n) {
+		w = 0;
+		memcpy(&w, s + i, n - i);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	return h | 1;
+}
+
+/*
+ * The iid of string s (len bytes) in field f, defined in this packet's
+ * InternedData (p->in) if sequence seq has not had it yet.
+ */
+static uint32_t
+pf_intern_n(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
+{
+	struct pf_strtab *t = &p->str[f];
+	struct pf_str *e;
+	size_t i, pci = ((uintptr_t)s * 0x9e3779b97f4a7c15ull >> 58);
+	uint64_t h;
+
+	if (t->pc[pci].p == s && (e = &t->v[t->pc[pci].i])->len == len &&
+	    memcmp(e->s, s, len) == 0) {
+		if (e->seq[0] == seq || e->seq[1] == seq)
+			return e->iid;
+		goto found;
+	}
+	h = pf_strhash(s, len);
+	if (t->n * 2 >= t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 64;
+		struct pf_str *nv = calloc(nc, sizeof(*nv));
+
+		if (nv == NULL)
+			abort();
+		for (size_t j = 0; j < t->cap; j++)
+			if (t->v[j].s != NULL) {
+				i = pf_slot(t->v[j].h, nc);
+				while (nv[i].s != NULL)
+					i = (i + 1) & (nc - 1);
+				nv[i] = t->v[j];
+			}
+		free(t->v);
+		t->v = nv;
+		t->cap = nc;
+		memset(t->pc, 0, sizeof(t->pc));
+	}
+	for (i = pf_slot(h, t->cap); (e = &t->v[i])->s != NULL;
+	    i = (i + 1) & (t->cap - 1))
+		if (e->h == h && e->len == len && memcmp(e->s, s, len) == 0)
+			goto found;
+	if ((e->s = malloc(len + 1)) == NULL)
+		abort();
+	memcpy(e->s, s, len);
+	e->s[len] = '\0';
+	e->len = len;
+	e->h = h;
+	e->iid = ++t->next;
+	t->n++;
+found:
+	t->pc[pci].p = s;
+	t->pc[pci].i = (size_t)(e - t->v);
+	if (e->seq[0] != seq) {
+		e->seq[1] = e->seq[0];
+		e->seq[0] = seq;
+	}
+	if (pf_first(&p->defined, (uint64_t)seq << 34 |
+	    (uint64_t)f << 32 | e->iid)) {
+		struct pf_buf d;
+
+		d.n = 0;
+		/* EventCategory, EventName, DebugAnnotationName and
+		 * InternedString all are { iid = 1; name/str = 2; }. */
+		pf_uint(&d, 1, e->iid);
+		pf_bytes(&d, 2, e->s, e->len);
+		pf_bytes(&p->in, pf_ifield[f], d.b, d.n);
+	}
+	return e->iid;
+}
+
+static uint32_t
+pf_intern(struct pf *p, uint32_t seq, int f, const char *s)
+{
+	return pf_intern_n(p, seq, f, s, strlen(s));
 }
 
 /* The uuid of t (declaring it and its process on first use). */
 static uint64_t
-pf_track(struct ex *x, const struct ex_track *t, const char *counter,
+pf_track(struct pf *p, const struct ex_track *t, const char *counter,
     const char *unit)
 {
-	struct pf *p = x->priv;
 	uint64_t puid = (0x5000000000000000ull | t->pid) * 0x100000001b3ull;
 	uint64_t uid = pf_hash(puid ^ ((uint64_t)t->tid << 1),
 	    counter ? counter : "");
@@ -156,7 +346,7 @@ pf_track(struct ex *x, const struct ex_track *t, const char *counter,
 
 	puid |= 1;
 	uid |= 1;
-	if (pf_first(p, puid)) {
+	if (pf_first(&p->seen, puid)) {
 		b.n = d.n = pd.n = 0;
 		pf_uint(&pd, 1, t->pid & 0x7fffffff);
 		pf_str(&pd, 6, t->pname);
@@ -164,9 +354,9 @@ pf_track(struct ex *x, const struct ex_track *t, const char *counter,
 		pf_bytes(&d, 3, pd.b, pd.n);
 		pf_uint(&b, 10, PF_SEQ);
 		pf_bytes(&b, 60, d.b, d.n);
-		pf_packet(x, &b);
+		pf_packet(p, &b);
 	}
-	if (pf_first(p, uid)) {
+	if (pf_first(&p->seen, uid)) {
 		b.n = d.n = pd.n = 0;
 		pf_uint(&d, 1, uid);
 		if (counter == NULL && t->os_pid != 0) {
@@ -191,75 +381,232 @@ pf_track(struct ex *x, const struct ex_track *t, const char *counter,
 		}
 		pf_uint(&b, 10, PF_SEQ);
 		pf_bytes(&b, 60, d.b, d.n);
-		pf_packet(x, &b);
+		pf_packet(p, &b);
 	}
 	return uid;
 }
 
-static void
-pf_event(struct ex *x, uint64_t ts, const struct pf_buf *ev)
+/*
+ * The sequence of track uid, started (state cleared, defaults, clock
+ * snapshot at ts) on first use.
+ */
+static struct pf_seq *
+pf_seq(struct pf *p, uint64_t uid, uint64_t ts)
 {
-	struct pf_buf b = { .n = 0 };
+	struct pf_buf b, d, e;
+	struct pf_seq *s;
+	size_t i;
 
+	if (p->nseq * 2 >= p->cseq) {
+		size_t nc = p->cseq ? p->cseq * 2 : 64;
+		struct pf_seq *nv = calloc(nc, sizeof(*nv));
+
+		if (nv == NULL)
+			abort();
+		for (size_t j = 0; j < p->cseq; j++)
+			if (p->seqs[j].uid) {
+				i = pf_slot(p->seqs[j].uid, nc);
+				while (nv[i].uid)
+					i = (i + 1) & (nc - 1);
+				nv[i] = p->seqs[j];
+			}
+		free(p->seqs);
+		p->seqs = nv;
+		p->cseq = nc;
+		p->lt_seq = NULL;
+	}
+	for (i = pf_slot(uid, p->cseq); (s = &p->seqs[i])->uid;
+	    i = (i + 1) & (p->cseq - 1))
+		if (s->uid == uid)
+			return s;
+	s->uid = uid;
+	s->seq = p->nextseq++;
+	s->last = ts;
+	p->nseq++;
+	b.n = d.n = e.n = 0;
 	pf_uint(&b, 8, ts);
 	pf_uint(&b, 58, PF_CLOCK_REALTIME);
-	pf_uint(&b, 10, PF_SEQ);
-	pf_bytes(&b, 11, ev->b, ev->n);
-	pf_packet(x, &b);
-	x->events++;
+	pf_uint(&b, 10, s->seq);
+	pf_uint(&b, 13, PF_SEQ_CLEARED);
+	/* TracePacketDefaults: clock 64, TrackEventDefaults.track_uuid. */
+	pf_uint(&e, 11, uid);
+	pf_uint(&d, 58, PF_CLOCK_INCR);
+	pf_bytes(&d, 11, e.b, e.n);
+	pf_bytes(&b, 59, d.b, d.n);
+	/* ClockSnapshot: clock 64 (incremental) is CLOCK_REALTIME at ts. */
+	d.n = 0;
+	e.n = 0;
+	pf_uint(&e, 1, PF_CLOCK_REALTIME);
+	pf_uint(&e, 2, ts);
+	pf_bytes(&d, 1, e.b, e.n);
+	e.n = 0;
+	pf_uint(&e, 1, PF_CLOCK_INCR);
+	pf_uint(&e, 2, ts);
+	pf_uint(&e, 3, 1);
+	pf_bytes(&d, 1, e.b, e.n);
+	pf_bytes(&b, 6, d.b, d.n);
+	pf_packet(p, &b);
+	return s;
+}
+
+/* The sequence of track t (of counter, if not NULL). */
+static struct pf_seq *
+pf_seq_of(struct pf *p, const struct ex_track *t, const char *counter,
+    const char *unit, uint64_t ts)
+{
+	struct pf_seq *s;
+
+	if (p->lt_seq != NULL && p->lt_pid == t->pid && p->lt_tid == t->tid &&
+	    p->lt_counter == (counter != NULL) && (counter == NULL ||
+	    strcmp(counter, p->lt_cname) == 0))
+		return p->lt_seq;
+	s = pf_seq(p, pf_track(p, t, counter, unit), ts);
+	p->lt_seq = s;
+	p->lt_pid = t->pid;
+	p->lt_tid = t->tid;
+	p->lt_counter = counter != NULL;
+	if (counter != NULL && strlen(counter) >= sizeof(p->lt_cname))
+		p->lt_seq = NULL;	/* not cached */
+	else if (counter != NULL)
+		strcpy(p->lt_cname, counter);
+	return s;
+}
+
+static inline uint8_t *
+pf_put_varint(uint8_t *o, uint64_t v)
+{
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	return o;
+}
+
+static inline size_t
+pf_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* One event packet on sequence s: body ev (a TrackEvent), with the
+ * InternedData gathered in p->in; written straight into the output. */
+static void
+pf_event(struct pf *p, struct pf_seq *s, uint64_t ts, const struct pf_buf *ev)
+{
+	struct pf_buf h;
+	size_t total;
+	uint8_t *o;
+
+	h.n = 0;
+	if (ts >= s->last) {
+		pf_uint(&h, 8, ts - s->last);
+		s->last = ts;
+	} else {
+		pf_uint(&h, 8, ts);
+		pf_uint(&h, 58, PF_CLOCK_REALTIME);
+	}
+	pf_uint(&h, 10, s->seq);
+	pf_uint(&h, 13, PF_SEQ_NEEDS);
+	total = h.n + 1 + pf_varint_len(ev->n) + ev->n;
+	if (p->in.n > 0)
+		total += 1 + pf_varint_len(p->in.n) + p->in.n;
+	if (p->nout + total + 16 > PF_OUT_SIZE)
+		pf_flush(p);
+	o = p->out + p->nout;
+	*o++ = 1 << 3 | 2;
+	o = pf_put_varint(o, total);
+	memcpy(o, h.b, h.n);
+	o += h.n;
+	if (p->in.n > 0) {
+		*o++ = 12 << 3 | 2;
+		o = pf_put_varint(o, p->in.n);
+		memcpy(o, p->in.b, p->in.n);
+		o += p->in.n;
+		p->in.n = 0;
+	}
+	*o++ = 11 << 3 | 2;
+	o = pf_put_varint(o, ev->n);
+	memcpy(o, ev->b, ev->n);
+	p->nout = (size_t)(o + ev->n - p->out);
+}
+
+static uint64_t
+pf_atou(const char *s, size_t n, bool *ok)
+{
+	uint64_t v = 0;
+
+	*ok = n > 0 && n <= 19;
+	for (size_t i = 0; i < n && *ok; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			*ok = false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	return v;
 }
 
 /*
  * The slice's args (the walk's JSON fragment: "key":number or
  * "key":"string", comma-separated, no nesting) as DebugAnnotations, so
  * both formats carry the same arguments (correlation_id, bytes, ...).
+ * Names and string values are interned.
  */
 static void
-pf_args(struct pf_buf *ev, const char *args)
+pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev, const char *args)
 {
-	const char *p = args, *k, *v;
-	char key[64], val[128];
+	const char *q = args, *k, *v;
+	char val[128];
 	size_t kn, vn;
 
-	while (*p == '"') {
-		k = ++p;
-		while (*p && *p != '"')
-			p++;
-		kn = (size_t)(p - k);
-		if (*p++ != '"' || *p++ != ':')
+	while (*q == '"') {
+		bool str, ok;
+
+		k = ++q;
+		while (*q && *q != '"')
+			q++;
+		kn = (size_t)(q - k);
+		if (*q++ != '"' || *q++ != ':')
 			return;
-		if (*p == '"') {
-			v = ++p;
-			while (*p && *p != '"')
-				p++;
-			vn = (size_t)(p - v);
-			if (*p == '"')
-				p++;
+		if ((str = *q == '"')) {
+			v = ++q;
+			while (*q && *q != '"')
+				q++;
+			vn = (size_t)(q - v);
+			if (*q == '"')
+				q++;
 		} else {
-			v = p;
-			while (*p && *p != ',')
-				p++;
-			vn = (size_t)(p - v);
+			v = q;
+			while (*q && *q != ',')
+				q++;
+			vn = (size_t)(q - v);
 		}
-		if (kn < sizeof(key) && vn < sizeof(val)) {
-			struct pf_buf d = { .n = 0 };
+		if (kn < 64 && vn < sizeof(val)) {
+			struct pf_buf d;
+			uint64_t u;
 			char *end;
 
-			memcpy(key, k, kn);
-			key[kn] = '\0';
-			memcpy(val, v, vn);
-			val[vn] = '\0';
-			pf_str(&d, 10, key);
-			if (v[-1] == '"')
-				pf_str(&d, 6, val);
-			else if (strpbrk(val, ".eE") == NULL && val[0] != '-')
-				pf_uint(&d, 3, strtoull(val, &end, 10));
-			else
+			d.n = 0;
+			pf_uint(&d, 1, pf_intern_n(p, seq, PF_I_ANAME, k, kn));
+			if (str)
+				pf_uint(&d, 17, pf_intern_n(p, seq, PF_I_SVAL,
+				    v, vn));
+			else if ((u = pf_atou(v, vn, &ok)), ok)
+				pf_uint(&d, 3, u);
+			else {
+				memcpy(val, v, vn);
+				val[vn] = '\0';
 				pf_double(&d, 5, strtod(val, &end));
+			}
 			pf_bytes(ev, 4, d.b, d.n);
 		}
-		if (*p == ',')
-			p++;
+		if (*q == ',')
+			q++;
 	}
 }
 
@@ -268,69 +615,76 @@ pf_slice(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
     uint64_t flow_in, const char *args)
 {
-	uint64_t uid = pf_track(x, t, NULL, NULL);
-	struct pf_buf ev = { .n = 0 };
+	struct pf *p = x->priv;
+	struct pf_seq *s = pf_seq_of(p, t, NULL, NULL, ts);
+	struct pf_buf ev;
 
+	ev.n = 0;
 	pf_uint(&ev, 9, 1);
-	pf_uint(&ev, 11, uid);
-	pf_str(&ev, 22, cat);
-	pf_str(&ev, 23, name);
-	pf_args(&ev, args);
+	pf_uint(&ev, 3, pf_intern(p, s->seq, PF_I_CAT, cat));
+	pf_uint(&ev, 10, pf_intern(p, s->seq, PF_I_NAME, name));
+	pf_args(p, s->seq, &ev, args);
 	if (flow_out) {
 		pf_fixed64(&ev, 47, flow_out);
 		x->flows++;
 	}
 	if (flow_in)
 		pf_fixed64(&ev, 48, flow_in);
-	pf_event(x, ts, &ev);
+	pf_event(p, s, ts, &ev);
+	x->events++;
 	ev.n = 0;
 	pf_uint(&ev, 9, 2);
-	pf_uint(&ev, 11, uid);
-	pf_event(x, ts + dur, &ev);
+	pf_event(p, s, ts + dur, &ev);
 }
 
 static void
 pf_instant(struct ex *x, const struct ex_track *t, const char *name,
     uint64_t ts)
 {
-	struct pf_buf ev = { .n = 0 };
+	struct pf *p = x->priv;
+	struct pf_seq *s = pf_seq_of(p, t, NULL, NULL, ts);
+	struct pf_buf ev;
 
+	ev.n = 0;
 	pf_uint(&ev, 9, 3);
-	pf_uint(&ev, 11, pf_track(x, t, NULL, NULL));
-	pf_str(&ev, 23, name);
-	pf_event(x, ts, &ev);
+	pf_uint(&ev, 10, pf_intern(p, s->seq, PF_I_NAME, name));
+	pf_event(p, s, ts, &ev);
+	x->events++;
 }
 
 static void
 pf_counter(struct ex *x, const struct ex_track *t, const char *name,
     const char *unit, uint64_t ts, double v)
 {
-	struct pf_buf ev = { .n = 0 };
+	struct pf *p = x->priv;
+	struct pf_seq *s = pf_seq_of(p, t, name, unit, ts);
+	struct pf_buf ev;
 
+	ev.n = 0;
 	pf_uint(&ev, 9, 4);
-	pf_uint(&ev, 11, pf_track(x, t, name, unit));
 	pf_double(&ev, 44, v);
-	pf_event(x, ts, &ev);
+	pf_event(p, s, ts, &ev);
+	x->events++;
 }
 
 /*
  * The first packet: a ClockSnapshot that makes CLOCK_REALTIME the trace
- * clock (every timed packet also names it in timestamp_clock_id), and the
- * start of the sequence's incremental state.
+ * clock (each track's sequence maps its own clock to it).
  */
 static void
-pf_clock(struct ex *x)
+pf_clock(struct pf *p)
 {
-	struct pf_buf b = { .n = 0 }, cs = { .n = 0 }, c = { .n = 0 };
+	struct pf_buf b, cs, c;
 
+	b.n = cs.n = c.n = 0;
 	pf_uint(&c, 1, PF_CLOCK_REALTIME);
-	pf_uint(&c, 2, x->a->base_ts);
+	pf_uint(&c, 2, p->x->a->base_ts);
 	pf_bytes(&cs, 1, c.b, c.n);
 	pf_uint(&cs, 2, PF_CLOCK_REALTIME);
 	pf_bytes(&b, 6, cs.b, cs.n);
 	pf_uint(&b, 10, PF_SEQ);
 	pf_uint(&b, 13, PF_SEQ_CLEARED);
-	pf_packet(x, &b);
+	pf_packet(p, &b);
 }
 
 static const struct ex_emit pf_emit = { pf_slice, pf_instant, pf_counter };
@@ -338,19 +692,35 @@ static const struct ex_emit pf_emit = { pf_slice, pf_instant, pf_counter };
 PF_ATTR int
 export_perfetto(struct analysis *a, FILE *out)
 {
-	struct pf p;
+	struct pf *p;
 	struct ex x;
 	int rc;
 
 	memset(&x, 0, sizeof(x));
-	memset(&p, 0, sizeof(p));
+	if ((p = calloc(1, sizeof(*p))) == NULL ||
+	    (p->out = malloc(PF_OUT_SIZE)) == NULL) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->x = &x;
+	p->nextseq = PF_SEQ + 1;
 	x.a = a;
 	x.out = out;
 	x.em = &pf_emit;
-	x.priv = &p;
-	pf_clock(&x);
+	x.priv = p;
+	pf_clock(p);
 	rc = ex_walk(&x);
-	free(p.seen);
+	pf_flush(p);
+	for (int f = 0; f < PF_I_N; f++) {
+		for (size_t i = 0; i < p->str[f].cap; i++)
+			free(p->str[f].v[i].s);
+		free(p->str[f].v);
+	}
+	free(p->seen.v);
+	free(p->defined.v);
+	free(p->seqs);
+	free(p->out);
+	free(p);
 	if (rc == 0 && (fflush(out) != 0 || ferror(out)))
 		rc = -EIO;
 	return rc;

@@ -60,7 +60,10 @@ static void
 ex_track_host(struct ex *x, struct an_proc *p, uint32_t tid,
     struct ex_track *t)
 {
-	(void)x;
+	if (x->tc_hp == p && x->tc_htid == tid) {
+		*t = x->tc_host;
+		return;
+	}
 	memset(t, 0, sizeof(*t));
 	t->pid = p->pid;
 	t->tid = tid;
@@ -73,6 +76,9 @@ ex_track_host(struct ex *x, struct an_proc *p, uint32_t tid,
 		    p->src->host);
 	snprintf(t->tname, sizeof(t->tname), "Thread %u", tid);
 	t->sort = ex_sort(p, 0);
+	x->tc_host = *t;
+	x->tc_hp = p;
+	x->tc_htid = tid;
 }
 
 static void
@@ -81,7 +87,11 @@ ex_track_dev(struct ex *x, struct an_proc *p, uint32_t device,
 {
 	char who[32];
 
-	(void)x;
+	if (x->tc_dp == p && x->tc_ddev == device && x->tc_dstream == stream &&
+	    x->tc_dwhat == what) {
+		*t = x->tc_dev;
+		return;
+	}
 	memset(t, 0, sizeof(*t));
 	ex_who(p, who, sizeof(who));
 	t->pid = ex_dev_pid(p, device);
@@ -92,6 +102,11 @@ ex_track_dev(struct ex *x, struct an_proc *p, uint32_t device,
 	else
 		snprintf(t->tname, sizeof(t->tname), "Stream %u", stream);
 	t->sort = ex_sort(p, 1);
+	x->tc_dev = *t;
+	x->tc_dp = p;
+	x->tc_ddev = device;
+	x->tc_dstream = stream;
+	x->tc_dwhat = what;
 }
 
 /* The track of a device's own metrics (utilisation, power, ...). */
@@ -184,6 +199,56 @@ ex_device_work(struct ex *x, struct analysis_source *src,
 	*pp = an_proc_find(src, pid);
 	ex_track_dev(x, *pp, device, stream, NULL, t);
 	return true;
+}
+
+/* Appends the decimal digits of v at o; returns the new end.  Two
+ * digits per division. */
+static char *
+ex_u64(char *o, uint64_t v)
+{
+	static const char dd[] =
+	    "00010203040506070809101112131415161718192021222324252627282930"
+	    "31323334353637383940414243444546474849505152535455565758596061"
+	    "62636465666768697071727374757677787980818283848586878889909192"
+	    "93949596979899";
+	char d[20];
+	int n = 20;
+
+	while (v >= 100) {
+		unsigned r = (unsigned)(v % 100);
+
+		v /= 100;
+		d[--n] = dd[2 * r + 1];
+		d[--n] = dd[2 * r];
+	}
+	if (v >= 10) {
+		d[--n] = dd[2 * v + 1];
+		d[--n] = dd[2 * v];
+	} else
+		d[--n] = (char)('0' + v);
+	memcpy(o, d + n, (size_t)(20 - n));
+	return o + (20 - n);
+}
+
+static char *
+ex_lit(char *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(o, s, n);
+	return o + n;
+}
+
+/* args = "key":v[,"key2":v2] (the caller's buffer holds 256 bytes). */
+static void
+ex_args2(char *args, const char *k1, uint64_t v1, const char *k2,
+    uint64_t v2)
+{
+	char *o = ex_u64(ex_lit(args, k1), v1);
+
+	if (k2 != NULL)
+		o = ex_u64(ex_lit(o, k2), v2);
+	*o = '\0';
 }
 
 static void
@@ -292,6 +357,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 
 	if ((rc = trace_reader_open(src->path, &r)) != 0)
 		return rc;
+	if (x->a->o.jobs > 1)
+		trace_reader_set_threads(r, x->a->o.jobs - 1);
 	x->nopen = 0;
 	while ((rc = trace_reader_next(r, &h)) != 0) {
 		struct an_proc *p;
@@ -308,8 +375,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 
 			p = an_proc_find(src, k->pid);
 			ex_track_host(x, p, k->tid, &t);
-			snprintf(args, sizeof(args), "\"correlation_id\":%"
-			    PRIu64, k->correlation_id);
+			ex_args2(args, "\"correlation_id\":",
+			    k->correlation_id, NULL, 0);
 			x->em->slice(x, &t, n ? n : "?", "api",
 			    ex_ts(p, k->start), k->end - k->start,
 			    n && ex_is_launch(n) ? ex_flow(p,
@@ -325,9 +392,18 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (!ex_device_work(x, src, h, k->pid, k->device,
 			    k->stream, &s, &e, &p, &t))
 				break;
-			snprintf(args, sizeof(args), "\"correlation_id\":%"
-			    PRIu64 ",\"type\":\"%s\",\"task_id\":%u",
-			    k->correlation_id, ty ? ty : "", k->task_id);
+			ty = ty ? ty : "";
+			if (strlen(ty) < 128) {
+				char *o = ex_u64(ex_lit(args,
+				    "\"correlation_id\":"), k->correlation_id);
+
+				o = ex_lit(ex_lit(ex_lit(o, ",\"type\":\""), ty),
+				    "\",\"task_id\":");
+				*ex_u64(o, k->task_id) = '\0';
+			} else
+				snprintf(args, sizeof(args), "\"correlation_id"
+				    "\":%" PRIu64 ",\"type\":\"%s\",\"task_id\":"
+				    "%u", k->correlation_id, ty, k->task_id);
 			x->em->slice(x, &t, n ? n : "?", "kernel", ex_ts(p, s),
 			    e > s ? e - s : 0, 0, ex_flow(p,
 			    k->correlation_id), args);
@@ -343,9 +419,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (!ex_device_work(x, src, h, k->pid, k->device,
 			    k->stream, &s, &e, &p, &t))
 				break;
-			snprintf(args, sizeof(args), "\"bytes\":%" PRIu64
-			    ",\"correlation_id\":%" PRIu64, k->bytes,
-			    k->correlation_id);
+			ex_args2(args, "\"bytes\":", k->bytes,
+			    ",\"correlation_id\":", k->correlation_id);
 			x->em->slice(x, &t, kinds[k->copy_kind % 6], "memcpy",
 			    ex_ts(p, s), e > s ? e - s : 0, 0,
 			    ex_flow(p, k->correlation_id), args);
@@ -358,9 +433,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (!ex_device_work(x, src, h, k->pid, k->device,
 			    k->stream, &s, &e, &p, &t))
 				break;
-			snprintf(args, sizeof(args), "\"bytes\":%" PRIu64
-			    ",\"correlation_id\":%" PRIu64, k->bytes,
-			    k->correlation_id);
+			ex_args2(args, "\"bytes\":", k->bytes,
+			    ",\"correlation_id\":", k->correlation_id);
 			x->em->slice(x, &t, "Memset", "memset", ex_ts(p, s),
 			    e > s ? e - s : 0, 0, ex_flow(p,
 			    k->correlation_id), args);
@@ -396,9 +470,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 				    "%.3f,\"correlation_id\":%" PRIu64,
 				    hc->bandwidth, corr);
 			else
-				snprintf(args, sizeof(args), "\"count\":%"
-				    PRIu64 ",\"correlation_id\":%" PRIu64,
-				    k->count, corr);
+				ex_args2(args, "\"count\":", k->count,
+				    ",\"correlation_id\":", corr);
 			x->em->slice(x, &t, n ? n : "hccl", "communication",
 			    ex_ts(p, s), e > s ? e - s : 0, 0,
 			    ex_flow(p, corr), args);
@@ -552,37 +625,175 @@ ex_seen_add(struct ex_seen *s, uint64_t key)
 	return true;
 }
 
+/*
+ * The Chrome writer formats into its own buffer (integers by hand, no
+ * printf per field) and hands it to stdio in large writes.
+ */
+#define CH_BUF_SIZE	(1u << 18)
+
+struct ch {
+	struct ex_seen	 seen[2];
+	char		*b;
+	size_t		 n;
+	FILE		*f;
+	/* ,"pid":P,"tid":T of the last track written. */
+	uint32_t	 pt_pid, pt_tid;
+	bool		 pt_ok;
+	char		 pt[48];
+	size_t		 ptn;
+};
+
+static void
+ch_flush(struct ch *c)
+{
+	if (c->n > 0)
+		fwrite(c->b, 1, c->n, c->f);
+	c->n = 0;
+}
+
+/* Room for n more bytes (n <= CH_BUF_SIZE). */
+static inline char *
+ch_room(struct ch *c, size_t n)
+{
+	if (c->n + n > CH_BUF_SIZE)
+		ch_flush(c);
+	return c->b + c->n;
+}
+
+static void
+ch_put(struct ch *c, const char *s, size_t n)
+{
+	if (n > CH_BUF_SIZE / 2) {
+		ch_flush(c);
+		fwrite(s, 1, n, c->f);
+		return;
+	}
+	memcpy(ch_room(c, n), s, n);
+	c->n += n;
+}
+
+#define CH_LIT(c, s)	ch_put((c), (s), sizeof(s) - 1)
+
+static void
+ch_u64(struct ch *c, uint64_t v)
+{
+	char *o = ch_room(c, 20);
+
+	c->n = (size_t)(ex_u64(o, v) - c->b);
+}
+
+/* A JSON string, as table_json_str writes it. */
+static void
+ch_jstr(struct ch *c, const char *s)
+{
+	const char *p;
+	char *o;
+
+	for (p = s; *p; p++)
+		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+			break;
+	if (*p == '\0') {
+		size_t n = (size_t)(p - s);
+
+		if (n + 2 <= CH_BUF_SIZE / 2) {
+			o = ch_room(c, n + 2);
+			*o++ = '"';
+			memcpy(o, s, n);
+			o[n] = '"';
+			c->n += n + 2;
+			return;
+		}
+	}
+	CH_LIT(c, "\"");
+	for (p = s; *p; p++) {
+		unsigned char u = (unsigned char)*p;
+
+		o = ch_room(c, 6);
+		if (u == '"' || u == '\\') {
+			o[0] = '\\';
+			o[1] = (char)u;
+			c->n += 2;
+		} else if (u < 0x20) {
+			snprintf(o, 7, "\\u%04x", u);
+			c->n += 6;
+		} else {
+			o[0] = (char)u;
+			c->n++;
+		}
+	}
+	CH_LIT(c, "\"");
+}
+
+/* ns as µs with three decimals. */
+static void
+ch_us(struct ch *c, uint64_t ns)
+{
+	char *o = ch_room(c, 24);
+	unsigned f = (unsigned)(ns % 1000);
+
+	o = ex_u64(o, ns / 1000);
+	o[0] = '.';
+	o[1] = (char)('0' + f / 100);
+	o[2] = (char)('0' + f / 10 % 10);
+	o[3] = (char)('0' + f % 10);
+	c->n = (size_t)(o + 4 - c->b);
+}
+
 /* µs since baseTimeNanoseconds; samples taken before the first record
  * (a launcher's counters) are negative, not piled up at 0. */
 static void
 ch_ts(struct ex *x, uint64_t t)
 {
+	struct ch *c = x->priv;
 	uint64_t b = x->a->base_ts;
-	uint64_t rel = t >= b ? t - b : b - t;
 
-	fprintf(x->out, "%s%" PRIu64 ".%03u", t >= b ? "" : "-", rel / 1000,
-	    (unsigned)(rel % 1000));
+	if (t >= b)
+		ch_us(c, t - b);
+	else {
+		CH_LIT(c, "-");
+		ch_us(c, b - t);
+	}
+}
+
+/* ,"pid":P,"tid":T */
+static void
+ch_pidtid(struct ch *c, const struct ex_track *t)
+{
+	if (!c->pt_ok || c->pt_pid != t->pid || c->pt_tid != t->tid) {
+		char *o = ex_u64(ex_lit(c->pt, ",\"pid\":"), t->pid);
+
+		o = ex_u64(ex_lit(o, ",\"tid\":"), t->tid);
+		c->ptn = (size_t)(o - c->pt);
+		c->pt_pid = t->pid;
+		c->pt_tid = t->tid;
+		c->pt_ok = true;
+	}
+	ch_put(c, c->pt, c->ptn);
 }
 
 static void
 ch_meta(struct ex *x, const struct ex_track *t)
 {
-	struct ex_seen *seen = x->priv;
+	struct ch *c = x->priv;
 
-	if (ex_seen_add(&seen[0], t->pid)) {
-		fprintf(x->out, ",\n{\"ph\":\"M\",\"name\":\"process_name\","
-		    "\"pid\":%u,\"tid\":0,\"args\":{\"name\":", t->pid);
-		table_json_str(x->out, t->pname);
-		fprintf(x->out, "}},\n{\"ph\":\"M\",\"name\":"
-		    "\"process_sort_index\",\"pid\":%u,\"tid\":0,\"args\":"
-		    "{\"sort_index\":%u}}", t->pid, t->sort);
+	if (ex_seen_add(&c->seen[0], t->pid)) {
+		CH_LIT(c, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+		ch_u64(c, t->pid);
+		CH_LIT(c, ",\"tid\":0,\"args\":{\"name\":");
+		ch_jstr(c, t->pname);
+		CH_LIT(c, "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\","
+		    "\"pid\":");
+		ch_u64(c, t->pid);
+		CH_LIT(c, ",\"tid\":0,\"args\":{\"sort_index\":");
+		ch_u64(c, t->sort);
+		CH_LIT(c, "}}");
 	}
-	if (ex_seen_add(&seen[1], (uint64_t)t->pid << 32 | t->tid)) {
-		fprintf(x->out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\","
-		    "\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", t->pid,
-		    t->tid);
-		table_json_str(x->out, t->tname);
-		fputs("}}", x->out);
+	if (ex_seen_add(&c->seen[1], (uint64_t)t->pid << 32 | t->tid)) {
+		CH_LIT(c, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
+		ch_pidtid(c, t);
+		CH_LIT(c, ",\"args\":{\"name\":");
+		ch_jstr(c, t->tname);
+		CH_LIT(c, "}}");
 	}
 }
 
@@ -591,14 +802,22 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
     uint64_t flow_in, const char *args)
 {
+	struct ch *c = x->priv;
+
 	ch_meta(x, t);
-	fputs(",\n{\"ph\":\"X\",\"name\":", x->out);
-	table_json_str(x->out, name);
-	fprintf(x->out, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", cat,
-	    t->pid, t->tid);
+	CH_LIT(c, ",\n{\"ph\":\"X\",\"name\":");
+	ch_jstr(c, name);
+	CH_LIT(c, ",\"cat\":\"");
+	ch_put(c, cat, strlen(cat));
+	CH_LIT(c, "\"");
+	ch_pidtid(c, t);
+	CH_LIT(c, ",\"ts\":");
 	ch_ts(x, ts);
-	fprintf(x->out, ",\"dur\":%" PRIu64 ".%03u,\"args\":{%s}}",
-	    dur / 1000, (unsigned)(dur % 1000), args);
+	CH_LIT(c, ",\"dur\":");
+	ch_us(c, dur);
+	CH_LIT(c, ",\"args\":{");
+	ch_put(c, args, strlen(args));
+	CH_LIT(c, "}}");
 	x->events++;
 	/*
 	 * Flow ends sit 1 ns inside their slice: back-to-back device slices
@@ -608,19 +827,23 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 	if (dur >= 2)
 		ts++;
 	if (flow_out) {
-		fprintf(x->out, ",\n{\"ph\":\"s\",\"id\":%" PRIu64 ",\"name\":"
-		    "\"launch\",\"cat\":\"async_task_queue\",\"pid\":%u,"
-		    "\"tid\":%u,\"ts\":", flow_out, t->pid, t->tid);
+		CH_LIT(c, ",\n{\"ph\":\"s\",\"id\":");
+		ch_u64(c, flow_out);
+		CH_LIT(c, ",\"name\":\"launch\",\"cat\":\"async_task_queue\"");
+		ch_pidtid(c, t);
+		CH_LIT(c, ",\"ts\":");
 		ch_ts(x, ts);
-		fputs("}", x->out);
+		CH_LIT(c, "}");
 		x->flows++;
 	}
 	if (flow_in) {
-		fprintf(x->out, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRIu64
-		    ",\"name\":\"launch\",\"cat\":\"async_task_queue\","
-		    "\"pid\":%u,\"tid\":%u,\"ts\":", flow_in, t->pid, t->tid);
+		CH_LIT(c, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
+		ch_u64(c, flow_in);
+		CH_LIT(c, ",\"name\":\"launch\",\"cat\":\"async_task_queue\"");
+		ch_pidtid(c, t);
+		CH_LIT(c, ",\"ts\":");
 		ch_ts(x, ts);
-		fputs("}", x->out);
+		CH_LIT(c, "}");
 	}
 }
 
@@ -628,12 +851,15 @@ static void
 ch_instant(struct ex *x, const struct ex_track *t, const char *name,
     uint64_t ts)
 {
+	struct ch *c = x->priv;
+
 	ch_meta(x, t);
-	fputs(",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":", x->out);
-	table_json_str(x->out, name);
-	fprintf(x->out, ",\"pid\":%u,\"tid\":%u,\"ts\":", t->pid, t->tid);
+	CH_LIT(c, ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":");
+	ch_jstr(c, name);
+	ch_pidtid(c, t);
+	CH_LIT(c, ",\"ts\":");
 	ch_ts(x, ts);
-	fputs("}", x->out);
+	CH_LIT(c, "}");
 	x->events++;
 }
 
@@ -641,15 +867,22 @@ static void
 ch_counter(struct ex *x, const struct ex_track *t, const char *name,
     const char *unit, uint64_t ts, double v)
 {
+	struct ch *c = x->priv;
+	char num[40];
+	int n;
+
 	ch_meta(x, t);
-	fputs(",\n{\"ph\":\"C\",\"name\":", x->out);
-	table_json_str(x->out, name);
-	fprintf(x->out, ",\"pid\":%u,\"ts\":", t->pid);
+	CH_LIT(c, ",\n{\"ph\":\"C\",\"name\":");
+	ch_jstr(c, name);
+	CH_LIT(c, ",\"pid\":");
+	ch_u64(c, t->pid);
+	CH_LIT(c, ",\"ts\":");
 	ch_ts(x, ts);
 	/* The series is named for its unit (Chrome JSON has no unit). */
-	fputs(",\"args\":{", x->out);
-	table_json_str(x->out, unit != NULL ? unit : "value");
-	fprintf(x->out, ":%.17g}}", v);
+	CH_LIT(c, ",\"args\":{");
+	ch_jstr(c, unit != NULL ? unit : "value");
+	n = snprintf(num, sizeof(num), ":%.17g}}", v);
+	ch_put(c, num, (size_t)n);
 	x->events++;
 }
 
@@ -658,18 +891,21 @@ static const struct ex_emit ch_emit = { ch_slice, ch_instant, ch_counter };
 EX_ATTR int
 export_chrome(struct analysis *a, FILE *out)
 {
-	struct ex_seen seen[2];
+	struct ch c;
 	struct ex x;
 	size_t nw;
 	const char *const *w = analysis_warnings(a, &nw);
 	int rc, first = -1;
 
 	memset(&x, 0, sizeof(x));
-	memset(seen, 0, sizeof(seen));
+	memset(&c, 0, sizeof(c));
+	if ((c.b = malloc(CH_BUF_SIZE)) == NULL)
+		return -ENOMEM;
+	c.f = out;
 	x.a = a;
 	x.out = out;
 	x.em = &ch_emit;
-	x.priv = seen;
+	x.priv = &c;
 	for (size_t i = 0; i < a->nproc; i++)
 		if (a->proc[i]->rank >= 0 && (first < 0 ||
 		    a->proc[i]->rank < first))
@@ -691,9 +927,11 @@ export_chrome(struct analysis *a, FILE *out)
 	    "\"pid\":0,\"tid\":0,\"args\":{\"producer\":\"msptictl export\"}}",
 	    out);
 	rc = ex_walk(&x);
+	ch_flush(&c);
 	fputs("\n]}\n", out);
-	free(seen[0].v);
-	free(seen[1].v);
+	free(c.seen[0].v);
+	free(c.seen[1].v);
+	free(c.b);
 	if (rc == 0 && (fflush(out) != 0 || ferror(out)))
 		rc = -EIO;
 	return rc;

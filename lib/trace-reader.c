@@ -6,11 +6,20 @@
  * against its bound before allocating, checks CRCs before decompressing,
  * and validates every record of a chunk before delivering any of them, so a
  * chunk is delivered whole or not at all.
+ *
+ * With trace_reader_set_threads, worker threads read, check and
+ * decompress the chunks ahead of the one being delivered (a fixed window
+ * of chunks in flight).  Only what does not depend on earlier chunks is
+ * done there; the string-id rule and every error are handled in order by
+ * the caller's thread, and a chunk the workers did not find whole and
+ * valid is read again by the serial path, so the records, errors and
+ * stats are those of the serial reader.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +43,37 @@
 #define CRC_MATCH(a, b)	((a) == (b))
 #endif
 #define SCAN_BLOCK	65536
+#define RD_THREADS_MAX	16
+
+/* A chunk read ahead by a worker. */
+struct rd_slot {
+	int		 state;		/* RS_* */
+	uint64_t	 off, next;
+	struct trace_chunk_hdr ch;
+	uint8_t		*comp, *raw;
+	size_t		 compcap, rawcap;
+	bool		 ok;		/* whole and every record valid */
+	uint32_t	 ndefs;		/* STRING_DEF records in it */
+};
+
+enum { RS_FREE, RS_QUEUED, RS_BUSY, RS_DONE };
+
+struct rd_pool {
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 work, done;
+	pthread_t	 th[RD_THREADS_MAX];
+	unsigned	 nth;
+	struct rd_slot	*slots;
+	unsigned	 nslots;
+	unsigned	 head;		/* next slot delivered (ring order) */
+	unsigned	 qhead;		/* next slot a worker takes */
+	unsigned	 tail;		/* next slot filled */
+	unsigned	 inflight;	/* filled, not yet delivered */
+	int		 cur;		/* slot being delivered, -1: none */
+	uint64_t	 next_off;	/* next chunk to read ahead; 0: none */
+	bool		 stop;
+	struct trace_reader *r;
+};
 
 struct trace_reader {
 	int		 fd;
@@ -49,6 +89,8 @@ struct trace_reader {
 	size_t		 rawcap;
 	size_t		 rawlen;
 	size_t		 rpos;
+	const uint8_t	*data;		/* chunk delivered: raw or a slot's */
+	struct rd_pool	*pool;		/* NULL: serial */
 
 	struct trace_header	 hdr;
 	struct trace_kv		*kv;
@@ -347,11 +389,14 @@ trailer_read(struct trace_reader *r)
 		r->have_footer = 0;
 }
 
+static void pool_free(struct rd_pool *);
+
 void
 trace_reader_close(struct trace_reader *r)
 {
 	if (r == NULL)
 		return;
+	pool_free(r->pool);
 	if (r->own_fd)
 		close(r->fd);
 	ZSTD_freeDCtx(r->dctx);
@@ -508,17 +553,18 @@ chunk_corrupt(struct trace_reader *r, uint64_t off, uint64_t next,
  * chunks skipped as corrupt could have defined.
  */
 static int
-chunk_check(struct trace_reader *r, uint32_t records)
+chunk_check(struct trace_reader *r, const uint8_t *raw, size_t len,
+    uint32_t records, bool valid)
 {
 	const struct rec_hdr *h;
 	uint64_t nextid = (uint64_t)r->nstrs + 1, gap = r->str_gap, id;
 	uint32_t n = 0;
 	size_t p = 0;
 
-	while (p < r->rawlen) {
-		h = (const struct rec_hdr *)(r->raw + p);
-		if (record_validate(h, r->rawlen - p) != 0 ||
-		    h->type == REC_PAD)
+	while (p < len) {
+		h = (const struct rec_hdr *)(raw + p);
+		if (!valid && (record_validate(h, len - p) != 0 ||
+		    h->type == REC_PAD))
 			return -EBADMSG;
 		if (h->type == REC_STRING_DEF) {
 			id = ((const struct rec_string_def *)h)->id;
@@ -609,7 +655,8 @@ chunk_load(struct trace_reader *r)
 		return chunk_corrupt(r, off, next, "bad zstd frame");
 	r->rawlen = ch.raw_size;
 	r->rpos = 0;
-	if (chunk_check(r, ch.records) != 0) {
+	r->data = r->raw;
+	if (chunk_check(r, r->raw, r->rawlen, ch.records, false) != 0) {
 		r->rawlen = 0;
 		return chunk_corrupt(r, off, next, "invalid records");
 	}
@@ -645,6 +692,259 @@ string_add(struct trace_reader *r, const struct rec_string_def *d)
 	return 0;
 }
 
+/* ---- read-ahead workers ---- */
+
+/* A chunk's sizes as chunk_load accepts them. */
+static bool
+chunk_sizes_ok(const struct trace_chunk_hdr *ch)
+{
+	return !(ch->raw_size > TRACE_CHUNK_MAX || (ch->raw_size & 7) ||
+	    ch->comp_size > ZSTD_compressBound(TRACE_CHUNK_MAX) ||
+	    ch->records > ch->raw_size / 8 || ch->comp_size == 0);
+}
+
+/* A worker's part: read, CRC, decompress, validate every record. */
+static void
+slot_work(struct trace_reader *r, ZSTD_DCtx *dctx, struct rd_slot *sl)
+{
+	const struct trace_chunk_hdr *ch = &sl->ch;
+	const struct rec_hdr *h;
+	uint32_t n = 0;
+	size_t got, p = 0;
+	ssize_t rn;
+
+	sl->ok = false;
+	sl->ndefs = 0;
+	if (grow(&sl->comp, &sl->compcap, ch->comp_size) != 0 ||
+	    grow(&sl->raw, &sl->rawcap, ch->raw_size ? ch->raw_size : 8) != 0)
+		return;
+	rn = rd_at(r, sl->off + sizeof(*ch), sl->comp, ch->comp_size);
+	if (rn < 0 || (size_t)rn < ch->comp_size ||
+	    !CRC_MATCH(trace_crc32c(0, sl->comp, ch->comp_size), ch->data_crc))
+		return;
+	got = ZSTD_decompressDCtx(dctx, sl->raw, ch->raw_size, sl->comp,
+	    ch->comp_size);
+	if (ZSTD_isError(got) || got != ch->raw_size)
+		return;
+	while (p < got) {
+		h = (const struct rec_hdr *)(sl->raw + p);
+		if (record_validate(h, got - p) != 0 || h->type == REC_PAD)
+			return;
+		if (h->type == REC_STRING_DEF)
+			sl->ndefs++;
+		p += h->size;
+		n++;
+	}
+	sl->ok = n == ch->records;
+}
+
+static void *
+pool_worker(void *arg)
+{
+	struct rd_pool *pl = arg;
+	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	struct rd_slot *sl;
+
+#if defined(FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) && \
+    defined(ZSTD_d_forceIgnoreChecksum)
+	if (dctx != NULL)
+		ZSTD_DCtx_setParameter(dctx, ZSTD_d_forceIgnoreChecksum,
+		    ZSTD_d_ignoreChecksum);
+#endif
+	pthread_mutex_lock(&pl->mu);
+	for (;;) {
+		while (!pl->stop &&
+		    pl->slots[pl->qhead].state != RS_QUEUED)
+			pthread_cond_wait(&pl->work, &pl->mu);
+		if (pl->stop)
+			break;
+		sl = &pl->slots[pl->qhead];
+		pl->qhead = (pl->qhead + 1) % pl->nslots;
+		sl->state = RS_BUSY;
+		pthread_mutex_unlock(&pl->mu);
+		if (dctx != NULL)
+			slot_work(pl->r, dctx, sl);
+		else
+			sl->ok = false;
+		pthread_mutex_lock(&pl->mu);
+		sl->state = RS_DONE;
+		pthread_cond_broadcast(&pl->done);
+	}
+	pthread_mutex_unlock(&pl->mu);
+	ZSTD_freeDCtx(dctx);
+	return NULL;
+}
+
+/* Fills free slots with the chunks that follow (their headers are read
+ * here, in order); stops at anything that is not a plain good chunk. */
+static void
+pool_fill(struct rd_pool *pl)
+{
+	struct trace_reader *r = pl->r;
+	struct trace_chunk_hdr ch;
+	bool queued = false;
+
+	while (pl->next_off != 0 && pl->inflight < pl->nslots) {
+		struct rd_slot *sl = &pl->slots[pl->tail];
+		ssize_t n = rd_at(r, pl->next_off, &ch, sizeof(ch));
+
+		if (n != (ssize_t)sizeof(ch) || !chunk_hdr_ok(&ch) ||
+		    !chunk_sizes_ok(&ch)) {
+			pl->next_off = 0;	/* the serial path decides */
+			break;
+		}
+		sl->off = pl->next_off;
+		sl->ch = ch;
+		sl->next = sl->off + sizeof(ch) + ch.comp_size;
+		pthread_mutex_lock(&pl->mu);
+		sl->state = RS_QUEUED;
+		pthread_mutex_unlock(&pl->mu);
+		pl->tail = (pl->tail + 1) % pl->nslots;
+		pl->inflight++;
+		pl->next_off = sl->next;
+		queued = true;
+	}
+	if (queued) {
+		pthread_mutex_lock(&pl->mu);
+		pthread_cond_broadcast(&pl->work);
+		pthread_mutex_unlock(&pl->mu);
+	}
+}
+
+/* Waits for every slot in flight and forgets them. */
+static void
+pool_reset(struct rd_pool *pl)
+{
+	pthread_mutex_lock(&pl->mu);
+	for (unsigned i = 0; i < pl->nslots; i++) {
+		while (pl->slots[i].state == RS_QUEUED ||
+		    pl->slots[i].state == RS_BUSY) {
+			if (pl->slots[i].state == RS_QUEUED) {
+				/* Not taken yet: take it back. */
+				pl->slots[i].state = RS_FREE;
+				break;
+			}
+			pthread_cond_wait(&pl->done, &pl->mu);
+		}
+		pl->slots[i].state = RS_FREE;
+	}
+	pl->head = pl->qhead = pl->tail = 0;
+	pl->inflight = 0;
+	pl->cur = -1;
+	pthread_mutex_unlock(&pl->mu);
+}
+
+static void
+pool_free(struct rd_pool *pl)
+{
+	if (pl == NULL)
+		return;
+	pthread_mutex_lock(&pl->mu);
+	pl->stop = true;
+	pthread_cond_broadcast(&pl->work);
+	pthread_mutex_unlock(&pl->mu);
+	for (unsigned i = 0; i < pl->nth; i++)
+		pthread_join(pl->th[i], NULL);
+	for (unsigned i = 0; i < pl->nslots; i++) {
+		free(pl->slots[i].comp);
+		free(pl->slots[i].raw);
+	}
+	free(pl->slots);
+	pthread_cond_destroy(&pl->work);
+	pthread_cond_destroy(&pl->done);
+	pthread_mutex_destroy(&pl->mu);
+	free(pl);
+}
+
+int
+trace_reader_set_threads(struct trace_reader *r, unsigned n)
+{
+	struct rd_pool *pl;
+
+	if (r->pool != NULL || n == 0 || !r->seekable || r->st.done)
+		return 0;
+	if (n > RD_THREADS_MAX)
+		n = RD_THREADS_MAX;
+	if ((pl = calloc(1, sizeof(*pl))) == NULL)
+		return -ENOMEM;
+	pl->r = r;
+	pl->nslots = 2 * n + 1;
+	pl->cur = -1;
+	if ((pl->slots = calloc(pl->nslots, sizeof(*pl->slots))) == NULL) {
+		free(pl);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&pl->mu, NULL);
+	pthread_cond_init(&pl->work, NULL);
+	pthread_cond_init(&pl->done, NULL);
+	for (unsigned i = 0; i < n; i++) {
+		if (pthread_create(&pl->th[i], NULL, pool_worker, pl) != 0)
+			break;
+		pl->nth++;
+	}
+	if (pl->nth == 0) {
+		pool_free(pl);
+		return 0;	/* serial it is */
+	}
+	r->pool = pl;
+	/* Start reading ahead at once (the caller may still be busy with
+	 * another file). */
+	pl->next_off = r->off;
+	pool_fill(pl);
+	return 0;
+}
+
+/*
+ * The next chunk through the workers: 1 (r->data is it), or what the
+ * serial chunk_load returns for a chunk they could not take.
+ */
+static int
+pool_next(struct trace_reader *r)
+{
+	struct rd_pool *pl = r->pool;
+	struct rd_slot *sl;
+	int rc;
+
+	if (pl->cur >= 0) {
+		pthread_mutex_lock(&pl->mu);
+		pl->slots[pl->cur].state = RS_FREE;
+		pthread_mutex_unlock(&pl->mu);
+		pl->cur = -1;
+		pl->head = (pl->head + 1) % pl->nslots;
+		pl->inflight--;
+	}
+	pool_fill(pl);
+	if (pl->inflight == 0)
+		goto serial;
+	sl = &pl->slots[pl->head];
+	pthread_mutex_lock(&pl->mu);
+	while (sl->state != RS_DONE)
+		pthread_cond_wait(&pl->done, &pl->mu);
+	pthread_mutex_unlock(&pl->mu);
+	if (!sl->ok || sl->off != r->off || (sl->ndefs > 0 &&
+	    chunk_check(r, sl->raw, sl->ch.raw_size, sl->ch.records,
+	    true) != 0))
+		goto serial;
+	pl->cur = (int)pl->head;
+	r->data = sl->raw;
+	r->rawlen = sl->ch.raw_size;
+	r->rpos = 0;
+	r->off = sl->next;
+	r->st.chunks++;
+	r->st.offset = sl->next;
+	pool_fill(pl);
+	return 1;
+serial:
+	/* Whatever the workers made of what follows is dropped: the serial
+	 * path may resynchronise elsewhere. */
+	pool_reset(pl);
+	rc = chunk_load(r);
+	pl->next_off = r->st.done ? 0 : r->off;
+	if (rc == 1)
+		pool_fill(pl);
+	return rc;
+}
+
 int
 trace_reader_next(struct trace_reader *r, const struct rec_hdr **recp)
 {
@@ -653,7 +953,7 @@ trace_reader_next(struct trace_reader *r, const struct rec_hdr **recp)
 
 	for (;;) {
 		if (r->rpos < r->rawlen) {
-			h = (const struct rec_hdr *)(r->raw + r->rpos);
+			h = (const struct rec_hdr *)(r->data + r->rpos);
 			r->rpos += h->size;
 			if (h->type == REC_STRING_DEF &&
 			    (rc = string_add(r, (const void *)h)) != 0)
@@ -664,7 +964,7 @@ trace_reader_next(struct trace_reader *r, const struct rec_hdr **recp)
 		}
 		if (r->st.done)
 			return 0;
-		if ((rc = chunk_load(r)) <= 0)
+		if ((rc = r->pool != NULL ? pool_next(r) : chunk_load(r)) <= 0)
 			return rc;
 	}
 }

@@ -192,6 +192,14 @@ int	trace_reader_open_fd(int fd, struct trace_reader **rp);
 void	trace_reader_close(struct trace_reader *r);
 
 /*
+ * Reads ahead with n worker threads (0: serial, the default; at most 16),
+ * a window of 2n+1 chunks in flight, starting at once.  Records, errors
+ * and stats stay exactly those of the serial reader.  A stream (not
+ * seekable) stays serial.  0 or -ENOMEM.
+ */
+int	trace_reader_set_threads(struct trace_reader *r, unsigned n);
+
+/*
  * Stores in *recp the next record (valid until the next call) and returns
  * 1; returns 0 at the end (check truncated in the stats), or -EBADMSG for a
  * corrupted chunk (trace_reader_error says what and where; calling again

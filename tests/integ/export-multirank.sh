@@ -159,47 +159,23 @@ $CTL export "$T/dist.mspti" --format perfetto -o "$T/x.pb" ||
 protoc --decode perfetto.protos.Trace -I"$s/proto/perfetto" \
 	"$s/proto/perfetto/trace.proto" <"$T/x.pb" >"$T/x.txt" ||
 	fail "protoc --decode"
-python3 - "$T/x.txt" "$T/dump.jsonl" <<'PY' >"$T/pf.out" 2>&1 ||
+python3 - "$T/x.txt" "$T/dump.jsonl" "$T/x.pb" "$s" <<'PY' >"$T/pf.out" 2>&1 ||
 import collections, json, re, sys
+sys.path.insert(0, sys.argv[4] + "/tests/integ")
+import perfetto_resolve as pr
 
-def parse(lines):
-    """protoc's text format as nested dicts of lists."""
-    root, stack = {}, []
-    cur = root
-    for raw in lines:
-        line = raw.strip()
-        if not line:
-            continue
-        if line == "}":
-            cur = stack.pop()
-        elif line.endswith("{"):
-            child = {}
-            cur.setdefault(line[:-1].strip(), []).append(child)
-            stack.append(cur)
-            cur = child
-        else:
-            k, v = line.split(":", 1)
-            v = v.strip()
-            if v.startswith('"'):
-                v = json.loads(v)
-            elif re.match(r"^-?\d+$", v):
-                v = int(v)
-            cur.setdefault(k, []).append(v)
-    return root
-
-t = parse(open(sys.argv[1]))
+t = pr.parse(open(sys.argv[1]))
 dump = [json.loads(l) for l in open(sys.argv[2])][:-1]
 ranks = {p["pid"]: p["rank"] for p in dump if p["type"] == "process"}
 pk = t["packet"]
-one = lambda m, k, d=None: m.get(k, [d])[0]
+one = pr.one
 
-# Timestamps are declared CLOCK_REALTIME.
+# Timestamps are declared CLOCK_REALTIME; each track's sequence maps its
+# incremental clock to it (perfetto_resolve checks every event's).
 snaps = [p["clock_snapshot"][0] for p in pk if "clock_snapshot" in p]
 assert snaps and one(snaps[0], "primary_trace_clock") == \
     "BUILTIN_CLOCK_REALTIME", snaps[:1]
-timed = [p for p in pk if "timestamp" in p]
-assert timed and all(one(p, "timestamp_clock_id") == 1 for p in timed)
-
+tracks, resolved = pr.events(sys.argv[3], sys.argv[4])
 tracks = {}
 for p in pk:
     for td in p.get("track_descriptor", []):
@@ -220,10 +196,10 @@ def rank_of(td):
     m = re.match(r"Rank (\d+) ", one(process(td), "process_name", ""))
     return int(m.group(1)) if m else None
 
-events = [(p, p["track_event"][0]) for p in pk if "track_event" in p]
+events = [(None, e) for e in resolved]
 # Thread tracks of host work carry their thread (pid, tid).
-api_tracks = {one(e, "track_uuid") for p, e in events
-              if one(e, "name") == "aclrtLaunchKernel"}
+api_tracks = {e["track_uuid"] for p, e in events
+              if e["name"] == "aclrtLaunchKernel"}
 assert api_tracks
 for u in api_tracks:
     th = tracks[u].get("thread", [None])[0]
@@ -250,14 +226,14 @@ for p, e in events:
 assert len(fstart) >= 4 * 50 * 9 and set(fend) <= set(fstart) and \
     len(fend) >= 0.99 * len(fstart), (len(fstart), len(fend))
 cross = sum(1 for f in fend
-            if rank_of(tracks[one(fstart[f], "track_uuid")]) !=
-            rank_of(tracks[one(fend[f], "track_uuid")]))
+            if rank_of(tracks[fstart[f]["track_uuid"]]) !=
+            rank_of(tracks[fend[f]["track_uuid"]]))
 assert cross == 0, "%d flows link two ranks" % cross
 # Slices carry the args of the Chrome export as debug annotations: both
 # ends of a flow have the same correlation id.
 def corr(e):
-    return [one(d, "uint_value") for d in e.get("debug_annotations", [])
-            if one(d, "name") == "correlation_id"]
+    return [e["args"]["correlation_id"]] if "correlation_id" in e["args"] \
+        else []
 for f in fend:
     assert corr(fstart[f]) == corr(fend[f]) and corr(fend[f]), \
         (fstart[f], fend[f])

@@ -569,6 +569,131 @@ START_TEST(test_corrupt_strings)
 }
 END_TEST
 
+/* What a reader delivers: every return code, record byte and resolved
+ * name, hashed in order, and its stats at the end. */
+struct digest {
+	uint64_t	h, records, errors;
+	struct trace_reader_stats st;
+};
+
+static void
+dig(struct digest *d, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d->h = (d->h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
+}
+
+static void
+read_digest(int fd, unsigned threads, struct digest *d)
+{
+	struct trace_reader *r;
+	const struct rec_hdr *h;
+	int rc, guard = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->h = 14695981039346656037ull;
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	ck_assert_int_eq(trace_reader_set_threads(r, threads), 0);
+	while ((rc = trace_reader_next(r, &h)) != 0) {
+		dig(d, &rc, sizeof(rc));
+		if (rc < 0) {
+			const char *e = trace_reader_error(r);
+
+			dig(d, e, strlen(e));
+			d->errors++;
+			ck_assert_int_lt(++guard, 1000);
+			continue;
+		}
+		dig(d, h, h->size);
+		d->records++;
+		if (h->type == REC_KERNEL || h->type == REC_API) {
+			uint32_t id = h->type == REC_KERNEL ?
+			    ((const struct rec_kernel *)(const void *)h)->name_id :
+			    ((const struct rec_api *)(const void *)h)->name_id;
+			const char *s = trace_reader_string(r, id);
+
+			dig(d, s ? s : "(null)", s ? strlen(s) : 6);
+		}
+	}
+	trace_reader_get_stats(r, &d->st);
+	trace_reader_close(r);
+}
+
+/* Read-ahead threads deliver what the serial reader does, on a clean
+ * file and on damaged ones (bad payload, bad chunk header, two bad
+ * neighbours, lost string definitions, a cut file, no footer). */
+START_TEST(test_threads)
+{
+	struct trace_header h = test_header();
+	struct trace_writer *w;
+	struct trace_reader *r;
+	const struct trace_index_entry *ix;
+	struct rec_kernel k;
+	struct digest d0, d1;
+	uint8_t *buf;
+	size_t len, n;
+	uint32_t id;
+	uint64_t bad = 0;
+	char s[32];
+	int fd = memfd(), cfd;
+	static const unsigned th[] = { 1, 2, 5 };
+
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &w), 0);
+	for (uint64_t i = 0; i < 200000; i++) {
+		snprintf(s, sizeof s, "k%llu", (unsigned long long)(i / 50));
+		bad += trace_writer_intern(w, s, strlen(s), &id) != 0;
+		REC_INIT(&k, REC_KERNEL, 0);
+		k.name_id = id;
+		k.start = i;
+		k.end = i + 10;
+		bad += trace_writer_add(w, &k) != 0;
+	}
+	ck_assert_int_eq(trace_writer_close(w, NULL, NULL), 0);
+	ck_assert_uint_eq(bad, 0);
+	buf = slurp(fd, &len);
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	ix = trace_reader_index(r, &n);
+	ck_assert_uint_ge(n, 8);
+	for (int v = 0; v < 7; v++) {
+		uint8_t *b = malloc(len);
+		size_t l = len;
+
+		memcpy(b, buf, len);
+		switch (v) {
+		case 1: b[ix[2].offset + 48 + 100] ^= 0x40; break;
+		case 2: b[ix[3].offset + 17] ^= 0x01; break;
+		case 3:
+			b[ix[4].offset + 60] ^= 0xff;
+			b[ix[5].offset + 60] ^= 0xff;
+			break;
+		case 4: b[ix[1].offset + 48 + 64] ^= 0x20; break;
+		case 5: l = ix[n - 2].offset + 200; break;
+		case 6: b[len - 40] ^= 0x01; break;
+		default: break;
+		}
+		cfd = memfd_with(b, l);
+		read_digest(cfd, 0, &d0);
+		ck_assert_uint_gt(d0.records, 1000);
+		for (size_t t = 0; t < sizeof(th) / sizeof(th[0]); t++) {
+			read_digest(cfd, th[t], &d1);
+			ck_assert_msg(d1.h == d0.h && d1.records == d0.records &&
+			    d1.errors == d0.errors, "variant %d, %u threads: "
+			    "%llu records, %llu errors; serial %llu, %llu", v,
+			    th[t], (unsigned long long)d1.records,
+			    (unsigned long long)d1.errors,
+			    (unsigned long long)d0.records,
+			    (unsigned long long)d0.errors);
+			ck_assert(memcmp(&d1.st, &d0.st, sizeof(d0.st)) == 0);
+		}
+		close(cfd);
+		free(b);
+	}
+	trace_reader_close(r);
+	free(buf);
+	close(fd);
+}
+END_TEST
+
 /* Writer to a pipe, reader from a pipe: streaming both ways. */
 START_TEST(test_pipe)
 {
@@ -777,6 +902,7 @@ trace_suite(void)
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_corrupt);
 	tcase_add_test(tc, test_corrupt_strings);
+	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_pipe);
 	tcase_add_test(tc, test_dev_full);
 	tcase_add_test(tc, test_file_size_limit);
