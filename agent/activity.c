@@ -25,15 +25,32 @@ MSTX_API _Atomic uint32_t mstxEnabledState;
  * racing change may store a stale value after ours, so store until what we
  * stored matches the masks read after it: the last store is always right.
  */
+/* While registered with msptid (and from load, when msptid's socket is
+ * there, until the first try to register failed), MSTX calls come in even
+ * when no marker is recorded, so the agent counts the process's steps
+ * from its start: a session's step window needs each rank's step index.
+ * Without a daemon the inline check in the caller stays a load and a
+ * branch. */
+static _Atomic uint32_t api_mstx_steps;
+
 static void
 api_kinds_changed(void)
 {
 	uint32_t v;
 
 	do {
-		v = (uint32_t)api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER);
+		v = (uint32_t)api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER) |
+		    atomic_load(&api_mstx_steps);
 		atomic_store(&mstxEnabledState, v);
-	} while (v != (uint32_t)api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER));
+	} while (v != ((uint32_t)api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER) |
+	    atomic_load(&api_mstx_steps)));
+}
+
+void
+api_mstx_count_steps(bool on)
+{
+	if (atomic_exchange(&api_mstx_steps, on ? 1 : 0) != (on ? 1u : 0u))
+		api_kinds_changed();
 }
 
 static _Atomic(api_sink_fn) session_sink;
@@ -206,6 +223,16 @@ activity_atfork_child(void)
 	deliver_mtx_init();
 	pthread_mutex_init(&period_mtx, NULL);
 	period_started = false;
+}
+
+/* A forked child (register.c): its pid and the forking thread's tid are
+ * not the parent's, whatever was cached (the handler above may not be
+ * installed). */
+void
+api_after_fork_child(void)
+{
+	atomic_store(&cached_pid, 0);
+	tls_tid = 0;
 }
 
 uint32_t

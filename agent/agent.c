@@ -6,11 +6,14 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "util.h"
+#include "api.h"
 #include "agent.h"
 
 struct agent_config agent_config;
@@ -49,10 +52,20 @@ agent_init(void)
 		return;
 	}
 	strcpy(agent_config.rundir, dir);
+	/* A daemon is there: count steps from the first (activity.c). */
+	{
+		char sock[sizeof(agent_config.rundir) + 16];
+		struct stat st;
+
+		snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
+		if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+			api_mstx_count_steps(true);
+	}
 	pthread_atfork(NULL, NULL, agent_atfork_child);
 	gate_init();
 	if (register_start() != 0) {
 		gate_open();
+		api_mstx_count_steps(false);
 		log_warnx("cannot start the registration thread");
 	}
 }

@@ -9,7 +9,9 @@
 #ifndef MSPTI_AGENT_H
 #define MSPTI_AGENT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define AGENT_VERSION		PACKAGE_VERSION
@@ -48,16 +50,46 @@ bool		gate_device_sync_due(uint64_t *cookie);
 void		gate_device_acked(uint64_t cookie);
 
 /* session.c: capture for a daemon session (registration thread only). */
+struct session_step_cfg {		/* StartCapture's step window */
+	uint32_t	 steps;		/* 0: none */
+	const char	*step_name;
+	int64_t		 step_from;	/* -1: not chosen yet */
+};
+struct session_step_info {		/* what CaptureAck says of steps */
+	int64_t		 step;		/* steps started so far */
+	uint64_t	 period_ns;	/* recent step time, 0: unknown */
+	int64_t		 first;		/* first step recorded, -1: none */
+	uint64_t	 fork_lost;	/* records of a fork child, dropped */
+};
 int		session_start(uint64_t id, uint32_t kinds, char **domains_off,
-		    size_t ndomains_off, int ringfd, int *wakefdp,
-		    const char **why);
+		    size_t ndomains_off, const struct session_step_cfg *sc,
+		    int ringfd, int *wakefdp, const char **why,
+		    struct session_step_info *si);
 int		session_update(uint64_t id, uint32_t kinds, char **domains_off,
-		    size_t ndomains_off);
+		    size_t ndomains_off, int64_t step_from,
+		    struct session_step_info *si);
 int		session_stop(uint64_t id, bool flush);
 uint64_t	session_current(void);
 /* Writes a host launch (device, stream, task id) into the session ring. */
 struct pending;
 bool		session_launch(const struct pending *p);
 void		session_after_fork_child(void);
+/* MSTX hooks (any thread): step counting and the window, the mark gate. */
+void		session_step_begin(const char *msg, uint64_t id);
+void		session_step_end(const char *name, uint64_t id);
+void		session_mark_wait(void);
+struct sess_forkpage {			/* session.c: wiped in a fork child */
+	void *_Atomic	 live;		/* struct agent_session * */
+	_Atomic int	 mine;		/* 0: a child not yet on its own */
+};
+extern struct sess_forkpage *sess_fp;
+/* False when a mark must first wait for this process's config. */
+static inline bool
+session_mark_ready(void)
+{
+	return __builtin_expect(atomic_load_explicit(&sess_fp->mine,
+	    memory_order_relaxed) == 1, 1) &&
+	    !atomic_load_explicit(&gate_closed, memory_order_relaxed);
+}
 
 #endif

@@ -49,7 +49,12 @@
  * the kinds wanted at the call even if disabled since.  The thread sleeps
  * on a condition variable while no device kind is wanted and nothing is
  * outstanding, polls every DEVTIME_POLL_MS otherwise, and FlushAll wakes
- * it for a synchronous drain first.  Records that cannot be kept are
+ * it for a synchronous drain first.  A record read before its call has
+ * queued the pending entry waits while the submitting thread is inside
+ * that call (devtime_call_begin/end, from icall_enter/icall_exit), so it
+ * is joined exactly once whatever thread flushes.  Times are converted
+ * when read, in channel order, with lib/streamorder's rule (a stream's
+ * tasks never overlap), as msptid does.  Records that cannot be kept are
  * counted per kind (activity_drop, msptiActivityGetNumDroppedRecords).
  *
  * Each interposed call queues at most one device task, so a pending entry
@@ -154,6 +159,8 @@ uint64_t	activity_next_correlation(void);
 void		activity_emit_external(uint64_t corr);
 uint32_t	api_tid(void);
 uint32_t	api_pid(void);
+void		api_after_fork_child(void);
+void		api_mstx_count_steps(bool on);
 uint64_t	api_now(void);		/* CLOCK_REALTIME ns (vDSO) */
 
 /* api-intern.c: strings that live for the process. NULL → NULL. */
@@ -215,6 +222,7 @@ struct icall {
 	uint64_t		 start;
 	uint64_t		 end;		/* set by icall_done */
 	uint64_t		 cbslot;	/* correlationData */
+	bool			 devcall;	/* devtime_call_begin done */
 };
 /* True when anything (a kind, a callback) wants this call. */
 bool		icall_enter(struct icall *c, msptiCallbackDomain d,
@@ -293,6 +301,12 @@ struct pending {
 unsigned	devtime_submit(struct pending *p);
 /* Whether device records can be produced (channel helpers present). */
 bool		devtime_available(void);
+/* Around a call that may queue device work (icall_enter/icall_exit do
+ * it when a device kind is wanted): its task's record, read before the
+ * call has queued its entry, waits for the call to end.  begin returns
+ * false when it could not mark the thread (no end then). */
+bool		devtime_call_begin(void);
+void		devtime_call_end(void);
 /* Wakes the reader (masks changed). */
 void		devtime_kick(void);
 /* Drains the channel synchronously (bounded wait). */

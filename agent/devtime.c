@@ -25,6 +25,17 @@
  * reader makes the device record.  dt_mtx guards the thread's state and
  * the drain handshake.
  *
+ * A task can run, and its record be read, before its call has queued
+ * the pending entry (a synchronous copy, or any task the simulator runs
+ * in the submitting thread).  So a record with no entry waits while the
+ * thread that submitted it (the record's tid) is still inside that call
+ * (struct dt_thread, marked by devtime_call_begin/end around every
+ * interposed call that may queue device work); only once the call is
+ * over, and the queue drained again, is it taken for a task without a
+ * launch of ours and emitted alone.  No time limit decides that, and a
+ * FlushAll racing a launch on another thread neither emits the record
+ * unjoined nor leaves its entry behind.
+ *
  * Losses are counted per kind (activity_drop): a launch whose pending
  * entry cannot be stored (memory), and a launch whose device record never
  * comes (the channel overran: tasks of one stream complete in order, so a
@@ -38,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 
 #include <npusim/npusim.h>
 #include <runtime/rt.h>
@@ -45,6 +58,7 @@
 #include "agent.h"
 #include "api.h"
 #include "log.h"
+#include "streamorder.h"
 
 #define DEVTIME_POLL_MS		5
 #define DEVTIME_MAX_DEV		32
@@ -52,8 +66,8 @@
 #define DEVTIME_MAP_MIN		(1u << 12)	/* pending map slots, first */
 #define DEVTIME_BATCH		256
 #define DEVTIME_STREAMS		256		/* streams tracked for losses */
-#define DEVTIME_DEFER_NS	2000000000ull	/* unmatched: emit after (a
-						 * descheduled launcher may be late) */
+#define DEVTIME_STUCK_NS	30000000000ull	/* a call open this long: its
+						 * record goes out alone */
 #define DEVTIME_EXPIRE_NS	30000000000ull	/* stale pending entries */
 #define CLOCK_SAMPLES		64
 #define CLOCK_EVERY_NS		10000000ull
@@ -101,6 +115,28 @@ static pthread_mutex_t dt_chan_mtx = PTHREAD_MUTEX_INITIALIZER;
 
 static API_TLS uint32_t tls_last_stream = 0xffffffffu;
 static API_TLS uint32_t tls_last_task = 0xffffffffu;
+static API_TLS uint32_t tls_last_device = 0xffffffffu;
+
+/*
+ * A thread that made an interposed call which may queue device work: one
+ * per thread, kept for the life of the process and reused once its
+ * thread has exited (tid 0).  Only the owner writes depth (calls nested
+ * in callbacks) and ended (outermost calls finished), with release
+ * stores after the call's pending entry is queued; the reader loads them
+ * after the record, which the runtime published after depth was raised.
+ */
+struct dt_thread {
+	_Atomic uint32_t	 tid;
+	_Atomic uint32_t	 depth;
+	_Atomic uint64_t	 ended;
+	_Atomic int		 used;
+	struct dt_thread	*next;
+} __attribute__((aligned(64)));
+static struct dt_thread *_Atomic dt_threads;
+static API_TLS struct dt_thread *tls_dt;
+static pthread_key_t dt_thread_key;
+static pthread_once_t dt_thread_once = PTHREAD_ONCE_INIT;
+static bool dt_thread_key_ok;
 
 /* Channel state (dt_chan_mtx) then reader-private state. */
 struct dev_state {
@@ -114,6 +150,8 @@ struct dev_state {
 	double				 slope;
 	uint64_t			 mh, md;
 	bool				 fitted;
+	/* A stream's tasks never overlap in host time (reader only). */
+	struct streamorder		 order;
 };
 static struct dev_state devs[DEVTIME_MAX_DEV];
 
@@ -122,9 +160,14 @@ static struct pending *dt_map;
 static size_t dt_map_cap, dt_map_used;
 static uint64_t dt_last_expire;
 
+/* A record waiting for its pending entry, and what was seen of the
+ * thread that submitted it (call_open). */
 struct deferred {
-	struct npusim_record	rec;
-	uint64_t		since;
+	struct npusim_record	 rec;
+	uint64_t		 start, end;	/* host ns (read_times) */
+	uint64_t		 since;
+	struct dt_thread	*t;
+	uint64_t		 ended0;
 };
 static struct deferred *dt_defer;
 static size_t dt_ndefer, dt_defer_cap;
@@ -165,6 +208,90 @@ devtime_queue(void)
 		q = none;
 	}
 	return q;
+}
+
+/* ---- threads inside a call (see struct dt_thread) ---- */
+
+static void
+dt_thread_exit(void *arg)
+{
+	struct dt_thread *t = arg;
+
+	if (tls_dt == t)
+		tls_dt = NULL;
+	atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->tid, 0, memory_order_release);
+	atomic_store_explicit(&t->used, 0, memory_order_release);
+}
+
+static void
+dt_thread_once_init(void)
+{
+	dt_thread_key_ok = pthread_key_create(&dt_thread_key,
+	    dt_thread_exit) == 0;
+}
+
+/* The calling thread's slot, claimed or allocated on its first call. */
+static struct dt_thread *
+dt_thread_get(void)
+{
+	struct dt_thread *t, *head;
+	int zero;
+
+	pthread_once(&dt_thread_once, dt_thread_once_init);
+	for (t = atomic_load(&dt_threads); t != NULL; t = t->next) {
+		zero = 0;
+		if (atomic_load_explicit(&t->used, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&t->used, &zero, 1))
+			break;
+	}
+	if (t == NULL) {
+		if ((t = aligned_alloc(64, sizeof(*t))) == NULL)
+			return NULL;
+		memset(t, 0, sizeof(*t));
+		atomic_store(&t->used, 1);
+		head = atomic_load(&dt_threads);
+		do
+			t->next = head;
+		while (!atomic_compare_exchange_weak(&dt_threads, &head, t));
+	}
+	atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->tid, api_tid(), memory_order_release);
+	if (dt_thread_key_ok)
+		(void)pthread_setspecific(dt_thread_key, t);
+	tls_dt = t;
+	return t;
+}
+
+bool
+devtime_call_begin(void)
+{
+	struct dt_thread *t = tls_dt;
+
+	if (API_UNLIKELY(t == NULL) && (t = dt_thread_get()) == NULL)
+		return false;
+	/* Ordered before the task's record by the runtime's own release
+	 * (the channel stamp, or the stream lock for its worker). */
+	atomic_store_explicit(&t->depth, atomic_load_explicit(&t->depth,
+	    memory_order_relaxed) + 1, memory_order_relaxed);
+	return true;
+}
+
+void
+devtime_call_end(void)
+{
+	struct dt_thread *t = tls_dt;
+	uint32_t d;
+
+	if (API_UNLIKELY(t == NULL))
+		return;		/* a fork in between reset the slots */
+	d = atomic_load_explicit(&t->depth, memory_order_relaxed);
+	if (d == 0)
+		return;
+	if (d == 1)
+		atomic_store_explicit(&t->ended, atomic_load_explicit(
+		    &t->ended, memory_order_relaxed) + 1, memory_order_release);
+	atomic_store_explicit(&t->depth, d - 1, memory_order_release);
 }
 
 /* Counts a launch lost for every kind it was wanted for. */
@@ -286,11 +413,14 @@ devtime_submit(struct pending *p)
 	if (ids == NULL || ids(&task, &stream) != RT_ERROR_NONE ||
 	    task == NPUSIM_ID_NONE)
 		return host;
-	/* Same ids as last time: the call queued no task of its own. */
-	if (task == tls_last_task && stream == tls_last_stream)
+	/* Same ids as last time: the call queued no task of its own.  The
+	 * device too: stream ids are per device, and a thread may use two. */
+	if (task == tls_last_task && stream == tls_last_stream &&
+	    p->device == tls_last_device)
 		return host;
 	tls_last_task = task;
 	tls_last_stream = stream;
+	tls_last_device = p->device;
 	p->task = task;
 	p->stream = stream;
 	/* Two independent consumers: a daemon session joins device timing
@@ -308,18 +438,25 @@ devtime_marker(uint64_t id, uint16_t flag, void *stream)
 {
 	trace_fn trace = (trace_fn)api_internal(&h_trace, "rtProfilerTraceEx");
 	task_ids_fn ids;
-	uint32_t task, sid;
+	uint32_t task, sid, dev;
+	bool in;
 
 	if (trace == NULL || !devtime_available())
 		return false;
-	icall_stream_device(stream);	/* notes the device */
-	if (trace(id, 0, flag, stream) != RT_ERROR_NONE)
+	dev = icall_stream_device(stream);	/* notes the device */
+	/* The marker task may run before its entry is queued (see top). */
+	in = devtime_call_begin();
+	if (trace(id, 0, flag, stream) != RT_ERROR_NONE) {
+		if (in)
+			devtime_call_end();
 		return false;
+	}
 	/* Keep the launch dedup in step with the marker task we queued. */
 	ids = (task_ids_fn)api_internal(&h_taskids, "rtGetTaskIdAndStreamID");
 	if (ids != NULL && ids(&task, &sid) == RT_ERROR_NONE) {
 		tls_last_task = task;
 		tls_last_stream = sid;
+		tls_last_device = dev;
 		/* The in-process join delivers it even after a Disable. */
 		if (api_kinds_api() & (1u << MSPTI_ACTIVITY_KIND_MARKER)) {
 			struct pending p;
@@ -327,7 +464,7 @@ devtime_marker(uint64_t id, uint16_t flag, void *stream)
 			memset(&p, 0, sizeof(p));
 			p.kind = MSPTI_ACTIVITY_KIND_MARKER;
 			p.kinds = 1u << MSPTI_ACTIVITY_KIND_MARKER;
-			p.device = icall_stream_device(stream);
+			p.device = dev;
 			p.stream = sid;
 			p.task = task;
 			p.corr = id;
@@ -335,6 +472,8 @@ devtime_marker(uint64_t id, uint16_t flag, void *stream)
 			devtime_enqueue(&p);
 		}
 	}
+	if (in)
+		devtime_call_end();
 	return true;
 }
 
@@ -368,6 +507,19 @@ devtime_atfork_child(void)
 	pthread_mutex_init(&dt_chan_mtx, NULL);
 	devtime_cond_init();
 	pthread_mutex_init(&dt_over_mtx, NULL);
+	/* Only the forking thread lives on: it keeps its slot (its thread
+	 * key names it), under its new tid. */
+	for (struct dt_thread *t = atomic_load(&dt_threads); t != NULL;
+	    t = t->next) {
+		atomic_store(&t->depth, 0);
+		if (t == tls_dt)
+			atomic_store(&t->tid, (uint32_t)syscall(SYS_gettid));
+		else {
+			atomic_store(&t->tid, 0);
+			atomic_store(&t->used, 0);
+		}
+	}
+	tls_last_task = tls_last_stream = tls_last_device = 0xffffffffu;
 	dt_started = false;
 	dt_drain_req = dt_drain_done = 0;
 	/* The parent's launches are its own: none is delivered here. */
@@ -386,6 +538,7 @@ devtime_atfork_child(void)
 		devs[dev].nsamples = 0;
 		devs[dev].next = 0;
 		devs[dev].fitted = false;
+		streamorder_init(&devs[dev].order);
 	}
 	if (q != NULL) {
 		for (i = 0; i < DEVTIME_QUEUE; i++)
@@ -796,12 +949,30 @@ rec_data_type(uint32_t t)
 	return MSPTI_ACTIVITY_COMMUNICATION_INVALID_TYPE;
 }
 
+/*
+ * Host times of a record just read from its channel, in channel order:
+ * converted with the model of now, then kept in its stream's order
+ * (lib/streamorder, the rule msptid's collector applies too).
+ */
 static void
-emit_device(const struct npusim_record *rec, const struct pending *p)
+read_times(const struct npusim_record *rec, uint64_t *start, uint64_t *end)
 {
 	uint32_t dev = (uint32_t)rec->device;
-	uint64_t start = devtime_to_host(dev, rec->start_ns);
-	uint64_t end = devtime_to_host(dev, rec->end_ns);
+
+	*start = devtime_to_host(dev, rec->start_ns);
+	*end = devtime_to_host(dev, rec->end_ns);
+	if (dev < DEVTIME_MAX_DEV)
+		streamorder_apply(&devs[dev].order, (uint32_t)rec->pid,
+		    rec->stream_id, rec->start_ns, rec->end_ns, start, end);
+	else if (*end < *start)
+		*end = *start;
+}
+
+static void
+emit_device(const struct npusim_record *rec, const struct pending *p,
+    uint64_t start, uint64_t end)
+{
+	uint32_t dev = (uint32_t)rec->device;
 	uint64_t corr = p != NULL && p->kind != MSPTI_ACTIVITY_KIND_MARKER ?
 	    p->corr : MSPTI_INVALID_CORRELATION_ID;
 	/* Joined: the kinds wanted when the call was made. */
@@ -812,8 +983,6 @@ emit_device(const struct npusim_record *rec, const struct pending *p)
 
 	memcpy(name, rec->name, sizeof(name));
 	name[sizeof(name) - 1] = '\0';
-	if (end < start)
-		end = start;
 	switch (rec->kind) {
 	case NPUSIM_TASK_KERNEL:
 		if (w & (1u << MSPTI_ACTIVITY_KIND_KERNEL)) {
@@ -940,37 +1109,85 @@ rec_needs_join(const struct npusim_record *rec)
 	    rec->kind == NPUSIM_TASK_MARKER;
 }
 
-/* Emits rec if its host side is known (or it waited long enough);
- * returns false to keep it for a later pass. */
-static bool
-try_emit(const struct npusim_record *rec, uint64_t since, uint64_t now,
-    bool final)
+/* The slot of the live thread tid, or NULL. */
+static struct dt_thread *
+dt_thread_find(uint32_t tid)
 {
+	struct dt_thread *t;
+
+	for (t = atomic_load_explicit(&dt_threads, memory_order_acquire);
+	    t != NULL; t = t->next)
+		if (atomic_load_explicit(&t->tid, memory_order_acquire) == tid)
+			return t;
+	return NULL;
+}
+
+/*
+ * Whether the call that submitted d's task may still queue its pending
+ * entry: its thread is inside the call it was in when the record was
+ * first seen (the first look notes ended).  A thread with no slot, or
+ * out of every call, has queued whatever it was going to; the release
+ * stores of devtime_call_end make that entry visible to the next
+ * queue_drain.
+ */
+static bool
+call_open(struct deferred *d)
+{
+	uint32_t tid = (uint32_t)d->rec.tid;
+	struct dt_thread *t = d->t;
+	uint64_t e;
+
+	if (t != NULL &&
+	    atomic_load_explicit(&t->tid, memory_order_acquire) != tid)
+		return false;		/* the thread has exited since */
+	if (t == NULL && (t = dt_thread_find(tid)) == NULL)
+		return false;
+	if (atomic_load_explicit(&t->depth, memory_order_acquire) == 0)
+		return false;
+	e = atomic_load_explicit(&t->ended, memory_order_acquire);
+	if (d->t == NULL) {
+		d->t = t;
+		d->ended0 = e;
+		return true;
+	}
+	return e == d->ended0;
+}
+
+/*
+ * Emits d's record joined to its pending entry, or alone once no entry
+ * can come any more (call_open; DEVTIME_STUCK_NS bounds a call that never
+ * returns); returns false to keep it for a later pass.  Alone it gets the
+ * kinds wanted now: a task launched while none of them was on is not a
+ * loss.
+ */
+static bool
+try_emit(struct deferred *d, uint64_t now)
+{
+	const struct npusim_record *rec = &d->rec;
 	struct pending p;
 
 	if (!rec_needs_join(rec)) {
-		emit_device(rec, NULL);
+		emit_device(rec, NULL, d->start, d->end);
 		return true;
 	}
 	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p)) {
-		emit_device(rec, &p);
+		emit_device(rec, &p, d->start, d->end);
 		return true;
 	}
-	/* Not a launch of ours while no kind of it is wanted: nothing to
-	 * keep it for. */
-	if ((api_kinds_api() & API_DEVICE_KINDS) == 0 &&
-	    atomic_load(&dt_outstanding) <= dt_map_used)
-		return true;
-	if (final || now - since > DEVTIME_DEFER_NS) {
-		emit_device(rec, NULL);
-		return true;
-	}
-	return false;
+	if (call_open(d) && now - d->since < DEVTIME_STUCK_NS)
+		return false;
+	/* The call is over: its entry, if any, is in the queue by now. */
+	queue_drain();
+	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p))
+		emit_device(rec, &p, d->start, d->end);
+	else
+		emit_device(rec, NULL, d->start, d->end);
+	return true;
 }
 
-/* Keeps rec for a later pass (its pending entry is not in yet). */
+/* Keeps d for a later pass (its pending entry is not in yet). */
 static void
-defer_add(const struct npusim_record *rec, uint64_t now)
+defer_add(const struct deferred *d)
 {
 	struct deferred *n;
 	size_t cap;
@@ -979,35 +1196,36 @@ defer_add(const struct npusim_record *rec, uint64_t now)
 		cap = dt_defer_cap ? dt_defer_cap * 2 : 1024;
 		n = realloc(dt_defer, cap * sizeof(*n));
 		if (n == NULL) {
-			emit_device(rec, NULL);
+			/* Delivered, if without its call. */
+			emit_device(&d->rec, NULL, d->start, d->end);
 			return;
 		}
 		dt_defer = n;
 		dt_defer_cap = cap;
 	}
-	dt_defer[dt_ndefer].rec = *rec;
-	dt_defer[dt_ndefer].since = now;
-	dt_ndefer++;
+	dt_defer[dt_ndefer++] = *d;
 }
 
-/* Retries what waited for its host side; final emits it regardless. */
+/* Retries what waited for its host side. */
 static void
-defer_retry(uint64_t now, bool final)
+defer_retry(uint64_t now)
 {
 	size_t i, k;
 
 	for (i = 0, k = 0; i < dt_ndefer; i++)
-		if (!try_emit(&dt_defer[i].rec, dt_defer[i].since, now, final))
+		if (!try_emit(&dt_defer[i], now))
 			dt_defer[k++] = dt_defer[i];
 	dt_ndefer = k;
 }
 
 /* One pass: pending queue into the map, channels into records.  A
- * draining pass (FlushAll) emits what still has no host side: every call
- * made before the flush has queued its entry by then. */
+ * draining pass (FlushAll) samples the clock first; a record whose call
+ * is still open on another thread waits for it (a flush delivers the
+ * work of the calls that returned before it). */
 static void
 devtime_pass(bool draining)
 {
+	struct deferred w;
 	chan_read_fn cread = (chan_read_fn)api_optional(&h_read,
 	    "npusim_channel_read");
 	uint32_t mask = atomic_load(&dt_devices), dev, pid = api_pid();
@@ -1016,7 +1234,7 @@ devtime_pass(bool draining)
 	int n;
 
 	queue_drain();
-	defer_retry(now, false);
+	defer_retry(now);
 	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++) {
 		struct dev_state *d = &devs[dev];
 
@@ -1051,8 +1269,13 @@ devtime_pass(bool draining)
 					stream_saw((uint32_t)dt_batch[i].device,
 					    dt_batch[i].stream_id,
 					    dt_batch[i].task_id);
-				if (!try_emit(&dt_batch[i], now, now, false))
-					defer_add(&dt_batch[i], now);
+				w.rec = dt_batch[i];
+				read_times(&w.rec, &w.start, &w.end);
+				w.since = now;
+				w.t = NULL;
+				w.ended0 = 0;
+				if (!try_emit(&w, now))
+					defer_add(&w);
 			}
 			if (n < DEVTIME_BATCH)
 				break;
@@ -1060,7 +1283,7 @@ devtime_pass(bool draining)
 	}
 	/* Retry what waited for its host side. */
 	queue_drain();
-	defer_retry(now, draining);
+	defer_retry(now);
 	map_expire(now);
 }
 
@@ -1071,7 +1294,6 @@ devtime_close_all(void)
 	    "npusim_channel_close");
 	uint32_t dev;
 
-	defer_retry(0, true);
 	pthread_mutex_lock(&dt_chan_mtx);
 	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++)
 		if (devs[dev].open) {

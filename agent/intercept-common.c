@@ -140,6 +140,9 @@ icall_enter(struct icall *c, msptiCallbackDomain d, msptiCallbackId cbid,
 		data.correlationData = &c->cbslot;
 		callback_invoke(d, cbid, &data);
 	}
+	/* The call's device record may be read before it queues its
+	 * pending entry: the reader waits for the end of the call. */
+	c->devcall = (w & API_DEVICE_KINDS) != 0 && devtime_call_begin();
 	c->start = api_now();
 	return true;
 }
@@ -152,6 +155,11 @@ icall_exit(struct icall *c, const void *ret)
 
 	if (c->end == 0)
 		icall_done(c);
+	/* Every interposer queued its pending entries before this. */
+	if (c->devcall) {
+		c->devcall = false;
+		devtime_call_end();
+	}
 	if (c->cb) {
 		memset(&data, 0, sizeof(data));
 		data.callbackSite = MSPTI_API_EXIT;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "agent.h"
 
 #define MSTX_MSG_MAX	255
 #define MSTX_SHARDS	16
@@ -345,6 +346,8 @@ mstx_begin(struct mstxDomainRegistration_st *d, const char *message,
 		else if (kept)
 			mstx_unref(id);		/* no device record */
 	}
+	if (range)
+		session_step_begin(name, id);	/* before its record */
 	mstx_host_record(id, flag, name, d->name, ts);
 	return id;
 }
@@ -385,11 +388,14 @@ mstx_end(uint64_t id)
 			mstx_unref(id);
 	}
 	mstx_host_record(id, flag, name, domain, ts);
+	session_step_end(name, id);
 }
 
 MSTX_API void
 mstxMarkA(const char *message, aclrtStream stream)
 {
+	if (API_UNLIKELY(!session_mark_ready()))
+		session_mark_wait();
 	if (API_UNLIKELY(api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER)))
 		mstx_begin(&default_domain, message, stream,
 		    MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS);
@@ -398,8 +404,12 @@ mstxMarkA(const char *message, aclrtStream stream)
 MSTX_API mstxRangeId
 mstxRangeStartA(const char *message, aclrtStream stream)
 {
-	if (!api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER))
+	if (API_UNLIKELY(!session_mark_ready()))
+		session_mark_wait();
+	if (!api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER)) {
+		session_step_begin(message, 0);	/* steps count regardless */
 		return 0;
+	}
 	return mstx_begin(&default_domain, message, stream,
 	    MSPTI_ACTIVITY_FLAG_MARKER_START);
 }
@@ -430,6 +440,8 @@ MSTX_API void
 mstxDomainMarkA(mstxDomainHandle_t domain, const char *message,
     aclrtStream stream)
 {
+	if (API_UNLIKELY(!session_mark_ready()))
+		session_mark_wait();
 	if (API_UNLIKELY(api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER)))
 		mstx_begin(domain, message, stream,
 		    MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS);
@@ -439,8 +451,12 @@ MSTX_API mstxRangeId
 mstxDomainRangeStartA(mstxDomainHandle_t domain, const char *message,
     aclrtStream stream)
 {
-	if (!api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER))
+	if (API_UNLIKELY(!session_mark_ready()))
+		session_mark_wait();
+	if (!api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER)) {
+		session_step_begin(message, 0);
 		return 0;
+	}
 	return mstx_begin(domain, message, stream,
 	    MSPTI_ACTIVITY_FLAG_MARKER_START);
 }

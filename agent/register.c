@@ -33,6 +33,7 @@
 #include "frame.h"
 #include "log.h"
 #include "util.h"
+#include "api.h"
 #include "agent.h"
 
 #define REG_BACKOFF_MIN_MS	50
@@ -68,6 +69,8 @@ static struct reg {
 	.wakefd = -1,
 };
 
+static int	 reg_delay_ms;	/* MSPTI_TEST_REGISTER_DELAY_MS */
+
 static void	*register_main(void *);
 static int	 register_send_sync(int, uint64_t);
 
@@ -91,6 +94,7 @@ void
 register_after_fork_child(void)
 {
 	pthread_mutex_init(&reg.lock, NULL);
+	api_after_fork_child();
 	gate_after_fork_child();
 	session_after_fork_child();
 	if (reg.sock >= 0)
@@ -114,8 +118,11 @@ register_start(void)
 {
 	pthread_attr_t attr;
 	pthread_t t;
+	const char *v;
 	int rc;
 
+	if ((v = getenv("MSPTI_TEST_REGISTER_DELAY_MS")) != NULL)
+		reg_delay_ms = atoi(v) > 0 && atoi(v) < 60000 ? atoi(v) : 0;
 	reg.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -316,6 +323,7 @@ register_connect(void)
 		goto fail;
 	}
 	atomic_store(&reg.agent_id, ((Mspti__Welcome *)msg)->agent_id);
+	api_mstx_count_steps(true);
 	log_debug("registered as agent %llu",
 	    (unsigned long long)((Mspti__Welcome *)msg)->agent_id);
 	protobuf_c_message_free_unpacked(msg, NULL);
@@ -370,7 +378,7 @@ register_update_due(void)
 
 static void
 register_ack(int sock, uint64_t id, Mspti__CaptureOp op, int code,
-    const char *why, int fd)
+    const char *why, int fd, const struct session_step_info *si)
 {
 	Mspti__CaptureAck ack = MSPTI__CAPTURE_ACK__INIT;
 
@@ -378,6 +386,13 @@ register_ack(int sock, uint64_t id, Mspti__CaptureOp op, int code,
 	ack.op = op;
 	ack.code = code;
 	ack.message = (char *)(why ? why : "");
+	ack.first_step = -1;
+	if (si != NULL) {
+		ack.step = si->step;
+		ack.step_period_ns = si->period_ns;
+		ack.first_step = si->first;
+		ack.fork_lost = si->fork_lost;
+	}
 	(void)frame_send(sock, MSPTI__MSG_TYPE__MSG_CAPTURE_ACK, &ack.base, fd);
 }
 
@@ -389,24 +404,27 @@ register_ack(int sock, uint64_t id, Mspti__CaptureOp op, int code,
 static bool
 register_handle(const struct frame_hdr *h, ProtobufCMessage *msg, int fd)
 {
+	struct session_step_info si;
 	const char *why = NULL;
 	int wakefd = -1, rc;
 
 	switch (h->type) {
 	case MSPTI__MSG_TYPE__MSG_START_CAPTURE: {
 		Mspti__StartCapture *m = (Mspti__StartCapture *)msg;
+		struct session_step_cfg sc = { m->steps, m->step_name,
+		    m->steps ? m->step_from : -1 };
 
 		if (fd < 0) {
 			register_ack(reg.sock, m->session_id,
 			    MSPTI__CAPTURE_OP__CAPTURE_START, 1,
-			    "StartCapture without a ring", -1);
+			    "StartCapture without a ring", -1, NULL);
 			return true;
 		}
 		rc = session_start(m->session_id, m->kinds, m->domains_off,
-		    m->n_domains_off, fd, &wakefd, &why);
+		    m->n_domains_off, &sc, fd, &wakefd, &why, &si);
 		register_ack(reg.sock, m->session_id,
 		    MSPTI__CAPTURE_OP__CAPTURE_START, rc == 0 ? 0 : 1, why,
-		    wakefd);
+		    wakefd, &si);
 		if (wakefd >= 0)
 			close(wakefd);
 		return true;
@@ -415,10 +433,10 @@ register_handle(const struct frame_hdr *h, ProtobufCMessage *msg, int fd)
 		Mspti__UpdateCapture *m = (Mspti__UpdateCapture *)msg;
 
 		rc = session_update(m->session_id, m->kinds, m->domains_off,
-		    m->n_domains_off);
+		    m->n_domains_off, m->step_from, &si);
 		register_ack(reg.sock, m->session_id,
 		    MSPTI__CAPTURE_OP__CAPTURE_UPDATE, rc == 0 ? 0 : 1,
-		    rc == 0 ? NULL : "no such session here", -1);
+		    rc == 0 ? NULL : "no such session here", -1, &si);
 		break;
 	}
 	case MSPTI__MSG_TYPE__MSG_STOP_CAPTURE: {
@@ -427,7 +445,7 @@ register_handle(const struct frame_hdr *h, ProtobufCMessage *msg, int fd)
 		rc = session_stop(m->session_id, true);
 		register_ack(reg.sock, m->session_id,
 		    MSPTI__CAPTURE_OP__CAPTURE_STOP, rc == 0 ? 0 : 1,
-		    rc == 0 ? NULL : "no such session here", -1);
+		    rc == 0 ? NULL : "no such session here", -1, NULL);
 		break;
 	}
 	case MSPTI__MSG_TYPE__MSG_AGENT_SYNC_REP:
@@ -560,6 +578,9 @@ register_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	gate_hold_hello(REG_FORK_HOLD_MS);
+	/* Tests: a registration that comes late, as on a loaded machine. */
+	if (reg_delay_ms > 0)
+		poll(NULL, 0, reg_delay_ms);
 	for (;;) {
 		bool watching = false;
 		int rc = register_connect();
@@ -585,8 +606,10 @@ register_main(void *arg)
 			poll(NULL, 0, REG_BACKOFF_MIN_MS);
 			continue;
 		}
-		/* No daemon to wait for: the application goes on. */
+		/* No daemon to wait for: the application goes on, and its
+		 * MSTX calls stay inline (no step to count for anyone). */
 		gate_open();
+		api_mstx_count_steps(false);
 		/* A stale socket (daemon killed) also retries on a timer. */
 		register_wait(watching && rc == -ENOENT ? REG_WATCH_WAIT_MS :
 		    backoff);

@@ -33,10 +33,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <linux/membarrier.h>
 
@@ -55,6 +57,9 @@ struct sess_string {
 	_Atomic uint64_t	defined;	/* bit i: sent in segment i */
 };
 
+/* Step window states (agent_session.win). */
+enum { SESS_WIN_BEFORE, SESS_WIN_OPEN, SESS_WIN_DONE };
+
 struct agent_session {
 	uint64_t		 id;
 	uint64_t		 gen;		/* this process's session count */
@@ -66,13 +71,37 @@ struct agent_session {
 	_Atomic uint64_t	 wakes;
 	/* Marker domains switched off; NULL-terminated, replaced whole. */
 	_Atomic(char **)	 domains_off;
+	/* A step window (--steps N): records are written only while win
+	 * is OPEN, from the start of step win_from (or the first step after
+	 * it this process starts) to the end of step win_from + win_n - 1.
+	 * win_n 0: no window, always OPEN.  Under step_lock but win. */
+	_Atomic int		 win;
+	uint32_t		 win_n;
+	int64_t			 win_from;	/* -1: not chosen yet */
+	uint64_t		 win_last_id;	/* range id of the last step */
 	struct sess_string	 strings[SESS_STRINGS];
 };
 
 static struct agent_session *cur;	/* registration thread only */
 static uint64_t sess_gen;		/* registration thread only */
-/* cur while capturing: what producers check after entering (see top). */
-static struct agent_session *_Atomic live;
+
+/*
+ * cur while capturing: what producers check after entering (see top).  It
+ * lives in a page the kernel wipes in a child at fork (MADV_WIPEONFORK),
+ * so a child never writes into its parent's ring, however it was forked
+ * (fork(), or _Fork()/clone() without the atfork handlers); 'mine' is 0
+ * in such a child until the agent has made it a new agent of its own.
+ */
+static struct sess_forkpage sess_fp_static = { NULL, 1 };
+struct sess_forkpage *sess_fp = &sess_fp_static;
+
+/* Steps: MSTX ranges named step_name that this process started. */
+static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
+static char step_names[4][128] = { "step" };
+static _Atomic(const char *) step_name = step_names[0];
+static unsigned step_name_slot;
+static uint64_t step_starts;		/* under step_lock */
+static uint64_t step_last_ns, step_period_ns;
 
 /* A producing thread's fence slot (see the top); kept for the life of the
  * process, reused by a later thread once its thread has exited. */
@@ -157,7 +186,8 @@ session_enter_on(struct sess_thread *t)
 	else
 		atomic_thread_fence(memory_order_seq_cst);
 	/* Acquire: the session it points to was published with a store. */
-	return atomic_load_explicit(&live, memory_order_acquire);
+	return (struct agent_session *)atomic_load_explicit(&sess_fp->live,
+	    memory_order_acquire);
 }
 
 /*
@@ -531,6 +561,148 @@ session_rec_size(const void *rec)
 	return h.size;
 }
 
+/*
+ * A record found no live session although session kinds are on: maybe we
+ * are a child forked without the atfork handlers (_Fork, clone), whose
+ * wiped fork page says so.  The first thread to see it makes the process
+ * a new agent (registers, waits for its own config under run); the
+ * record that found it is not the parent's and is dropped (counted in
+ * sess_fork_lost, reported at the child's first capture ack as an
+ * agent_ring loss).
+ */
+static _Atomic uint64_t sess_fork_lost;
+
+static void
+session_check_fork(void)
+{
+	int zero = 0;
+
+	if (API_LIKELY(atomic_load_explicit(&sess_fp->mine,
+	    memory_order_relaxed) != 0))
+		return;
+	atomic_fetch_add(&sess_fork_lost, 1);
+	if (!atomic_compare_exchange_strong(&sess_fp->mine, &zero, 2))
+		return;
+	if (!agent_config.disabled)
+		register_after_fork_child();
+	atomic_store(&sess_fp->mine, 1);
+}
+
+/* Waits (bounded, like the first runtime call) until this process has
+ * its own config: a forked rank's first marks belong to its capture. */
+void
+session_mark_wait(void)
+{
+	if (atomic_load(&sess_fp->mine) == 0) {
+		int zero = 0;
+
+		if (atomic_compare_exchange_strong(&sess_fp->mine, &zero, 2)) {
+			if (!agent_config.disabled)
+				register_after_fork_child();
+			atomic_store(&sess_fp->mine, 1);
+		}
+	}
+	if (atomic_load(&gate_closed))
+		gate_wait();
+}
+
+static inline bool
+session_is_step(const char *msg)
+{
+	const char *n = atomic_load_explicit(&step_name, memory_order_relaxed);
+
+	return msg != NULL && msg[0] == n[0] && strcmp(msg, n) == 0;
+}
+
+/* The window at the start of step idx (range id, 0 when markers are not
+ * captured); step_lock held, s entered. */
+static void
+session_win_step(struct agent_session *s, uint64_t idx, uint64_t id)
+{
+	int64_t from = s->win_from;
+
+	if (s->win_n == 0 || from < 0 || (int64_t)idx < from)
+		return;
+	if ((int64_t)idx < from + (int64_t)s->win_n) {
+		if (idx == (uint64_t)from + s->win_n - 1)
+			s->win_last_id = id;
+		if (atomic_load(&s->win) == SESS_WIN_BEFORE)
+			atomic_store(&s->win, SESS_WIN_OPEN);
+	} else
+		atomic_store(&s->win, SESS_WIN_DONE);
+}
+
+/*
+ * MSTX (mstx.c): a range named msg starts, with id (0 when markers are not
+ * captured), before its record is written.  Counts the process's steps,
+ * whether or not a session captures, so a session can tell each rank's
+ * step index and open the window at the start of the same step on all.
+ */
+void
+session_step_begin(const char *msg, uint64_t id)
+{
+	struct sess_thread *t;
+	struct agent_session *s;
+	uint64_t idx, now;
+
+	if (API_LIKELY(!session_is_step(msg)))
+		return;
+	now = api_now();
+	pthread_mutex_lock(&step_lock);
+	idx = step_starts++;
+	if (step_last_ns != 0 && now > step_last_ns)
+		step_period_ns = step_period_ns == 0 ? now - step_last_ns :
+		    (step_period_ns * 3 + (now - step_last_ns)) / 4;
+	step_last_ns = now;
+	if ((s = session_enter(&t)) != NULL)
+		session_win_step(s, idx, id);
+	session_leave(t);
+	pthread_mutex_unlock(&step_lock);
+}
+
+/* A step range ended (after its END record): the window closes after the
+ * last step of it. */
+void
+session_step_end(const char *name, uint64_t id)
+{
+	struct sess_thread *t;
+	struct agent_session *s;
+
+	if (API_LIKELY(!session_is_step(name)) || id == 0)
+		return;
+	pthread_mutex_lock(&step_lock);
+	if ((s = session_enter(&t)) != NULL && s->win_n != 0 &&
+	    s->win_last_id == id && atomic_load(&s->win) == SESS_WIN_OPEN)
+		atomic_store(&s->win, SESS_WIN_DONE);
+	session_leave(t);
+	pthread_mutex_unlock(&step_lock);
+}
+
+/* Sets s's window start (step_lock held) and says where this process is:
+ * its step count, recent step time and the first step it will record. */
+static void
+session_win_set(struct agent_session *s, int64_t from,
+    struct session_step_info *si)
+{
+	si->step = (int64_t)step_starts;
+	si->period_ns = step_period_ns;
+	si->first = -1;
+	if (s->win_n == 0)
+		return;
+	if (from < 0) {
+		s->win_from = -1;
+		return;
+	}
+	s->win_from = from;
+	/* A step already under way is not recorded: the next one is the
+	 * first, and the steps before it are missed. */
+	si->first = (int64_t)step_starts > from ? (int64_t)step_starts : from;
+	if (si->first >= from + (int64_t)s->win_n) {
+		atomic_store(&s->win, SESS_WIN_DONE);
+		si->first = -1;
+	}
+}
+
 /* The session sink: runs on the producing thread, never blocks. */
 static void
 session_sink(const msptiActivity *a, size_t len, void *arg)
@@ -550,7 +722,14 @@ session_sink(const msptiActivity *a, size_t len, void *arg)
 		return;
 	s = session_enter(&t);
 	/* arg is only compared: a stopped session may be freed already. */
-	if (API_UNLIKELY(s == NULL || s != arg))
+	if (API_UNLIKELY(s == NULL || s != arg)) {
+		if (s == NULL)
+			session_check_fork();
+		goto out;
+	}
+	/* Outside the step window: not this capture's. */
+	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
+	    SESS_WIN_OPEN))
 		goto out;
 	p = session_prod(s, t);
 	if (a->kind == MSPTI_ACTIVITY_KIND_MARKER) {
@@ -584,9 +763,14 @@ session_launch(const struct pending *p)
 	uint64_t rec[REC_FIXED_MAX / 8];
 	bool ok = false;
 
-	if (atomic_load_explicit(&live, memory_order_relaxed) == NULL)
+	if (atomic_load_explicit(&sess_fp->live, memory_order_relaxed) == NULL)
 		return false;
-	if ((s = session_enter(&t)) == NULL)
+	if ((s = session_enter(&t)) == NULL) {
+		session_check_fork();
+		goto out;
+	}
+	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
+	    SESS_WIN_OPEN))
 		goto out;
 	q = session_prod(s, t);
 	switch (p->kind) {
@@ -691,11 +875,14 @@ session_current(void)
  */
 int
 session_start(uint64_t id, uint32_t kinds, char **domains_off,
-    size_t ndomains_off, int ringfd, int *wakefdp, const char **why)
+    size_t ndomains_off, const struct session_step_cfg *sc, int ringfd,
+    int *wakefdp, const char **why, struct session_step_info *si)
 {
 	struct agent_session *s;
 	int rc;
 
+	memset(si, 0, sizeof(*si));
+	si->first = -1;
 	*wakefdp = -1;
 	if (cur != NULL) {
 		close(ringfd);
@@ -709,7 +896,12 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 	}
 	s->id = id;
 	s->gen = ++sess_gen;
-	s->pid = api_pid();
+	/* Not api_pid(): its cache may be a parent's in a child forked
+	 * without the atfork handlers. */
+	s->pid = (uint32_t)getpid();
+	s->win_n = sc != NULL ? sc->steps : 0;
+	s->win_from = -1;
+	atomic_store(&s->win, s->win_n ? SESS_WIN_BEFORE : SESS_WIN_OPEN);
 	rc = ring_map(ringfd, &s->ring);
 	close(ringfd);
 	if (rc != 0) {
@@ -738,8 +930,24 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 	atomic_store(&s->domains_off, session_domains_dup(domains_off,
 	    ndomains_off));
 	atomic_store(&s->active, true);
+	pthread_mutex_lock(&step_lock);
+	if (s->win_n != 0 && sc->step_name != NULL && *sc->step_name != '\0' &&
+	    strcmp(sc->step_name, atomic_load(&step_name)) != 0) {
+		/* Another step name than the one counted since load: its
+		 * steps count from now (MSPTI_STEP_NAME names it at load). */
+		step_name_slot = (step_name_slot + 1) %
+		    (sizeof(step_names) / sizeof(step_names[0]));
+		snprintf(step_names[step_name_slot], sizeof(step_names[0]),
+		    "%s", sc->step_name);
+		atomic_store(&step_name, step_names[step_name_slot]);
+		step_starts = 0;
+		step_last_ns = step_period_ns = 0;
+	}
+	session_win_set(s, sc != NULL ? sc->step_from : -1, si);
+	si->fork_lost = atomic_exchange(&sess_fork_lost, 0);
 	cur = s;
-	atomic_store(&live, s);
+	atomic_store(&sess_fp->live, s);
+	pthread_mutex_unlock(&step_lock);
 	api_session_set_sink(session_sink, s);
 	api_session_set_kinds(kinds);
 	log_debug("session %llu: capturing kinds 0x%x",
@@ -749,12 +957,36 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 
 int
 session_update(uint64_t id, uint32_t kinds, char **domains_off,
-    size_t ndomains_off)
+    size_t ndomains_off, int64_t step_from, struct session_step_info *si)
 {
 	char **old;
 
+	memset(si, 0, sizeof(*si));
+	si->first = -1;
 	if (cur == NULL || cur->id != id)
 		return -ENOENT;
+	pthread_mutex_lock(&step_lock);
+	/* k, or a later k while the window has not opened (the daemon moves
+	 * it when a rank had passed the first one). */
+	if (step_from >= 0 && cur->win_n != 0 &&
+	    atomic_load(&cur->win) == SESS_WIN_BEFORE &&
+	    (int64_t)step_starts > step_from) {
+		/* Past the window it is told of: say where we are, record
+		 * nothing; the daemon picks a later one for every rank. */
+		si->step = (int64_t)step_starts;
+		si->period_ns = step_period_ns;
+		si->first = -1;
+		cur->win_from = -1;
+	} else if (step_from >= 0 && cur->win_n != 0 &&
+	    atomic_load(&cur->win) == SESS_WIN_BEFORE)
+		session_win_set(cur, step_from, si);
+	else {
+		si->step = (int64_t)step_starts;
+		si->period_ns = step_period_ns;
+		si->first = cur->win_n != 0 && cur->win_from >= 0 ?
+		    cur->win_from : -1;
+	}
+	pthread_mutex_unlock(&step_lock);
 	old = atomic_exchange(&cur->domains_off,
 	    session_domains_dup(domains_off, ndomains_off));
 	if (old != NULL) {
@@ -785,7 +1017,7 @@ session_stop(uint64_t id, bool flush)
 		devtime_drain();
 	api_session_set_kinds(0);
 	api_session_set_sink(NULL, NULL);
-	atomic_store(&live, NULL);
+	atomic_store(&sess_fp->live, NULL);
 	atomic_store(&s->active, false);
 	/* Threads already inside the sink finish within a few records; a
 	 * thread that never comes back (stopped by a debugger) must not make
@@ -816,17 +1048,24 @@ session_after_fork_child(void)
 	struct agent_session *s = cur;
 	struct sess_thread *t;
 
+	/* A child is a rank of its own: its steps count from its start. */
+	pthread_mutex_init(&step_lock, NULL);
+	step_starts = 0;
+	step_last_ns = step_period_ns = 0;
+	atomic_store(&sess_fp->live, NULL);
+	if (atomic_load(&sess_fp->mine) == 0)
+		atomic_store(&sess_fp->mine, 2);	/* set to 1 below */
 	/* Slots of the parent's other threads: they do not exist here. */
 	for (t = atomic_load(&sess_threads); t != NULL; t = t->next)
 		if (t != tls_sess) {
 			atomic_store(&t->in, 0);
 			atomic_store(&t->used, 0);
 		}
+	atomic_store(&sess_fp->mine, 1);
 	if (s == NULL)
 		return;
 	api_session_set_kinds(0);
 	api_session_set_sink(NULL, NULL);
-	atomic_store(&live, NULL);
 	cur = NULL;
 	ring_unmap(s->ring);
 	close(s->wakefd);
@@ -835,4 +1074,29 @@ session_after_fork_child(void)
 		session_domains_free(retired_domains[i]);
 	nretired = 0;
 	free(s);
+}
+
+/* The fork page (see sess_forkpage): before any session can start. */
+__attribute__((constructor(150))) static void
+session_forkpage_init(void)
+{
+	struct sess_forkpage *p;
+	long pg = sysconf(_SC_PAGESIZE);
+	const char *v;
+
+	if ((v = getenv("MSPTI_STEP_NAME")) != NULL && *v != '\0')
+		snprintf(step_names[0], sizeof(step_names[0]), "%s", v);
+	p = mmap(NULL, pg > 0 ? (size_t)pg : 4096, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+#ifdef MADV_WIPEONFORK
+	if (madvise(p, pg > 0 ? (size_t)pg : 4096, MADV_WIPEONFORK) == 0) {
+		atomic_store(&p->mine, 1);
+		sess_fp = p;
+		return;
+	}
+#endif
+	/* Older kernels: the atfork handler alone guards the parent's ring. */
+	munmap(p, pg > 0 ? (size_t)pg : 4096);
 }

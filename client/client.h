@@ -64,12 +64,13 @@ int	client_split_signed(const char *arg, char ***on, size_t *non,
 	    char ***off, size_t *noff);
 
 /* cmd-start.c: the session config options start and run share. */
-#define CLIENT_CONFIG_OPTSTRING	"k:d:s:N:o:b:m:D:M:F:"
+#define CLIENT_CONFIG_OPTSTRING	"k:d:s:N:K:o:b:m:D:M:F:"
 #define CLIENT_CONFIG_OPTIONS						\
 	{ "kinds", required_argument, NULL, 'k' },			\
 	{ "duration", required_argument, NULL, 'd' },			\
 	{ "steps", required_argument, NULL, 's' },			\
 	{ "step-name", required_argument, NULL, 'N' },			\
+	{ "start-step", required_argument, NULL, 'K' },			\
 	{ "output", required_argument, NULL, 'o' },			\
 	{ "buffer", required_argument, NULL, 'b' },			\
 	{ "mode", required_argument, NULL, 'm' },			\

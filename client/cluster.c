@@ -1033,6 +1033,45 @@ cluster_parse_replies(struct cluster *cl, struct jval *rep)
 	}
 }
 
+/*
+ * --steps N: each node's daemon chose its window [k, k+N) (or took
+ * --start-step K, which every node got): one line saying whether all
+ * nodes record the same steps.
+ */
+static void
+cluster_start_steps(const struct cluster *cl, const struct jval *rep)
+{
+	long long k = -2, to = -2;
+	bool same = true, any = false;
+
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		long long f = json_int(&rep[i], "step_from", -2);
+
+		if (json_get(&rep[i], "step_from") == NULL)
+			continue;
+		if (any && f != k)
+			same = false;
+		if (!any) {
+			k = f;
+			to = json_int(&rep[i], "step_to", -1);
+		}
+		any = true;
+	}
+	if (!any)
+		return;
+	if (same && k >= 0) {
+		printf("  steps [%lld, %lld) on every node\n", k, to);
+		return;
+	}
+	printf("  step windows differ across nodes (give --start-step K for "
+	    "one window):");
+	for (size_t i = 0; i < cl->nnodes; i++)
+		if (json_get(&rep[i], "step_from") != NULL)
+			printf(" %s from %lld", cl->nodes[i].name,
+			    json_int(&rep[i], "step_from", -1));
+	printf("\n");
+}
+
 static int
 cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 {
@@ -1081,6 +1120,7 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 	} else {
 		printf("%zu of %zu nodes, %zu of %zu ranks capturing\n", nok,
 		    cl->nnodes, rok, rall);
+		cluster_start_steps(cl, rep);
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			const struct cluster_node *n = &cl->nodes[i];
 			const struct jval *acks = json_get(&rep[i], "acks");

@@ -1,4 +1,5 @@
-/* msptictl export: trace files to Chrome JSON, Perfetto or CSV. */
+/* msptictl export: trace files to Chrome JSON, Perfetto, CSV or the
+ * ascend_pt tree msprof-analyze reads. */
 #include "config.h"
 
 #include <errno.h>
@@ -56,7 +57,7 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		}
 	}
 	if (strcmp(fmt, "chrome") && strcmp(fmt, "perfetto") &&
-	    strcmp(fmt, "csv")) {
+	    strcmp(fmt, "csv") && strcmp(fmt, "ascend-pt")) {
 		client_usage_error(&cmd_export_entry, "unknown format '%s'",
 		    fmt);
 		return EXIT_USAGE;
@@ -72,6 +73,8 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		return EXIT_FAIL;
 	if (strcmp(fmt, "csv") == 0)
 		rc = export_csv(a, out);
+	else if (strcmp(fmt, "ascend-pt") == 0)
+		rc = export_ascendpt(a, out);
 	else if ((f = strcmp(out, "-") == 0 ? stdout : fopen(out, "wb")) ==
 	    NULL)
 		rc = -errno;
@@ -93,9 +96,11 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "FILE... --format chrome|perfetto|csv -o OUT [--world-size N] "
+	.usage = "FILE... --format chrome|perfetto|csv|ascend-pt -o OUT "
+	    "[--world-size N] "
 	    "[--strict]\n  The output records any missing rank or loss; "
 	    "--strict exits 1 when the input is partial.",
-	.summary = "write a timeline (Chrome JSON, Perfetto) or CSV tables",
+	.summary = "write a timeline (Chrome JSON, Perfetto), CSV tables or "
+	    "an ascend_pt tree",
 	.exec = cmd_export_exec,
 };

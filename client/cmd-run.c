@@ -526,6 +526,15 @@ run_stop_session(struct run *r, bool quiet, bool *finalized)
 		    (unsigned long long)i->records, (unsigned long long)lost,
 		    i->error != NULL && *i->error ? ": " : "",
 		    i->error != NULL ? i->error : "");
+		/* --steps: a rank that joined late says what it missed. */
+		for (size_t k = 0; k < i->n_targets; k++)
+			if (i->step_from >= 0 && i->targets[k]->rank >= 0 &&
+			    i->targets[k]->first_step != i->step_from &&
+			    (strstr(i->targets[k]->message, "missed") ||
+			    strstr(i->targets[k]->message, "none captured")))
+				fprintf(stderr, "msptictl run: rank %d (pid %u): "
+				    "%s\n", i->targets[k]->rank,
+				    i->targets[k]->pid, i->targets[k]->message);
 		fprintf(stderr, "msptictl run: trace: %s\n", r->out.path);
 	}
 	protobuf_c_message_free_unpacked(msg, NULL);
@@ -641,7 +650,7 @@ cmd_run_exec(struct client *c, int argc, char **argv)
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.usage = "[--kinds LIST] [--duration D] [--steps N] [--step-name NAME]\n"
-	    "    [--output FILE] [--file-mode 0600] [--buffer 8M] "
+	    "    [--start-step K] [--output FILE] [--file-mode 0600] [--buffer 8M] "
 	    "[--mode stream|ring]\n"
 	    "    [--domains +a,-b] [--max-size S] [--report[=SECTIONS|all]]\n"
 	    "    [--json] -- COMMAND [ARGS...]",

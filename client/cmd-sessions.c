@@ -29,6 +29,10 @@ client_json_acks(Mspti__TargetAck **acks, size_t n)
 		    acks[i]->rank, (unsigned long long)acks[i]->agent_id,
 		    acks[i]->code == 0 ? "true" : "false", acks[i]->code);
 		util_json_str(stdout, acks[i]->message);
+		printf(",\"first_step\":%lld,\"steps\":%u,"
+		    "\"window_start_ns\":%llu", (long long)acks[i]->first_step,
+		    acks[i]->steps,
+		    (unsigned long long)acks[i]->window_start_ns);
 		if (acks[i]->n_losses > 0) {
 			printf(",\"losses\":{");
 			for (size_t k = 0; k < acks[i]->n_losses &&
@@ -88,7 +92,8 @@ client_json_session(const Mspti__SessionInfo *i)
 	for (size_t k = 0; k < i->n_losses && k < nitems(loss_names); k++)
 		printf("%s\"%s\":%llu", k ? "," : "", loss_names[k],
 		    (unsigned long long)i->losses[k]);
-	printf("},\"stop_reason\":");
+	printf("},\"step_from\":%lld,\"step_skew_ns\":%llu,\"stop_reason\":",
+	    (long long)i->step_from, (unsigned long long)i->step_skew_ns);
 	util_json_str(stdout, i->stop_reason);
 	printf(",\"error\":");
 	util_json_str(stdout, i->error);
@@ -124,6 +129,10 @@ client_print_session(const struct client *c, const Mspti__SessionInfo *i)
 	if (i->steps)
 		printf(", %u steps", i->steps);
 	printf("\n");
+	if (i->step_from >= 0 && i->steps)
+		printf("  step window from %lld, start skew %.3f ms across "
+		    "ranks\n", (long long)i->step_from,
+		    (double)i->step_skew_ns / 1e6);
 	/* Only a file the session actually wrote is named. */
 	if (i->output != NULL && *i->output && (strcmp(i->state, "finalized") == 0 ||
 	    strcmp(i->state, "failed") == 0 || strcmp(i->state, "active") == 0 ||

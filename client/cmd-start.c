@@ -100,6 +100,20 @@ client_config_option(const struct cmd_entry *e, int ch, const char *arg,
 	case 'N':
 		cfg->step_name = (char *)arg;
 		return 0;
+	case 'K': {
+		char *end;
+		long long k;
+
+		errno = 0;
+		k = strtoll(arg, &end, 10);
+		if (errno != 0 || end == arg || *end != '\0' || k < 0) {
+			client_usage_error(e, "bad start step '%s'", arg);
+			return EXIT_USAGE;
+		}
+		cfg->start_step = (uint64_t)k;
+		cfg->start_step_set = true;
+		return 0;
+	}
 	case 'o':
 		*output = arg;
 		return 0;
@@ -357,6 +371,10 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		client_usage_error(e, "give one of --pid, --job, --all");
 		return EXIT_USAGE;
 	}
+	if (cfg.start_step_set && cfg.steps == 0) {
+		client_usage_error(e, "--start-step needs --steps N");
+		return EXIT_USAGE;
+	}
 	if ((fd = client_output_open(&out, output)) < 0)
 		return EXIT_FAIL;
 	req.target = &tg;
@@ -414,6 +432,11 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		printf("{\"started\":true,\"session\":%llu,\"output\":",
 		    (unsigned long long)rep->session->session_id);
 		util_json_str(stdout, path);
+		if (cfg.steps > 0)
+			printf(",\"step_from\":%lld,\"step_to\":%lld",
+			    (long long)rep->session->step_from,
+			    rep->session->step_from < 0 ? -1LL : (long long)
+			    (rep->session->step_from + cfg.steps));
 		printf(",\"acks\":");
 		client_json_acks(rep->acks, rep->n_acks);
 		printf("}\n");
@@ -422,6 +445,10 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		    "capturing\n", (unsigned long long)rep->session->session_id,
 		    rep->session->mode, *kinds ? ", kinds " : "", kinds, started,
 		    started + failed + notfound);
+		if (cfg.steps > 0 && rep->session->step_from >= 0)
+			printf("  steps [%lld, %lld) on every rank\n",
+			    (long long)rep->session->step_from,
+			    (long long)(rep->session->step_from + cfg.steps));
 		client_print_acks(c, rep->acks, rep->n_acks);
 		printf("  output: %s\n", path);
 	}
@@ -454,7 +481,7 @@ const struct cmd_entry cmd_start_entry = {
 	.name = "start",
 	.usage = "--pid N[,N] | --job ID [--rank R[,R]] | --rank R[,R] | --all\n"
 	    "    [--kinds LIST] [--duration D] [--steps N] [--step-name NAME]\n"
-	    "    [--output FILE] [--file-mode 0600] [--buffer 8M] "
+	    "    [--start-step K] [--output FILE] [--file-mode 0600] [--buffer 8M] "
 	    "[--mode stream|ring]\n"
 	    "    [--domains +a,-b] [--max-size S] [--wait] [--json]",
 	.summary = "start capturing running processes into a trace file",

@@ -24,24 +24,12 @@
 
 #include "log.h"
 #include "util.h"
+#include "streamorder.h"
 #include "devcol.h"
 
 #define DEVCOL_BATCH		256
 #define DEVCOL_RETRY_NS		1000000000ull	/* reopen a missing channel */
 #define DEVCOL_BAD_RETRY_NS	5000000000ull	/* and an invalid one */
-
-/*
- * The last task converted on a stream.  The clock model is refitted as
- * samples come, so two back-to-back tasks converted under two fits could
- * overlap or part in host time; a stream's tasks never overlap on the
- * device, so they must not on the host either.
- */
-#define DEVCOL_STREAM_SLOTS	64u
-struct devcol_last {
-	uint32_t	pid, stream;
-	bool		used;
-	uint64_t	dev_end, end;
-};
 
 struct devcol_chan {
 	uint32_t			 users;
@@ -56,7 +44,8 @@ struct devcol_chan {
 	struct devcol_stats		 st;
 	uint64_t			 retry_at;	/* monotonic ns */
 	bool				 warned;
-	struct devcol_last		 last[DEVCOL_STREAM_SLOTS];
+	/* A stream's tasks never overlap in host time across refits. */
+	struct streamorder		 order;
 };
 
 struct devcol {
@@ -358,8 +347,6 @@ static bool
 devcol_convert(struct devcol_chan *c, uint32_t device,
     const struct npusim_record *r, struct devcol_task *t)
 {
-	struct devcol_last *l;
-	bool same;
 
 	if (r->kind < NPUSIM_TASK_KERNEL || r->kind > NPUSIM_TASK_EVENT ||
 	    r->device != (int32_t)device || r->end_ns < r->start_ns ||
@@ -371,26 +358,8 @@ devcol_convert(struct devcol_chan *c, uint32_t device,
 	t->dev_end = r->end_ns;
 	t->start = clock_model_to_host(&c->cs.model, r->start_ns);
 	t->end = clock_model_to_host(&c->cs.model, r->end_ns);
-	if (t->end < t->start)
-		t->end = t->start;
-	/* Stream ids are the process's own: key by both. */
-	l = &c->last[((uint32_t)r->pid * 31u + r->stream_id) %
-	    DEVCOL_STREAM_SLOTS];
-	same = l->used && l->pid == (uint32_t)r->pid &&
-	    l->stream == r->stream_id;
-	if (same &&
-	    r->start_ns >= l->dev_end && t->start < l->end) {
-		/* Keep the device's order and duration; see devcol_last. */
-		t->end += l->end - t->start;
-		t->start = l->end;
-	}
-	if (!same || r->end_ns >= l->dev_end) {
-		l->used = true;
-		l->pid = (uint32_t)r->pid;
-		l->stream = r->stream_id;
-		l->dev_end = r->end_ns;
-		l->end = t->end;
-	}
+	streamorder_apply(&c->order, (uint32_t)r->pid, r->stream_id,
+	    r->start_ns, r->end_ns, &t->start, &t->end);
 	t->device = device;
 	t->stream = r->stream_id;
 	t->task_id = r->task_id;

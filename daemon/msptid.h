@@ -238,6 +238,20 @@ struct sess_agent {
 	uint32_t		 ndstr;		/* daemon strings in strs[] */
 	struct sess_mark	*marks;		/* host marker id -> strings */
 	bool			 watched;	/* metrics_watch_pid taken */
+	uint64_t		 fork_lost;	/* a fork child's early records */
+	/* Step window (session-steps.c): where the agent was at its ack,
+	 * the first step it records (-1: none or not known yet), the steps
+	 * recorded, and the window's host start and end. */
+	int64_t			 step_at_ack;
+	uint64_t		 step_period_ns;
+	uint64_t		 ack_mono;	/* CLOCK_MONOTONIC of that ack */
+	int64_t			 first_step;
+	bool			 first_known;	/* first_step is its answer */
+	bool			 win_sent;	/* it was told k */
+	uint32_t		 win_steps;
+	uint64_t		 win_open_ns, win_close_ns;
+	bool			 win_done;
+	char			*win_note;	/* what it missed, or NULL */
 };
 TAILQ_HEAD(sess_agent_list, sess_agent);
 
@@ -261,6 +275,9 @@ struct session {
 	uint64_t		 duration_ns;
 	uint32_t		 steps_max;
 	char			*step_name;
+	int64_t			 step_from;	/* window start, -1: not yet */
+	bool			 step_forced;	/* --start-step */
+	unsigned		 step_rounds;	/* times k moved */
 	size_t			 buffer_size;
 	size_t			 ring_size;
 	bool			 ring_mode;
@@ -437,6 +454,20 @@ void		 session_drain_losses(const struct session *s,
 void		 session_drain_cb(evutil_socket_t fd, short what, void *arg);
 void		 session_drain_wake_cb(evutil_socket_t fd, short what,
 		     void *arg);
+
+/* session-steps.c: step windows (--steps N, --start-step K) */
+bool		 session_steps_choose(struct session *s);
+void		 session_steps_ack(struct sess_agent *sa, int64_t step,
+		     uint64_t period_ns, int64_t first, bool start);
+bool		 session_steps_marker(struct sess_agent *sa,
+		     const struct rec_marker *m);
+bool		 session_steps_skip(const struct sess_agent *sa);
+bool		 session_steps_task_out(const struct sess_agent *sa,
+		     uint64_t start);
+bool		 session_steps_check(struct session *s);
+uint64_t	 session_steps_skew(const struct session *s);
+void		 session_steps_describe(const struct session *s, char *buf,
+		     size_t len);
 
 /* session-flight.c */
 void		 session_flight_add(struct sess_agent *sa,

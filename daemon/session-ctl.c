@@ -42,7 +42,12 @@ session_ctl_ack_info(Mspti__TargetAck *t, const struct sess_agent *sa,
 	t->agent_id = sa->agent_id;
 	t->rank = sa->rank;
 	t->code = sa->state == SA_FAILED ? 1 : 0;
-	t->message = sa->error != NULL ? sa->error : (char *)names[sa->state];
+	t->message = sa->state == SA_FAILED && sa->error != NULL ? sa->error :
+	    sa->win_note != NULL ? sa->win_note : sa->error != NULL ?
+	    sa->error : (char *)names[sa->state];
+	t->first_step = sa->first_known ? sa->first_step : -1;
+	t->steps = sa->win_steps;
+	t->window_start_ns = sa->win_open_ns;
 	if (losses != NULL) {
 		session_drain_agent_losses(sa, losses);
 		t->losses = losses;
@@ -90,6 +95,8 @@ session_ctl_info(struct session *s, Mspti__SessionInfo *i,
 	i->losses = b->losses;
 	i->n_losses = LOSS_STAGE_MAX;
 	i->steps = s->steps_seen;
+	i->step_from = s->steps_max > 0 ? s->step_from : -1;
+	i->step_skew_ns = session_steps_skew(s);
 	i->stop_reason = (char *)(s->stop_reason ? s->stop_reason : "");
 	i->target = s->target_text;
 	TAILQ_FOREACH(sa, &s->agents, entry)
@@ -202,7 +209,10 @@ session_ctl_acks_final(struct session *s, struct sess_acks *k)
 				k->v[i].message = k->msgs[i] ? k->msgs[i] :
 				    (char *)"capture failed";
 			} else if (sa->state == SA_ACTIVE) {
-				k->v[i].message = (char *)"capturing";
+				k->v[i].message = sa->win_note != NULL ?
+				    sa->win_note : (char *)"capturing";
+				k->v[i].first_step = sa->first_known ?
+				    sa->first_step : -1;
 			} else if (sa->state == SA_DONE) {
 				k->v[i].message = sa->error ? sa->error :
 				    (char *)"done";
@@ -394,6 +404,9 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 		s->ring_size = 1u << 20;
 	s->duration_ns = cfg ? cfg->duration_ns : 0;
 	s->steps_max = cfg ? cfg->steps : 0;
+	s->step_forced = s->steps_max > 0 && cfg->start_step_set;
+	s->step_from = s->step_forced ? (int64_t)(cfg->start_step > INT64_MAX /
+	    2 ? INT64_MAX / 2 : cfg->start_step) : -1;
 	s->step_name = strdup(cfg && cfg->step_name && *cfg->step_name ?
 	    cfg->step_name : "step");
 	s->max_size = cfg ? cfg->max_size : 0;
@@ -512,7 +525,10 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 	s->reply_peer = p;
 	s->reply_type = MSPTI__MSG_TYPE__MSG_START_SESSION_REP;
 	if (s->npending == 0) {
-		/* Nothing to wait for. */
+		/* Nothing to wait for; ranks that join later start at step
+		 * 0 (msptictl run) unless told otherwise. */
+		if (s->steps_max > 0 && s->step_from < 0)
+			s->step_from = 0;
 		s->state = SESS_ACTIVE;
 		session_ctl_reply_pending(s);
 		if (!s->elastic)
@@ -657,6 +673,7 @@ session_ctl_send_update(struct session *s)
 	uc.kinds = s->kinds;
 	uc.domains_off = s->domains_off;
 	uc.n_domains_off = s->ndomains_off;
+	uc.step_from = -1;
 	TAILQ_FOREACH_SAFE(sa, &s->agents, entry, next) {
 		if (sa->state != SA_ACTIVE || sa->agent == NULL)
 			continue;

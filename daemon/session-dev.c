@@ -164,6 +164,9 @@ session_dev_join_emit(const void *dev_task, const struct join_launch *l,
 		for (unsigned i = 0; i < nitems(s->kind_on_ns); i++)
 			if (t->start < s->kind_on_ns[i])
 				k &= ~(1u << i);
+	/* Nor one outside the agent's step window. */
+	if (l == NULL && session_steps_task_out(sa, t->start))
+		return;
 /* The fields every device-work record takes from the task and launch. */
 #define TASK_FILL(r) do {						\
 	(r)->start = t->start;						\
@@ -516,7 +519,8 @@ session_dev_join_flush(struct session *s)
 		join_flush_at(sa->join, now, SESS_INFLIGHT_NS);
 		join_get_stats(sa->join, &st);
 		lost = st.host_only + st.host_evicted;
-		silent = st.matched + st.dev_unmatched + st.dev_evicted == 0;
+		silent = st.matched + st.dev_unmatched + st.dev_evicted +
+		    st.dev_outside == 0;
 		if (silent)
 			lost += st.host_inflight;
 		sa->dev_unmatched = lost;

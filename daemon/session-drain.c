@@ -70,26 +70,6 @@ session_drain_remap(struct session *s, struct sess_agent *sa, struct rec_hdr *h)
 	return true;
 }
 
-/* Counts a finished step range of the configured name. */
-static void
-session_drain_count_step(struct session *s, struct sess_agent *sa,
-    const struct rec_marker *m)
-{
-	const char *name;
-
-	if (s->steps_max == 0 || m->source_kind != 0 ||
-	    m->flag != 4 /* MARKER_END */ || m->name_id == 0 ||
-	    m->name_id > SESS_STRINGS)
-		return;
-	/* An END marker carries the range's message in our agent. */
-	name = sa->strs[m->name_id];
-	if (name == NULL || strcmp(name, s->step_name) != 0)
-		return;
-	s->steps_seen++;
-	if (s->steps_seen >= s->steps_max && !s->stop_reason)
-		s->stop_reason = "steps";
-}
-
 /*
  * Writes one record of sa (agent string namespace) to the session: the
  * flight recorder in ring mode, else remapped into the trace.  Returns
@@ -198,13 +178,15 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 			    (unsigned long)record_pid(h), (long)sa->pid);
 		(void)record_set_pid((struct rec_hdr *)h, (uint32_t)sa->pid);
 	}
-	/* With --steps, the capture ends at the last counted step's end. */
-	if (s->steps_max > 0 && s->steps_seen >= s->steps_max)
-		return 1;
+	/* With --steps, each agent's capture ends at its window's end
+	 * (session-steps.c); a thread racing the close is not in it. */
+	if (session_steps_skip(sa))
+		return 0;
 	if (h->type == REC_MARKER) {
 		const struct rec_marker *m = (const void *)h;
 
-		session_drain_count_step(s, sa, m);
+		if (session_steps_marker(sa, m))
+			return 0;
 		if (s->stop_reason != NULL)
 			ctx->stop = true;
 		if (m->source_kind == 0 && sa->marks != NULL && m->name_id != 0) {
@@ -281,7 +263,8 @@ session_drain_agent(struct sess_agent *sa)
 		    "its capture (%llu bytes unread)", (unsigned long long)s->id,
 		    (long)sa->pid, (unsigned long long)st.pending);
 	}
-	if (ctx.stop && s->state == SESS_ACTIVE)
+	if ((ctx.stop || (s->steps_max > 0 && s->stop_reason != NULL)) &&
+	    s->state == SESS_ACTIVE)
 		session_stop(s, s->stop_reason ? s->stop_reason : "limit");
 }
 
@@ -292,7 +275,7 @@ session_drain_agent_losses(const struct sess_agent *sa,
     uint64_t losses[LOSS_STAGE_MAX])
 {
 	memset(losses, 0, sizeof(uint64_t) * LOSS_STAGE_MAX);
-	losses[LOSS_AGENT_RING] = sa->ring_drops;
+	losses[LOSS_AGENT_RING] = sa->ring_drops + sa->fork_lost;
 	losses[LOSS_DAEMON_REJECT] = sa->ring_rejects + sa->rejects;
 	losses[LOSS_DEVICE_UNMATCHED] = session_dev_unmatched(sa);
 }
@@ -304,7 +287,7 @@ session_drain_losses(const struct session *s, uint64_t losses[LOSS_STAGE_MAX])
 
 	memset(losses, 0, sizeof(uint64_t) * LOSS_STAGE_MAX);
 	TAILQ_FOREACH(sa, &s->agents, entry) {
-		losses[LOSS_AGENT_RING] += sa->ring_drops;
+		losses[LOSS_AGENT_RING] += sa->ring_drops + sa->fork_lost;
 		losses[LOSS_DAEMON_REJECT] += sa->ring_rejects + sa->rejects;
 		losses[LOSS_DEVICE_UNMATCHED] += session_dev_unmatched(sa);
 	}

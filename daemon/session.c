@@ -159,6 +159,7 @@ session_agent_free(struct sess_agent *sa)
 	free(sa->strmap);
 	free(sa->fr);
 	free(sa->error);
+	free(sa->win_note);
 	free(sa);
 }
 
@@ -204,6 +205,19 @@ session_agent_leave_event(struct sess_agent *sa, const char *why)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%llu records "
 		    "named another pid", n ? "; " : "",
 		    (unsigned long long)sa->pid_rewrites);
+	if (sa->s->steps_max > 0 && n < sizeof(buf)) {
+		if (sa->first_known && sa->first_step >= 0)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+			    "%ssteps %lld..%lld", n ? "; " : "",
+			    (long long)sa->first_step, (long long)
+			    (sa->first_step + sa->win_steps - 1));
+		else
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+			    "%sno step", n ? "; " : "");
+		if (sa->win_note != NULL && n < sizeof(buf))
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+			    " (%s)", sa->win_note);
+	}
 	for (unsigned k = 0; k < LOSS_STAGE_MAX && n < sizeof(buf); k++)
 		if (names[k] != NULL && losses[k] > 0)
 			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
@@ -338,6 +352,13 @@ session_attach(struct session *s, struct agent *a, const char **why)
 	sc.kinds = s->kinds;
 	sc.domains_off = s->domains_off;
 	sc.n_domains_off = s->ndomains_off;
+	sa->first_step = -1;
+	if (s->steps_max > 0) {
+		sc.steps = s->steps_max;
+		sc.step_name = s->step_name;
+		sc.step_from = s->step_from;
+		sa->win_sent = s->step_from >= 0;
+	}
 	/* peer_send owns fd from here. */
 	if (peer_send(a->peer, MSPTI__MSG_TYPE__MSG_START_CAPTURE, &sc.base,
 	    fd) != 0) {
@@ -356,6 +377,9 @@ session_pending_done(struct session *s)
 	if (s->npending > 0)
 		s->npending--;
 	if (s->npending > 0)
+		return;
+	/* Every target acked: the step window's start, then the reply. */
+	if (session_steps_choose(s) && s->npending > 0)
 		return;
 	if (s->state == SESS_STARTING) {
 		s->state = SESS_ACTIVE;
@@ -472,9 +496,14 @@ session_finalize(struct session *s)
 		session_finalize_end(s, 0, NULL);
 		return;
 	}
-	if (s->w != NULL)
-		session_sink_event(s, SESSION_EV_STOP, 0,
-		    s->stop_reason ? s->stop_reason : "stopped");
+	if (s->w != NULL) {
+		char why[320], steps[256];
+
+		session_steps_describe(s, steps, sizeof(steps));
+		snprintf(why, sizeof(why), "%s%s%s", s->stop_reason ?
+		    s->stop_reason : "stopped", *steps ? "; " : "", steps);
+		session_sink_event(s, SESSION_EV_STOP, 0, why);
+	}
 	memset(&f, 0, sizeof(f));
 	f.end_ns = s->end_ns;
 	session_drain_losses(s, f.losses);
@@ -541,7 +570,11 @@ session_check_done(struct session *s)
 		if (!any_started && s->error == NULL)
 			s->error = strdup("no target could be captured");
 		session_stop(s, any_started ? "targets exited" : "no targets");
+		return;
 	}
+	/* The ranks still owing steps may have left. */
+	if (s->state == SESS_ACTIVE && session_steps_check(s))
+		session_stop(s, "steps");
 }
 
 /*
@@ -676,6 +709,12 @@ session_timeout_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 	}
 	s->npending = 0;
+	/* The window with the agents that answered; no more waiting. */
+	if (session_steps_choose(s)) {
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			sa->pending = false;
+		s->npending = 0;
+	}
 	if (s->state == SESS_STARTING) {
 		s->state = SESS_ACTIVE;
 		session_check_done(s);
@@ -802,6 +841,9 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 			session_sink_process(s, p->agent);
 			session_sink_event(s, SESSION_EV_AGENT_JOIN,
 			    (uint32_t)sa->pid, "capturing");
+			sa->fork_lost = ack->fork_lost;
+			session_steps_ack(sa, ack->step, ack->step_period_ns,
+			    ack->first_step, true);
 		}
 		if (sa->pending && !session_done(s)) {
 			sa->pending = false;
@@ -809,6 +851,14 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 		}
 		break;
 	case MSPTI__CAPTURE_OP__CAPTURE_UPDATE:
+		if (ack->code == 0)
+			session_steps_ack(sa, ack->step, ack->step_period_ns,
+			    ack->first_step, false);
+		if (s->stop_reason != NULL && s->state == SESS_ACTIVE &&
+		    !sa->pending) {
+			session_stop(s, s->stop_reason);
+			break;
+		}
 		if (sa->pending) {
 			sa->pending = false;
 			session_pending_done(s);

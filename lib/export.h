@@ -24,4 +24,11 @@ int	export_perfetto(struct analysis *a, FILE *out);
  * communication_statistic.csv, plus the other report sections. */
 int	export_csv(struct analysis *a, const char *dir);
 
+/* torch_npu's profiler tree (ascend_pt) into directory dir (created):
+ * one <host>_<pid>_<time>_ascend_pt directory per rank, for
+ * msprof-analyze and MindStudio Insight (doc/export.md).  Needs
+ * keep_segments for the Overlap Analysis track.  -ENOTDIR when dir is
+ * not a directory, -ENODATA when no process has anything to export. */
+int	export_ascendpt(struct analysis *a, const char *dir);
+
 #endif

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -15,6 +16,17 @@
 
 #define JOIN_MAX_NTASKS		4096	/* tasks one launch may declare */
 #define JOIN_MIN_BUCKETS	256
+#define JOIN_STREAM_BUCKETS	64
+#define JOIN_MAX_STREAMS	4096	/* beyond: no window for new ones */
+
+/* The task ids of the launches seen on one (device, stream). */
+struct jstream {
+	struct jstream	*next;
+	uint32_t	 device;
+	uint32_t	 stream;
+	uint32_t	 first;
+	uint32_t	 last;
+};
 
 struct jent {
 	TAILQ_ENTRY(jent)	 age;
@@ -44,6 +56,8 @@ struct join {
 	struct jtable		 host;
 	struct jtable		 dev;
 	struct join_stats	 st;
+	struct jstream		*streams[JOIN_STREAM_BUCKETS];
+	size_t			 nstreams;
 };
 
 static size_t
@@ -154,6 +168,59 @@ jent_new(size_t data, uint32_t device, uint32_t stream, uint32_t task,
 	return e;
 }
 
+static struct jstream **
+join_stream_slot(struct join *j, uint32_t device, uint32_t stream)
+{
+	struct jstream **pp = &j->streams[jhash(device, stream, 0) &
+	    (JOIN_STREAM_BUCKETS - 1)];
+
+	while (*pp != NULL && ((*pp)->device != device ||
+	    (*pp)->stream != stream))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Widens the launch range of (device, stream) to task (ids compare
+ * modulo 2^32). */
+static void
+join_stream_note(struct join *j, uint32_t device, uint32_t stream,
+    uint32_t task)
+{
+	struct jstream **pp = join_stream_slot(j, device, stream), *e = *pp;
+
+	if (e == NULL) {
+		if (j->nstreams >= JOIN_MAX_STREAMS ||
+		    (e = malloc(sizeof(*e))) == NULL)
+			return;
+		e->next = NULL;
+		e->device = device;
+		e->stream = stream;
+		e->first = e->last = task;
+		*pp = e;
+		j->nstreams++;
+		return;
+	}
+	if ((int32_t)(task - e->first) < 0)
+		e->first = task;
+	if ((int32_t)(task - e->last) > 0)
+		e->last = task;
+}
+
+/* Whether a device task with no launch lies outside the launches of its
+ * stream: before the first, or (final: the capture is over) after the
+ * last. */
+static bool
+join_outside(struct join *j, uint32_t device, uint32_t stream, uint32_t task,
+    bool final)
+{
+	const struct jstream *e = *join_stream_slot(j, device, stream);
+
+	if (e == NULL)
+		return false;
+	return (int32_t)(task - e->first) < 0 ||
+	    (final && (int32_t)(task - e->last) > 0);
+}
+
 struct join *
 join_new(const struct join_config *cfg, join_emit_cb emit, void *arg)
 {
@@ -189,6 +256,13 @@ join_free(struct join *j)
 		return;
 	jtable_free(&j->host);
 	jtable_free(&j->dev);
+	for (size_t i = 0; i < JOIN_STREAM_BUCKETS; i++)
+		while (j->streams[i] != NULL) {
+			struct jstream *e = j->streams[i];
+
+			j->streams[i] = e->next;
+			free(e);
+		}
 	free(j);
 }
 
@@ -199,6 +273,21 @@ join_emit_dev(struct join *j, struct jent *e, const struct join_launch *l)
 	jtable_unlink(&j->dev, e);
 	j->emit(e->data, l, j->arg);
 	free(e);
+}
+
+/* A waiting device task leaves alone: emitted (counted in *stat) unless
+ * it lies outside the capture (join_outside). */
+static void
+join_emit_alone(struct join *j, struct jent *e, uint64_t *stat, bool final)
+{
+	if (join_outside(j, e->device, e->stream, e->task, final)) {
+		j->st.dev_outside++;
+		jtable_unlink(&j->dev, e);
+		free(e);
+		return;
+	}
+	(*stat)++;
+	join_emit_dev(j, e, NULL);
 }
 
 static int
@@ -246,6 +335,9 @@ join_add_launch(struct join *j, const struct join_launch *l, uint64_t now)
 
 	if (n > JOIN_MAX_NTASKS)
 		n = JOIN_MAX_NTASKS;
+	join_stream_note(j, l->device, l->stream, l->task_id);
+	if (n > 1)
+		join_stream_note(j, l->device, l->stream, l->task_id + n - 1);
 	for (k = 0; k < n; k++)
 		if (join_add_one(j, l, l->task_id + k, now) != 0)
 			rc = -ENOMEM;
@@ -272,17 +364,20 @@ join_add_task(struct join *j, uint32_t device, uint32_t stream,
 	pp = jtable_slot(&j->dev, device, stream, task_id);
 	if (*pp != NULL) {
 		j->st.dev_duplicate++;
-		j->st.dev_unmatched++;
-		join_emit_dev(j, *pp, NULL);
+		join_emit_alone(j, *pp, &j->st.dev_unmatched, false);
 		pp = jtable_slot(&j->dev, device, stream, task_id);
 	}
 	if (j->dev.n >= j->dev.max) {
-		j->st.dev_evicted++;
-		join_emit_dev(j, TAILQ_FIRST(&j->dev.ages), NULL);
+		join_emit_alone(j, TAILQ_FIRST(&j->dev.ages), &j->st.dev_evicted,
+		    false);
 		pp = jtable_slot(&j->dev, device, stream, task_id);
 	}
 	if ((e = jent_new(j->cfg.dev_size, device, stream, task_id, now)) ==
 	    NULL) {
+		if (join_outside(j, device, stream, task_id, false)) {
+			j->st.dev_outside++;
+			return -ENOMEM;
+		}
 		j->st.dev_unmatched++;
 		j->emit(dev_task, NULL, j->arg);
 		return -ENOMEM;
@@ -300,10 +395,8 @@ join_expire(struct join *j, uint64_t now)
 	struct jent *e;
 
 	while ((e = TAILQ_FIRST(&j->dev.ages)) != NULL &&
-	    now >= e->added && now - e->added >= j->cfg.dev_timeout_ns) {
-		j->st.dev_unmatched++;
-		join_emit_dev(j, e, NULL);
-	}
+	    now >= e->added && now - e->added >= j->cfg.dev_timeout_ns)
+		join_emit_alone(j, e, &j->st.dev_unmatched, false);
 	while ((e = TAILQ_FIRST(&j->host.ages)) != NULL &&
 	    now >= e->added && now - e->added >= j->cfg.host_timeout_ns) {
 		jtable_unlink(&j->host, e);
@@ -317,10 +410,8 @@ join_flush_at(struct join *j, uint64_t now, uint64_t inflight_ns)
 {
 	struct jent *e;
 
-	while ((e = TAILQ_FIRST(&j->dev.ages)) != NULL) {
-		j->st.dev_unmatched++;
-		join_emit_dev(j, e, NULL);
-	}
+	while ((e = TAILQ_FIRST(&j->dev.ages)) != NULL)
+		join_emit_alone(j, e, &j->st.dev_unmatched, true);
 	while ((e = TAILQ_FIRST(&j->host.ages)) != NULL) {
 		if (inflight_ns > 0 && e->added <= now &&
 		    now - e->added < inflight_ns)

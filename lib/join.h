@@ -11,6 +11,13 @@
  * the oldest is evicted (a device task is emitted alone, a launch dropped)
  * and counted.
  *
+ * The capture's window, per stream: a device task with no launch whose
+ * task id comes before the first launch seen on its (device, stream) was
+ * queued before the capture began, and at join_flush one after the last
+ * launch was queued after it ended; neither is emitted (dev_outside).
+ * Task ids of a stream grow in submission order, so this holds however
+ * deep the device queue was.  A stream with no launch keeps every task.
+ *
  * A launch may declare ntasks > 1 (an HCCL call that queued several tasks
  * with consecutive task ids task_id .. task_id + ntasks - 1): each of its
  * tasks joins to the same launch.
@@ -66,6 +73,8 @@ struct join_stats {
 	uint64_t	host_evicted;	/* launch tasks dropped: max_host reached */
 	uint64_t	host_replaced;	/* a new launch reused a waiting key */
 	uint64_t	dev_duplicate;	/* a device task reused a waiting key */
+	uint64_t	dev_outside;	/* alone, and outside the launches of
+					   its stream: not emitted */
 	size_t		dev_waiting;	/* now */
 	size_t		host_waiting;
 };

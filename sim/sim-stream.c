@@ -37,10 +37,13 @@ static __thread pid_t		sim_stream_tid;
 static pid_t		sim_stream_pid;
 static pthread_once_t	sim_stream_pid_once = PTHREAD_ONCE_INIT;
 
+/* In a forked child: its pid, and the tid of its one thread (the forking
+ * thread's cached tid is its parent's). */
 static void
 sim_stream_pid_reset(void)
 {
 	__atomic_store_n(&sim_stream_pid, 0, __ATOMIC_RELAXED);
+	sim_stream_tid = 0;
 }
 
 static void
@@ -65,8 +68,10 @@ sim_stream_getpid(void)
 static pid_t
 sim_stream_gettid(void)
 {
-	if (sim_stream_tid == 0)
+	if (sim_stream_tid == 0) {
+		pthread_once(&sim_stream_pid_once, sim_stream_pid_init);
 		sim_stream_tid = (pid_t)syscall(SYS_gettid);
+	}
 	return (sim_stream_tid);
 }
 
@@ -297,6 +302,39 @@ sim_stream_main(void *arg)
 	return (NULL);
 }
 
+/*
+ * A stream id: device-wide (the metrics page's allocator) so that
+ * (device, stream, task) is a key across processes, never one of this
+ * process's live streams on the device (the 16-bit ids wrap on a device
+ * used for long); without a metrics page, process-wide.  Caller holds
+ * sim_rt.lock.
+ */
+static uint32_t
+sim_stream_new_id(struct sim_device *d)
+{
+	static uint32_t		 local;
+	struct sim_stream	*it;
+	uint32_t		 id;
+	int			 tries, busy;
+
+	for (tries = 0; tries < 0x10000; tries++) {
+		if (d->metrics != NULL)
+			id = __atomic_fetch_add(&d->metrics->next_stream_id, 1,
+			    __ATOMIC_RELAXED) & 0xffff;
+		else
+			id = local++ & 0xffff;
+		busy = 0;
+		LIST_FOREACH(it, &d->streams, entry)
+			if (it->id == id) {
+				busy = 1;
+				break;
+			}
+		if (!busy)
+			break;
+	}
+	return (id);
+}
+
 /* Create a stream and its worker on an open device; caller holds lock. */
 struct sim_stream *
 sim_stream_create(struct sim_device *d, int is_default)
@@ -309,12 +347,7 @@ sim_stream_create(struct sim_device *d, int is_default)
 		return (NULL);
 	s->dev = d;
 	s->is_default = is_default;
-	/* Stream ids are device-wide so (device, stream, task) is a key. */
-	if (d->metrics != NULL)
-		s->id = __atomic_fetch_add(&d->metrics->next_stream_id, 1,
-		    __ATOMIC_RELAXED) & 0xffff;
-	else
-		s->id = (uint32_t)getpid() & 0xffff;
+	s->id = sim_stream_new_id(d);
 	s->busy = sim_shm_busy_new(d);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);

@@ -27,7 +27,7 @@ $CTL --json stop "$SID" >"$T/stop.json" || fail "stop failed: $(cat "$T/stop.jso
 	fail "device-channel losses not reported: $(cat "$T/stop.json")"
 "$DUMP" "$T/cap.mspti" >"$T/cap.jsonl" || fail "trace unreadable"
 python3 - "$T/cap.jsonl" <<'PY' >"$T/py.out" 2>&1 || fail "kernels in the trace do not match the simulator: $(tail -3 "$T/py.out")"
-import json, sys, collections
+import bisect, json, sys, collections
 recs = [json.loads(l) for l in open(sys.argv[1])]
 end = recs.pop()
 assert end["end"] and not end["truncated"], end
@@ -47,6 +47,8 @@ api = {r["corr"]: r for r in recs if r["type"] == "api" and r["name"] == "aclrtL
 starts = {r["id"]: r["ts"] for r in recs if r["type"] == "marker" and r["name"] == "step" and r["flag"] == 2}
 steps = [(starts[r["id"]], r["ts"]) for r in recs if r["type"] == "marker" and r["name"] == "step" and r["flag"] == 4 and r["id"] in starts]
 assert len(steps) >= 3, len(steps)
+steps.sort()
+step_starts = [st for st, _ in steps]
 per = [collections.Counter() for _ in steps]
 kernels = [r for r in recs if r["type"] == "kernel"]
 assert kernels
@@ -61,9 +63,10 @@ for k in kernels:
     assert k["flags"] & 8 and k["task"] != 0xffffffff, k
     assert k["ts"] >= a["ts"] - 1000000 and k["end"] >= k["ts"], (k, a)
     joined += 1
-    for i, (s, e) in enumerate(steps):
-        if s <= a["ts"] <= e:
-            per[i][k["name"]] += 1
+    # Steps do not overlap: the last one starting at or before the launch.
+    i = bisect.bisect_right(step_starts, a["ts"]) - 1
+    if i >= 0 and a["ts"] <= steps[i][1]:
+        per[i][k["name"]] += 1
 for i, c in enumerate(per):
     assert c == want, (i, c)
 assert joined * 2 > len(kernels), (joined, len(kernels))

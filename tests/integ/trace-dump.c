@@ -69,11 +69,35 @@ main(int argc, char **argv)
 			const struct rec_kernel *k = (const void *)h;
 
 			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
-			    "\"device\":%u,\"task\":%u,\"name\":",
-			    (unsigned long long)k->end,
+			    "\"device\":%u,\"task\":%u,\"stream\":%u,"
+			    "\"name\":", (unsigned long long)k->end,
 			    (unsigned long long)k->correlation_id, h->aux,
-			    k->device, k->task_id);
+			    k->device, k->task_id, k->stream);
 			jstr(str(r, k->name_id));
+			printf(",\"ktype\":");
+			jstr(str(r, k->type_id));
+			break;
+		}
+		case REC_MEMCPY: {
+			const struct rec_memcpy *k = (const void *)h;
+
+			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
+			    "\"device\":%u,\"stream\":%u,\"task\":%u,"
+			    "\"bytes\":%llu", (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id, h->aux,
+			    k->device, k->stream, k->task_id,
+			    (unsigned long long)k->bytes);
+			break;
+		}
+		case REC_MEMSET: {
+			const struct rec_memset *k = (const void *)h;
+
+			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
+			    "\"device\":%u,\"stream\":%u,\"task\":%u,"
+			    "\"bytes\":%llu", (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id, h->aux,
+			    k->device, k->stream, k->task_id,
+			    (unsigned long long)k->bytes);
 			break;
 		}
 		case REC_CLOCK_SYNC: {
@@ -127,9 +151,13 @@ main(int argc, char **argv)
 			const struct rec_communication *k = (const void *)h;
 
 			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
-			    "\"name\":", (unsigned long long)k->end,
-			    (unsigned long long)k->correlation_id, h->aux);
+			    "\"count\":%llu,\"dtype\":%u,\"name\":",
+			    (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id, h->aux,
+			    (unsigned long long)k->count, k->data_type);
 			jstr(str(r, k->name_id));
+			printf(",\"comm\":");
+			jstr(str(r, k->comm_name_id));
 			break;
 		}
 		case REC_MARKER: {

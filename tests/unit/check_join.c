@@ -283,6 +283,53 @@ START_TEST(flush_inflight)
 }
 END_TEST
 
+/*
+ * The capture's window: on a stream whose launches the capture holds,
+ * device tasks queued before its first launch (work submitted before the
+ * capture began, run after it) and, at the end, after its last launch
+ * (submitted after the capture) are not emitted; a task between two
+ * launches without one of its own is (work the agent does not see), and
+ * so is every task of a stream with no launch at all.
+ */
+START_TEST(capture_window)
+{
+	struct out o;
+	struct join *j = mk(&o, 0, 0);
+	struct join_launch l;
+	struct join_stats st;
+	uint32_t t;
+
+	for (t = 7; t <= 9; t++)
+		add_task(j, 0, 5, t, t, 0);
+	l = launch(0, 5, 10, 110);
+	join_add_launch(j, &l, 0);
+	l = launch(0, 5, 12, 112);
+	join_add_launch(j, &l, 0);
+	for (t = 10; t <= 14; t++)
+		add_task(j, 0, 5, t, t, 50);
+	add_task(j, 0, 6, 3, 3, 50);
+	ck_assert_uint_eq(o.n, 2);		/* 10 and 12, joined */
+	join_expire(j, 100);			/* 7..9: before the window */
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.dev_outside, 3);
+	ck_assert_uint_eq(st.dev_unmatched, 0);
+	ck_assert_uint_eq(o.n, 2);
+	join_expire(j, 150);			/* 11, 13, 14, stream 6: alone */
+	ck_assert_uint_eq(o.n, 6);
+	add_task(j, 0, 5, 15, 15, 200);		/* after the last launch */
+	add_task(j, 0, 5, 4, 4, 200);		/* before the first */
+	add_task(j, 0, 6, 4, 4, 200);		/* a stream with no launch */
+	join_flush(j);
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.dev_outside, 5);
+	ck_assert_uint_eq(o.n, 7);
+	ck_assert_uint_eq(o.dev[6].stream, 6);
+	ck_assert_uint_eq(o.dev[6].task, 4);
+	ck_assert_uint_eq(st.matched, 2);
+	join_free(j);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -299,6 +346,7 @@ main(void)
 	tcase_add_test(tc, flush_inflight);
 	tcase_add_test(tc, many);
 	tcase_add_test(tc, bad_config);
+	tcase_add_test(tc, capture_window);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "mspti/mspti.h"
@@ -119,6 +120,12 @@ END_TEST
 int
 main(void)
 {
+	/* No daemon: with one, the agent keeps the state on to count steps
+	 * (doc/sessions.md, "Step windows"). */
+	if (getenv("MSPTID_RUNTIME_DIR") == NULL) {
+		setenv("MSPTID_RUNTIME_DIR", "/nonexistent/mspti-inline-test", 1);
+		execv("/proc/self/exe", (char *[]){ "check_mstx_inline", NULL });
+	}
 	Suite *s = suite_create("mstx_inline");
 	TCase *tc = tcase_create("mstx_inline");
 	SRunner *sr;

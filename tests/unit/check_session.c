@@ -807,7 +807,10 @@ START_TEST(test_session_steps)
 	struct dh_conn ctl, ctl2;
 	struct fake f;
 	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	Mspti__CaptureAck ack = MSPTI__CAPTURE_ACK__INIT;
 	Mspti__StartSessionReply *rep;
+	Mspti__StartCapture *sc;
+	Mspti__UpdateCapture *uc;
 	Mspti__SessionInfo *info;
 	struct tfile t;
 	uint32_t pid;
@@ -818,8 +821,25 @@ START_TEST(test_session_steps)
 	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
 	cfg.steps = 2;
 	ctl_start(&ctl, &pid, 1, &cfg);
-	fake_start(&f);
+	/* The window is not chosen at StartCapture... */
+	sc = fake_get_start(&f);
+	ck_assert_uint_eq(sc->steps, 2);
+	ck_assert_str_eq(sc->step_name, "step");
+	ck_assert_int_eq(sc->step_from, -1);
+	free_msg(sc);
+	fake_ack_start(&f);	/* at step 0, no step time yet */
+	/* ...but once every target answered where it is: k = 0 here. */
+	uc = (Mspti__UpdateCapture *)dh_expect(&f.c, T(MSG_UPDATE_CAPTURE),
+	    NULL);
+	ck_assert_int_eq(uc->step_from, 0);
+	free_msg(uc);
+	ack.session_id = f.sid;
+	ack.op = MSPTI__CAPTURE_OP__CAPTURE_UPDATE;
+	ack.message = "";
+	ack.first_step = 0;
+	ck_assert_int_eq(dh_send(&f.c, T(MSG_CAPTURE_ACK), &ack.base, -1), 0);
 	rep = ctl_start_reply(&ctl);
+	ck_assert_int_eq(rep->session->step_from, 0);
 	free_msg(rep);
 	ctl_wait(&ctl2, 1);
 

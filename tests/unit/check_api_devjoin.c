@@ -1,0 +1,409 @@
+/*
+ * The in-process device join, exactly: every MEMCPY, MEMSET and KERNEL a
+ * program launches is delivered once, joined to its own call (its
+ * correlation id), or counted in msptiActivityGetNumDroppedRecords -
+ * with copies and sets on several streams from several threads, streams
+ * destroyed and created again, and FlushAll called by another thread
+ * while the launches go on (the pattern of a FlushPeriod worker or a
+ * Python monitor's delivery thread).  Also: tasks of one stream never
+ * overlap in the records, whatever the clock model says.  Linked with
+ * libmspti ahead of libnpusim (the link-time form of LD_PRELOAD).
+ */
+#include "config.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/mman.h>
+
+#include <acl/acl.h>
+#include <npusim/npusim.h>
+
+#include "mspti/mspti.h"
+
+static pthread_mutex_t got_mtx = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *got;
+static size_t got_len, got_cap;
+
+static void
+req_cb(uint8_t **buffer, size_t *size, size_t *maxrec)
+{
+	/* Small buffers: many hand-overs while the launches go on. */
+	*size = 16 * 1024;
+	*buffer = aligned_alloc(8, *size);
+	*maxrec = 0;
+}
+
+static void
+done_cb(uint8_t *buffer, size_t size, size_t valid)
+{
+	(void)size;
+	pthread_mutex_lock(&got_mtx);
+	if (got_len + valid > got_cap) {
+		got_cap = (got_len + valid) * 2;
+		got = realloc(got, got_cap);
+	}
+	memcpy(got + got_len, buffer, valid);
+	got_len += valid;
+	pthread_mutex_unlock(&got_mtx);
+	free(buffer);
+}
+
+static void
+setup(void)
+{
+	const char *base = getenv("NPUSIM_SHM_PREFIX");
+	char prefix[64];
+
+	/* Under the test wrapper's prefix, which it removes afterwards (a
+	 * failed test skips teardown). */
+	snprintf(prefix, sizeof(prefix), "%s-%s-%d",
+	    base != NULL && *base != '\0' && strlen(base) < 32 ? base : "mspti",
+	    "dj", (int)getpid());
+	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
+	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+}
+
+static void
+teardown(void)
+{
+	char name[NPUSIM_SHM_NAME_MAX];
+
+	aclrtResetDevice(0);
+	aclFinalize();
+	if (npusimShmName(name, sizeof(name), 0, "chan") >= 0)
+		shm_unlink(name);
+	if (npusimShmName(name, sizeof(name), 0, "metrics") >= 0)
+		shm_unlink(name);
+}
+
+/* ---- every copy, set and kernel once ---- */
+
+#define THREADS		4
+#define ITERS		400
+#define RECREATE	100	/* a thread's stream is replaced this often */
+
+static _Atomic int workers_left;
+static aclrtFuncHandle tiny;
+
+struct worker {
+	int		 id;
+	aclrtStream	 shared;	/* threads 2 and 3 share one stream */
+	int		 fail;
+};
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	static char host[THREADS][8192];
+	aclrtStream s = NULL;
+	void *dev = NULL;
+	int i;
+
+	if (aclrtSetDevice(0) != ACL_SUCCESS ||
+	    aclrtMalloc(&dev, 8192, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS)
+		w->fail = 1;
+	for (i = 0; i < ITERS && !w->fail; i++) {
+		if (w->shared != NULL)
+			s = w->shared;
+		else if (i % RECREATE == 0) {
+			if (s != NULL && aclrtDestroyStream(s) != ACL_SUCCESS)
+				w->fail = 1;
+			if (aclrtCreateStream(&s) != ACL_SUCCESS)
+				w->fail = 1;
+		}
+		if (aclrtMemcpyAsync(dev, 8192, host[w->id], 1024 + i,
+		    ACL_MEMCPY_HOST_TO_DEVICE, s) != ACL_SUCCESS ||
+		    aclrtMemsetAsync(dev, 8192, i & 0xff, 512 + i, s) !=
+		    ACL_SUCCESS ||
+		    aclrtLaunchKernel(tiny, 1, NULL, 0, s) != ACL_SUCCESS)
+			w->fail = 1;
+		/* Synchronous ones now and then (the default stream). */
+		if (i % 16 == 0 &&
+		    (aclrtMemcpy(host[w->id], 8192, dev, 256,
+		    ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS ||
+		    aclrtMemset(dev, 8192, 1, 128) != ACL_SUCCESS))
+			w->fail = 1;
+		if (i % 32 == 31 && aclrtSynchronizeStream(s) != ACL_SUCCESS)
+			w->fail = 1;
+	}
+	if (s != NULL && aclrtSynchronizeStream(s) != ACL_SUCCESS)
+		w->fail = 1;
+	if (w->shared == NULL && s != NULL)
+		aclrtDestroyStream(s);
+	aclrtFree(dev);
+	atomic_fetch_sub(&workers_left, 1);
+	return NULL;
+}
+
+/* FlushAll over and over while the workers launch. */
+static void *
+flusher_main(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&workers_left) > 0)
+		msptiActivityFlushAll(1);
+	return NULL;
+}
+
+/* Device-record kinds checked, with their calls' API names. */
+static const struct {
+	msptiActivityKind	 kind;
+	const char		*api[2];
+} checked[] = {
+	{ MSPTI_ACTIVITY_KIND_MEMCPY, { "aclrtMemcpyAsync", "aclrtMemcpy" } },
+	{ MSPTI_ACTIVITY_KIND_MEMSET, { "aclrtMemsetAsync", "aclrtMemset" } },
+	{ MSPTI_ACTIVITY_KIND_KERNEL, { "aclrtLaunchKernel", NULL } },
+};
+
+static uint64_t
+rec_corr(const msptiActivity *r)
+{
+	switch (r->kind) {
+	case MSPTI_ACTIVITY_KIND_MEMCPY:
+		return ((const msptiActivityMemcpy *)r)->correlationId;
+	case MSPTI_ACTIVITY_KIND_MEMSET:
+		return ((const msptiActivityMemset *)r)->correlationId;
+	case MSPTI_ACTIVITY_KIND_KERNEL:
+		return ((const msptiActivityKernel *)r)->correlationId;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * One round: the workers and the flusher, then a final FlushAll; returns
+ * a description of what is wrong, or NULL.  Every call of a checked kind
+ * (its API record) must have exactly one record with its correlation id,
+ * or be counted dropped; no record may lack a call.
+ */
+static const char *
+devjoin_round(char *why, size_t len)
+{
+	struct worker w[THREADS];
+	pthread_t t[THREADS], f;
+	aclrtStream shared;
+	msptiActivity *r;
+	uint64_t max_corr = 0, c;
+	uint8_t *api_kind, *seen;
+	size_t k, i, calls[3] = { 0 }, ok[3] = { 0 }, stray[3] = { 0 },
+	    twice[3] = { 0 }, dropped[3] = { 0 }, d0[3] = { 0 };
+
+	for (k = 0; k < 3; k++)
+		msptiActivityGetNumDroppedRecords(checked[k].kind, &d0[k]);
+	pthread_mutex_lock(&got_mtx);
+	got_len = 0;
+	pthread_mutex_unlock(&got_mtx);
+	ck_assert_int_eq(aclrtCreateStream(&shared), ACL_SUCCESS);
+	atomic_store(&workers_left, THREADS);
+	for (i = 0; i < THREADS; i++) {
+		w[i].id = (int)i;
+		w[i].shared = i >= 2 ? shared : NULL;
+		w[i].fail = 0;
+		ck_assert_int_eq(pthread_create(&t[i], NULL, worker_main,
+		    &w[i]), 0);
+	}
+	ck_assert_int_eq(pthread_create(&f, NULL, flusher_main, NULL), 0);
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_msg(!w[i].fail, "worker %zu: %s", i,
+		    aclGetRecentErrMsg());
+	}
+	pthread_join(f, NULL);
+	ck_assert_int_eq(aclrtSynchronizeDevice(), ACL_SUCCESS);
+	aclrtDestroyStream(shared);
+	msptiActivityFlushAll(1);
+
+	r = NULL;
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS)
+		if (r->kind == MSPTI_ACTIVITY_KIND_API &&
+		    ((msptiActivityApi *)r)->correlationId > max_corr)
+			max_corr = ((msptiActivityApi *)r)->correlationId;
+	api_kind = calloc(max_corr + 1, 1);
+	seen = calloc(max_corr + 1, 1);
+	ck_assert_ptr_nonnull(api_kind);
+	ck_assert_ptr_nonnull(seen);
+	r = NULL;
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS) {
+		const char *name;
+
+		if (r->kind != MSPTI_ACTIVITY_KIND_API)
+			continue;
+		name = ((msptiActivityApi *)r)->name;
+		for (k = 0; k < 3; k++)
+			if (strcmp(name, checked[k].api[0]) == 0 ||
+			    (checked[k].api[1] != NULL &&
+			    strcmp(name, checked[k].api[1]) == 0)) {
+				api_kind[((msptiActivityApi *)r)->
+				    correlationId] = (uint8_t)(k + 1);
+				calls[k]++;
+			}
+	}
+	r = NULL;
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS)
+		for (k = 0; k < 3; k++) {
+			if (r->kind != checked[k].kind)
+				continue;
+			c = rec_corr(r);
+			if (c == 0 || c > max_corr || api_kind[c] != k + 1)
+				stray[k]++;
+			else if (seen[c]++)
+				twice[k]++;
+			else
+				ok[k]++;
+		}
+	free(api_kind);
+	free(seen);
+	for (k = 0; k < 3; k++) {
+		msptiActivityGetNumDroppedRecords(checked[k].kind, &dropped[k]);
+		dropped[k] -= d0[k];
+	}
+	for (k = 0; k < 3; k++)
+		if (ok[k] + dropped[k] != calls[k] || stray[k] || twice[k] ||
+		    calls[k] == 0) {
+			snprintf(why, len, "kind %d: %zu calls, %zu delivered "
+			    "joined, %zu counted dropped, %zu without their "
+			    "call, %zu twice", (int)checked[k].kind, calls[k],
+			    ok[k], dropped[k], stray[k], twice[k]);
+			return why;
+		}
+	return NULL;
+}
+
+START_TEST(test_exactly_once)
+{
+	char why[256];
+	const char *bad = NULL;
+	int round, failed = 0;
+
+	ck_assert_int_eq(npusimKernelRegister("tiny", NPUSIM_KERNEL_AI_CORE,
+	    0, 0, 2000, &tiny), ACL_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_API),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MEMCPY),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MEMSET),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL),
+	    MSPTI_SUCCESS);
+	/* Races are timing: several rounds make one likely to show. */
+	for (round = 0; round < 4; round++)
+		if (devjoin_round(why, sizeof(why)) != NULL) {
+			failed++;
+			if (bad == NULL)
+				bad = strdup(why);
+		}
+	ck_assert_msg(failed == 0, "%d of 4 rounds wrong; first: %s", failed,
+	    bad);
+}
+END_TEST
+
+/* ---- one stream's tasks never overlap ---- */
+
+/*
+ * Kernels queued back to back (each starts on the device where the last
+ * one ended) in rounds, a FlushAll after each: every flush samples the
+ * device clock and refits the model, so consecutive kernels are converted
+ * under different fits.  The device clock runs 2000 ppm fast, beyond
+ * what the fit's slope may take, so each refit moves the mapping back by
+ * microseconds; still no record may start before its predecessor on the
+ * stream ended.
+ */
+#define ORDER_ROUNDS	40
+#define ORDER_PER	50
+
+static void
+setup_fast_clock(void)
+{
+	setenv("NPUSIM_CLOCK_DRIFT_PPM", "2000", 1);
+	setup();
+}
+
+START_TEST(test_stream_order)
+{
+	aclrtFuncHandle k;
+	aclrtStream s;
+	msptiActivity *r = NULL;
+	msptiActivityKernel **v;
+	size_t n = 0, i, j, overlaps = 0;
+	uint64_t worst = 0;
+
+	ck_assert_int_eq(npusimKernelRegister("b2b", NPUSIM_KERNEL_AI_CORE,
+	    0, 0, 200000, &k), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL),
+	    MSPTI_SUCCESS);
+	for (i = 0; i < ORDER_ROUNDS; i++) {
+		for (j = 0; j < ORDER_PER; j++)
+			ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, s),
+			    ACL_SUCCESS);
+		/* The device is still busy: the next round queues behind. */
+		msptiActivityFlushAll(1);
+	}
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	msptiActivityFlushAll(1);
+	v = calloc(ORDER_ROUNDS * ORDER_PER, sizeof(*v));
+	ck_assert_ptr_nonnull(v);
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS)
+		if (r->kind == MSPTI_ACTIVITY_KIND_KERNEL &&
+		    n < ORDER_ROUNDS * ORDER_PER)
+			v[n++] = (msptiActivityKernel *)r;
+	ck_assert_uint_eq(n, ORDER_ROUNDS * ORDER_PER);
+	/* Launch order is device order on one stream. */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j]->correlationId <
+		    v[j - 1]->correlationId; j--) {
+			msptiActivityKernel *x = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	for (i = 1; i < n; i++)
+		if (v[i]->start < v[i - 1]->end) {
+			overlaps++;
+			if (v[i - 1]->end - v[i]->start > worst)
+				worst = v[i - 1]->end - v[i]->start;
+		}
+	for (i = 0; i < n; i++)
+		ck_assert_uint_gt(v[i]->end, v[i]->start);
+	ck_assert_msg(overlaps == 0, "%zu of %zu kernels start before their "
+	    "predecessor on the stream ended (by up to %llu ns)", overlaps, n,
+	    (unsigned long long)worst);
+	free(v);
+	aclrtDestroyStream(s);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("api_devjoin");
+	TCase *tc = tcase_create("join");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_exactly_once);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("order");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, setup_fast_clock, teardown);
+	tcase_add_test(tc, test_stream_order);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
