@@ -592,6 +592,16 @@ msptiActivityIsEnabled(msptiActivityKind kind)
 	return (atomic_load(&api_kind_masks) >> kind) & 1;
 }
 
+/* Not msPTI: the kinds a daemon session asks of this process, a bit per
+ * msptiActivityKind, and bit MSPTI_ACTIVITY_KIND_COUNT for framework ops
+ * (msptictl start --kinds op), which the Python package polls to install
+ * its observer only while asked. */
+MSPTI_API uint32_t
+msptiExtSessionKinds(void)
+{
+	return api_kinds_session();
+}
+
 MSPTI_API msptiResult
 msptiActivityEnableMarkerDomain(const char *name)
 {

@@ -135,6 +135,9 @@ api_kind_wanted(unsigned kind)
 typedef void (*api_sink_fn)(const msptiActivity *rec, size_t len, void *arg);
 void		api_session_set_sink(api_sink_fn fn, void *arg);
 void		api_session_set_kinds(uint32_t mask);
+/* Exported, not msPTI: the session half of the masks (bit
+ * MSPTI_ACTIVITY_KIND_COUNT: framework ops), for the Python package. */
+MSPTI_API uint32_t msptiExtSessionKinds(void);
 
 /* The one emit point; rec is sizeof its struct (len), at most
  * API_RECORD_MAX bytes. */

@@ -52,6 +52,11 @@ static const struct {
 	{ "memcpy", 1u << 7 },
 	{ "correlation", 1u << 8 },
 	{ "communication", 1u << 9 },
+	/* Framework ops (PyTorch aten ops) as MSTX ranges of domain
+	 * "framework", linked to their launches by external correlation: bit
+	 * 13 (MSPTI_ACTIVITY_KIND_COUNT) tells the job's mspti package to
+	 * install its observer (msptiExtSessionKinds). */
+	{ "op", (1u << 13) | (1u << 1) | (1u << 8) },
 };
 
 const char *const session_state_names[] = {
@@ -751,7 +756,8 @@ session_parse_kinds(char **names, size_t n, uint32_t *mask, char *bad,
 		if (m == 0) {
 			snprintf(bad, badlen, "unknown kind '%.64s' (kinds: "
 			    "api, kernel, memcpy, memset, memory, hccl, "
-			    "communication, marker, correlation)", names[i]);
+			    "communication, marker, correlation, op)",
+			    names[i]);
 			return -1;
 		}
 		*mask |= m;

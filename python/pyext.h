@@ -34,6 +34,10 @@ void		 pyprof_collect(const msptiActivity *rec, size_t size);
 int		 pyprof_wants(uint32_t kind);
 extern PyMethodDef pyprof_methods[];
 
+/* libmspti's own extension (agent/activity.c): the kinds a daemon
+ * session asks of this process; bit MSPTI_ACTIVITY_KIND_COUNT is "op". */
+uint32_t	 msptiExtSessionKinds(void);
+
 /* pymstx.c: MSTX marks and ranges. */
 extern PyMethodDef pymstx_methods[];
 

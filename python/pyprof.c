@@ -3,7 +3,8 @@
  * appends every record of the wanted kinds, raw, to one growing buffer;
  * mspti.Profile takes it (as bytes) when a window ends.  The strings the
  * records point to are interned by libmspti for the life of the process,
- * so the bytes stay decodable in this process.
+ * so the bytes stay decodable in this process (profile_records turns
+ * them into tuples for the framework-op view of mspti.Profile).
  */
 #include "config.h"
 
@@ -141,6 +142,150 @@ pyprof_capture_write(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	Py_RETURN_NONE;
+}
+
+/* _mspti.profile_records(raw) -> [tuple]: the records of raw msPTI bytes
+ * the framework-op view needs, as tuples that start with the kind:
+ *   KERNEL   (2, start, end, device, stream, correlation, type, name)
+ *   API...   (3|10|11|12, start, end, pid, tid, correlation, name)
+ *   MEMORY   (5, op, memkind, correlation, start, end, address, bytes,
+ *             device)
+ *   MEMCPY   (7, copykind, bytes, start, end, device, stream, correlation)
+ *   EXTERNAL (8, external kind, external id, correlation)
+ *   HCCL     (4, start, end, device, stream, bandwidth, name, comm)
+ * Other kinds are left out. */
+static PyObject *
+pyprof_str(const char *s)
+{
+	return PyUnicode_DecodeUTF8(s != NULL ? s : "", s != NULL ?
+	    (Py_ssize_t)strlen(s) : 0, "replace");
+}
+
+static PyObject *
+pyprof_record(const msptiActivity *rec)
+{
+	switch ((uint32_t)rec->kind) {
+	case MSPTI_ACTIVITY_KIND_KERNEL: {
+		const msptiActivityKernel *k = (const void *)rec;
+
+		return Py_BuildValue("(IKKIIKNN)", (unsigned)k->kind,
+		    (unsigned long long)k->start, (unsigned long long)k->end,
+		    (unsigned)k->ds.deviceId, (unsigned)k->ds.streamId,
+		    (unsigned long long)k->correlationId, pyprof_str(k->type),
+		    pyprof_str(k->name));
+	}
+	case MSPTI_ACTIVITY_KIND_API:
+	case MSPTI_ACTIVITY_KIND_ACL_API:
+	case MSPTI_ACTIVITY_KIND_NODE_API:
+	case MSPTI_ACTIVITY_KIND_RUNTIME_API: {
+		const msptiActivityApi *a = (const void *)rec;
+
+		return Py_BuildValue("(IKKIIKN)", (unsigned)a->kind,
+		    (unsigned long long)a->start, (unsigned long long)a->end,
+		    (unsigned)a->pt.processId, (unsigned)a->pt.threadId,
+		    (unsigned long long)a->correlationId, pyprof_str(a->name));
+	}
+	case MSPTI_ACTIVITY_KIND_MEMORY: {
+		const msptiActivityMemory *m = (const void *)rec;
+
+		return Py_BuildValue("(IIIKKKKKI)", (unsigned)m->kind,
+		    (unsigned)m->memoryOperationType, (unsigned)m->memoryKind,
+		    (unsigned long long)m->correlationId,
+		    (unsigned long long)m->start, (unsigned long long)m->end,
+		    (unsigned long long)m->address,
+		    (unsigned long long)m->bytes, (unsigned)m->deviceId);
+	}
+	case MSPTI_ACTIVITY_KIND_MEMCPY: {
+		const msptiActivityMemcpy *c = (const void *)rec;
+
+		return Py_BuildValue("(IIKKKIIK)", (unsigned)c->kind,
+		    (unsigned)c->copyKind, (unsigned long long)c->bytes,
+		    (unsigned long long)c->start, (unsigned long long)c->end,
+		    (unsigned)c->deviceId, (unsigned)c->streamId,
+		    (unsigned long long)c->correlationId);
+	}
+	case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+		const msptiActivityExternalCorrelation *x = (const void *)rec;
+
+		return Py_BuildValue("(IIKK)", (unsigned)x->kind,
+		    (unsigned)x->externalKind,
+		    (unsigned long long)x->externalId,
+		    (unsigned long long)x->correlationId);
+	}
+	case MSPTI_ACTIVITY_KIND_HCCL: {
+		const msptiActivityHccl *h = (const void *)rec;
+
+		return Py_BuildValue("(IKKIIdNN)", (unsigned)h->kind,
+		    (unsigned long long)h->start, (unsigned long long)h->end,
+		    (unsigned)h->ds.deviceId, (unsigned)h->ds.streamId,
+		    h->bandWidth, pyprof_str(h->name), pyprof_str(h->commName));
+	}
+	default:
+		Py_RETURN_NONE;
+	}
+}
+
+static PyObject *
+pyprof_records(PyObject *self, PyObject *args)
+{
+	Py_buffer	 b;
+	msptiActivity	*rec = NULL;
+	PyObject	*list, *t;
+
+	if (!PyArg_ParseTuple(args, "y*", &b))
+		return NULL;
+	if ((list = PyList_New(0)) == NULL)
+		goto out;
+	while (b.len > 0 && msptiActivityGetNextRecord((uint8_t *)b.buf,
+	    (size_t)b.len, &rec) == MSPTI_SUCCESS && rec != NULL) {
+		if ((t = pyprof_record(rec)) == NULL) {
+			Py_CLEAR(list);
+			break;
+		}
+		if (t != Py_None && PyList_Append(list, t) != 0) {
+			Py_DECREF(t);
+			Py_CLEAR(list);
+			break;
+		}
+		Py_DECREF(t);
+	}
+out:
+	PyBuffer_Release(&b);
+	return list;
+}
+
+/* _mspti.ext_push(id) / ext_pop(): the calling thread's external
+ * correlation id (kind CUSTOM0) around a framework op, so the API records
+ * of the launches it makes carry it.  Cheap: a thread-local stack in
+ * libmspti; without interposition nothing reads it. */
+static PyObject *
+pyprof_ext_push(PyObject *self, PyObject *arg)
+{
+	unsigned long long id = PyLong_AsUnsignedLongLong(arg);
+
+	if (id == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	msptiActivityPushExternalCorrelationId(
+	    MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, (uint64_t)id);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+pyprof_ext_pop(PyObject *self, PyObject *noargs)
+{
+	uint64_t id = 0;
+
+	msptiActivityPopExternalCorrelationId(
+	    MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+	Py_RETURN_NONE;
+}
+
+/* _mspti.session_kinds() -> the kinds mask a daemon session asks of this
+ * process (bit 13: framework ops). */
+static PyObject *
+pyprof_session_kinds(PyObject *self, PyObject *noargs)
+{
+	return PyLong_FromUnsignedLong(msptiExtSessionKinds());
 }
 
 /* mspti._mspti.Analysis: one analysis_run over trace files. */
@@ -576,6 +721,14 @@ PyMethodDef pyprof_methods[] = {
 	  "Take the collected raw records: (bytes, dropped)." },
 	{ "dropped_records", pyprof_dropped, METH_VARARGS,
 	  "Records of the kinds in a mask libmspti could not keep." },
+	{ "profile_records", pyprof_records, METH_VARARGS,
+	  "Decode raw records into tuples (kernels, API calls, ...)." },
+	{ "ext_push", pyprof_ext_push, METH_O,
+	  "Push an external correlation id (CUSTOM0) on this thread." },
+	{ "ext_pop", pyprof_ext_pop, METH_NOARGS,
+	  "Pop this thread's external correlation id (CUSTOM0)." },
+	{ "session_kinds", pyprof_session_kinds, METH_NOARGS,
+	  "Kinds a daemon session asks of this process (bit 13: ops)." },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -53,7 +53,7 @@ def main():
     stream.destroy()
 
     print(prof.op_summary())
-    print(prof.key_averages().table(sort_by="total_time", row_limit=3))
+    print(prof.key_averages().table(sort_by="npu_time_total", row_limit=3))
     print(prof.memory_summary())
     print(prof.communication_summary())
     for s in prof.optimization_suggestions():

@@ -6,10 +6,11 @@
 The profiling-suite guide's seed workload: an untrained torchvision
 ResNet-50 (no weights are downloaded) moved to the NPU with ``.npu()``,
 then one forward per step under ``torch.no_grad()``.  Each step is an MSTX
-range "step"; the report shows Conv2D as the slowest op type, at about
-40% of device time, then BNInfer, Relu and Add.  ``--top N`` prints the
-N op types with the most device time, from a KernelMonitor (needs
-LD_PRELOAD=libmspti.so, which ``msptictl run`` sets).
+range "step"; the report shows Conv2D as the slowest op type, at about a
+third of device time (the guide shows about 40%), then BNInfer, Relu and
+Add.  ``--top N`` prints the N op types with the most device time, from a
+KernelMonitor (needs LD_PRELOAD=libmspti.so, which ``msptictl run``
+sets).
 """
 
 import argparse

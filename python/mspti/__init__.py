@@ -2,8 +2,11 @@
 
 Monitors (KernelMonitor, HcclMonitor, CommunicationMonitor, MstxMonitor)
 call back with data objects on a delivery thread; ``mspti.mstx`` marks
-steps and regions; ``mspti.Profile`` captures a block of code and reports
-on it with the analysis engine of ``msptictl report``.
+steps and regions; ``mspti.Profile`` (also ``mspti.profile(...)``, a
+context manager and decorator factory, and ``mspti.start()`` /
+``mspti.stop()``) captures a block of code, framework ops (PyTorch aten
+ops) and device activity, and reports on it with the analysis engine of
+``msptictl report`` and in torch.profiler's layouts.
 
 Every kind but MARKER needs libmspti.so to interpose the runtime: run
 ``LD_PRELOAD=libmspti.so python3 train.py``.  Without it those kinds are
@@ -21,9 +24,18 @@ from .monitor import (BaseMonitor, CommunicationMonitor, HcclMonitor,
                       KernelMonitor, MsptiError, MsptiPreloadWarning,
                       MstxMonitor, callback_errors)
 from . import mstx
-from .profile import Profile, ProfilerAction, Schedule, Table, schedule
+from ._profile import (Profile, ProfilerAction, ProfilerActivity, Schedule,
+                       Table, profile, record_function, schedule, start,
+                       stop, tensorboard_trace_handler)
 
 __version__ = "0.1"
+
+# Daemon sessions asking for framework ops (msptictl start --kinds op):
+# a watcher polls libmspti's flag; started when PyTorch is in use.
+import sys as _sys
+from . import _session
+if "torch" in _sys.modules:
+    _session.start_watcher()
 
 __all__ = [
     "MsptiResult", "MsptiActivityKind", "MsptiActivityFlag",
@@ -32,8 +44,9 @@ __all__ = [
     "MarkerData", "RangeMarkerData",
     "BaseMonitor", "KernelMonitor", "HcclMonitor", "CommunicationMonitor",
     "MstxMonitor", "MsptiError", "MsptiPreloadWarning", "callback_errors",
-    "mstx", "Profile", "ProfilerAction", "Schedule", "Table", "schedule",
-    "stats",
+    "mstx", "Profile", "ProfilerAction", "ProfilerActivity", "Schedule",
+    "Table", "schedule", "profile", "start", "stop", "record_function",
+    "tensorboard_trace_handler", "stats",
 ]
 
 

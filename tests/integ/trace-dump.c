@@ -127,6 +127,17 @@ main(int argc, char **argv)
 			jstr(str(r, k->name_id));
 			break;
 		}
+		case REC_EXTERNAL_CORRELATION: {
+			const struct rec_external_correlation *k =
+			    (const void *)h;
+
+			printf(",\"corr\":%llu,\"external_id\":%llu,"
+			    "\"external_kind\":%u,\"tid\":%u",
+			    (unsigned long long)k->correlation_id,
+			    (unsigned long long)k->external_id,
+			    k->external_kind, k->tid);
+			break;
+		}
 		case REC_HCCL: {
 			const struct rec_hccl *k = (const void *)h;
 

@@ -32,6 +32,10 @@ import torch.nn.functional as F
 
 from ... import _npusim
 from ... import mstx as _mstx
+# torch_npu.profiler's role: ``import mspti.npusim.torch as torch_npu``
+# and torch_npu.profiler.profile(...) is mspti's profiler.
+from ... import profiler
+from ... import _session
 from .. import AI_VECTOR
 from ._mode import bridge, activate, deactivate, META
 from ._dist import (init_process_group, destroy_process_group,
@@ -46,6 +50,7 @@ __all__ = [
     "install", "uninstall", "init_process_group", "destroy_process_group",
     "is_initialized", "get_rank", "get_world_size", "barrier",
     "DistributedDataParallel", "compute_buckets", "spawn", "BUCKET_CAP_MB",
+    "profiler",
 ]
 
 
@@ -296,3 +301,5 @@ def uninstall():
 
 
 install()
+# msptictl start --kinds op on this job: see mspti/_session.py.
+_session.start_watcher()
