@@ -45,7 +45,7 @@ MSPTI_RUN_GATE_MS=100 MSPTI_TEST_REGISTER_DELAY_MS=800 $CTL --json run \
     --steps 3 --output "$T/late.mspti" -- "$STEPS" --ranks 2 --steps 0 \
     --until "$T/late-stop" \
     >"$T/late.json" 2>"$T/late.err" || fail "run late: $(cat "$T/late.err")"
-[ "$(json "$T/late.json" 'len([t for t in j["targets"] if t["rank"] >= 0 and (t["first_step"] > 0 or t["first_step"] == -1) and ("missed" in t["message"] or "none captured" in t["message"])])')" = 2 ] ||
+[ "$(json "$T/late.json" 'len([t for t in j["session"]["targets"] if t["rank"] >= 0 and (t["first_step"] > 0 or t["first_step"] == -1) and ("missed" in t["message"] or "none captured" in t["message"])])')" = 2 ] ||
 	fail "late ranks not stated: $(cat "$T/late.json")"
 "$DUMP" "$T/late.mspti" | grep -Eq '"detail":"[^"]*(missed|none captured)' ||
 	fail "the trace does not say what the late ranks missed"
