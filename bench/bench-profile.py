@@ -11,12 +11,14 @@ hits each variant alike; figures are medians over rounds.  A profiled
 step is its own window: start, step, stop (the window-end cost, flushing
 and taking the records, is printed apart).  Prints figures only.
 
-Re-executes itself with the build tree's package and libmspti.so
+Runs itself as a child with the build tree's package and libmspti.so
 preloaded (top_builddir, as bench/run.sh sets it).
 """
 
+import glob
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -39,7 +41,16 @@ def reexec():
     # Debian's python3, which has Debian's PyTorch.
     py = os.environ.get("PYTHON3") or ("/usr/bin/python3" if os.access(
         "/usr/bin/python3", os.X_OK) else sys.executable)
-    os.execve(py, [py] + sys.argv, env)
+    # A child, not an exec: the simulator's shm objects of this run are
+    # removed when it ends, however it ends.
+    try:
+        return subprocess.call([py] + sys.argv, env=env)
+    finally:
+        for f in glob.glob("/dev/shm/%s-*" % env["NPUSIM_SHM_PREFIX"]):
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
 
 
 def main():
