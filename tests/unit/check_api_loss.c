@@ -22,6 +22,7 @@
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
+#include "sim-prefix.h"
 
 #define BUF_SIZE	(64u * 1024u * 1024u)
 
@@ -74,15 +75,7 @@ static aclrtStream stream;
 static void
 setup(void)
 {
-	const char *base = getenv("NPUSIM_SHM_PREFIX");
-	char prefix[64];
-
-	/* Under the test wrapper's prefix, which it removes afterwards (a
-	 * failed test skips teardown). */
-	snprintf(prefix, sizeof(prefix), "%s-%s-%d",
-	    base != NULL && *base != '\0' && strlen(base) < 32 ? base : "mspti",
-	    "loss", (int)getpid());
-	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
+	sim_prefix_set("loss");
 	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
 	    MSPTI_SUCCESS);
 	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);

@@ -26,6 +26,7 @@
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
+#include "sim-prefix.h"
 
 static pthread_mutex_t got_mtx = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *got;
@@ -85,15 +86,7 @@ static int32_t stream_id;
 static void
 setup(void)
 {
-	const char *base = getenv("NPUSIM_SHM_PREFIX");
-	char prefix[64];
-
-	/* Under the test wrapper's prefix, which it removes afterwards (a
-	 * failed test skips teardown). */
-	snprintf(prefix, sizeof(prefix), "%s-%s-%d",
-	    base != NULL && *base != '\0' && strlen(base) < 32 ? base : "mspti",
-	    "chk", (int)getpid());
-	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
+	sim_prefix_set("chk");
 	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
 	    MSPTI_SUCCESS);
 	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
