@@ -403,9 +403,11 @@ comm = sum(r["Total(ms)"] for r in prof.communication_summary().rows)
 comp = sum(r["Total(ms)"] for r in prof.op_summary().rows)
 msgs = [a["message"] for a in prof.optimization_suggestions()
         if a["rule"] == "comm_share"]
-print("RANK %d SHARE %.1f ADVICE %s" % (npu.get_rank(),
-                                        100.0 * comm / (comm + comp),
-                                        msgs[0] if msgs else "-"))
+# One write per line: both ranks share the parent's stdout, and print()
+# on an unbuffered stream writes the text and its newline separately.
+sys.stdout.write("RANK %d SHARE %.1f ADVICE %s\\n" % (
+    npu.get_rank(), 100.0 * comm / (comm + comp), msgs[0] if msgs else "-"))
+sys.stdout.flush()
 npu.destroy_process_group()
 """
 
