@@ -158,15 +158,6 @@ activity_next_correlation(void)
 	return atomic_fetch_add_explicit(&next_corr, 1, memory_order_relaxed);
 }
 
-uint64_t
-api_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint32_t
 api_tid(void)
 {

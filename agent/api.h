@@ -161,7 +161,79 @@ uint32_t	api_tid(void);
 uint32_t	api_pid(void);
 void		api_after_fork_child(void);
 void		api_mstx_count_steps(bool on);
-uint64_t	api_now(void);		/* CLOCK_REALTIME ns (vDSO) */
+
+/* hostclock.c: the agent's clock (CLOCK_REALTIME ns, from the TSC where
+ * it is invariant).  The mapping is read under a sequence lock: seq odd
+ * while a refit writes it, 0 while the TSC is not in use. */
+#if defined(__x86_64__)
+#define API_HAVE_TSC	1
+#else
+#define API_HAVE_TSC	0
+#endif
+struct rec_host_clock;
+struct hostclock {
+	_Atomic uint32_t	seq;
+	_Atomic uint32_t	gen;	/* count of mappings made */
+	_Atomic uint64_t	base_tsc, base_ns, mult, span;
+} __attribute__((aligned(64)));
+extern struct hostclock hostclock;
+void		hostclock_init(void);
+uint64_t	hostclock_slow(void);
+uint64_t	hostclock_refit(void);
+bool		hostclock_tsc(void);
+/* The current mapping as a record (pid 0); returns its gen. */
+uint32_t	hostclock_record(struct rec_host_clock *out);
+
+/* 0 and the time in *ns; 1: past the mapping's period (refit); -1: not on
+ * the TSC now. */
+static inline int
+hostclock_read(uint64_t *ns)
+{
+#if API_HAVE_TSC
+	uint32_t s = atomic_load_explicit(&hostclock.seq, memory_order_acquire);
+	uint64_t t, bt, bn, m, span, d;
+	unsigned aux;
+
+	if (API_UNLIKELY((s & 1) || s == 0))
+		return -1;
+	/* RDTSCP waits for what came before: a time read after a lock taken
+	 * is not older than the lock's release. */
+	t = __builtin_ia32_rdtscp(&aux);
+	bt = atomic_load_explicit(&hostclock.base_tsc, memory_order_relaxed);
+	bn = atomic_load_explicit(&hostclock.base_ns, memory_order_relaxed);
+	m = atomic_load_explicit(&hostclock.mult, memory_order_relaxed);
+	span = atomic_load_explicit(&hostclock.span, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	if (API_UNLIKELY(atomic_load_explicit(&hostclock.seq,
+	    memory_order_relaxed) != s))
+		return -1;
+	d = t - bt;
+	if (API_UNLIKELY(d > span)) {
+		/* A tick just before the base, read on another CPU. */
+		if ((int64_t)d < 0 && (int64_t)d > -(int64_t)(span >> 10))
+			d = 0;
+		else
+			return 1;
+	}
+	*ns = bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
+	return 0;
+#else
+	(void)ns;
+	return -1;
+#endif
+}
+
+/* CLOCK_REALTIME ns, the clock of every record. */
+static inline uint64_t
+api_now(void)
+{
+	uint64_t ns;
+	int rc = hostclock_read(&ns);
+
+	if (API_LIKELY(rc == 0))
+		return ns;
+	return rc > 0 ? hostclock_refit() : hostclock_slow();
+}
 
 /* api-intern.c: strings that live for the process. NULL → NULL. */
 const char	*api_intern(const char *s);

@@ -577,6 +577,8 @@ register_main(void *arg)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* The clock's checks (CPUID, sysfs) here, not on an app thread. */
+	hostclock_init();
 	gate_hold_hello(REG_FORK_HOLD_MS);
 	/* Tests: a registration that comes late, as on a loaded machine. */
 	if (reg_delay_ms > 0)

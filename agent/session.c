@@ -79,6 +79,8 @@ struct agent_session {
 	uint32_t		 win_n;
 	int64_t			 win_from;	/* -1: not chosen yet */
 	uint64_t		 win_last_id;	/* range id of the last step */
+	/* hostclock.gen of the last REC_HOST_CLOCK written (0: none). */
+	_Atomic uint32_t	 clock_gen;
 	struct sess_string	 strings[SESS_STRINGS];
 };
 
@@ -236,17 +238,41 @@ sess_thread_release(struct sess_thread *t)
  * claimed on its first record in this session, or the shared one for a
  * call nested in another (a signal handler): a segment has one writer.
  */
+/* The clock's mapping, when it changed since this session last wrote it
+ * (the first record of a session writes the one in use). */
+static void
+session_clock(struct agent_session *s, struct ring_producer *p)
+{
+	struct rec_host_clock r;
+	uint32_t want = hostclock_record(&r), have = atomic_load(&s->clock_gen);
+
+	if (want == 0 || want == have ||
+	    !atomic_compare_exchange_strong(&s->clock_gen, &have, want))
+		return;
+	r.pid = s->pid;
+	/* Not written (full): the next record tries again. */
+	if (ring_pwrite_nodrop(p, &r) != 0)
+		(void)atomic_compare_exchange_strong(&s->clock_gen, &want,
+		    have);
+}
+
 static inline struct ring_producer *
 session_prod(struct agent_session *s, struct sess_thread *t)
 {
+	struct ring_producer *p = &t->prod;
+
 	if (API_UNLIKELY(atomic_load_explicit(&t->in, memory_order_relaxed)
 	    != 1))
-		return &s->shared;
-	if (API_UNLIKELY(t->prod_gen != s->gen)) {
+		p = &s->shared;
+	else if (API_UNLIKELY(t->prod_gen != s->gen)) {
 		(void)ring_producer_claim(s->ring, &t->prod);
 		t->prod_gen = s->gen;
 	}
-	return &t->prod;
+	if (API_UNLIKELY(atomic_load_explicit(&hostclock.gen,
+	    memory_order_relaxed) != atomic_load_explicit(&s->clock_gen,
+	    memory_order_relaxed)))
+		session_clock(s, p);
+	return p;
 }
 
 /* Stopper side, after 'live' is cleared: waits until no thread is inside

@@ -161,8 +161,9 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 		sa->strmap[sd->id] = 0;
 		return 0;
 	}
-	/* Only activity records may come from an agent. */
-	if (h->type < REC_MARKER || h->type > REC_COMMUNICATION) {
+	/* Only activity records and the agent's clock may come from it. */
+	if ((h->type < REC_MARKER || h->type > REC_COMMUNICATION) &&
+	    h->type != REC_HOST_CLOCK) {
 		sa->rejects++;
 		return 0;
 	}
@@ -177,6 +178,12 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 			    (unsigned long long)s->id, (long)sa->pid,
 			    (unsigned long)record_pid(h), (long)sa->pid);
 		(void)record_set_pid((struct rec_hdr *)h, (uint32_t)sa->pid);
+	}
+	/* How the agent's timestamps were read: kept whatever the window. */
+	if (h->type == REC_HOST_CLOCK) {
+		if (session_drain_put(sa, (struct rec_hdr *)h, true))
+			ctx->stop = true;
+		return s->error != NULL;
 	}
 	/* With --steps, each agent's capture ends at its window's end
 	 * (session-steps.c); a thread racing the close is not in it. */

@@ -27,6 +27,7 @@ SA(sizeof(struct rec_counter) == 40);
 SA(sizeof(struct rec_loss) == 40);
 SA(sizeof(struct rec_session) == 32);
 SA(sizeof(struct rec_step) == 40);
+SA(sizeof(struct rec_host_clock) == 56);
 SA(REC_FIXED_MAX == sizeof(struct rec_communication));
 SA(REC_MAX_SIZE % 8 == 0 && REC_MAX_SIZE <= 0xFFF8);
 
@@ -92,6 +93,9 @@ static const struct rec_info rec_info[REC_TYPE_MAX] = {
 	[REC_STEP] = { "step", sizeof(struct rec_step),
 	    OFF(rec_step, start), OFF(rec_step, pid), 1,
 	    { OFF(rec_step, name_id) } },
+	[REC_HOST_CLOCK] = { "host_clock", sizeof(struct rec_host_clock),
+	    OFF(rec_host_clock, timestamp), OFF(rec_host_clock, pid), 0,
+	    { 0 } },
 };
 
 static const char *const loss_stage_names[LOSS_STAGE_MAX] = {
@@ -366,6 +370,17 @@ validate_fields(const struct rec_hdr *h)
 		const struct rec_step *r = (const void *)h;
 
 		if (h->aux || bad_interval(r->start, r->end))
+			return -EBADMSG;
+		return 0;
+	}
+	case REC_HOST_CLOCK: {
+		const struct rec_host_clock *r = (const void *)h;
+
+		if (h->aux == HOST_CLOCK_REALTIME)
+			return r->base_tsc || r->base_ns || r->mult ? -EBADMSG : 0;
+		/* A tick of 0 ns or of more than 1 us: no TSC. */
+		if (h->aux != HOST_CLOCK_TSC || r->mult == 0 ||
+		    r->mult > (1000ull << 32))
 			return -EBADMSG;
 		return 0;
 	}

@@ -59,7 +59,8 @@ enum rec_type {
 	REC_LOSS		= 38,
 	REC_SESSION		= 39,
 	REC_STEP		= 40,
-	REC_TYPE_MAX		= 41,	/* bound for per-type arrays */
+	REC_HOST_CLOCK		= 41,
+	REC_TYPE_MAX		= 42,	/* bound for per-type arrays */
 };
 
 /* Header aux flags for device work records (kernel, memcpy, memset, hccl,
@@ -322,6 +323,31 @@ struct rec_step {
 	uint64_t	step;
 	uint32_t	pid;
 	uint32_t	name_id;
+};
+
+/*
+ * How an agent reads its clock (agent/hostclock.c), written into its ring
+ * each time that changes.  Its records' timestamps are CLOCK_REALTIME ns
+ * either way; with HOST_CLOCK_TSC they were computed from the TSC as
+ * base_ns + ((tsc - base_tsc) * mult >> 32), for tsc from base_tsc on,
+ * until the next record of the pid.  timestamp is the CLOCK_REALTIME read
+ * the mapping was fitted to (bracket_ns wide), correction_ns how far the
+ * mapping before it was off at that point (ref - old mapping): the error
+ * of that mapping's last records, at most.  aux: enum rec_host_clock_src.
+ */
+enum rec_host_clock_src {
+	HOST_CLOCK_REALTIME	= 1,	/* clock_gettime; TSC fields 0 */
+	HOST_CLOCK_TSC		= 2,
+};
+struct rec_host_clock {
+	struct rec_hdr	hdr;
+	uint64_t	timestamp;
+	uint64_t	base_tsc;
+	uint64_t	base_ns;
+	uint64_t	mult;		/* ns per tick, 32.32 fixed point */
+	int64_t		correction_ns;
+	uint32_t	pid;
+	uint32_t	bracket_ns;
 };
 
 /* Largest fixed-size record (a stack buffer of this size holds any). */

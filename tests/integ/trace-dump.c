@@ -178,6 +178,19 @@ main(int argc, char **argv)
 			jstr(str(r, k->detail_id));
 			break;
 		}
+		case REC_HOST_CLOCK: {
+			const struct rec_host_clock *k = (const void *)h;
+
+			printf(",\"source\":\"%s\",\"base_tsc\":%llu,"
+			    "\"base_ns\":%llu,\"mult\":%llu,"
+			    "\"correction_ns\":%lld,\"bracket_ns\":%u",
+			    h->aux == HOST_CLOCK_TSC ? "tsc" : "realtime",
+			    (unsigned long long)k->base_tsc,
+			    (unsigned long long)k->base_ns,
+			    (unsigned long long)k->mult,
+			    (long long)k->correction_ns, k->bracket_ns);
+			break;
+		}
 		case REC_PROCESS: {
 			const struct rec_process *k = (const void *)h;
 
