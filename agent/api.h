@@ -192,13 +192,13 @@ hostclock_read(uint64_t *ns)
 #if API_HAVE_TSC
 	uint32_t s = atomic_load_explicit(&hostclock.seq, memory_order_acquire);
 	uint64_t t, bt, bn, m, span, d;
-	unsigned aux;
 
 	if (API_UNLIKELY((s & 1) || s == 0))
 		return -1;
-	/* RDTSCP waits for what came before: a time read after a lock taken
-	 * is not older than the lock's release. */
-	t = __builtin_ia32_rdtscp(&aux);
+	/* Plain RDTSC: it may run a few tens of cycles ahead of the code
+	 * before it.  RDTSCP or LFENCE+RDTSC (the vDSO's ordered read) cost
+	 * here about what all of clock_gettime does (doc/trace-format.md). */
+	t = __builtin_ia32_rdtsc();
 	bt = atomic_load_explicit(&hostclock.base_tsc, memory_order_relaxed);
 	bn = atomic_load_explicit(&hostclock.base_ns, memory_order_relaxed);
 	m = atomic_load_explicit(&hostclock.mult, memory_order_relaxed);

@@ -3,7 +3,7 @@
  * TSC where that is safe, else with clock_gettime.
  *
  * The vDSO's clock_gettime costs ~100 ns on a VM (it is the larger part of
- * an enabled record); RDTSCP and a multiply cost a fraction of that.  The
+ * an enabled record); RDTSC and a multiply cost a fraction of that.  The
  * TSC is used only where its rate is constant and it runs in deep C-states
  * (CPUID's invariant-TSC bit, the kernel's constant_tsc and nonstop_tsc),
  * RDTSCP exists, and the kernel itself keeps time with it (clocksource

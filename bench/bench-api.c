@@ -4,14 +4,18 @@
  * old header makes) and per enabled MARKER record (intern + timestamp +
  * append to the thread's buffer), buffers recycled by the callbacks.  Then runs bench/api-lttng.sh for the same
  * figures from an LTTng-UST tracepoint on this machine, in the same run,
- * and the ratios ours/LTTng.
+ * and the ratios ours/LTTng.  The enabled figures are measured again in a
+ * child with MSPTI_CLOCK=realtime (clock_gettime, the agent's clock before
+ * the TSC mapping), side by side.
  * Prints figures only; never fails on timing.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
@@ -114,14 +118,60 @@ ranges(long n)
 		mstxRangeEnd(mstxRangeStartA("bench", NULL));
 }
 
+/* The enabled figures with MSPTI_CLOCK=realtime, from a child (the agent
+ * picks its clock at start).  0 when the child failed. */
+static int
+enabled_realtime(double *on, double *don, double *ron)
+{
+	char self[512], cmd[600];
+	ssize_t len;
+	FILE *f;
+	int n;
+
+	*on = *don = *ron = 0;
+	if ((len = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
+		return 0;
+	self[len] = '\0';
+	snprintf(cmd, sizeof(cmd), "MSPTI_CLOCK=realtime "
+	    "BENCH_API_ENABLED_ONLY=1 '%s'", self);
+	if ((f = popen(cmd, "r")) == NULL)
+		return 0;
+	n = fscanf(f, "%lf %lf %lf", on, don, ron);
+	return pclose(f) == 0 && n == 3;
+}
+
+static void
+clocksource(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/"
+	    "current_clocksource", "r");
+
+	snprintf(buf, len, "?");
+	if (f != NULL) {
+		if (fgets(buf, (int)len, f) != NULL)
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
 int
 main(void)
 {
 	const char *script = getenv("MSPTI_BENCH_LTTNG");
-	char cmd[1024];
-	double off, offcall, on, don, ron;
+	char cmd[1024], cs[64];
+	double off, offcall, on, don, ron, rt_on, rt_don, rt_ron;
+	int rt;
 
 	msptiActivityRegisterCallbacks(request, complete);
+	if (getenv("BENCH_API_ENABLED_ONLY") != NULL) {
+		msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER);
+		on = measure(marks, 2000000);
+		don = measure(domain_marks, 2000000);
+		ron = measure(ranges, 1000000);
+		msptiActivityFlushAll(1);
+		printf("%f %f %f\n", on, don, ron);
+		return 0;
+	}
 	off = measure(marks, 20000000);
 	offcall = measure(marks_call, 20000000);
 	msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER);
@@ -130,6 +180,8 @@ main(void)
 	ron = measure(ranges, 1000000);
 	msptiActivityFlushAll(1);
 	msptiActivityDisable(MSPTI_ACTIVITY_KIND_MARKER);
+	rt = enabled_realtime(&rt_on, &rt_don, &rt_ron);
+	clocksource(cs, sizeof(cs));
 	printf("mspti disabled hook (mstxMarkA, MARKER off): %6.2f ns"
 	    "  (inline check, ms_tools_ext.h)\n", off);
 	printf("mspti disabled hook, called (old header):   %6.2f ns"
@@ -138,6 +190,21 @@ main(void)
 	printf("mspti enabled record (mstxDomainMarkA):      %6.2f ns\n", don);
 	printf("mspti enabled range (mstxRangeStartA+End):  %6.2f ns\n", ron);
 	printf("mspti records delivered: %lu\n", records);
+	printf("agent clock: default (TSC mapped to CLOCK_REALTIME where "
+	    "invariant; kernel clocksource %s)\n", cs);
+	if (rt) {
+		printf("same with MSPTI_CLOCK=realtime (clock_gettime, the clock "
+		    "before):\n");
+		printf("  enabled record (mstxMarkA -> buffer):  %6.2f ns  "
+		    "(default clock %.2f: %+.1f %%)\n", rt_on, on,
+		    100 * (on - rt_on) / rt_on);
+		printf("  enabled record (mstxDomainMarkA):      %6.2f ns  "
+		    "(default clock %.2f)\n", rt_don, don);
+		printf("  enabled range (mstxRangeStartA+End):   %6.2f ns  "
+		    "(default clock %.2f)\n", rt_ron, ron);
+	} else
+		printf("same with MSPTI_CLOCK=realtime: skipped (child "
+		    "failed)\n");
 	fflush(stdout);
 	if (script == NULL)
 		script = API_LTTNG_SCRIPT;
@@ -145,7 +212,9 @@ main(void)
 	snprintf(cmd, sizeof(cmd), "disabled:mstxMarkA, MARKER off:%.2f;"
 	    "disabled:mstxMarkA called (old header):%.2f;"
 	    "enabled:mstxMarkA -> buffer:%.2f;"
-	    "enabled:mstxDomainMarkA -> buffer:%.2f", off, offcall, on, don);
+	    "enabled:mstxDomainMarkA -> buffer:%.2f;"
+	    "enabled:mstxMarkA -> buffer, MSPTI_CLOCK=realtime:%.2f",
+	    off, offcall, on, don, rt_on);
 	setenv("MSPTI_BENCH_OURS", cmd, 1);
 	snprintf(cmd, sizeof(cmd), "sh '%s'", script);
 	if (system(cmd) != 0)

@@ -264,6 +264,7 @@ START_TEST(test_all_types_round_trip)
 			rh->aux = SESSION_EV_STOP;
 			((struct rec_session *)rh)->session_id = 9;
 			break;
+		case REC_HOST_CLOCK: rh->aux = HOST_CLOCK_REALTIME; break;
 		}
 		ck_assert_msg(record_validate(rh, rh->size) == 0, "type %u", t);
 		types[nt++] = t;
