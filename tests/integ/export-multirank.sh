@@ -156,8 +156,10 @@ ok "chrome: $(cat "$T/chrome.out")"
 
 $CTL export "$T/dist.mspti" --format perfetto -o "$T/x.pb" ||
 	fail "export perfetto"
+python3 "$s/tests/integ/perfetto_resolve.py" inflate "$T/x.pb" "$T/x.raw" ||
+	fail "inflate"
 protoc --decode perfetto.protos.Trace -I"$s/proto/perfetto" \
-	"$s/proto/perfetto/trace.proto" <"$T/x.pb" >"$T/x.txt" ||
+	"$s/proto/perfetto/trace.proto" <"$T/x.raw" >"$T/x.txt" ||
 	fail "protoc --decode"
 python3 - "$T/x.txt" "$T/dump.jsonl" "$T/x.pb" "$s" <<'PY' >"$T/pf.out" 2>&1 ||
 import collections, json, re, sys

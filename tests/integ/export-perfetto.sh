@@ -21,6 +21,28 @@ $CTL export "$T/dist.mspti" --format perfetto -o "$T/x.pb" ||
 	fail "export perfetto"
 $CTL export "$T/dist.mspti" --format chrome -o "$T/x.json" ||
 	fail "export chrome"
+# Deflated batches (TracePacket.compressed_packets) by default; inflated,
+# they are exactly what MSPTI_PERFETTO_DEFLATE=0 writes.
+MSPTI_PERFETTO_DEFLATE=0 $CTL export "$T/dist.mspti" --format perfetto \
+    -o "$T/plain.pb" || fail "export perfetto, plain"
+python3 - "$T/x.pb" "$T/plain.pb" "$s" <<'PY' >"$T/z.out" 2>&1 ||
+import sys
+sys.path.insert(0, sys.argv[3] + "/tests/integ")
+import perfetto_resolve as pr
+z, plain = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+# Every top-level packet is one compressed_packets field.
+i = 0
+while i < len(z):
+    k, j = pr.varint(z, i)
+    n, j = pr.varint(z, j)
+    assert k == 0x0a and pr.varint(z, j)[0] == (50 << 3 | 2), "plain packet"
+    i = j + n
+assert pr.inflate(z) == plain, "inflated differs from the plain export"
+assert 3 * len(z) < len(plain), (len(z), len(plain))
+print("deflated %d bytes, plain %d" % (len(z), len(plain)))
+PY
+	fail "compressed packets: $(tail -3 "$T/z.out")"
+ok "$(cat "$T/z.out")"
 python3 - "$T/x.pb" "$s" "$T/x.json" <<'PY' >"$T/pf.out" 2>&1 ||
 import collections, decimal, json, sys
 sys.path.insert(0, sys.argv[2] + "/tests/integ")

@@ -8,6 +8,9 @@ sequence, an event that uses incremental state without
 SEQ_NEEDS_INCREMENTAL_STATE or before SEQ_INCREMENTAL_STATE_CLEARED, a
 timestamp on an incremental clock without a snapshot.
 
+TracePacket.compressed_packets are inflated first (inflate(bytes)); run
+as "perfetto_resolve.py inflate IN OUT" it writes that for protoc.
+
 events(path) -> (tracks, events): tracks by uuid (TrackDescriptor dicts),
 events as dicts: seq, track_uuid, type, name, categories, ts (ns on the
 trace clock, CLOCK_REALTIME), args (annotation name -> value), flow_ids,
@@ -16,6 +19,7 @@ import json
 import re
 import subprocess
 import sys
+import zlib
 
 CLEARED, NEEDS = 1, 2
 REALTIME = 1
@@ -54,12 +58,46 @@ def one(m, k, d=None):
     return m.get(k, [d])[0]
 
 
+def varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7f) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def inflate(data):
+    """The Trace with every TracePacket.compressed_packets (field 50, a
+    zlib stream of a serialized Trace) replaced by the packets in it, as
+    trace processor reads them."""
+    out, i = bytearray(), 0
+    while i < len(data):
+        start = i
+        key, j = varint(data, i)
+        assert key == (1 << 3 | 2), "Trace field %d wire %d" % (key >> 3, key & 7)
+        n, j = varint(data, j)
+        body = data[j:j + n]
+        assert len(body) == n, "truncated packet"
+        i = j + n
+        if body and varint(body, 0)[0] == (50 << 3 | 2):
+            zn, k = varint(body, varint(body, 0)[1])
+            assert k + zn == len(body), "compressed_packets not alone"
+            out += inflate(zlib.decompress(body[k:]))
+        else:
+            out += data[start:i]
+    return bytes(out)
+
+
 def decode(path, srcdir):
     out = subprocess.run(
         ["protoc", "--decode", "perfetto.protos.Trace",
          "-I" + srcdir + "/proto/perfetto",
          srcdir + "/proto/perfetto/trace.proto"],
-        stdin=open(path, "rb"), stdout=subprocess.PIPE, check=True)
+        input=inflate(open(path, "rb").read()), stdout=subprocess.PIPE,
+        check=True)
     return parse(out.stdout.decode().splitlines())
 
 
@@ -177,6 +215,10 @@ def slices(evs):
     return out
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1] == "inflate":
+    # perfetto_resolve.py inflate IN OUT: the trace without compression,
+    # for protoc --decode.
+    open(sys.argv[3], "wb").write(inflate(open(sys.argv[2], "rb").read()))
+elif __name__ == "__main__":
     tr, ev = events(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ".")
     print(len(tr), "tracks,", len(ev), "events")

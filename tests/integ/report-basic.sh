@@ -49,8 +49,10 @@ assert any(e["ph"] == "C" for e in ev)
 assert any(e.get("cat") == "overlap" for e in ev)
 PY
 "$ctl" export "$t"/slow.rank*.trace --format perfetto -o "$t/x.pb" || fail pf
+python3 "$s/tests/integ/perfetto_resolve.py" inflate "$t/x.pb" "$t/x.raw" ||
+	fail "inflate"
 protoc --decode perfetto.protos.Trace -I"$s/proto/perfetto" \
-	"$s/proto/perfetto/trace.proto" < "$t/x.pb" > "$t/x.txt" || fail protoc
+	"$s/proto/perfetto/trace.proto" < "$t/x.raw" > "$t/x.txt" || fail protoc
 grep -q "TYPE_SLICE_BEGIN" "$t/x.txt" || fail "perfetto slices"
 "$ctl" export "$t"/slow.rank*.trace --format csv -o "$t/csv" || fail csv
 head -1 "$t/csv/op_statistic.csv" | grep -q "OP Type,Core Type,Count" || fail csvhdr
