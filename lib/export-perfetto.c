@@ -17,9 +17,11 @@
  * descriptors are on sequence 1, which needs no incremental state.
  *
  * The packets are written in batches of PF_OUT_SIZE bytes, each deflated
- * (zlib) into one TracePacket.compressed_packets, as Perfetto's service
- * compresses its buffers: a slice is two packets of ~12-30 bytes, the
- * same few fields over and over, which deflate shrinks ~4x.
+ * into one TracePacket.compressed_packets (a zlib stream, as Perfetto's
+ * service compresses its buffers): a slice is two packets of ~12-30 bytes,
+ * the same few fields over and over, which deflate shrinks 4-9x.
+ * libdeflate's level 1 does it at ~2.4x zlib's speed for the same size
+ * (zlib's level 1 took more CPU than the rest of the export).
  * MSPTI_PERFETTO_DEFLATE=0 writes them plain (for readers without zlib).
  */
 #include "config.h"
@@ -28,7 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include "export.h"
 #include "export-int.h"
@@ -107,9 +109,8 @@ struct pf {
 	struct pf_buf	 in;		/* this packet's InternedData */
 	uint8_t		*out;		/* buffered output */
 	size_t		 nout;
-	/* Deflate: a stream reset for every batch. */
-	bool		 deflate;
-	z_stream	 zs;
+	/* Deflate, one batch at a time (NULL: plain). */
+	struct libdeflate_compressor *zc;
 	uint8_t		*zout;
 	size_t		 zcap;
 };
@@ -205,23 +206,13 @@ pf_flush(struct pf *p)
 
 	if (p->nout == 0)
 		return;
-	if (!p->deflate) {
+	if (p->zc == NULL || (zn = libdeflate_zlib_compress(p->zc, p->out,
+	    p->nout, p->zout, p->zcap)) == 0) {
+		/* Plain (zcap is the bound: a failure cannot happen). */
 		fwrite(p->out, 1, p->nout, p->x->out);
 		p->nout = 0;
 		return;
 	}
-	deflateReset(&p->zs);
-	p->zs.next_in = p->out;
-	p->zs.avail_in = (uInt)p->nout;
-	p->zs.next_out = p->zout;
-	p->zs.avail_out = (uInt)p->zcap;
-	if (deflate(&p->zs, Z_FINISH) != Z_STREAM_END) {
-		/* Cannot happen (zcap is deflateBound): write it plain. */
-		fwrite(p->out, 1, p->nout, p->x->out);
-		p->nout = 0;
-		return;
-	}
-	zn = p->zcap - p->zs.avail_out;
 	/* Trace.packet { compressed_packets = 50 (bytes) }. */
 	o = hdr;
 	*o++ = 1 << 3 | 2;
@@ -747,16 +738,13 @@ export_perfetto(struct analysis *a, FILE *out)
 	}
 	p->x = &x;
 	p->nextseq = PF_SEQ + 1;
+	/* Level 1: higher levels cost 2x the CPU for a few percent. */
 	v = getenv("MSPTI_PERFETTO_DEFLATE");
-	p->deflate = v == NULL || strcmp(v, "0") != 0;
-	/* Level 1: the batches compress ~4x at it, and higher levels cost
-	 * several times the CPU for a few percent. */
-	if (p->deflate && deflateInit(&p->zs, 1) != Z_OK)
-		p->deflate = false;
-	if (p->deflate) {
-		p->zcap = deflateBound(&p->zs, PF_OUT_SIZE);
+	if ((v == NULL || strcmp(v, "0") != 0) &&
+	    (p->zc = libdeflate_alloc_compressor(1)) != NULL) {
+		p->zcap = libdeflate_zlib_compress_bound(p->zc, PF_OUT_SIZE);
 		if ((p->zout = malloc(p->zcap)) == NULL) {
-			deflateEnd(&p->zs);
+			libdeflate_free_compressor(p->zc);
 			free(p->out);
 			free(p);
 			return -ENOMEM;
@@ -778,8 +766,8 @@ export_perfetto(struct analysis *a, FILE *out)
 	free(p->defined.v);
 	free(p->seqs);
 	free(p->out);
-	if (p->deflate)
-		deflateEnd(&p->zs);
+	if (p->zc != NULL)
+		libdeflate_free_compressor(p->zc);
 	free(p->zout);
 	free(p);
 	if (rc == 0 && (fflush(out) != 0 || ferror(out)))
