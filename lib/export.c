@@ -201,9 +201,10 @@ ex_device_work(struct ex *x, struct analysis_source *src,
 	return true;
 }
 
-/* Appends the decimal digits of v at o; returns the new end.  Two
- * digits per division. */
-static char *
+/* Appends the decimal digits of v at o; returns the new end.  The length
+ * first (from the bit length), then two digits per division, written in
+ * place from the end: no copy. */
+static inline char *
 ex_u64(char *o, uint64_t v)
 {
 	static const char dd[] =
@@ -211,23 +212,28 @@ ex_u64(char *o, uint64_t v)
 	    "31323334353637383940414243444546474849505152535455565758596061"
 	    "62636465666768697071727374757677787980818283848586878889909192"
 	    "93949596979899";
-	char d[20];
-	int n = 20;
+	static const uint64_t p10[20] = { 1ull, 10ull, 100ull, 1000ull,
+	    10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+	    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+	    10000000000000ull, 100000000000000ull, 1000000000000000ull,
+	    10000000000000000ull, 100000000000000000ull,
+	    1000000000000000000ull, 10000000000000000000ull };
+	unsigned t = ((64u - (unsigned)__builtin_clzll(v | 1)) * 1233u) >> 12;
+	char *end = o + t + ((v | 1) >= p10[t]), *q = end;
 
 	while (v >= 100) {
 		unsigned r = (unsigned)(v % 100);
 
 		v /= 100;
-		d[--n] = dd[2 * r + 1];
-		d[--n] = dd[2 * r];
+		q -= 2;
+		memcpy(q, dd + 2 * r, 2);
 	}
 	if (v >= 10) {
-		d[--n] = dd[2 * v + 1];
-		d[--n] = dd[2 * v];
+		q -= 2;
+		memcpy(q, dd + 2 * v, 2);
 	} else
-		d[--n] = (char)('0' + v);
-	memcpy(o, d + n, (size_t)(20 - n));
-	return o + (20 - n);
+		*--q = (char)('0' + v);
+	return end;
 }
 
 static char *
@@ -643,7 +649,7 @@ struct ch {
 	size_t		 ptn;
 };
 
-static void
+static inline void
 ch_flush(struct ch *c)
 {
 	if (c->n > 0)
@@ -660,7 +666,7 @@ ch_room(struct ch *c, size_t n)
 	return c->b + c->n;
 }
 
-static void
+static inline void
 ch_put(struct ch *c, const char *s, size_t n)
 {
 	if (n > CH_BUF_SIZE / 2) {
@@ -674,7 +680,7 @@ ch_put(struct ch *c, const char *s, size_t n)
 
 #define CH_LIT(c, s)	ch_put((c), (s), sizeof(s) - 1)
 
-static void
+static inline void
 ch_u64(struct ch *c, uint64_t v)
 {
 	char *o = ch_room(c, 20);
@@ -725,7 +731,7 @@ ch_jstr(struct ch *c, const char *s)
 }
 
 /* ns as µs with three decimals. */
-static void
+static inline void
 ch_us(struct ch *c, uint64_t ns)
 {
 	char *o = ch_room(c, 24);
@@ -755,9 +761,9 @@ ch_ts(struct ex *x, uint64_t t)
 	}
 }
 
-/* ,"pid":P,"tid":T */
-static void
-ch_pidtid(struct ch *c, const struct ex_track *t)
+/* c->pt = ,"pid":P,"tid":T of t. */
+static inline void
+ch_pidtid_set(struct ch *c, const struct ex_track *t)
 {
 	if (!c->pt_ok || c->pt_pid != t->pid || c->pt_tid != t->tid) {
 		char *o = ex_u64(ex_lit(c->pt, ",\"pid\":"), t->pid);
@@ -768,6 +774,12 @@ ch_pidtid(struct ch *c, const struct ex_track *t)
 		c->pt_tid = t->tid;
 		c->pt_ok = true;
 	}
+}
+
+static void
+ch_pidtid(struct ch *c, const struct ex_track *t)
+{
+	ch_pidtid_set(c, t);
 	ch_put(c, c->pt, c->ptn);
 }
 
@@ -798,7 +810,7 @@ ch_meta(struct ex *x, const struct ex_track *t)
 }
 
 static void
-ch_slice(struct ex *x, const struct ex_track *t, const char *name,
+ch_slice_slow(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
     uint64_t flow_in, const char *args)
 {
@@ -845,6 +857,130 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 		ch_ts(x, ts);
 		CH_LIT(c, "}");
 	}
+}
+
+/* strlen(s) when s needs no JSON escape, else -1 (one pass). */
+static inline ssize_t
+ch_clean_len(const char *s)
+{
+	const char *p;
+
+	for (p = s; *p; p++)
+		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+			return -1;
+	return p - s;
+}
+
+/* ",\"ts\":" and the µs since baseTimeNanoseconds at o (<= 32 bytes). */
+static inline char *
+ch_put_ts(char *o, uint64_t base, uint64_t t)
+{
+	uint64_t d;
+	unsigned f;
+
+	memcpy(o, ",\"ts\":", 6);
+	o += 6;
+	if (t >= base)
+		d = t - base;
+	else {
+		*o++ = '-';
+		d = base - t;
+	}
+	f = (unsigned)(d % 1000);
+	o = ex_u64(o, d / 1000);
+	o[0] = '.';
+	o[1] = (char)('0' + f / 100);
+	o[2] = (char)('0' + f / 10 % 10);
+	o[3] = (char)('0' + f % 10);
+	return o + 4;
+}
+
+/* A flow start or end at ts, on track t (already current in c->pt). */
+static inline char *
+ch_put_flow(struct ch *c, char *o, bool start, uint64_t id, uint64_t base,
+    uint64_t ts)
+{
+	static const char s0[] = ",\n{\"ph\":\"s\",\"id\":",
+	    f0[] = ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":",
+	    mid[] = ",\"name\":\"launch\",\"cat\":\"async_task_queue\"";
+
+	if (start) {
+		memcpy(o, s0, sizeof(s0) - 1);
+		o += sizeof(s0) - 1;
+	} else {
+		memcpy(o, f0, sizeof(f0) - 1);
+		o += sizeof(f0) - 1;
+	}
+	o = ex_u64(o, id);
+	memcpy(o, mid, sizeof(mid) - 1);
+	o += sizeof(mid) - 1;
+	memcpy(o, c->pt, c->ptn);
+	o = ch_put_ts(o + c->ptn, base, ts);
+	*o++ = '}';
+	return o;
+}
+
+static void
+ch_slice(struct ex *x, const struct ex_track *t, const char *name,
+    const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
+    uint64_t flow_in, const char *args)
+{
+	static const char h0[] = ",\n{\"ph\":\"X\",\"name\":\"",
+	    h1[] = "\",\"cat\":\"", h2[] = ",\"dur\":", h3[] = ",\"args\":{";
+	struct ch *c = x->priv;
+	uint64_t base = x->a->base_ts;
+	ssize_t nn = ch_clean_len(name);
+	size_t cn = strlen(cat), an = strlen(args), need;
+	unsigned f;
+	char *o;
+
+	ch_meta(x, t);
+	need = (nn < 0 ? 0 : (size_t)nn) + cn + an + 400;
+	if (nn < 0 || need > CH_BUF_SIZE / 2) {
+		ch_slice_slow(x, t, name, cat, ts, dur, flow_out, flow_in,
+		    args);
+		return;
+	}
+	/* The common case in one reservation: no per-field room checks. */
+	ch_pidtid_set(c, t);
+	o = ch_room(c, need);
+	memcpy(o, h0, sizeof(h0) - 1);
+	o += sizeof(h0) - 1;
+	memcpy(o, name, (size_t)nn);
+	o += nn;
+	memcpy(o, h1, sizeof(h1) - 1);
+	o += sizeof(h1) - 1;
+	memcpy(o, cat, cn);
+	o += cn;
+	*o++ = '"';
+	memcpy(o, c->pt, c->ptn);
+	o = ch_put_ts(o + c->ptn, base, ts);
+	memcpy(o, h2, sizeof(h2) - 1);
+	o += sizeof(h2) - 1;
+	f = (unsigned)(dur % 1000);
+	o = ex_u64(o, dur / 1000);
+	o[0] = '.';
+	o[1] = (char)('0' + f / 100);
+	o[2] = (char)('0' + f / 10 % 10);
+	o[3] = (char)('0' + f % 10);
+	o += 4;
+	memcpy(o, h3, sizeof(h3) - 1);
+	o += sizeof(h3) - 1;
+	memcpy(o, args, an);
+	o += an;
+	*o++ = '}';
+	*o++ = '}';
+	x->events++;
+	/* Flow ends 1 ns inside their slice (ch_slice_slow says why). */
+	if (dur >= 2)
+		ts++;
+	if (flow_out) {
+		o = ch_put_flow(c, o, true, flow_out, base, ts);
+		x->flows++;
+	}
+	if (flow_in)
+		o = ch_put_flow(c, o, false, flow_in, base, ts);
+	c->n = (size_t)(o - c->b);
 }
 
 static void
