@@ -68,6 +68,10 @@ run_cfg() {
 	none) "$@" >"$out" 2>"$out.err" ;;
 	nosession) env MSPTID_RUNTIME_DIR="$RT" LD_PRELOAD="$AGENT" "$@" \
 	    >"$out" 2>"$out.err" ;;
+	all-rt) env MSPTI_CLOCK=realtime $CTL run \
+		    --kinds api,kernel,memcpy,communication,marker \
+		    --output "$T/cap.mspti" -- "$@" >"$out" 2>"$out.err"
+		rm -f "$T/cap.mspti" ;;
 	*) kinds=$cfg
 		[ "$cfg" = all ] && kinds=api,kernel,memcpy,communication,marker
 		$CTL run --kinds "$kinds" --output "$T/cap.mspti" -- "$@" \
@@ -76,7 +80,7 @@ run_cfg() {
 	esac
 }
 
-CFGS="none nosession api kernel memcpy communication marker all"
+CFGS="none nosession api kernel memcpy communication marker all all-rt"
 
 # bench NAME CMD...: REPS rotated rounds of every configuration.
 bench() {
@@ -127,10 +131,11 @@ def infl(cfg, ref):
          if not math.isnan(v[cfg]) and not math.isnan(v[ref])]
     return 100 * statistics.median(x), 100 * min(x), 100 * max(x)
 for cfg in ["nosession", "api", "kernel", "memcpy", "communication",
-            "marker", "all"]:
+            "marker", "all", "all-rt"]:
     a = infl(cfg, "none")
-    line = "  %-14s %+6.2f %% vs no agent (runs %+.1f..%+.1f)" % (
-        cfg if cfg != "nosession" else "agent, no session", *a)
+    label = {"nosession": "agent, no session",
+             "all-rt": "all, MSPTI_CLOCK=realtime"}.get(cfg, cfg)
+    line = "  %-14s %+6.2f %% vs no agent (runs %+.1f..%+.1f)" % (label, *a)
     if cfg != "nosession":
         b = infl(cfg, "nosession")
         line += ", %+6.2f %% vs agent without session" % b[0]
@@ -141,7 +146,7 @@ PY
 }
 
 echo "step-time inflation, medians of paired ratios (one round = every configuration once, order rotated; $REPS rounds)"
-echo "  'all' = --kinds api,kernel,memcpy,communication,marker"
+echo "  'all' = --kinds api,kernel,memcpy,communication,marker; 'all, MSPTI_CLOCK=realtime' = the same with the agent's clock_gettime clock (before the TSC mapping)"
 bench "npusim-train --steps $TSTEPS" "$TRAIN" --steps "$TSTEPS"
 bench "npusim-dist --ranks $DRANKS --steps $DSTEPS" "$DIST" --ranks "$DRANKS" --steps "$DSTEPS"
 exit 0

@@ -269,7 +269,7 @@ header_read(struct trace_reader *r)
 		return (int)n;
 	if ((size_t)n < sizeof fh || memcmp(fh.magic, TRACE_MAGIC, 8) != 0)
 		return -EPROTO;
-	if (fh.version != TRACE_VERSION)
+	if (fh.version < TRACE_VERSION_MIN || fh.version > TRACE_VERSION)
 		return -EPROTO;
 	if (fh.size < sizeof fh + sizeof(struct trace_tlv) ||
 	    fh.size > TRACE_HEADER_MAX || (fh.size & 7))

@@ -22,7 +22,9 @@
 
 #include "record.h"
 
-#define TRACE_VERSION		1
+/* Written: 2 (REC_HOST_CLOCK records may appear).  Read: 1 and 2. */
+#define TRACE_VERSION		2
+#define TRACE_VERSION_MIN	1
 #define TRACE_CHUNK_SIZE	(1u << 20)	/* writer's target, raw bytes */
 #define TRACE_CHUNK_MAX		(8u << 20)	/* reader's bound, raw bytes */
 #define TRACE_HEADER_MAX	(1u << 20)
