@@ -2,15 +2,17 @@
  * bench-clock: the cheapest correct clock for the capture hot path, and
  * where an enabled record's time goes.
  *
- * 1. ns per read of CLOCK_REALTIME (what the agent reads now, vDSO),
+ * 1. ns per read of CLOCK_REALTIME (vDSO; the agent's clock with
+ *    MSPTI_CLOCK=realtime or without an invariant TSC),
  *    CLOCK_MONOTONIC, CLOCK_REALTIME_COARSE (for scale: its resolution,
  *    printed, is too coarse for records), RDTSC, RDTSCP, and RDTSC mapped
- *    to CLOCK_REALTIME ns with a calibrated (offset, scale) pair.
+ *    to CLOCK_REALTIME ns with a calibrated (offset, scale) pair (the
+ *    agent's clock where the TSC is invariant: agent/hostclock.c).
  * 2. The mapping's error: (TSC, CLOCK_REALTIME) pairs fitted over 200 ms,
  *    then the largest |mapped - CLOCK_REALTIME| over the next 300 ms.
  *    CLOCK_REALTIME is slewed by NTP and stepped by settimeofday; a TSC
- *    mapping follows neither unless it is refitted, and it would have to
- *    be recorded in the trace for a reader to check it.
+ *    mapping follows neither unless it is refitted: the agent refits
+ *    every second and records each mapping (REC_HOST_CLOCK).
  * 3. The hot path of one 56-byte MARKER record into a ring segment
  *    (ring_preserve, the fields, ring_commit), per stage: clock alone,
  *    record fill alone (a stack record), ring append alone (a ready
@@ -269,7 +271,8 @@ main(void)
 	for (int c = 0; c < nclk; c++) {
 		t[c] = median(v[c], RUNS);
 		printf("  %-42s %6.2f ns%s\n", clk_name[c], t[c],
-		    c == C_REAL ? "  (the agent's clock now)" : "");
+		    c == C_REAL ? "  (agent, MSPTI_CLOCK=realtime)" :
+		    c == C_TSCMAP ? "  (agent, invariant TSC)" : "");
 	}
 	clock_getres(CLOCK_REALTIME_COARSE, &res);
 	printf("  (CLOCK_REALTIME_COARSE resolution %.3f ms: too coarse for "
