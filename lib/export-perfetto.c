@@ -22,14 +22,18 @@
  * the same few fields over and over, which deflate shrinks 4-9x.
  * libdeflate's level 1 does it at ~2.4x zlib's speed for the same size
  * (zlib's level 1 took more CPU than the rest of the export).
- * MSPTI_PERFETTO_DEFLATE=0 writes them plain (for readers without zlib).
+ * With more than one CPU a worker thread deflates and writes a batch
+ * while the walk fills the next.  MSPTI_PERFETTO_DEFLATE=0 writes them
+ * plain (for readers without zlib).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <libdeflate.h>
 
 #include "export.h"
@@ -109,10 +113,19 @@ struct pf {
 	struct pf_buf	 in;		/* this packet's InternedData */
 	uint8_t		*out;		/* buffered output */
 	size_t		 nout;
-	/* Deflate, one batch at a time (NULL: plain). */
+	/* Deflate, one batch at a time (NULL: plain).  With more than one
+	 * CPU a worker deflates and writes a batch while the walk fills the
+	 * other buffer (spare); job is the batch handed over, under zmtx. */
 	struct libdeflate_compressor *zc;
 	uint8_t		*zout;
 	size_t		 zcap;
+	bool		 worker;
+	pthread_t	 zthr;
+	pthread_mutex_t	 zmtx;
+	pthread_cond_t	 zcv;
+	uint8_t		*spare, *job;
+	size_t		 njob;
+	bool		 zstop;
 };
 
 static inline void
@@ -197,20 +210,18 @@ pf_varint_len(uint64_t v)
 	return n;
 }
 
-/* Writes the batch, deflated into one compressed_packets packet. */
+/* Writes n bytes of packets at b, deflated into one compressed_packets
+ * packet (on the worker, if there is one). */
 static void
-pf_flush(struct pf *p)
+pf_write(struct pf *p, const uint8_t *b, size_t n)
 {
 	uint8_t hdr[24], *o;
 	size_t zn;
 
-	if (p->nout == 0)
-		return;
-	if (p->zc == NULL || (zn = libdeflate_zlib_compress(p->zc, p->out,
-	    p->nout, p->zout, p->zcap)) == 0) {
+	if (p->zc == NULL || (zn = libdeflate_zlib_compress(p->zc, b, n,
+	    p->zout, p->zcap)) == 0) {
 		/* Plain (zcap is the bound: a failure cannot happen). */
-		fwrite(p->out, 1, p->nout, p->x->out);
-		p->nout = 0;
+		fwrite(b, 1, n, p->x->out);
 		return;
 	}
 	/* Trace.packet { compressed_packets = 50 (bytes) }. */
@@ -222,7 +233,71 @@ pf_flush(struct pf *p)
 	o = pf_put_varint(o, zn);
 	fwrite(hdr, 1, (size_t)(o - hdr), p->x->out);
 	fwrite(p->zout, 1, zn, p->x->out);
+}
+
+static void *
+pf_worker(void *arg)
+{
+	struct pf *p = arg;
+
+	pthread_mutex_lock(&p->zmtx);
+	for (;;) {
+		while (p->job == NULL && !p->zstop)
+			pthread_cond_wait(&p->zcv, &p->zmtx);
+		if (p->job == NULL)
+			break;
+		pthread_mutex_unlock(&p->zmtx);
+		pf_write(p, p->job, p->njob);
+		pthread_mutex_lock(&p->zmtx);
+		p->spare = p->job;
+		p->job = NULL;
+		pthread_cond_broadcast(&p->zcv);
+	}
+	pthread_mutex_unlock(&p->zmtx);
+	return NULL;
+}
+
+/* Hands the batch to the worker (once it took the last one) and goes on
+ * in the other buffer; without a worker, writes it here. */
+static void
+pf_flush(struct pf *p)
+{
+	if (p->nout == 0)
+		return;
+	if (!p->worker) {
+		pf_write(p, p->out, p->nout);
+		p->nout = 0;
+		return;
+	}
+	pthread_mutex_lock(&p->zmtx);
+	while (p->job != NULL)
+		pthread_cond_wait(&p->zcv, &p->zmtx);
+	p->job = p->out;
+	p->njob = p->nout;
+	p->out = p->spare;
+	p->spare = NULL;
+	pthread_cond_broadcast(&p->zcv);
+	pthread_mutex_unlock(&p->zmtx);
 	p->nout = 0;
+}
+
+/* The last batch written, the worker gone. */
+static void
+pf_finish(struct pf *p)
+{
+	pf_flush(p);
+	if (!p->worker)
+		return;
+	pthread_mutex_lock(&p->zmtx);
+	while (p->job != NULL)
+		pthread_cond_wait(&p->zcv, &p->zmtx);
+	p->zstop = true;
+	pthread_cond_broadcast(&p->zcv);
+	pthread_mutex_unlock(&p->zmtx);
+	pthread_join(p->zthr, NULL);
+	p->worker = false;
+	pthread_mutex_destroy(&p->zmtx);
+	pthread_cond_destroy(&p->zcv);
 }
 
 /* Writes one TracePacket (body in pkt) as Trace.packet (field 1). */
@@ -750,13 +825,24 @@ export_perfetto(struct analysis *a, FILE *out)
 			return -ENOMEM;
 		}
 	}
+	/* A worker for the deflate where a second CPU can run it. */
+	if (p->zc != NULL && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+	    (p->spare = malloc(PF_OUT_SIZE)) != NULL) {
+		pthread_mutex_init(&p->zmtx, NULL);
+		pthread_cond_init(&p->zcv, NULL);
+		p->worker = pthread_create(&p->zthr, NULL, pf_worker, p) == 0;
+		if (!p->worker) {
+			pthread_mutex_destroy(&p->zmtx);
+			pthread_cond_destroy(&p->zcv);
+		}
+	}
 	x.a = a;
 	x.out = out;
 	x.em = &pf_emit;
 	x.priv = p;
 	pf_clock(p);
 	rc = ex_walk(&x);
-	pf_flush(p);
+	pf_finish(p);
 	for (int f = 0; f < PF_I_N; f++) {
 		for (size_t i = 0; i < p->str[f].cap; i++)
 			free(p->str[f].v[i].s);
@@ -766,6 +852,7 @@ export_perfetto(struct analysis *a, FILE *out)
 	free(p->defined.v);
 	free(p->seqs);
 	free(p->out);
+	free(p->spare);
 	if (p->zc != NULL)
 		libdeflate_free_compressor(p->zc);
 	free(p->zout);
