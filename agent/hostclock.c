@@ -53,6 +53,7 @@
 #define HOSTCLOCK_REFIT_NS	1000000000ull
 #define HOSTCLOCK_STEP_NS	1000000		/* a larger gap steps */
 #define HOSTCLOCK_TRIES		5		/* reference reads per refit */
+#define HOSTCLOCK_BRACKET_NS	100000		/* a wider reference: retry later */
 
 struct hostclock hostclock;
 
@@ -269,9 +270,10 @@ hostclock_give_up(const char *why, uint64_t ref_ns)
 
 /*
  * Fits the mapping to a new reference point (under hc_busy).  first: the
- * first fit, from the point hostclock_decide took.
+ * first fit, from the point hostclock_decide took.  False when no mapping
+ * was stored (the first fit then comes again later).
  */
-static void
+static bool
 hostclock_fit(bool first)
 {
 	uint64_t t, r, old_tsc, old_ns, old_mult, base_ns, span;
@@ -281,10 +283,24 @@ hostclock_fit(bool first)
 	bool step = first;
 
 	hostclock_ref(&t, &r, &bracket);
+	/* Every try preempted: the reference is no better than its bracket.
+	 * Try again in an eighth of a period (the mapping goes on). */
+	if (bracket > HOSTCLOCK_BRACKET_NS) {
+		if (!first) {
+			span = atomic_load_explicit(&hostclock.span,
+			    memory_order_relaxed);
+			hostclock_store(atomic_load_explicit(&hostclock.base_tsc,
+			    memory_order_relaxed), atomic_load_explicit(
+			    &hostclock.base_ns, memory_order_relaxed),
+			    atomic_load_explicit(&hostclock.mult,
+			    memory_order_relaxed), span + span / 8);
+		}
+		return false;
+	}
 	if (t <= hc_ref_tsc || r <= hc_ref_ns) {
 		if (t <= hc_ref_tsc) {
 			hostclock_give_up("the TSC went back", r);
-			return;
+			return false;
 		}
 		/* CLOCK_REALTIME was set back: start over from here. */
 		hc_ref_tsc = t;
@@ -300,12 +316,17 @@ hostclock_fit(bool first)
 		if (++hc_strikes >= 3) {
 			hostclock_give_up("the TSC rate moved by more than "
 			    "0.1 %", r);
-			return;
+			return false;
 		}
 		rate = hc_rate;
 		step = true;
 	} else
 		hc_strikes = 0;
+	if (!(rate > 0 && rate < 1000)) {	/* no rate yet (set back) */
+		hc_ref_tsc = t;
+		hc_ref_ns = r;
+		return false;
+	}
 	old_tsc = atomic_load_explicit(&hostclock.base_tsc,
 	    memory_order_relaxed);
 	old_ns = atomic_load_explicit(&hostclock.base_ns, memory_order_relaxed);
@@ -339,6 +360,7 @@ hostclock_fit(bool first)
 	log_debug("clock: TSC mapping %s: %.6f ns/tick, was off %lld ns, "
 	    "reference +-%u ns", first ? "fitted" : step ? "stepped" : "slewed",
 	    rate, (long long)err, bracket / 2);
+	return true;
 }
 
 /* The reader's slow path for a tick past the mapping's period: refits,
@@ -351,7 +373,7 @@ hostclock_refit(void)
 	if (!atomic_flag_test_and_set_explicit(&hc_busy,
 	    memory_order_acquire)) {
 		if (atomic_load(&hc_mode) == HC_TSC)
-			hostclock_fit(false);
+			(void)hostclock_fit(false);
 		atomic_flag_clear_explicit(&hc_busy, memory_order_release);
 	}
 	return hostclock_read(&ns) == 0 ? ns : util_realtime_ns();
@@ -379,8 +401,8 @@ hostclock_slow(void)
 		    memory_order_acquire))
 			return now;
 		if (atomic_load(&hc_mode) == HC_CALIBRATING) {
-			hostclock_fit(true);
-			if (atomic_load(&hc_mode) == HC_CALIBRATING)
+			if (hostclock_fit(true) &&
+			    atomic_load(&hc_mode) == HC_CALIBRATING)
 				atomic_store(&hc_mode, HC_TSC);
 		}
 		atomic_flag_clear_explicit(&hc_busy, memory_order_release);

@@ -372,6 +372,26 @@ echo "mspti enabled record, mstxMarkA -> session ring, 100000 per run:  $(stats 
 echo "mspti enabled record, mstxMarkA -> session ring, $NREC per run: $(stats 1 <"$T/full.ns") ns (full ring drops included)"
 exec 3>&-
 wait "$EMIT" 2>/dev/null
-MSPTI_BENCH_OURS="ring:mstxMarkA -> session ring (100000/run):$small_ns;ring:mstxMarkA -> session ring ($NREC/run):$ring_ns" \
+# The same 7 x 100000 from an emitter with the agent's old clock
+# (clock_gettime), side by side.
+mkfifo "$T/cmd2" || broken "mkfifo"
+: >"$T/emit.out"
+done_lines=0
+MSPTI_CLOCK=realtime $WITH_AGENT "$H" emit <"$T/cmd2" >"$T/emit.out" 2>"$T/emit.err" &
+EMIT=$!; PIDS="$PIDS $EMIT"
+exec 3>"$T/cmd2"
+wait_until 20 registered "$EMIT" || broken "emitter did not register: $(cat "$T/emit.err")"
+: >"$T/small-rt.ns"
+j=0
+while [ "$j" -lt 7 ]; do
+	run_once 0 100000
+	echo "$emit_ns" | awk '{ print $1 / 100000 }' >>"$T/small-rt.ns"
+	j=$((j + 1))
+done
+rt_ns=$(stats 1 <"$T/small-rt.ns" | awk '{ print $2 }')
+echo "  same with MSPTI_CLOCK=realtime (clock_gettime, the clock before):    $(stats 1 <"$T/small-rt.ns") ns"
+exec 3>&-
+wait "$EMIT" 2>/dev/null
+MSPTI_BENCH_OURS="ring:mstxMarkA -> session ring (100000/run):$small_ns;ring:mstxMarkA -> session ring ($NREC/run):$ring_ns;ring:mstxMarkA -> session ring, MSPTI_CLOCK=realtime (100000/run):$rt_ns" \
     MSPTI_BENCH_LTTNG_ONLY=enabled sh "$src/api-lttng.sh"
 exit $status
