@@ -95,6 +95,10 @@ static struct qcell *_Atomic dt_queue;
 static _Atomic size_t dt_enq;
 static size_t dt_deq;
 static _Atomic uint64_t dt_channel_lost;
+/* MSPTI_TEST_DEVTIME_PUBLISH_DELAY_MS: pushes from a thread named
+ * "dt-stall" wait this long between reserving a cell and publishing it
+ * (the window a preempted producer leaves open), for tests. */
+static int dt_publish_delay_ms;
 /* Overflow of the ring (dt_over_mtx); dt_over_len is read without it. */
 static pthread_mutex_t dt_over_mtx = PTHREAD_MUTEX_INITIALIZER;
 static struct pending *dt_over;
@@ -194,10 +198,14 @@ devtime_queue(void)
 {
 	struct qcell *q = atomic_load_explicit(&dt_queue, memory_order_acquire),
 	    *none = NULL;
+	const char *v;
 	size_t i;
 
 	if (API_LIKELY(q != NULL))
 		return q;
+	if ((v = getenv("MSPTI_TEST_DEVTIME_PUBLISH_DELAY_MS")) != NULL)
+		dt_publish_delay_ms = atoi(v) > 0 && atoi(v) < 60000 ?
+		    atoi(v) : 0;
 	q = malloc(DEVTIME_QUEUE * sizeof(*q));
 	if (q == NULL)
 		return NULL;
@@ -331,6 +339,20 @@ overflow_push(const struct pending *p)
 	return true;
 }
 
+static void
+publish_delay(void)
+{
+	char name[16];
+	struct timespec ts;
+
+	if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0 ||
+	    strcmp(name, "dt-stall") != 0)
+		return;
+	ts.tv_sec = dt_publish_delay_ms / 1000;
+	ts.tv_nsec = (long)(dt_publish_delay_ms % 1000) * 1000000;
+	nanosleep(&ts, NULL);
+}
+
 static bool
 queue_push(const struct pending *p)
 {
@@ -355,6 +377,8 @@ queue_push(const struct pending *p)
 			pos = atomic_load_explicit(&dt_enq,
 			    memory_order_relaxed);
 	}
+	if (API_UNLIKELY(dt_publish_delay_ms != 0))
+		publish_delay();
 	c->p = *p;
 	atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
 	return true;
