@@ -31,8 +31,10 @@
  * thread that submitted it (the record's tid) is still inside that call
  * (struct dt_thread, marked by devtime_call_begin/end around every
  * interposed call that may queue device work); only once the call is
- * over, and the queue drained again, is it taken for a task without a
- * launch of ours and emitted alone.  No time limit decides that, and a
+ * over, and the queue drained again up to every cell reserved by then
+ * (a producer preempted between reserving a cell and publishing it hides
+ * the cells after it), is it taken for a task without a launch of ours
+ * and emitted alone.  No time limit decides that, and a
  * FlushAll racing a launch on another thread neither emits the record
  * unjoined nor leaves its entry behind.
  *
@@ -172,6 +174,9 @@ struct deferred {
 	uint64_t		 since;
 	struct dt_thread	*t;
 	uint64_t		 ended0;
+	bool			 over;	/* its call is known to be over */
+	size_t			 need;	/* then: dt_enq, every cell reserved
+					 * before it must be popped first */
 };
 static struct deferred *dt_defer;
 static size_t dt_ndefer, dt_defer_cap;
@@ -1198,14 +1203,28 @@ try_emit(struct deferred *d, uint64_t now)
 		emit_device(rec, &p, d->start, d->end);
 		return true;
 	}
-	if (call_open(d) && now - d->since < DEVTIME_STUCK_NS)
-		return false;
-	/* The call is over: its entry, if any, is in the queue by now. */
+	if (!d->over) {
+		if (call_open(d) && now - d->since < DEVTIME_STUCK_NS)
+			return false;
+		/*
+		 * The call is over: its entry, if any, has a reserved cell
+		 * below dt_enq now (the reservation came before the release
+		 * that call_open acquired).  The ring pops in order, so a
+		 * producer still between reserving an earlier cell and
+		 * publishing it hides the entry; wait for it to publish.
+		 */
+		d->over = true;
+		d->need = atomic_load_explicit(&dt_enq, memory_order_acquire);
+	}
 	queue_drain();
-	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p))
+	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p)) {
 		emit_device(rec, &p, d->start, d->end);
-	else
-		emit_device(rec, NULL, d->start, d->end);
+		return true;
+	}
+	if ((intptr_t)(d->need - dt_deq) > 0 &&
+	    now - d->since < DEVTIME_STUCK_NS)
+		return false;
+	emit_device(rec, NULL, d->start, d->end);
 	return true;
 }
 
@@ -1298,6 +1317,8 @@ devtime_pass(bool draining)
 				w.since = now;
 				w.t = NULL;
 				w.ended0 = 0;
+				w.over = false;
+				w.need = 0;
 				if (!try_emit(&w, now))
 					defer_add(&w);
 			}
