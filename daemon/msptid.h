@@ -498,6 +498,7 @@ void		 session_dev_counter_cb(const struct metrics_counter *c,
 uint64_t	 session_dev_unmatched(const struct sess_agent *sa);
 void		 session_dev_join_flush(struct session *s);
 bool		 session_dev_inflight(const struct session *s);
+void		 session_dev_last_metrics(struct session *s);
 void		 session_dev_agent_changed(struct daemon *d, struct agent *a);
 void		 session_dev_start(struct sess_agent *sa, struct agent *a);
 void		 session_dev_clock_text(struct session *s, char *out,

@@ -395,6 +395,20 @@ session_dev_use(struct session *s, const struct agent *a)
 	}
 	if (added != 0 && s->w != NULL)
 		session_dev_clock_records(s, added);
+	/* A first point of each new device's metrics now (a short capture
+	 * may end before the next tick). */
+	for (uint32_t dev = 0; added != 0 && dev < 64; dev++)
+		if ((added & (1ull << dev)) && d->metrics != NULL)
+			metrics_sample_device(d->metrics, dev);
+}
+
+/* The last point of the session's device metrics (finalizing). */
+void
+session_dev_last_metrics(struct session *s)
+{
+	for (uint32_t dev = 0; dev < 64 && s->d->metrics != NULL; dev++)
+		if (s->devmask & (1ull << dev))
+			metrics_sample_device(s->d->metrics, dev);
 }
 
 /* Device-channel losses of s so far. */
@@ -465,7 +479,9 @@ session_dev_counter_cb(const struct metrics_counter *c, void *arg)
 	struct rec_counter r;
 	bool want = false;
 
-	if (s->w == NULL || s->state != SESS_ACTIVE)
+	/* Stopping too: the last point is taken while finalizing. */
+	if (s->w == NULL || (s->state != SESS_ACTIVE &&
+	    s->state != SESS_STOPPING))
 		return;
 	if (c->pid == 0)
 		want = c->device < 64 && (s->devmask & (1ull << c->device));

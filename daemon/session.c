@@ -491,8 +491,9 @@ session_finalize(struct session *s)
 		session_drain_agent(sa);
 		session_agent_release(sa);
 	}
-	/* Device tasks of the last launches. */
+	/* Device tasks of the last launches; the last metrics point. */
 	session_dev_poll(s->d);
+	session_dev_last_metrics(s);
 	if (session_dev_inflight(s) && (s->inflight_tv = evtimer_new(s->d->base,
 	    session_inflight_cb, s)) != NULL) {
 		s->inflight_until = util_monotonic_ns() +
