@@ -33,6 +33,9 @@
 
 /* Collectives fewer than this on a host pair leave it unlinked. */
 #define CLOCKALIGN_MIN_MATCHED	3
+/* Ranks of one host further apart than 3x their uncertainties plus this
+ * have clocks of their own. */
+#define CLOCKALIGN_SPLIT_NS	5000
 
 /*
  * One collective as one rank saw it.  Only collectives every member must
