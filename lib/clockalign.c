@@ -11,8 +11,10 @@
  * end differences), iterated until no offset moves, since the others'
  * offsets enter the observation.  The uncertainty is the distribution-free
  * 95% confidence interval of that median (order statistics n/2 +- 0.98
- * sqrt(n)), never less than the spread of the ranks of one host within a
- * collective (how well "ends together" holds), and is cut to the hard
+ * sqrt(n)), never less than half the observations' interquartile range,
+ * the spread of the ranks of one host within a collective (how well "ends
+ * together" holds) or CLOCKALIGN_FLOOR_NS, plus the uncertainty of the
+ * unit it was linked through; and it is cut to the hard
  * bracket that causality gives against the reference: a unit cannot end
  * before the reference's last rank started, nor the reference before the
  * unit's last rank started.
@@ -397,8 +399,8 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 			x->uncertainty_ns = spread[u];
 		if (x->uncertainty_ns < spread[ref])
 			x->uncertainty_ns = spread[ref];
-		if (x->uncertainty_ns < 1)
-			x->uncertainty_ns = 1;
+		if (x->uncertainty_ns < CLOCKALIGN_FLOOR_NS)
+			x->uncertainty_ns = CLOCKALIGN_FLOOR_NS;
 	}
 	/* Linked through another unit: its uncertainty adds (in placing
 	 * order, so the chain's whole length counts). */

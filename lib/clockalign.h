@@ -33,6 +33,11 @@
 
 /* Collectives fewer than this on a host pair leave it unlinked. */
 #define CLOCKALIGN_MIN_MATCHED	3
+/* No offset is stated more precise than this: ranks leave a collective
+ * together only to within about a link's latency, and each host maps its
+ * device times to its clock with an error of its own; collectives cannot
+ * see either. */
+#define CLOCKALIGN_FLOOR_NS	1000
 /* Ranks of one host further apart than 3x their uncertainties plus this
  * have clocks of their own. */
 #define CLOCKALIGN_SPLIT_NS	5000
