@@ -29,7 +29,7 @@
 
 #include "clockalign.h"
 
-#define CA_MAX_ITER	200
+#define CA_MAX_ITER	50
 
 /* One unit's view of one instance. */
 struct ca_ent {
