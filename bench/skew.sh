@@ -31,7 +31,7 @@ for skew in 0 1000000 -5000000 20000000; do
 	job=$($MC exec ctl squeue -h -t R -n bskew -o %i)
 	k=$(sed -n 's/^rank [0-9]* step \([0-9]*\):.*/\1/p' "$T/job.out" | sort -n | tail -1)
 	$MC exec ctl "$MSPTICTL" start --cluster slurm --job "$job" --steps 8 \
-	    --start-step $((k + 150)) --output-dir "$T/cap" >"$T/start.out" 2>&1 &&
+	    --start-step $((k + 300)) --output-dir "$T/cap" >"$T/start.out" 2>&1 &&
 	$MC exec ctl timeout 60 "$MSPTICTL" wait --cluster slurm --job "$job" \
 	    --output-dir "$T/cap" >"$T/wait.out" 2>&1 ||
 		{ echo "skew: capture failed:"; cat "$T/start.out" "$T/wait.out"; exit 1; }

@@ -29,15 +29,30 @@ run_job() {
 		fail "$name: the ranks did not run: $(cat "$T/$name.job")"
 	JOB=$($MC exec ctl squeue -h -t R -n "mc$name" -o %i)
 	[ -n "$JOB" ] || fail "$name: no job: $(cat "$T/$name.job")"
-	# A common window a little ahead of every rank.
-	k=$(sed -n 's/^rank [0-9]* step \([0-9]*\):.*/\1/p' "$T/$name.job" | sort -n | tail -1)
-	ctl "$MSPTICTL" start --cluster slurm --job "$JOB" --steps 8 \
-	    --start-step $((k + 150)) \
-	    --output-dir "$T/$name" >"$T/$name.start" 2>&1 ||
-		fail "$name: start: $(cat "$T/$name.start")"
-	ctl timeout 60 "$MSPTICTL" wait --cluster slurm --job "$JOB" \
-	    --output-dir "$T/$name" >"$T/$name.wait" 2>&1 ||
-		fail "$name: wait: $(cat "$T/$name.wait")"
+	# A common window a little ahead of every rank (~7 ms a step).  On a
+	# loaded machine the start may take longer than the ranks take to
+	# get there: ranks past k miss steps (the reply says so) and a job
+	# session whose ranks all passed it waits for ever; then try again
+	# further ahead.
+	done_=""
+	for m in 150 600 2400; do
+		k=$(sed -n 's/^rank [0-9]* step \([0-9]*\):.*/\1/p' "$T/$name.job" | sort -n | tail -1)
+		ctl "$MSPTICTL" start --cluster slurm --job "$JOB" --steps 8 \
+		    --start-step $((k + m)) \
+		    --output-dir "$T/$name" >"$T/$name.start" 2>&1 ||
+			fail "$name: start: $(cat "$T/$name.start")"
+		if ! grep -q 'missed\|none captured' "$T/$name.start" &&
+		    ctl timeout $((m / 40 + 20)) "$MSPTICTL" wait --cluster slurm \
+		    --job "$JOB" --output-dir "$T/$name" >"$T/$name.wait" 2>&1; then
+			done_=1
+			break
+		fi
+		echo "# $name: no window at step $((k + m)) in time, trying further ahead: $(tail -1 "$T/$name.job")"
+		ctl "$MSPTICTL" stop --cluster slurm --job "$JOB" \
+		    --output-dir "$T/$name" >/dev/null 2>&1
+		rm -rf "$T/$name"
+	done
+	[ -n "$done_" ] || fail "$name: the window never opened: $(cat "$T/$name.start")"
 	$MC exec ctl scancel "$JOB"
 	wait "$JOB_PID" 2>/dev/null
 	JOB_PID=""
