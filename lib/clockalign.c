@@ -201,11 +201,8 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		x->matched = (uint32_t)m;
 		x->via = u;
 		if (u == ref) {
-			x->status = m > 0 ? CLOCKALIGN_REFERENCE :
-			    CLOCKALIGN_NOT_ESTIMABLE;
-			if (m == 0)
-				x->reason = "no collective shared with another "
-				    "clock";
+			/* Its own clock is the reference, shared or not. */
+			x->status = CLOCKALIGN_REFERENCE;
 			continue;
 		}
 		x->status = CLOCKALIGN_NOT_ESTIMABLE;
@@ -220,8 +217,8 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		else
 			x->status = CLOCKALIGN_ESTIMATED;
 	}
-	if (est[ref].status != CLOCKALIGN_REFERENCE) {
-		rc = 0;
+	if (uoff[ref + 1] == uoff[ref]) {
+		rc = 0;		/* nothing to align to */
 		goto out;
 	}
 	/* Start from the reference outward: a unit's first offset is the

@@ -361,8 +361,8 @@ START_TEST(skew_hook)
 }
 END_TEST
 
-/* The analysis (report, export): host h2 runs 5 ms ahead, host h3's rank
- * has no collective.  The clocks table states h2's offset and that h3's
+/* The analysis (report, export): host h2 (rank 1) runs 5 ms ahead, host
+ * h3's rank has no collective.  The clocks table states h2's offset and that h3's
  * is not estimable, a warning says rank 2 is not aligned, and rank 1's
  * steps are moved onto h1's clock. */
 static const char *
@@ -414,13 +414,15 @@ feed(struct analysis_source *src, const struct rec_hdr *h)
 	ck_assert_int_eq(analysis_source_add(src, h), 0);
 }
 
-START_TEST(analysis_hosts)
+static void
+hosts_case(const char *host1)
 {
 	const uint64_t t0 = 1700000000000000000ull, us = 1000;
 	struct analysis *a = analysis_new(NULL);
 	struct analysis_source *src[3];
-	const char *const hosts[] = { "h1", "h2", "h3" };
+	const char *const hosts[] = { "h1", host1, "h3" };
 	const int64_t skew[] = { 0, 5000000, -1000000 };
+	bool split = strcmp(host1, "h1") == 0;
 	const struct table *t;
 	const char *const *w;
 	size_t nw;
@@ -489,9 +491,16 @@ START_TEST(analysis_hosts)
 	ck_assert_ptr_nonnull(t);
 	ck_assert_str_eq(analysis_section_name(ANALYSIS_CLOCKS), "clocks");
 	ck_assert_str_eq(tcell(t, "host", "h1", "Status"), "reference");
-	ck_assert_str_eq(tcell(t, "host", "h2", "Status"), "estimated");
-	ck_assert_double_eq_tol(atof(tcell(t, "host", "h2", "Offset(us)")),
-	    -5000, 0.001);
+	if (split) {
+		ck_assert_ptr_nonnull(strstr(tcell(t, "host", "h1", "Note"),
+		    "disagree"));
+		ck_assert_str_eq(tcell(t, "rank", "1", "Note"), "own offset");
+	} else {
+		ck_assert_str_eq(tcell(t, "host", "h2", "Status"),
+		    "estimated");
+		ck_assert_double_eq_tol(atof(tcell(t, "host", "h2",
+		    "Offset(us)")), -5000, 0.001);
+	}
 	ck_assert_double_eq_tol(atof(tcell(t, "rank", "1", "Applied(us)")),
 	    -5000, 0.001);
 	ck_assert_str_eq(tcell(t, "host", "h3", "Status"), "not estimable");
@@ -509,6 +518,19 @@ START_TEST(analysis_hosts)
 	ck_assert_double_eq_tol(rcell(a, "0", "Wait Avg(us)"), 52.5, 0.01);
 	ck_assert_double_eq_tol(rcell(a, "1", "Wait Avg(us)"), 13, 0.01);
 	analysis_free(a);
+}
+
+START_TEST(analysis_hosts)
+{
+	hosts_case("h2");
+}
+END_TEST
+
+/* The same with rank 1 on rank 0's host but a clock of its own: it gets
+ * its own offset (by default, not only with --align always). */
+START_TEST(analysis_split_host)
+{
+	hosts_case("h1");
 }
 END_TEST
 
@@ -529,6 +551,7 @@ main(void)
 	tcase_add_test(tc, empty_and_bad);
 	tcase_add_test(tc, skew_hook);
 	tcase_add_test(tc, analysis_hosts);
+	tcase_add_test(tc, analysis_split_host);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
