@@ -279,6 +279,11 @@ an_clock(struct analysis *a)
 		    &r->est : &none, have && a->o.align !=
 		    ANALYSIS_ALIGN_NEVER, off[i], note);
 	}
+	/* One clock (one host, its ranks agreeing): nothing to state. */
+	if (nh <= 1 && !(nh == 1 && ca.host_split[0])) {
+		table_free(t);
+		t = NULL;
+	}
 	/* Records of no process (device metrics) move with their host. */
 	for (size_t i = 0; i < a->nsrc; i++) {
 		const char *h = a->src[i]->host ? a->src[i]->host : "";
