@@ -83,6 +83,114 @@ ca_cmp_av(const void *x, const void *y)
 }
 
 static int
+ca_cmp_rank_comm(const void *x, const void *y)
+{
+	const struct clockalign_sample *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->comm != b->comm)
+		return a->comm < b->comm ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Interquartile range of the end differences ref[j + d] - r[j] over the
+ * pairs that exist; *np their count.  tmp holds n values. */
+static int64_t
+ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
+    const struct clockalign_sample *ref, size_t nref, long d, int64_t *tmp,
+    size_t *np)
+{
+	size_t k = 0;
+
+	for (size_t j = 0; j < nr; j++) {
+		long q = (long)j + d;
+
+		if (q < 0 || (size_t)q >= nref)
+			continue;
+		tmp[k++] = (int64_t)ref[q].end_ns - (int64_t)r[j].end_ns;
+	}
+	*np = k;
+	if (k < 4)
+		return INT64_MAX;
+	qsort(tmp, k, sizeof(*tmp), ca_cmp_i64);
+	return tmp[(3 * k) / 4] - tmp[k / 4];
+}
+
+/*
+ * Ordinals that do not match: a rank whose capture began a few
+ * collectives before or after the reference rank's numbers them from a
+ * different first one, and equal ordinals then pair different collectives
+ * (their end differences vary by the step-to-step jitter, not by noise).
+ * For each rank and communicator it shares with the reference rank,
+ * where the pairing by ordinal disagrees by more than 4 x the floor, the
+ * shift of up to CLOCKALIGN_MAX_SHIFT collectives whose differences agree
+ * best (a quarter of the spread or less) renumbers its collectives onto
+ * the reference's; its unpaired ones get ordinals no one else has.
+ */
+static void
+ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
+    int64_t *tmp)
+{
+	size_t i = 0, r0 = 0, r1 = 0;
+
+	qsort(s, m, sizeof(*s), ca_cmp_rank_comm);
+	while (r0 < m && s[r0].rank != refrank)
+		r0++;
+	r1 = r0;
+	while (r1 < m && s[r1].rank == refrank)
+		r1++;
+	while (i < m) {
+		size_t j = i, a, b, base, np, best_np = 0;
+		int64_t eq, best = INT64_MAX, v;
+		long best_d = 0;
+
+		while (j < m && s[j].rank == s[i].rank && s[j].comm == s[i].comm)
+			j++;
+		if (s[i].rank == refrank)
+			goto next;
+		for (a = r0; a < r1 && s[a].comm != s[i].comm; a++)
+			;
+		for (b = a; b < r1 && s[b].comm == s[i].comm; b++)
+			;
+		if (a == b)
+			goto next;
+		/* The pairing by ordinal: its offset within the reference's. */
+		for (base = a; base < b && s[base].seq < s[i].seq; base++)
+			;
+		eq = ca_pair_iqr(s + i, j - i, s + a, b - a,
+		    (long)(base - a), tmp, &np);
+		if (eq != INT64_MAX && eq <= 4 * CLOCKALIGN_FLOOR_NS)
+			goto next;
+		for (long d = -CLOCKALIGN_MAX_SHIFT; d <= CLOCKALIGN_MAX_SHIFT;
+		    d++) {
+			v = ca_pair_iqr(s + i, j - i, s + a, b - a,
+			    (long)(base - a) + d, tmp, &np);
+			if (np * 2 < (j - i < b - a ? j - i : b - a))
+				continue;
+			if (v < best) {
+				best = v;
+				best_d = (long)(base - a) + d;
+				best_np = np;
+			}
+		}
+		if (best_np == 0 || (eq != INT64_MAX && best > eq / 4) ||
+		    best_d == (long)(base - a))
+			goto next;
+		for (size_t k = i; k < j; k++) {
+			long q = (long)(k - i) + best_d;
+
+			s[k].seq = q >= 0 && (size_t)q < b - a ?
+			    s[a + (size_t)q].seq : 1ull << 63 |
+			    (uint64_t)s[k].rank << 24 | (k - i);
+		}
+next:
+		i = j;
+	}
+	qsort(s, m, sizeof(*s), ca_cmp_sample);
+}
+
+static int
 ca_cmp_rank(const void *x, const void *y)
 {
 	const struct clockalign_rank *a = x, *b = y;
@@ -617,6 +725,8 @@ clockalign_estimate(const struct clockalign_sample *in, size_t n,
 	}
 	ref = reference >= 0 ? (uint32_t)reference : out->ranks[rref].host;
 	out->reference = ref;
+	ca_repair(s, m, out->ranks[rref].rank, tmp);
+	ne = ca_entries(s, m, true, out->ranks, nr, e, tmp, &ninst);
 	rest = calloc(nr, sizeof(*rest));
 	if (rest == NULL)
 		goto fail;

@@ -38,6 +38,8 @@
  * device times to its clock with an error of its own; collectives cannot
  * see either. */
 #define CLOCKALIGN_FLOOR_NS	1000
+/* Captures that began this many collectives apart still match. */
+#define CLOCKALIGN_MAX_SHIFT	16
 /* Ranks of one host further apart than 3x their uncertainties plus this
  * have clocks of their own. */
 #define CLOCKALIGN_SPLIT_NS	5000
@@ -48,7 +50,10 @@
  * all-to-all, barrier) belong here, with device-side times.  comm is the
  * same number on every rank for one communicator: clockalign_comm_id() of
  * its name (string ids differ between trace files).  seq counts that
- * rank's collectives on comm from 0, in start order.
+ * rank's collectives on comm from 0, in start order.  Ranks whose captures
+ * began up to CLOCKALIGN_MAX_SHIFT collectives apart are renumbered onto
+ * the reference rank's ordinals, where the shift is plain from the end
+ * times (a constant difference instead of the step-to-step jitter).
  */
 struct clockalign_sample {
 	uint32_t	rank;

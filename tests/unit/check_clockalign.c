@@ -316,6 +316,45 @@ START_TEST(split_host)
 }
 END_TEST
 
+/* Captures that began at different collectives: host 1's ranks missed the
+ * first 3 (and number theirs from 0), rank 1 the first one, host 0's the
+ * last 2.  Equal ordinals pair different all-reduces; the renumbering
+ * finds the shift, and the offset is right. */
+START_TEST(windows_apart)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
+	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+	size_t w = 0;
+
+	gen_coll(&g, "world", ranks, hosts, 4, skew, 200, 1000000, 1000, &t);
+	for (size_t i = 0; i < g.n; i++) {
+		struct clockalign_sample x = g.s[i];
+
+		if (x.host == 1 && x.seq < 3)
+			continue;
+		if (x.rank == 1 && x.seq < 1)
+			continue;
+		if (x.host == 0 && x.seq >= 198)
+			continue;
+		if (x.host == 1)
+			x.seq -= 3;
+		if (x.rank == 1)
+			x.seq -= 1;
+		g.s[w++] = x;
+	}
+	g.n = w;
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	check_host(&ca, 1, -3200000, 2000);
+	ck_assert(!ca.host_split[0] && !ca.host_split[1]);
+	ck_assert(llabs(clockalign_rank(&ca, 1)->est.offset_ns) <= 2000);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
 /* Nothing, bad hosts and end-before-start samples: no crash, nothing
  * estimated. */
 START_TEST(empty_and_bad)
@@ -548,6 +587,7 @@ main(void)
 	tcase_add_test(tc, outliers);
 	tcase_add_test(tc, chain_and_unlinked);
 	tcase_add_test(tc, split_host);
+	tcase_add_test(tc, windows_apart);
 	tcase_add_test(tc, empty_and_bad);
 	tcase_add_test(tc, skew_hook);
 	tcase_add_test(tc, analysis_hosts);
