@@ -237,6 +237,14 @@ ca_ci(const int64_t *v, size_t n, int64_t med)
 	return med - v[j] > v[k] - med ? med - v[j] : v[k] - med;
 }
 
+static void
+ca_disagree(struct clockalign_est *x)
+{
+	x->status = CLOCKALIGN_NOT_ESTIMABLE;
+	x->reason = "collective ends do not agree (captures of different "
+	    "steps?)";
+}
+
 /*
  * Solves for nunits offsets from ne entries sorted by instance, ref the
  * reference unit.  Fills est[nunits]; via[] is left for the caller.
@@ -257,11 +265,12 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 	struct ca_av *av = calloc(ne + 1, sizeof(*av));
 	int64_t *tmp = calloc(ne + 1, sizeof(*tmp));
 	int *level = malloc(((size_t)nunits + 1) * sizeof(*level));
-	int rc = -ENOMEM, maxlevel = 0;
+	int64_t *iq = calloc((size_t)nunits + 1, sizeof(*iq));
+	int rc = -ENOMEM, maxlevel = 0, rounds = 0;
 
 	if (ioff == NULL || uoff == NULL || ufill == NULL || uf == NULL ||
 	    o == NULL || onew == NULL || d == NULL || spread == NULL ||
-	    av == NULL || tmp == NULL || level == NULL)
+	    av == NULL || tmp == NULL || level == NULL || iq == NULL)
 		goto out;
 	for (uint32_t u = 0; u < nunits; u++)
 		level[u] = -1;
@@ -393,7 +402,9 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		}
 	/* Refine: observations from the current offsets (the others'
 	 * median aligned end, leaving the unit out), new offsets their
-	 * medians; the reference stays at 0. */
+	 * medians; the reference stays at 0.  A unit found not to agree
+	 * at the end is left out and the rest refined again. */
+again:
 	for (int it = 0; it <= CA_MAX_ITER; it++) {
 		int64_t moved = 0;
 		bool last = it == CA_MAX_ITER;
@@ -445,6 +456,7 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 				iqr = (v[(3 * n) / 4] - v[n / 4]) / 2;
 				if (est[u].uncertainty_ns < iqr)
 					est[u].uncertainty_ns = iqr;
+				iq[u] = iqr;
 			}
 		}
 		if (last) {
@@ -466,6 +478,31 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		}
 		if (moved <= 1)
 			it = CA_MAX_ITER - 1;	/* one more pass: the result */
+	}
+	/* Ends that disagree by far more than any transit are not one
+	 * collective's: the captures hold different steps.  The worst such
+	 * unit is left out (it spoils the others' observations too) and the
+	 * rest refined again; after 16 rounds all that remain go at once. */
+	{
+		uint32_t worst = UINT32_MAX;
+
+		for (uint32_t u = 0; u < nunits; u++) {
+			if (u == ref || est[u].status ==
+			    CLOCKALIGN_NOT_ESTIMABLE ||
+			    iq[u] <= CLOCKALIGN_MAX_SPREAD_NS)
+				continue;
+			if (rounds >= 16 || worst == UINT32_MAX ||
+			    iq[u] > iq[worst]) {
+				if (rounds >= 16)
+					ca_disagree(&est[u]);
+				worst = u;
+			}
+		}
+		if (worst != UINT32_MAX && rounds < 16) {
+			ca_disagree(&est[worst]);
+			rounds++;
+			goto again;
+		}
 	}
 	/* Causality against the reference, instance by instance. */
 	for (uint32_t c = 0; c < ninst; c++) {
@@ -557,6 +594,7 @@ out:
 	free(av);
 	free(tmp);
 	free(level);
+	free(iq);
 	return rc;
 }
 

@@ -38,6 +38,9 @@
  * device times to its clock with an error of its own; collectives cannot
  * see either. */
 #define CLOCKALIGN_FLOOR_NS	1000
+/* Observations of one offset spread (half their interquartile range)
+ * wider than this are not ends of the same collectives. */
+#define CLOCKALIGN_MAX_SPREAD_NS	200000
 /* Captures that began this many collectives apart still match. */
 #define CLOCKALIGN_MAX_SHIFT	16
 /* Ranks of one host further apart than 3x their uncertainties plus this

@@ -355,6 +355,42 @@ START_TEST(windows_apart)
 }
 END_TEST
 
+/* Captures of different steps altogether (host 1 recorded collectives
+ * 100-107, host 0 0-7, both numbered from 0): no shift lines them up, and
+ * host 1 is not estimable rather than off by 100 steps. */
+START_TEST(windows_disjoint)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
+	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+	size_t w = 0;
+
+	gen_coll(&g, "world", ranks, hosts, 4, skew, 120, 1000000, 1000, &t);
+	for (size_t i = 0; i < g.n; i++) {
+		struct clockalign_sample x = g.s[i];
+
+		if (x.host == 0 && x.seq >= 8)
+			continue;
+		if (x.host == 1 && (x.seq < 100 || x.seq >= 108))
+			continue;
+		if (x.host == 1)
+			x.seq -= 100;
+		g.s[w++] = x;
+	}
+	g.n = w;
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	ck_assert_int_eq(ca.host[1].status, CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_ptr_nonnull(strstr(ca.host[1].reason, "do not agree"));
+	ck_assert(!clockalign_rank(&ca, 2)->applied);
+	ck_assert(clockalign_rank(&ca, 1)->est.status !=
+	    CLOCKALIGN_NOT_ESTIMABLE);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
 /* Nothing, bad hosts and end-before-start samples: no crash, nothing
  * estimated. */
 START_TEST(empty_and_bad)
@@ -588,6 +624,7 @@ main(void)
 	tcase_add_test(tc, chain_and_unlinked);
 	tcase_add_test(tc, split_host);
 	tcase_add_test(tc, windows_apart);
+	tcase_add_test(tc, windows_disjoint);
 	tcase_add_test(tc, empty_and_bad);
 	tcase_add_test(tc, skew_hook);
 	tcase_add_test(tc, analysis_hosts);
