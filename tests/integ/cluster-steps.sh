@@ -3,7 +3,8 @@
 # runtime dirs reached through MSPTI_SSH (a local stand-in for ssh, as in
 # cluster-cli.sh), step-ranks ranks on each.  start --hosts --steps N
 # --start-step K reaches every node with K: all four ranks record exactly
-# steps [K, K+N); the reply says so.
+# steps [K, K+N); the reply says so.  Without --start-step the nodes are
+# asked first and all get one k, though their ranks are far apart.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/session-lib.sh"
 
@@ -49,4 +50,35 @@ for h in hA hB; do
 done
 : >"$T/stop"
 ok "start --hosts --steps 3 --start-step 25: steps [25, 28) on all 4 ranks of both nodes"
+
+# Without --start-step: hA's ranks have run ~1.5 s longer than hB's, so
+# each daemon alone would pick a different k.  The start asks every node
+# where its ranks are first, then gives all of them one k past the
+# furthest; every rank of both nodes records exactly [k, k+3).
+r=0
+for h in hA hB; do
+	for _ in 0 1; do
+		MSPTID_RUNTIME_DIR="$T/$h" MSPTI_JOB_ID=sk RANK=$r WORLD_SIZE=4 \
+		    LD_PRELOAD="$AGENT_PRELOAD" "$STEPS" --steps 0 --spread 0 \
+		    --period-us 5000 --until "$T/stop2" >/dev/null 2>&1 &
+		PIDS="$PIDS $!"
+		r=$((r + 1))
+	done
+	wait_until 10 sh -c "[ \"\$('$MSPTICTL' -r '$T/$h' --json list | python3 -c 'import json,sys; print(len([a for a in json.load(sys.stdin) if a[\"job\"] == \"sk\"]))')\" = 2 ]" ||
+		fail "$h: job sk's ranks did not register"
+	[ $h = hA ] && sleep 1.5
+done
+"$MSPTICTL" start --hosts hosts --job sk --steps 3 --output-dir cap2 \
+    >start2.out 2>&1 || fail "start: $(cat start2.out)"
+k=$(sed -n 's/^  steps \[\([0-9]*\), \([0-9]*\)) on every node (one k for all.*/\1/p' start2.out)
+[ -n "$k" ] || fail "no common window in the start reply: $(cat start2.out)"
+timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap2 >wait2.out 2>&1 ||
+	fail "wait: $(cat wait2.out)"
+for h in hA hB; do
+	step_window "cap2/$h.mspti" 3 "$k" >/dev/null || exit 1
+done
+grep -q '^  window starts: [0-9.]* ms apart across 4 ranks' wait2.out ||
+	fail "no window-start skew in the wait reply: $(cat wait2.out)"
+: >"$T/stop2"
+ok "start --hosts --steps 3 (no --start-step): one k ($k) for both nodes, steps [k, k+3) on all 4 ranks"
 echo "cluster-steps: all passed"
