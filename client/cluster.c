@@ -58,6 +58,7 @@ struct cluster_node {
 	int		 rc;		/* -1: never reported */
 	uint64_t	 session;
 	int		 task;		/* srun task id, -1 until "@node" */
+	bool		 open;		/* out holds a reply cut short (srun) */
 	/* The node read node_ns on its CLOCK_REALTIME after we launched at
 	 * launch_ns and before its line reached us at recv_ns (both ours):
 	 * its offset to us lies in [node - recv, node - launch]. */
@@ -589,10 +590,31 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 		n->rc = atoi(line + 4);
 		return;
 	}
+	if (stream == 0 && n->open && !cl->raw) {
+		/* srun cuts a task's lines every 1024 bytes, labelling each
+		 * piece: a piece of a reply joins it, without the newline. */
+		struct jval v;
+
+		if (n->outlen > 0 && n->out[n->outlen - 1] == '\n')
+			n->out[--n->outlen] = '\0';
+		if (n->outlen < CLUSTER_MAX_REPLY)
+			buf_add(&n->out, &n->outlen, line, strlen(line));
+		n->open = json_parse(n->out, &v) != 0;
+		if (!n->open)
+			json_free(&v);
+		return;
+	}
 	if (stream == 0 && (line[0] == '{' || line[0] == '[' || cl->raw)) {
 		/* A node's reply is small; one that is not is cut, not grown. */
 		if (n->outlen < CLUSTER_MAX_REPLY)
 			buf_add(&n->out, &n->outlen, line, strlen(line));
+		if (!cl->raw && p->node < 0 && strlen(line) >= 1024) {
+			struct jval v;
+
+			n->open = json_parse(n->out, &v) != 0;
+			if (!n->open)
+				json_free(&v);
+		}
 		if (!cl->raw || strncmp(line, "msptictl: ", 10) != 0)
 			return;
 	}
