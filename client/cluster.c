@@ -83,6 +83,10 @@ struct cluster {
 	long long	 steps;		/* N */
 	long long	 max_step;	/* the furthest rank's step when asked */
 	int64_t		 ask_ms;	/* the asking fan-out's duration */
+	/* start --duration D: every node starts at start_at (its clock). */
+	bool		 common_at;
+	uint64_t	 start_at;
+	int64_t		 probe_ms;	/* the fan-out that measured the lead */
 };
 
 /* ---- a small JSON reader for the node-local replies and the manifest ---- */
@@ -1113,6 +1117,65 @@ cluster_start_steps(const struct cluster *cl, const struct jval *rep)
 	printf("\n");
 }
 
+#define CLUSTER_AT_LEAD_MS	100
+
+/* How long a fan-out takes (ms): every node runs `msptictl --version`. */
+static int64_t
+cluster_probe(struct cluster *cl)
+{
+	struct cluster sub = *cl;
+	char *argv[3];
+	int64_t t0;
+
+	sub.nodes = calloc(cl->nnodes, sizeof(*sub.nodes));
+	if (sub.nodes == NULL)
+		return 0;
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		sub.nodes[i].name = cl->nodes[i].name;
+		sub.nodes[i].rc = -1;
+		sub.nodes[i].task = -1;
+	}
+	argv[0] = (char *)self_exe();
+	argv[1] = "--version";
+	argv[2] = NULL;
+	t0 = now_ms();
+	cluster_fanout(&sub, argv, "-");
+	t0 = now_ms() - t0;
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		free(sub.nodes[i].out);
+		free(sub.nodes[i].err);
+	}
+	free(sub.nodes);
+	return t0;
+}
+
+/*
+ * --duration: when each node's session started (its own clock), the
+ * spread of those starts.  0 nodes: none known.
+ */
+static size_t
+cluster_start_skew(const struct cluster *cl, const struct jval *rep,
+    long long *skew_ns, long long *late_ns)
+{
+	long long lo = 0, hi = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		long long t = json_int(&rep[i], "start_ns", 0);
+
+		if (t <= 0 || json_get(&rep[i], "start_at_ns") == NULL)
+			continue;
+		if (n == 0 || t < lo)
+			lo = t;
+		if (n == 0 || t > hi)
+			hi = t;
+		n++;
+	}
+	*skew_ns = hi - lo;
+	*late_ns = n > 0 ? hi - (long long)cl->start_at : 0;
+	return n;
+}
+
 /* The start step given to every node while it is asked where its ranks
  * are: no rank reaches it, so no window opens before k is set. */
 #define CLUSTER_HOLD_STEP	"1000000000000000"
@@ -1256,7 +1319,8 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 static int
 cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 {
-	size_t nok = 0, rok = 0, rall = 0;
+	size_t nok = 0, rok = 0, rall = 0, nat;
+	long long skew = 0, late = 0;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
 		const struct jval *acks = json_get(&rep[i], "acks");
@@ -1275,9 +1339,17 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 		    good == (acks ? acks->n : 0))
 			nok++;
 	}
+	nat = cl->common_at ? cluster_start_skew(cl, rep, &skew, &late) : 0;
 	if (c->json) {
 		printf("{\"nodes_total\":%zu,\"nodes_ok\":%zu,\"ranks_total\":%zu,"
 		    "\"ranks_capturing\":%zu,", cl->nnodes, nok, rall, rok);
+		if (cl->common_at)
+			printf("\"start_at_ns\":%llu,\"probe_ms\":%lld,",
+			    (unsigned long long)cl->start_at,
+			    (long long)cl->probe_ms);
+		if (nat > 0)
+			printf("\"start_skew_ns\":%lld,\"start_late_ns\":%lld,",
+			    skew, late);
 		if (cl->common_k)
 			printf("\"step_from\":%lld,\"step_to\":%lld,"
 			    "\"max_step\":%lld,\"ask_ms\":%lld,", cl->k,
@@ -1307,6 +1379,14 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 		printf("%zu of %zu nodes, %zu of %zu ranks capturing\n", nok,
 		    cl->nnodes, rok, rall);
 		cluster_start_steps(cl, rep);
+		if (nat > 0)
+			printf("  started together: %zu nodes within %.3f ms of "
+			    "each other, the last %.3f ms after the common "
+			    "instant (each on its node's clock; chosen %lld ms "
+			    "ahead after a %lld ms fan-out)\n", nat,
+			    (double)skew / 1e6, (double)late / 1e6,
+			    (long long)(2 * cl->probe_ms + CLUSTER_AT_LEAD_MS),
+			    (long long)cl->probe_ms);
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			const struct cluster_node *n = &cl->nodes[i];
 			const struct jval *acks = json_get(&rep[i], "acks");
@@ -1496,7 +1576,8 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	char outdir[PATH_MAX], stamp[32];
 	size_t m = 0, maplen = 0;
 	bool session_arg = false, is_start = strcmp(verb, "start") == 0;
-	bool start_step = false;
+	bool start_step = false, duration = false;
+	char atbuf[32];
 	int64_t t0;
 	struct jval *rep = NULL;
 	const char *val;
@@ -1564,6 +1645,9 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			if (strcmp(a, "--start-step") == 0 ||
 			    strncmp(a, "--start-step=", 13) == 0)
 				start_step = true;
+			if (strcmp(a, "--duration") == 0 ||
+			    strncmp(a, "--duration=", 11) == 0)
+				duration = true;
 			if (strcmp(a, "--steps") == 0 && i + 1 < argc)
 				cl.steps = atoll(argv[i + 1]);
 			else if (strncmp(a, "--steps=", 8) == 0)
@@ -1641,6 +1725,8 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		margv[m++] = "--output";
 		margv[m++] = out;
 	}
+	if (is_start && duration && cl.steps == 0)
+		cl.common_at = true;
 	margv[m] = NULL;
 	if (cl.raw && !c->json)		/* sessions: the nodes' own tables */
 		memmove(&margv[1], &margv[2], (m - 1) * sizeof(*margv));
@@ -1648,6 +1734,18 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		cl.timeout_ms = INT_MAX;	/* wait: as long as the sessions run */
 	if (cl.nnodes == 0 && (rc = cluster_resolve(&cl)) != EXIT_OK)
 		return rc;
+	if (cl.common_at) {
+		/* One start instant for all: ahead by twice what a fan-out
+		 * takes (measured now), so every node has it in time. */
+		cl.probe_ms = cluster_probe(&cl);
+		cl.start_at = util_realtime_ns() + (uint64_t)(2 * cl.probe_ms +
+		    CLUSTER_AT_LEAD_MS) * 1000000ull;
+		snprintf(atbuf, sizeof(atbuf), "%llu",
+		    (unsigned long long)cl.start_at);
+		margv[m++] = "--start-at";
+		margv[m++] = atbuf;
+		margv[m] = NULL;
+	}
 	t0 = now_ms();
 	cluster_fanout(&cl, margv, map != NULL ? map : "-");
 	cl.ask_ms = now_ms() - t0;

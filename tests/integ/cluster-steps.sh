@@ -79,6 +79,32 @@ for h in hA hB; do
 done
 grep -q '^  window starts: [0-9.]* ms apart across 4 ranks' wait2.out ||
 	fail "no window-start skew in the wait reply: $(cat wait2.out)"
-: >"$T/stop2"
 ok "start --hosts --steps 3 (no --start-step): one k ($k) for both nodes, steps [k, k+3) on all 4 ranks"
+
+# --duration: one wall-clock instant for every node, chosen ahead of a
+# measured fan-out; no node's session starts before it, and the reply
+# states how far apart the starts were.
+"$MSPTICTL" --json start --hosts hosts --job sk --duration 1s --output-dir cap3 \
+    >start3.json 2>start3.err || fail "start --duration: $(cat start3.json start3.err)"
+python3 - start3.json <<'PY' || fail "common start: $(cat start3.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+at = d["start_at_ns"]
+assert d["nodes_ok"] == 2 and d["ranks_capturing"] == 4, d
+for n in d["nodes"]:
+    r = n["reply"]
+    assert r["start_at_ns"] == at, (n["node"], r["start_at_ns"], at)
+    assert r["sent_ns"] >= at and r["start_ns"] >= at, (n["node"], r, at)
+assert d["start_skew_ns"] >= 0 and d["start_late_ns"] >= 0, d
+PY
+timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir cap3 >wait3.out 2>&1 ||
+	fail "wait: $(cat wait3.out)"
+"$MSPTICTL" start --hosts hosts --job sk --duration 1s --output-dir cap4 \
+    >start4.out 2>&1 || fail "start --duration: $(cat start4.out)"
+grep -q '^  started together: 2 nodes within [0-9.]* ms of each other' start4.out ||
+	fail "no start skew in the reply: $(cat start4.out)"
+timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir cap4 >wait4.out 2>&1 ||
+	fail "wait: $(cat wait4.out)"
+: >"$T/stop2"
+ok "start --hosts --duration 1s: both nodes start at one instant chosen ahead, not before it; the skew is reported"
 echo "cluster-steps: all passed"
