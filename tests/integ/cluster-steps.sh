@@ -21,6 +21,7 @@ for h in hA hB; do
 	mkdir -p "$T/$h"
 	"$MSPTID" --foreground --runtime-dir "$T/$h" >>"$T/daemon.log" 2>&1 &
 	PIDS="$PIDS $!"
+	[ $h = hB ] && DPID_B=$!
 done
 r=0
 for h in hA hB; do
@@ -105,6 +106,23 @@ grep -q '^  started together: 2 nodes within [0-9.]* ms of each other' start4.ou
 	fail "no start skew in the reply: $(cat start4.out)"
 timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir cap4 >wait4.out 2>&1 ||
 	fail "wait: $(cat wait4.out)"
-: >"$T/stop2"
 ok "start --hosts --duration 1s: both nodes start at one instant chosen ahead, not before it; the skew is reported"
+
+# hB's msptid goes down: a --steps start still gives hA's ranks one k,
+# names hB, and exits nonzero unless --allow-partial.
+kill -TERM "$DPID_B"
+wait_until 10 sh -c "! '$MSPTICTL' -r '$T/hB' status >/dev/null 2>&1" || fail "hB's msptid still up"
+"$MSPTICTL" start --hosts hosts --job sk --steps 3 --output-dir cap5 >start5.out 2>&1 &&
+	fail "a --steps start with a node down exited 0: $(cat start5.out)"
+grep -q '^1 of 2 nodes, 2 of 2 ranks capturing' start5.out || fail "reply: $(cat start5.out)"
+grep -q '^  steps \[[0-9]*, [0-9]*) on every node (one k for all' start5.out || fail "no k: $(cat start5.out)"
+grep -q '^  hB: FAILED: msptid is not running' start5.out || fail "hB not named: $(cat start5.out)"
+timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap5 >wait5.out 2>&1
+k=$(sed -n 's/^  steps \[\([0-9]*\), .*/\1/p' start5.out)
+step_window cap5/hA.mspti 3 "$k" >/dev/null || exit 1
+"$MSPTICTL" start --hosts hosts --job sk --steps 3 --output-dir cap6 --allow-partial \
+    >start6.out 2>&1 || fail "--allow-partial exited nonzero: $(cat start6.out)"
+timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap6 >wait6.out 2>&1
+: >"$T/stop2"
+ok "a node down: the --steps start names it, the others record one window; exit nonzero unless --allow-partial"
 echo "cluster-steps: all passed"
