@@ -52,7 +52,7 @@ done
 : >"$T/stop"
 ok "start --hosts --steps 3 --start-step 25: steps [25, 28) on all 4 ranks of both nodes"
 
-# Without --start-step: hA's ranks have run ~1.5 s longer than hB's, so
+# Without --start-step: hA's ranks have run ~0.8 s longer than hB's, so
 # each daemon alone would pick a different k.  The start asks every node
 # where its ranks are first, then gives all of them one k past the
 # furthest; every rank of both nodes records exactly [k, k+3).
@@ -61,14 +61,18 @@ for h in hA hB; do
 	for _ in 0 1; do
 		MSPTID_RUNTIME_DIR="$T/$h" MSPTI_JOB_ID=sk RANK=$r WORLD_SIZE=4 \
 		    LD_PRELOAD="$AGENT_PRELOAD" "$STEPS" --steps 0 --spread 0 \
-		    --period-us 5000 --until "$T/stop2" >/dev/null 2>&1 &
+		    --period-us 5000 --until "$T/stop2" --go "$T/go-$h" \
+		    >/dev/null 2>&1 &
 		PIDS="$PIDS $!"
 		r=$((r + 1))
 	done
 	wait_until 10 sh -c "[ \"\$('$MSPTICTL' -r '$T/$h' --json list | python3 -c 'import json,sys; print(len([a for a in json.load(sys.stdin) if a[\"job\"] == \"sk\"]))')\" = 2 ]" ||
 		fail "$h: job sk's ranks did not register"
-	[ $h = hA ] && sleep 1.5
 done
+: >"$T/go-hA"
+sleep 0.8
+: >"$T/go-hB"
+sleep 0.1
 "$MSPTICTL" start --hosts hosts --job sk --steps 3 --output-dir cap2 \
     >start2.out 2>&1 || fail "start: $(cat start2.out)"
 k=$(sed -n 's/^  steps \[\([0-9]*\), \([0-9]*\)) on every node (one k for all.*/\1/p' start2.out)
@@ -85,7 +89,7 @@ ok "start --hosts --steps 3 (no --start-step): one k ($k) for both nodes, steps 
 # --duration: one wall-clock instant for every node, chosen ahead of a
 # measured fan-out; no node's session starts before it, and the reply
 # states how far apart the starts were.
-"$MSPTICTL" --json start --hosts hosts --job sk --duration 1s --output-dir cap3 \
+"$MSPTICTL" --json start --hosts hosts --job sk --duration 300ms --output-dir cap3 \
     >start3.json 2>start3.err || fail "start --duration: $(cat start3.json start3.err)"
 python3 - start3.json <<'PY' || fail "common start: $(cat start3.json)"
 import json, sys
@@ -100,13 +104,13 @@ assert d["start_skew_ns"] >= 0 and d["start_late_ns"] >= 0, d
 PY
 timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir cap3 >wait3.out 2>&1 ||
 	fail "wait: $(cat wait3.out)"
-"$MSPTICTL" start --hosts hosts --job sk --duration 1s --output-dir cap4 \
+"$MSPTICTL" start --hosts hosts --job sk --duration 300ms --output-dir cap4 \
     >start4.out 2>&1 || fail "start --duration: $(cat start4.out)"
 grep -q '^  started together: 2 nodes within [0-9.]* ms of each other' start4.out ||
 	fail "no start skew in the reply: $(cat start4.out)"
 timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir cap4 >wait4.out 2>&1 ||
 	fail "wait: $(cat wait4.out)"
-ok "start --hosts --duration 1s: both nodes start at one instant chosen ahead, not before it; the skew is reported"
+ok "start --hosts --duration 300ms: both nodes start at one instant chosen ahead, not before it; the skew is reported"
 
 # hB's msptid goes down: a --steps start still gives hA's ranks one k,
 # names hB, and exits nonzero unless --allow-partial.
