@@ -160,7 +160,7 @@ rank_main(uint32_t r, uint32_t n, const char *node, const HcclRootInfo *root,
 		for (i = 0; i < got; i++)
 			if (rec[i].kind == NPUSIM_TASK_COMM &&
 			    strcmp(rec[i].name, "HcclAllReduce") == 0 &&
-			    rec[i].pid == (uint32_t)getpid())
+			    rec[i].pid == (int32_t)getpid())
 				break;
 		if (i < got)
 			break;
