@@ -112,6 +112,26 @@ timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir cap4 >wait4.out 2>&1 ||
 	fail "wait: $(cat wait4.out)"
 ok "start --hosts --duration 300ms: both nodes start at one instant chosen ahead, not before it; the skew is reported"
 
+# retarget --start-step (what the common k is set with): refused, with the
+# reason, for a session without --steps, a bad value, or a window that has
+# already started.
+C="$MSPTICTL -r $T/hA"
+sid=$($C --json start --job sk --output plain.mspti | python3 -c 'import json,sys; print(json.load(sys.stdin)["session"])') ||
+	fail "plain start"
+$C retarget --start-step 5 "$sid" >rt1.out 2>&1 && fail "retarget --start-step of a session without --steps worked"
+grep -q 'needs a session with --steps' rt1.out || fail "retarget: $(cat rt1.out)"
+$C retarget --start-step -3 "$sid" >rt2.out 2>&1; [ $? = 2 ] || fail "retarget --start-step -3: $(cat rt2.out)"
+grep -q "bad start step '-3'" rt2.out || fail "retarget: $(cat rt2.out)"
+$C stop "$sid" >/dev/null 2>&1 || fail "stop"
+sid=$($C --json start --job sk --steps 100000 --output long.mspti | python3 -c 'import json,sys; print(json.load(sys.stdin)["session"])') ||
+	fail "steps start"
+wait_until 20 sh -c "$C --json sessions | python3 -c 'import json,sys; s=[x for x in json.load(sys.stdin) if x[\"session\"] == $sid][0]; assert any(t[\"window_start_ns\"] > 0 for t in s[\"targets\"])'" ||
+	fail "the window did not start"
+$C retarget --start-step 5 "$sid" >rt3.out 2>&1 && fail "retarget after the window started worked"
+grep -q "step window has started already" rt3.out || fail "retarget: $(cat rt3.out)"
+$C stop "$sid" >/dev/null 2>&1 || fail "stop"
+ok "retarget --start-step is refused without --steps, for a bad value, and once a window started"
+
 # hB's msptid goes down: a --steps start still gives hA's ranks one k,
 # names hB, and exits nonzero unless --allow-partial.
 kill -TERM "$DPID_B"
