@@ -1756,8 +1756,13 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		rc = cluster_sessions_report(c, &cl);
 	else {
 		cluster_parse_replies(&cl, rep);
-		if (cl.common_k)
+		if (cl.common_k) {
+			/* The sessions exist now: a caller killed before k is
+			 * set still finds them in the manifest (stop). */
+			if (cl.outdir != NULL)
+				manifest_write(&cl, verb, rep);
 			cluster_set_k(&cl, rep);
+		}
 		/* A snapshot adds files; the manifest keeps the session's. */
 		if (cl.outdir != NULL && strcmp(verb, "snapshot") != 0)
 			manifest_write(&cl, verb, rep);
