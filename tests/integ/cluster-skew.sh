@@ -134,10 +134,11 @@ ok "export --align never keeps each node's clock (ends ~3 ms apart)"
     --align never >"$T/never.txt" 2>&1 || fail "report --align never: $(cat "$T/never.txt")"
 grep -q 'node2 .*estimated' "$T/never.txt" || fail "no estimate with --align never: $(cat "$T/never.txt")"
 ok "report --align never still states the estimate"
-# Windows each node's daemon picked for itself: they may start at
-# different steps.  Windows that share 3 steps or more are renumbered onto
-# each other and recovered as well; windows with no step in common are
-# "not estimable", never given an offset.
+# Windows the start picks by itself (no --start-step): one k for every
+# node, else windows that start at different steps.  Windows that share 3
+# steps or more are renumbered onto each other and recovered as well;
+# windows with no step in common are "not estimable", never given an
+# offset (check_clockalign's windows_disjoint covers that case for sure).
 PICK=1
 run_job pick
 PICK=""
