@@ -16,6 +16,18 @@ DIST="$top_builddir/sim/npusim-dist"
 SKEW=3000000
 ERR_NS=20000
 
+# full_window NAME: every one of the 4 ranks recorded all 8 steps (a rank
+# the start reached after its window opened records fewer).
+full_window() {
+	"$MSPTICTL" report --json --section steps "$T/$1/node1.mspti" \
+	    "$T/$1/node2.mspti" 2>/dev/null | python3 -c '
+import json, sys
+n = {}
+for r in json.load(sys.stdin)["steps"]:
+    n[r["Rank"]] = n.get(r["Rank"], 0) + 1
+sys.exit(0 if sorted(n.items()) == [(r, 8) for r in range(4)] else 1)'
+}
+
 # run_job NAME [ENV...]: 4 ranks of npusim-dist on 2 nodes, captured for 8
 # steps from the controller; the traces land in $T/NAME.
 run_job() {
@@ -46,11 +58,12 @@ run_job() {
 			fail "$name: start: $(cat "$T/$name.start")"
 		if ! grep -q 'missed\|none captured' "$T/$name.start" &&
 		    ctl timeout $((m / 40 + 20)) "$MSPTICTL" wait --cluster slurm \
-		    --job "$JOB" --output-dir "$T/$name" >"$T/$name.wait" 2>&1; then
+		    --job "$JOB" --output-dir "$T/$name" >"$T/$name.wait" 2>&1 &&
+		    full_window "$name"; then
 			done_=1
 			break
 		fi
-		echo "# $name: no window at step $((k + m)) in time, trying further ahead: $(tail -1 "$T/$name.job")"
+		echo "# $name: no full window at step $((k + m)), trying further ahead: $(tail -1 "$T/$name.job")"
 		ctl "$MSPTICTL" stop --cluster slurm --job "$JOB" \
 		    --output-dir "$T/$name" >/dev/null 2>&1
 		rm -rf "$T/$name"
