@@ -30,6 +30,9 @@
 #include "clockalign.h"
 
 #define CA_MAX_ITER	50
+/* Offsets that move less than this in a round have settled (a hundredth
+ * of the floor). */
+#define CA_SETTLED_NS	10
 
 /* One unit's view of one instance. */
 struct ca_ent {
@@ -489,7 +492,7 @@ again:
 				moved = dd;
 			o[u] = nv;
 		}
-		if (moved <= 1)
+		if (moved <= CA_SETTLED_NS)
 			it = CA_MAX_ITER - 1;	/* one more pass: the result */
 	}
 	/* Ends that disagree by far more than any transit are not one
