@@ -139,6 +139,21 @@ mc_up 2 --skew node2=$SKEW
 run_job skew
 check_clocks skew "-$SKEW"
 ok "node2's +3 ms clock is recovered within 20 us, inside its stated uncertainty"
+# Two independent measures agree: the fan-out's clock bracket for node2
+# in the manifest (its clock minus the controller's, read through the
+# same hook, tens of ms wide through srun) holds the estimate, which an
+# offset off by whole steps would leave.
+python3 - "$T/skew/manifest.json" "$T/skew.clocks" <<'PY' || fail "manifest clock bracket: $(cat "$T/skew/manifest.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+c = json.load(open(sys.argv[2]))["clocks"]
+b = {n["node"]: n["clock"] for n in m["nodes"]}["node2"]
+est = -[r for r in c if r["Kind"] == "host" and r["Host"] == "node2"][0]["Offset(us)"] * 1e3
+print("fan-out bracket node2 [%.3f, %.3f] ms, estimate %.3f ms" % (
+    b["offset_min_ns"] / 1e6, b["offset_max_ns"] / 1e6, est / 1e6))
+assert b["offset_min_ns"] <= est <= b["offset_max_ns"], (est, b)
+PY
+ok "the estimate lies in the manifest's fan-out clock bracket"
 check_export skew "" 20 0
 ok "export applies it: one all-reduce ends together on all ranks of both nodes"
 check_export skew "--align never" 1e9 2900
