@@ -66,6 +66,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		{ "world-size", required_argument, NULL, 'w' },
 		{ "step-marker", required_argument, NULL, 'm' },
 		{ "align", required_argument, NULL, 'a' },
+		{ "no-align", no_argument, NULL, 'N' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "steps-all", no_argument, NULL, 'A' },
 		{ "jobs", required_argument, NULL, 'J' },
@@ -84,7 +85,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	analysis_opts_init(&o);
 	memset(want, 0, sizeof(want));
 	client_rescan(&argc, &argv);
-	while ((ch = client_getopt(e, argc, argv, "jcs:t:w:m:a:SAJ:",
+	while ((ch = client_getopt(e, argc, argv, "jcs:t:w:m:a:NSAJ:",
 	    opts)) != -1) {
 		switch (ch) {
 		case 'j':
@@ -135,6 +136,9 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 			o.align = strcmp(optarg, "always") == 0 ?
 			    ANALYSIS_ALIGN_ALWAYS : strcmp(optarg, "never") ==
 			    0 ? ANALYSIS_ALIGN_NEVER : ANALYSIS_ALIGN_AUTO;
+			break;
+		case 'N':
+			o.align = ANALYSIS_ALIGN_NEVER;
 			break;
 		case 'S':
 			strict = true;
@@ -209,9 +213,9 @@ const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.usage = "FILE... [--json|--csv] [--section LIST] [--top N] "
 	    "[--world-size N]\n"
-	    "    [--step-marker NAME] [--align auto|always|never] [--strict] "
-	    "[--steps-all]\n"
-	    "    [--jobs N]\n"
+	    "    [--step-marker NAME] [--align auto|always|never] [--no-align] "
+	    "[--strict]\n"
+	    "    [--steps-all] [--jobs N]\n"
 	    "  Text output shows per rank a step summary and the --top N "
 	    "(10) slowest\n  steps; --steps-all prints every step (--json "
 	    "and --csv always do).\n"

@@ -228,6 +228,8 @@ struct analysis_source {
 	struct rec_clock_sync clocks[64];
 	size_t		 nclocks;
 	uint64_t	 reorder_ns;	/* reorder window of its ranks */
+	int64_t		 offset;	/* its host's clock offset, for records
+					   of no process (analysis-clock.c) */
 	/* Launch join: direct-mapped by correlation id. */
 	struct an_pend	*pend;
 	uint64_t	 losses[LOSS_STAGE_MAX];
@@ -339,6 +341,8 @@ AN_HIDDEN void		 an_sweep_free(struct an_proc *p);
 /* analysis-sections.c */
 AN_HIDDEN int		 an_sections(struct analysis *a);
 AN_HIDDEN int		 an_steps(struct analysis *a);
+/* analysis-clock.c: estimates, the clocks table, offsets per proc. */
+AN_HIDDEN int64_t	*an_clock(struct analysis *a);
 /* analysis-verdict.c */
 AN_HIDDEN void		 an_verdict(struct analysis *a);
 
