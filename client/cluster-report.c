@@ -118,25 +118,41 @@ cr_le32(const unsigned char *p)
 	    (uint32_t)p[3] << 24;
 }
 
-/* The node's reply line: {"mspti_partial":1,...,"ranks":R,...,"data":"B64"} */
+/* The node's reply: {"mspti_partial":1,...,"ranks":R,...}, then lines
+ * {"d":"B64"} and {"end":1} (cmd-report.c). */
 static void
 cr_parse_reply(struct cr_node *cn, const char *out)
 {
 	const char *l = out ? strstr(out, "{\"mspti_partial\":") : NULL;
-	const char *d, *e, *r;
+	const char *r, *p;
+	char *b = NULL;
+	size_t n = 0;
 
 	if (l == NULL) {
 		cn->why = strdup("no partial result in its reply");
 		return;
 	}
-	if ((d = strstr(l, "\"data\":\"")) == NULL ||
-	    (e = strchr(d + 8, '"')) == NULL) {
-		cn->why = strdup("malformed reply (no data)");
+	if ((r = strstr(l, "\"ranks\":")) != NULL && r < strchr(l, '\n'))
+		cn->ranks = strtoul(r + 8, NULL, 10);
+	for (p = strchr(l, '\n'); p != NULL && strncmp(p + 1, "{\"d\":\"", 6)
+	    == 0; p = strchr(p + 1, '\n')) {
+		const char *s = p + 7, *e = strchr(s, '"');
+		char *nb;
+
+		if (e == NULL || (nb = realloc(b, n + (size_t)(e - s) + 1)) ==
+		    NULL)
+			break;
+		b = nb;
+		memcpy(b + n, s, (size_t)(e - s));
+		n += (size_t)(e - s);
+	}
+	if (p == NULL || strncmp(p + 1, "{\"end\":1}", 9) != 0) {
+		cn->why = strdup("its reply was cut short");
+		free(b);
 		return;
 	}
-	if ((r = strstr(l, "\"ranks\":")) != NULL && r < d)
-		cn->ranks = strtoul(r + 8, NULL, 10);
-	cn->bundle = client_b64_decode(d + 8, (size_t)(e - d - 8), &cn->len);
+	cn->bundle = client_b64_decode(b ? b : "", n, &cn->len);
+	free(b);
 	if (cn->bundle == NULL)
 		cn->why = strdup("malformed reply (bad base64)");
 }

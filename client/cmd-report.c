@@ -181,8 +181,8 @@ report_le32(unsigned char *p, size_t v)
 /*
  * --partial-out FILE|-: each file's partial result, framed with its name
  * ([u32le n][name][u32le n][partial]...), to FILE, or for a distributed
- * report to stdout as one JSON line with the bundle in base64
- * (cluster-report.c reads it).
+ * report to stdout as JSON lines: a header, the bundle in base64 in lines
+ * of 480 characters, and an end line (cluster-report.c reads them).
  */
 static int
 report_partial_out(const struct cmd_entry *e, const struct analysis_opts *o,
@@ -233,8 +233,12 @@ report_partial_out(const struct cmd_entry *e, const struct analysis_opts *o,
 			free(bundle);
 			return EXIT_FAIL;
 		}
+		/* srun splits long lines: short ones, each a JSON line. */
 		printf("{\"mspti_partial\":1,\"files\":%zu,\"ranks\":%u,"
-		    "\"bytes\":%zu,\"data\":\"%s\"}\n", n, ranks, len, s);
+		    "\"bytes\":%zu}\n", n, ranks, len);
+		for (size_t k = 0, sl = strlen(s); k < sl; k += 480)
+			printf("{\"d\":\"%.480s\"}\n", s + k);
+		printf("{\"end\":1}\n");
 		free(s);
 		free(bundle);
 		return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
