@@ -373,18 +373,11 @@ thread_cpu_now(void)
  * that critical path.
  */
 static void
-multi(const char *tmp, int nf, uint64_t n)
+multi_run(char **pv, int nf, bool merged)
 {
 	static const unsigned jobs[] = { 1, 2, 4 };
-	char paths[8][512], *pv[8];
 	double base = 0, cpu1 = 0;
 
-	for (int i = 0; i < nf; i++) {
-		snprintf(paths[i], sizeof(paths[i]), "%s/bench-report-m%d-%d."
-		    "trace", tmp, (int)getpid(), i);
-		write_trace_rank(paths[i], n, i, nf);
-		pv[i] = paths[i];
-	}
 	for (size_t j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
 		double best = 0, cpu = 0, crit = 0;
 		uint64_t recs = 0;
@@ -401,7 +394,10 @@ multi(const char *tmp, int nf, uint64_t n)
 			c0 = cpu_now();
 			m0 = thread_cpu_now();
 			t0 = now();
-			analysis_add_files(a, pv, (size_t)nf);
+			if (merged)
+				analysis_add_files_merged(a, pv, (size_t)nf);
+			else
+				analysis_add_files(a, pv, (size_t)nf);
 			analysis_run(a);
 			t1 = now();
 			m = thread_cpu_now() - m0;
@@ -419,14 +415,42 @@ multi(const char *tmp, int nf, uint64_t n)
 			base = best;
 			cpu1 = cpu;
 		}
-		printf("report, %d file%s, --jobs %u: %9llu records in %7.3f s: "
-		    "%6.1f M records/s wall (x%.2f of --jobs 1); CPU %.3f s, "
-		    "analysing thread %.3f s: %.1f M records/s of it, x%.2f "
-		    "on an idle machine\n",
-		    nf, nf > 1 ? "s" : " ", jobs[j], (unsigned long long)recs,
-		    best, (double)recs / best / 1e6, base / best, cpu, crit,
-		    (double)recs / crit / 1e6, cpu1 / crit);
+		if (merged)
+			printf("report (per-file partials, merged), %d file%s, "
+			    "--jobs %u: %9llu records in %7.3f s: %6.1f M "
+			    "records/s wall (x%.2f of --jobs 1); CPU %.3f s: "
+			    "%.1f M records/s per core\n", nf, nf > 1 ? "s" :
+			    " ", jobs[j], (unsigned long long)recs, best,
+			    (double)recs / best / 1e6, base / best, cpu,
+			    (double)recs / cpu / 1e6);
+		else
+			printf("report, %d file%s, --jobs %u: %9llu records in "
+			    "%7.3f s: %6.1f M records/s wall (x%.2f of --jobs "
+			    "1); CPU %.3f s, analysing thread %.3f s: %.1f M "
+			    "records/s of it, x%.2f on an idle machine\n",
+			    nf, nf > 1 ? "s" : " ", jobs[j],
+			    (unsigned long long)recs, best, (double)recs /
+			    best / 1e6, base / best, cpu, crit, (double)recs /
+			    crit / 1e6, cpu1 / crit);
 	}
+}
+
+/* The same files analysed in one pass (the reader's threads decompress
+ * ahead: msptictl report before the partial results) and as per-file
+ * partials in threads merged in order (msptictl report now). */
+static void
+multi(const char *tmp, int nf, uint64_t n)
+{
+	char paths[8][512], *pv[8];
+
+	for (int i = 0; i < nf; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/bench-report-m%d-%d."
+		    "trace", tmp, (int)getpid(), i);
+		write_trace_rank(paths[i], n, i, nf);
+		pv[i] = paths[i];
+	}
+	multi_run(pv, nf, false);
+	multi_run(pv, nf, true);
 	for (int i = 0; i < nf; i++)
 		unlink(paths[i]);
 }
