@@ -448,6 +448,7 @@ analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 struct pt_w {
 	unsigned char	*b;
 	size_t		 n, cap;
+	uint32_t	*ren;		/* string id -> id in the partial */
 };
 
 static void
@@ -485,6 +486,13 @@ static void
 pt_i(struct pt_w *w, int64_t v)
 {
 	pt_u(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* A string id, renumbered to the strings the partial keeps. */
+static void
+pt_id(struct pt_w *w, uint32_t id)
+{
+	pt_u(w, w->ren[id]);
 }
 
 static void
@@ -543,8 +551,8 @@ pt_proc(struct pt_w *w, const struct an_proc *p)
 	pt_i(w, p->rank);
 	pt_i(w, p->local_rank);
 	pt_i(w, p->world_size);
-	pt_u(w, p->job);
-	pt_u(w, p->exe);
+	pt_id(w, p->job);
+	pt_id(w, p->exe);
 	pt_u(w, p->first_ts);
 	pt_u(w, p->last_ts);
 	pt_u(w, p->late);
@@ -577,9 +585,9 @@ pt_proc(struct pt_w *w, const struct an_proc *p)
 		prev = c->start;
 		pt_i(w, (int64_t)(c->end - c->start));
 		pt_u(w, c->bytes);
-		pt_u(w, c->name);
-		pt_u(w, c->comm);
-		pt_u(w, c->alg);
+		pt_id(w, c->name);
+		pt_id(w, c->comm);
+		pt_id(w, c->alg);
 	}
 	pt_u(w, p->nsteps);
 	prev = 0;
@@ -594,6 +602,31 @@ pt_proc(struct pt_w *w, const struct an_proc *p)
 			pt_u(w, s->acc[g]);
 		pt_i(w, s->first ? (int64_t)(s->first - s->start) + 1 : 0);
 	}
+}
+
+/* Marks (non-zero) the string ids the partial refers to. */
+static void
+pt_mark(const struct analysis *a, uint32_t *used)
+{
+	used[a->step_gid] = 1;
+	for (size_t i = 0; i < a->nops; i++)
+		used[a->ops[i].name] = used[a->ops[i].type] = 1;
+	for (size_t i = 0; i < a->norph; i++)
+		used[a->orph[i].name] = 1;
+	for (size_t i = 0; i < a->napis; i++)
+		used[a->apis[i].name] = 1;
+	for (size_t i = 0; i < a->nl_top; i++)
+		used[a->l_top[i].api] = used[a->l_top[i].kernel] = 1;
+	for (size_t i = 0; i < a->nproc; i++) {
+		const struct an_proc *p = a->proc[i];
+		int cw = p->ncoll[0] > 0 ? 0 : 1;
+
+		used[p->job] = used[p->exe] = 1;
+		for (size_t k = 0; k < p->ncoll[cw]; k++)
+			used[p->coll[cw][k].name] = used[p->coll[cw][k].comm] =
+			    used[p->coll[cw][k].alg] = 1;
+	}
+	used[0] = 0;
 }
 
 AN_ATTR int
@@ -613,9 +646,22 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 	pt_u(&w, a->o.reorder_ns);
 	pt_d(&w, a->o.launch_runtime_us);
 	pt_d(&w, a->o.launch_delay_us);
-	pt_u(&w, a->str.n);
-	for (size_t i = 1; i < a->str.n; i++)
-		pt_s(&w, a->str.v[i]);
+	/* Only the strings the partial refers to (not, say, the name of
+	 * every marker), in their order. */
+	w.ren = an_realloc(NULL, a->str.n * sizeof(uint32_t));
+	memset(w.ren, 0, a->str.n * sizeof(uint32_t));
+	pt_mark(a, w.ren);
+	{
+		uint32_t k = 1;
+
+		for (size_t i = 1; i < a->str.n; i++)
+			if (w.ren[i])
+				w.ren[i] = k++;
+		pt_u(&w, k);
+		for (size_t i = 1; i < a->str.n; i++)
+			if (w.ren[i])
+				pt_s(&w, a->str.v[i]);
+	}
 	pt_u(&w, a->nwarn);
 	for (size_t i = 0; i < a->nwarn; i++)
 		pt_s(&w, a->warn[i]);
@@ -630,8 +676,8 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 	pt_u(&w, a->aicpu_count);
 	pt_u(&w, a->nops);
 	for (size_t i = 0; i < a->nops; i++) {
-		pt_u(&w, a->ops[i].name);
-		pt_u(&w, a->ops[i].type);
+		pt_id(&w, a->ops[i].name);
+		pt_id(&w, a->ops[i].type);
 		pt_u(&w, a->ops[i].aicpu);
 		pt_stat(&w, &a->ops[i].st);
 		pt_u(&w, a->ops[i].host_total);
@@ -639,13 +685,13 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 	}
 	pt_u(&w, a->norph);
 	for (size_t i = 0; i < a->norph; i++) {
-		pt_u(&w, a->orph[i].name);
+		pt_id(&w, a->orph[i].name);
 		pt_u(&w, a->orph[i].total);
 		pt_u(&w, a->orph[i].count);
 	}
 	pt_u(&w, a->napis);
 	for (size_t i = 0; i < a->napis; i++) {
-		pt_u(&w, a->apis[i].name);
+		pt_id(&w, a->apis[i].name);
 		pt_stat(&w, &a->apis[i].st);
 	}
 	for (int k = 0; k < 6; k++) {
@@ -678,8 +724,8 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 		const struct an_launch_out *l = &a->l_top[i];
 
 		pt_u(&w, l->corr);
-		pt_u(&w, l->api);
-		pt_u(&w, l->kernel);
+		pt_id(&w, l->api);
+		pt_id(&w, l->kernel);
 		pt_u(&w, l->runtime);
 		pt_u(&w, l->dur);
 		pt_u(&w, l->delay);
@@ -708,6 +754,7 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 			if (a->proc[k]->src == s)
 				pt_proc(&w, a->proc[k]);
 	}
+	free(w.ren);
 	if (w.n - PT_HDR > PT_MAX) {
 		free(w.b);
 		return -E2BIG;
