@@ -149,6 +149,10 @@ int	cluster_report(const struct cmd_entry *, const char *kind,
 	    const char *hosts, const char *job, int timeout_ms,
 	    bool allow_partial, const struct analysis_opts *o,
 	    const char *dir, struct analysis **out);
+/* Base64 (RFC 4648) of a partial result bundle for a node's reply. */
+char	*cluster_report_b64enc(const void *buf, size_t len);
+/* Decodes; NULL on a bad character.  *len: the bytes. */
+void	*cluster_report_b64dec(const char *s, size_t n, size_t *len);
 
 /* cmd-*.c */
 extern const struct cmd_entry cmd_status_entry;
@@ -162,10 +166,7 @@ struct analysis	*client_analyse(const struct cmd_entry *,
 	    const struct analysis_opts *, int argc, char **argv);
 /* Prints the INCOMPLETE INPUT banner and the warnings of a (run). */
 void	client_analyse_warn(const struct cmd_entry *, struct analysis *a);
-/* Base64 (RFC 4648) of a partial result bundle for a node's reply. */
-char	*client_b64_encode(const void *buf, size_t len);
-/* Decodes; NULL on a bad character.  *len: the bytes. */
-void	*client_b64_decode(const char *s, size_t n, size_t *len);
+
 extern const struct cmd_entry cmd_start_entry;
 extern const struct cmd_entry cmd_stop_entry;
 extern const struct cmd_entry cmd_retarget_entry;

@@ -26,7 +26,7 @@ static const char b64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 char *
-client_b64_encode(const void *buf, size_t len)
+cluster_report_b64enc(const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 	char *s = malloc((len + 2) / 3 * 4 + 1), *o = s;
@@ -50,7 +50,7 @@ client_b64_encode(const void *buf, size_t len)
 }
 
 void *
-client_b64_decode(const char *s, size_t n, size_t *len)
+cluster_report_b64dec(const char *s, size_t n, size_t *len)
 {
 	unsigned char *out, *o;
 	uint32_t v = 0;
@@ -81,7 +81,7 @@ client_b64_decode(const char *s, size_t n, size_t *len)
 
 /* One file's partial from one node. */
 struct cr_part {
-	const char		*name;		/* in the node's bundle */
+	const char		*name;	/* in the node's bundle */
 	size_t			 namelen;
 	const unsigned char	*data;
 	size_t			 len;
@@ -151,7 +151,7 @@ cr_parse_reply(struct cr_node *cn, const char *out)
 		free(b);
 		return;
 	}
-	cn->bundle = client_b64_decode(b ? b : "", n, &cn->len);
+	cn->bundle = cluster_report_b64dec(b ? b : "", n, &cn->len);
 	free(b);
 	if (cn->bundle == NULL)
 		cn->why = strdup("malformed reply (bad base64)");
@@ -168,8 +168,8 @@ cr_split(struct cr_node *cn, size_t node, struct cr_part **parts,
 		struct cr_part p = { .node = node, .seq = seq++ };
 		struct cr_part *np;
 
-		if (cn->len - off < 4 || (p.namelen = cr_le32(cn->bundle + off)) >
-		    cn->len - off - 4)
+		if (cn->len - off < 4 ||
+		    (p.namelen = cr_le32(cn->bundle + off)) > cn->len - off - 4)
 			return -1;
 		p.name = (const char *)cn->bundle + off + 4;
 		off += 4 + p.namelen;

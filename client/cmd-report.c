@@ -227,7 +227,7 @@ report_partial_out(const struct cmd_entry *e, const struct analysis_opts *o,
 		return EXIT_FAIL;
 	}
 	if (strcmp(out, "-") == 0) {
-		char *s = client_b64_encode(bundle, len);
+		char *s = cluster_report_b64enc(bundle, len);
 
 		if (s == NULL) {
 			free(bundle);
@@ -294,8 +294,8 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	analysis_opts_init(&o);
 	memset(want, 0, sizeof(want));
 	client_rescan(&argc, &argv);
-	while ((ch = client_getopt(e, argc, argv, "jcs:t:w:m:a:SAJ:C:H:B:PT:O:N:",
-	    opts)) != -1) {
+	while ((ch = client_getopt(e, argc, argv,
+	    "jcs:t:w:m:a:SAJ:C:H:B:PT:O:N:", opts)) != -1) {
 		switch (ch) {
 		case 'j':
 			fmt = TABLE_JSON;

@@ -34,7 +34,7 @@
 #define PT_MAGIC	"MSPTIPRT"
 #define PT_VERSION	1
 #define PT_HDR		13		/* magic, version, length */
-#define PT_MAX		(256u << 20)	/* one partial: far over any real */
+#define PT_MAX		(256u << 20)	/* far over any real partial */
 #define PT_STR_MAX	(1u << 20)
 
 /* ---- merging ---- */
@@ -169,7 +169,8 @@ pt_merge_ops(struct analysis *a, struct analysis *b, const uint32_t *map)
 		for (j = 0; j < a->napis && a->apis[j].name != name; j++)
 			;
 		if (j == a->napis) {
-			an_grow(&a->apis, &a->capis, a->napis, sizeof(*a->apis));
+			an_grow(&a->apis, &a->capis, a->napis,
+			    sizeof(*a->apis));
 			memset(&a->apis[j], 0, sizeof(a->apis[j]));
 			a->apis[j].name = name;
 			a->napis++;
@@ -317,8 +318,8 @@ struct pt_job {
 	unsigned	 reader_threads;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;
-	size_t		 next;			/* next file to take */
-	struct analysis	**part;			/* per file, NULL: not yet */
+	size_t		 next;		/* next file to take */
+	struct analysis	**part;		/* per file, NULL: not yet */
 	int		*rc;
 	bool		*done;
 };
@@ -448,7 +449,7 @@ analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 struct pt_w {
 	unsigned char	*b;
 	size_t		 n, cap;
-	uint32_t	*ren;		/* string id -> id in the partial */
+	uint32_t	*ren;		/* string id -> partial's id */
 };
 
 static void
@@ -773,7 +774,7 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 struct pt_r {
 	const unsigned char *p, *end;
 	const char	*err;		/* first problem, static text */
-	size_t		 nstr;		/* string ids below this are valid */
+	size_t		 nstr;		/* valid string ids: below this */
 };
 
 static void

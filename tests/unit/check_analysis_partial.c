@@ -35,8 +35,8 @@ add(struct analysis_source *src, struct rec_hdr *h)
  * One rank's records: steps, kernels launched by an API (the same kernel
  * name with another core type on rank 2, a kernel named like the
  * collective on ranks 1 and 3, whose first collective launch on rank 3
- * comes before its own kernel of that name), collectives on one communicator whose end times
- * agree across ranks up to a host clock skew, memcpy, memory, a data
+ * comes before its own kernel of that name), collectives on one
+ * communicator whose end times agree across ranks up to a host clock skew, memcpy, memory, a data
  * loading range, and losses.
  */
 static void
