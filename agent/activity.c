@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "util.h"
 
 _Atomic uint64_t api_kind_masks;
 MSTX_API _Atomic uint32_t mstxEnabledState;
@@ -161,10 +162,7 @@ activity_next_correlation(void)
 uint64_t
 api_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return util_realtime_ns();
 }
 
 uint32_t

@@ -42,7 +42,7 @@
 static const char cluster_wrapper[] =
     "n=${MSPTI_NODE:-${SLURMD_NODENAME:-$(hostname)}}; m=$1; shift; s=\n"
     "for kv in $m; do case $kv in \"$n=\"*) s=${kv#*=};; esac; done\n"
-    "echo \"@node $n\"; echo \"@clock $(date +%s%N)\"\n"
+    "echo \"@node $n\"; echo \"@clock $(($(date +%s%N) + ${MSPTI_TEST_CLOCK_SKEW_NS:-0}))\"\n"
     "if [ \"$m\" != - ] && [ -z \"$s\" ]; then\n"
     "  echo \"no session of this capture on $n\" >&2; echo \"@rc 3\"; exit 0; fi\n"
     "for a; do shift; case $a in *@N*) a=$(printf %s \"$a\" | sed \"s/@N/$n/g\");;\n"
@@ -572,10 +572,7 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 		return;
 	}
 	if (stream == 0 && strncmp(line, "@clock ", 7) == 0) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		n->recv_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		n->recv_ns = (int64_t)util_realtime_ns();
 		n->node_ns = strtoll(line + 7, NULL, 10);
 		return;
 	}
@@ -651,12 +648,10 @@ cluster_fanout(struct cluster *cl, char **margv, const char *map)
 	while (margv[nargs] != NULL)
 		nargs++;
 	{
-		struct timespec ts;
+		int64_t now = (int64_t)util_realtime_ns();
 
-		clock_gettime(CLOCK_REALTIME, &ts);
 		for (size_t i = 0; i < cl->nnodes; i++)
-			cl->nodes[i].launch_ns = (int64_t)ts.tv_sec * 1000000000 +
-			    ts.tv_nsec;
+			cl->nodes[i].launch_ns = now;
 	}
 	procs = calloc(cl->nnodes, sizeof(*procs));
 	pfd = calloc(2 * cl->nnodes, sizeof(*pfd));

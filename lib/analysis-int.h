@@ -361,6 +361,8 @@ AN_HIDDEN void		 an_sweep_free(struct an_proc *p);
 /* analysis-sections.c */
 AN_HIDDEN int		 an_sections(struct analysis *a);
 AN_HIDDEN int		 an_steps(struct analysis *a);
+/* analysis-clock.c: estimates, the clocks table, offsets per proc. */
+AN_HIDDEN int64_t	*an_clock(struct analysis *a);
 /* analysis-verdict.c */
 AN_HIDDEN void		 an_verdict(struct analysis *a);
 

@@ -959,6 +959,7 @@ static const char *const an_section_names[ANALYSIS_SECTION_MAX] = {
 	[ANALYSIS_COMM_MATRIX] = "communication_matrix",
 	[ANALYSIS_STEPS] = "steps",
 	[ANALYSIS_RANKS] = "ranks",
+	[ANALYSIS_CLOCKS] = "clocks",
 	[ANALYSIS_SLOW_RANK] = "slow_rank",
 	[ANALYSIS_ADVICE] = "advice",
 };

@@ -49,6 +49,7 @@ enum analysis_section {
 	ANALYSIS_COMM_MATRIX,	/* src -> dst rank */
 	ANALYSIS_STEPS,		/* per rank and step breakdown */
 	ANALYSIS_RANKS,		/* per rank: clock offset, averages, votes */
+	ANALYSIS_CLOCKS,	/* per host and rank: offset +- uncertainty */
 	ANALYSIS_SLOW_RANK,	/* verdict and cause */
 	ANALYSIS_ADVICE,	/* advisor findings */
 	ANALYSIS_SECTION_MAX,
@@ -60,11 +61,12 @@ enum table_format {
 	TABLE_CSV,
 };
 
-/* Clock alignment across ranks from collective end times. */
+/* Clock alignment from collective end times (lib/clockalign.h). */
 enum analysis_align {
-	ANALYSIS_ALIGN_AUTO = 0,	/* only between different hosts */
-	ANALYSIS_ALIGN_ALWAYS,
-	ANALYSIS_ALIGN_NEVER,
+	ANALYSIS_ALIGN_AUTO = 0,	/* per host (per rank where a host's
+					   ranks disagree) */
+	ANALYSIS_ALIGN_ALWAYS,		/* each rank its own estimate */
+	ANALYSIS_ALIGN_NEVER,		/* estimate and show, apply none */
 };
 
 struct analysis_opts {
