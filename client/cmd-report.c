@@ -128,7 +128,8 @@ report_dir(const char *dir, const char *node, char ***v, size_t *n)
 		(*v)[(*n)++] = p;
 	}
 	closedir(d);
-	qsort(*v + first, *n - first, sizeof(**v), report_cmp_str);
+	if (*n - first > 1)	/* (qsort's array may not be NULL) */
+		qsort(*v + first, *n - first, sizeof(**v), report_cmp_str);
 	return 0;
 }
 
