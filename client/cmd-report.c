@@ -193,35 +193,48 @@ report_partial_out(const struct cmd_entry *e, const struct analysis_opts *o,
 	size_t len = 0, ok = 0;
 	unsigned ranks = 0;
 	FILE *f;
+	void **bufs = calloc(n, sizeof(*bufs));
+	size_t *lens = calloc(n, sizeof(*lens));
+	unsigned *nr = calloc(n, sizeof(*nr));
+	int *rcs = calloc(n, sizeof(*rcs));
 
+	/* The files in --jobs threads, framed in their order. */
+	if (bufs == NULL || lens == NULL || nr == NULL || rcs == NULL ||
+	    analysis_encode_files(o, paths, n, bufs, lens, nr, rcs) != 0) {
+		fprintf(stderr, "msptictl %s: out of memory\n", e->name);
+		free(bufs);
+		free(lens);
+		free(nr);
+		free(rcs);
+		return EXIT_FAIL;
+	}
 	for (size_t i = 0; i < n; i++) {
-		struct analysis *a = analysis_new(o);
-		void *buf;
-		size_t blen, nl = strlen(paths[i]);
+		size_t nl = strlen(paths[i]);
 
-		if (a == NULL)
-			return EXIT_FAIL;
-		if (analysis_add_file(a, paths[i]) == 0)
-			ok++;
-		ranks += analysis_partial_ranks(a);
-		if (analysis_partial_encode(a, &buf, &blen) != 0) {
-			fprintf(stderr, "msptictl %s: %s: partial result too "
-			    "large\n", e->name, paths[i]);
-			analysis_free(a);
-			free(bundle);
-			return EXIT_FAIL;
+		ok += rcs[i] == 0;
+		ranks += nr[i];
+		if (bufs[i] == NULL) {
+			fprintf(stderr, "msptictl %s: %s: no partial result: "
+			    "%s\n", e->name, paths[i],
+			    analysis_strerror(rcs[i]));
+			ok = 0;
+			break;
 		}
-		analysis_free(a);
-		bundle = realloc(bundle, len + 8 + nl + blen);
+		bundle = realloc(bundle, len + 8 + nl + lens[i]);
 		report_le32(hdr, nl);
 		memcpy(bundle + len, hdr, 4);
 		memcpy(bundle + len + 4, paths[i], nl);
-		report_le32(hdr, blen);
+		report_le32(hdr, lens[i]);
 		memcpy(bundle + len + 4 + nl, hdr, 4);
-		memcpy(bundle + len + 8 + nl, buf, blen);
-		len += 8 + nl + blen;
-		free(buf);
+		memcpy(bundle + len + 8 + nl, bufs[i], lens[i]);
+		len += 8 + nl + lens[i];
 	}
+	for (size_t i = 0; i < n; i++)
+		free(bufs[i]);
+	free(bufs);
+	free(lens);
+	free(nr);
+	free(rcs);
 	if (ok == 0) {
 		fprintf(stderr, "msptictl %s: no readable trace\n", e->name);
 		free(bundle);

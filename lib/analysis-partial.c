@@ -322,6 +322,10 @@ struct pt_job {
 	struct analysis	**part;		/* per file, NULL: not yet */
 	int		*rc;
 	bool		*done;
+	/* analysis_encode_files: each partial encoded and freed. */
+	void		**buf;
+	size_t		*len;
+	unsigned	*ranks;
 };
 
 static void *
@@ -350,6 +354,18 @@ pt_worker(void *arg)
 		else {
 			rc = analysis_add_file(p, j->paths[i]);
 			an_finish_input(p);
+		}
+		if (p != NULL && j->buf != NULL) {
+			int erc;
+
+			j->ranks[i] = analysis_partial_ranks(p);
+			if ((erc = analysis_partial_encode(p, &j->buf[i],
+			    &j->len[i])) != 0) {
+				j->buf[i] = NULL;
+				rc = erc;
+			}
+			analysis_free(p);
+			p = NULL;
 		}
 		pthread_mutex_lock(&j->mu);
 		j->part[i] = p;
@@ -442,6 +458,58 @@ analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 	free(j.rc);
 	free(j.done);
 	return ok;
+}
+
+AN_ATTR int
+analysis_encode_files(const struct analysis_opts *o, char *const *paths,
+    size_t n, void **bufs, size_t *lens, unsigned *ranks, int *rcs)
+{
+	struct analysis *a = analysis_new(o);
+	struct pt_job j;
+	pthread_t th[256];
+	size_t nth, started = 0;
+	unsigned jobs;
+
+	if (a == NULL)
+		return -ENOMEM;
+	jobs = a->o.jobs ? a->o.jobs : 1;
+	memset(&j, 0, sizeof(j));
+	j.a = a;
+	j.paths = paths;
+	j.n = n;
+	nth = jobs < n ? jobs : n;
+	if (nth > 256)
+		nth = 256;
+	if (nth == 0)
+		nth = 1;
+	j.reader_threads = (unsigned)(jobs / nth) - 1;
+	j.part = calloc(n + 1, sizeof(*j.part));
+	j.done = calloc(n + 1, sizeof(*j.done));
+	j.rc = rcs;
+	j.buf = bufs;
+	j.len = lens;
+	j.ranks = ranks;
+	if (j.part == NULL || j.done == NULL) {
+		free(j.part);
+		free(j.done);
+		analysis_free(a);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&j.mu, NULL);
+	pthread_cond_init(&j.cv, NULL);
+	for (size_t t = 0; nth > 1 && t < nth; t++)
+		if (pthread_create(&th[started], NULL, pt_worker, &j) == 0)
+			started++;
+	if (started == 0)
+		pt_worker(&j);
+	for (size_t t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	pthread_mutex_destroy(&j.mu);
+	pthread_cond_destroy(&j.cv);
+	free(j.part);
+	free(j.done);
+	analysis_free(a);
+	return 0;
 }
 
 /* ---- the wire format ---- */

@@ -160,6 +160,12 @@ int	analysis_partial_encode(struct analysis *a, void **buf, size_t *len);
  * options.  0, or -EBADMSG with a one-line reason in err. */
 int	analysis_partial_decode(struct analysis *a, const void *buf,
 	    size_t len, size_t *used, char *err, size_t errlen);
+/* Each file's partial result, encoded, in opts->jobs threads: bufs[i]
+ * (malloc'd, lens[i] bytes; NULL when it could not be encoded), ranks[i]
+ * its ranks, rcs[i] analysis_add_file's result.  0 or -ENOMEM. */
+int	analysis_encode_files(const struct analysis_opts *opts,
+	    char *const *paths, size_t n, void **bufs, size_t *lens,
+	    unsigned *ranks, int *rcs);
 /* Ranks (processes with a rank) in a. */
 unsigned	analysis_partial_ranks(const struct analysis *a);
 

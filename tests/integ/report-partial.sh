@@ -59,6 +59,12 @@ cmp -s files.out central.1.out || fail "report DIR is not report of its *.mspti 
 grep -q 'files  *3$' central.1.out || fail "the snapshot was read: $(head -5 central.1.out)"
 ok "report DIR: its *.mspti files but snapshots, in name order; the same for every --jobs"
 
+"$MSPTICTL" report --partial-out p1.bin --jobs 1 cap 2>/dev/null || fail "--partial-out --jobs 1"
+"$MSPTICTL" report --partial-out p3.bin --jobs 3 cap 2>/dev/null || fail "--partial-out --jobs 3"
+[ -s p1.bin ] && cmp -s p1.bin p3.bin || fail "--partial-out differs between --jobs 1 and 3"
+[ "$(grep -c MSPTIPRT p1.bin)" -ge 1 ] || fail "no partial result in p1.bin"
+ok "--partial-out: the files' partials, the same bytes for every --jobs"
+
 "$MSPTICTL" report --hosts hosts cap >dist.out 2>dist.err || fail "distributed: $(cat dist.err)"
 "$MSPTICTL" report --hosts hosts --json cap >dist.json 2>/dev/null || fail "distributed --json"
 cmp -s dist.out central.1.out || fail "distributed report differs: $(diff central.1.out dist.out | head)"
