@@ -282,6 +282,10 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 	    "summaries moved %zu bytes (%.0f per rank, at most %.0f; %zu on "
 	    "the wire)\n", nok, nrep, ranks, bytes,
 	    ranks ? (double)bytes / (double)ranks : 0.0, per_rank_max, wire);
+	if (per_rank_max > 1048576)
+		fprintf(stderr, "  (over the 1 MB per rank this is meant to "
+		    "move: the partials grow with steps and collectives; "
+		    "capture fewer steps)\n");
 	for (size_t i = 0; i < nrep; i++)
 		if (cn[i].why != NULL)
 			fprintf(stderr, "  %s: FAILED: %s\n", rep[i].name,

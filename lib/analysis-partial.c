@@ -98,10 +98,11 @@ pt_op_first_set(struct analysis *a, uint32_t name, size_t idx)
 		a->op_first[name] = (uint32_t)idx + 1;
 }
 
+/* 1 + the first op of that name (name 0 too: a kernel without one). */
 static uint32_t
 pt_op_first(const struct analysis *a, uint32_t name)
 {
-	return name != 0 && name < a->nop_first ? a->op_first[name] : 0;
+	return name < a->nop_first ? a->op_first[name] : 0;
 }
 
 static void
@@ -1130,8 +1131,9 @@ pt_read(struct pt_r *r, struct analysis *a, struct analysis *b)
 		pt_rstat(r, &o.st);
 		o.host_total = pt_ru(r);
 		o.host_count = pt_ru(r);
-		for (size_t j = 0; j < b->nops; j++)
-			if (b->ops[j].name == o.name && b->ops[j].type ==
+		for (size_t j = pt_op_first(b, o.name); j > 0 && j <= b->nops;
+		    j++)
+			if (b->ops[j - 1].name == o.name && b->ops[j - 1].type ==
 			    o.type)
 				pt_bad(r, "an op twice");
 		an_grow(&b->ops, &b->cops, b->nops, sizeof(*b->ops));

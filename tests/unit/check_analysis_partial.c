@@ -105,6 +105,14 @@ feed(struct analysis_source *src, int r)
 			k.correlation_id = corr++;
 			add(src, &k.hdr);
 		}
+		/* A kernel whose name the trace never defined. */
+		REC_INIT(&k, REC_KERNEL, 0);
+		k.pid = pid;
+		k.start = b + 640 * US;
+		k.end = b + 650 * US;
+		k.name_id = 99;
+		k.type_id = 3;
+		add(src, &k.hdr);
 		REC_INIT(&c, REC_COMMUNICATION, 0);
 		c.pid = pid;
 		c.start = b + (uint64_t)(r == 1 ? 1000 : 700) * US;
