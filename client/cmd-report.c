@@ -279,6 +279,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		{ "world-size", required_argument, NULL, 'w' },
 		{ "step-marker", required_argument, NULL, 'm' },
 		{ "align", required_argument, NULL, 'a' },
+		{ "no-align", no_argument, NULL, 'N' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "steps-all", no_argument, NULL, 'A' },
 		{ "jobs", required_argument, NULL, 'J' },
@@ -288,7 +289,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		{ "allow-partial", no_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "partial-out", required_argument, NULL, 'O' },
-		{ "node", required_argument, NULL, 'N' },
+		{ "node", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *e = &cmd_report_entry;
@@ -309,7 +310,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	memset(want, 0, sizeof(want));
 	client_rescan(&argc, &argv);
 	while ((ch = client_getopt(e, argc, argv,
-	    "jcs:t:w:m:a:SAJ:C:H:B:PT:O:N:", opts)) != -1) {
+	    "jcs:t:w:m:a:NSAJ:C:H:B:PT:O:n:", opts)) != -1) {
 		switch (ch) {
 		case 'j':
 			fmt = TABLE_JSON;
@@ -360,6 +361,9 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 			    ANALYSIS_ALIGN_ALWAYS : strcmp(optarg, "never") ==
 			    0 ? ANALYSIS_ALIGN_NEVER : ANALYSIS_ALIGN_AUTO;
 			break;
+		case 'N':
+			o.align = ANALYSIS_ALIGN_NEVER;
+			break;
 		case 'S':
 			strict = true;
 			break;
@@ -402,7 +406,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		case 'O':
 			pout = optarg;
 			break;
-		case 'N':
+		case 'n':
 			node = optarg;
 			break;
 		default:
@@ -507,9 +511,9 @@ const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.usage = "FILE|DIR... [--json|--csv] [--section LIST] [--top N] "
 	    "[--world-size N]\n"
-	    "    [--step-marker NAME] [--align auto|always|never] [--strict] "
-	    "[--steps-all]\n"
-	    "    [--jobs N] [--partial-out FILE|-] [--node NAME]\n"
+	    "    [--step-marker NAME] [--align auto|always|never] [--no-align] "
+	    "[--strict]\n"
+	    "    [--steps-all] [--jobs N] [--partial-out FILE|-] [--node NAME]\n"
 	    "  report --cluster slurm --job ID DIR | --hosts FILE DIR "
 	    "[--allow-partial]\n"
 	    "    [--timeout D] [options]\n"

@@ -457,6 +457,8 @@ void		 session_drain_wake_cb(evutil_socket_t fd, short what,
 
 /* session-steps.c: step windows (--steps N, --start-step K) */
 bool		 session_steps_choose(struct session *s);
+bool		 session_steps_set(struct session *s, int64_t k);
+int64_t		 session_steps_now(const struct sess_agent *sa);
 void		 session_steps_ack(struct sess_agent *sa, int64_t step,
 		     uint64_t period_ns, int64_t first, bool start);
 bool		 session_steps_marker(struct sess_agent *sa,

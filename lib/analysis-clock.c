@@ -279,6 +279,22 @@ an_clock(struct analysis *a)
 		    &r->est : &none, have && a->o.align !=
 		    ANALYSIS_ALIGN_NEVER, off[i], note);
 	}
+	/* One clock (one host, its ranks agreeing): nothing to state. */
+	if (nh <= 1 && !(nh == 1 && ca.host_split[0])) {
+		table_free(t);
+		t = NULL;
+	}
+	/* Records of no process (device metrics) move with their host. */
+	for (size_t i = 0; i < a->nsrc; i++) {
+		const char *h = a->src[i]->host ? a->src[i]->host : "";
+
+		a->src[i]->offset = 0;
+		for (uint32_t k = 0; k < nh; k++)
+			if (strcmp(hosts[k], h) == 0 && a->o.align !=
+			    ANALYSIS_ALIGN_NEVER && ca.host[k].status !=
+			    CLOCKALIGN_NOT_ESTIMABLE)
+				a->src[i]->offset = ca.host[k].offset_ns;
+	}
 	clockalign_free(&ca);
 	free(hosts);
 	free(hostof);

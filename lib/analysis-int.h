@@ -236,6 +236,8 @@ struct analysis_source {
 	struct rec_clock_sync clocks[64];
 	size_t		 nclocks;
 	uint64_t	 reorder_ns;	/* reorder window of its ranks */
+	int64_t		 offset;	/* its host's clock offset, for records
+					   of no process (analysis-clock.c) */
 	/* Launch join: direct-mapped by correlation id. */
 	struct an_pend	*pend;
 	uint64_t	 losses[LOSS_STAGE_MAX];

@@ -11,8 +11,10 @@
  * end differences), iterated until no offset moves, since the others'
  * offsets enter the observation.  The uncertainty is the distribution-free
  * 95% confidence interval of that median (order statistics n/2 +- 0.98
- * sqrt(n)), never less than the spread of the ranks of one host within a
- * collective (how well "ends together" holds), and is cut to the hard
+ * sqrt(n)), never less than half the observations' interquartile range,
+ * the spread of the ranks of one host within a collective (how well "ends
+ * together" holds) or CLOCKALIGN_FLOOR_NS, plus the uncertainty of the
+ * unit it was linked through; and it is cut to the hard
  * bracket that causality gives against the reference: a unit cannot end
  * before the reference's last rank started, nor the reference before the
  * unit's last rank started.
@@ -27,7 +29,7 @@
 
 #include "clockalign.h"
 
-#define CA_MAX_ITER	200
+#define CA_MAX_ITER	50
 
 /* One unit's view of one instance. */
 struct ca_ent {
@@ -81,6 +83,114 @@ ca_cmp_av(const void *x, const void *y)
 }
 
 static int
+ca_cmp_rank_comm(const void *x, const void *y)
+{
+	const struct clockalign_sample *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->comm != b->comm)
+		return a->comm < b->comm ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Interquartile range of the end differences ref[j + d] - r[j] over the
+ * pairs that exist; *np their count.  tmp holds n values. */
+static int64_t
+ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
+    const struct clockalign_sample *ref, size_t nref, long d, int64_t *tmp,
+    size_t *np)
+{
+	size_t k = 0;
+
+	for (size_t j = 0; j < nr; j++) {
+		long q = (long)j + d;
+
+		if (q < 0 || (size_t)q >= nref)
+			continue;
+		tmp[k++] = (int64_t)ref[q].end_ns - (int64_t)r[j].end_ns;
+	}
+	*np = k;
+	if (k < 4)
+		return INT64_MAX;
+	qsort(tmp, k, sizeof(*tmp), ca_cmp_i64);
+	return tmp[(3 * k) / 4] - tmp[k / 4];
+}
+
+/*
+ * Ordinals that do not match: a rank whose capture began a few
+ * collectives before or after the reference rank's numbers them from a
+ * different first one, and equal ordinals then pair different collectives
+ * (their end differences vary by the step-to-step jitter, not by noise).
+ * For each rank and communicator it shares with the reference rank,
+ * where the pairing by ordinal disagrees by more than 4 x the floor, the
+ * shift of up to CLOCKALIGN_MAX_SHIFT collectives whose differences agree
+ * best (a quarter of the spread or less) renumbers its collectives onto
+ * the reference's; its unpaired ones get ordinals no one else has.
+ */
+static void
+ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
+    int64_t *tmp)
+{
+	size_t i = 0, r0 = 0, r1 = 0;
+
+	qsort(s, m, sizeof(*s), ca_cmp_rank_comm);
+	while (r0 < m && s[r0].rank != refrank)
+		r0++;
+	r1 = r0;
+	while (r1 < m && s[r1].rank == refrank)
+		r1++;
+	while (i < m) {
+		size_t j = i, a, b, base, np, best_np = 0;
+		int64_t eq, best = INT64_MAX, v;
+		long best_d = 0;
+
+		while (j < m && s[j].rank == s[i].rank && s[j].comm == s[i].comm)
+			j++;
+		if (s[i].rank == refrank)
+			goto next;
+		for (a = r0; a < r1 && s[a].comm != s[i].comm; a++)
+			;
+		for (b = a; b < r1 && s[b].comm == s[i].comm; b++)
+			;
+		if (a == b)
+			goto next;
+		/* The pairing by ordinal: its offset within the reference's. */
+		for (base = a; base < b && s[base].seq < s[i].seq; base++)
+			;
+		eq = ca_pair_iqr(s + i, j - i, s + a, b - a,
+		    (long)(base - a), tmp, &np);
+		if (eq != INT64_MAX && eq <= 4 * CLOCKALIGN_FLOOR_NS)
+			goto next;
+		for (long d = -CLOCKALIGN_MAX_SHIFT; d <= CLOCKALIGN_MAX_SHIFT;
+		    d++) {
+			v = ca_pair_iqr(s + i, j - i, s + a, b - a,
+			    (long)(base - a) + d, tmp, &np);
+			if (np * 2 < (j - i < b - a ? j - i : b - a))
+				continue;
+			if (v < best) {
+				best = v;
+				best_d = (long)(base - a) + d;
+				best_np = np;
+			}
+		}
+		if (best_np == 0 || (eq != INT64_MAX && best > eq / 4) ||
+		    best_d == (long)(base - a))
+			goto next;
+		for (size_t k = i; k < j; k++) {
+			long q = (long)(k - i) + best_d;
+
+			s[k].seq = q >= 0 && (size_t)q < b - a ?
+			    s[a + (size_t)q].seq : 1ull << 63 |
+			    (uint64_t)s[k].rank << 24 | (k - i);
+		}
+next:
+		i = j;
+	}
+	qsort(s, m, sizeof(*s), ca_cmp_sample);
+}
+
+static int
 ca_cmp_rank(const void *x, const void *y)
 {
 	const struct clockalign_rank *a = x, *b = y;
@@ -127,6 +237,14 @@ ca_ci(const int64_t *v, size_t n, int64_t med)
 	return med - v[j] > v[k] - med ? med - v[j] : v[k] - med;
 }
 
+static void
+ca_disagree(struct clockalign_est *x)
+{
+	x->status = CLOCKALIGN_NOT_ESTIMABLE;
+	x->reason = "collective ends do not agree (captures of different "
+	    "steps?)";
+}
+
 /*
  * Solves for nunits offsets from ne entries sorted by instance, ref the
  * reference unit.  Fills est[nunits]; via[] is left for the caller.
@@ -147,11 +265,12 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 	struct ca_av *av = calloc(ne + 1, sizeof(*av));
 	int64_t *tmp = calloc(ne + 1, sizeof(*tmp));
 	int *level = malloc(((size_t)nunits + 1) * sizeof(*level));
-	int rc = -ENOMEM, maxlevel = 0;
+	int64_t *iq = calloc((size_t)nunits + 1, sizeof(*iq));
+	int rc = -ENOMEM, maxlevel = 0, rounds = 0;
 
 	if (ioff == NULL || uoff == NULL || ufill == NULL || uf == NULL ||
 	    o == NULL || onew == NULL || d == NULL || spread == NULL ||
-	    av == NULL || tmp == NULL || level == NULL)
+	    av == NULL || tmp == NULL || level == NULL || iq == NULL)
 		goto out;
 	for (uint32_t u = 0; u < nunits; u++)
 		level[u] = -1;
@@ -199,11 +318,8 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		x->matched = (uint32_t)m;
 		x->via = u;
 		if (u == ref) {
-			x->status = m > 0 ? CLOCKALIGN_REFERENCE :
-			    CLOCKALIGN_NOT_ESTIMABLE;
-			if (m == 0)
-				x->reason = "no collective shared with another "
-				    "clock";
+			/* Its own clock is the reference, shared or not. */
+			x->status = CLOCKALIGN_REFERENCE;
 			continue;
 		}
 		x->status = CLOCKALIGN_NOT_ESTIMABLE;
@@ -218,8 +334,8 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		else
 			x->status = CLOCKALIGN_ESTIMATED;
 	}
-	if (est[ref].status != CLOCKALIGN_REFERENCE) {
-		rc = 0;
+	if (uoff[ref + 1] == uoff[ref]) {
+		rc = 0;		/* nothing to align to */
 		goto out;
 	}
 	/* Start from the reference outward: a unit's first offset is the
@@ -286,7 +402,9 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		}
 	/* Refine: observations from the current offsets (the others'
 	 * median aligned end, leaving the unit out), new offsets their
-	 * medians; the reference stays at 0. */
+	 * medians; the reference stays at 0.  A unit found not to agree
+	 * at the end is left out and the rest refined again. */
+again:
 	for (int it = 0; it <= CA_MAX_ITER; it++) {
 		int64_t moved = 0;
 		bool last = it == CA_MAX_ITER;
@@ -338,6 +456,7 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 				iqr = (v[(3 * n) / 4] - v[n / 4]) / 2;
 				if (est[u].uncertainty_ns < iqr)
 					est[u].uncertainty_ns = iqr;
+				iq[u] = iqr;
 			}
 		}
 		if (last) {
@@ -359,6 +478,31 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		}
 		if (moved <= 1)
 			it = CA_MAX_ITER - 1;	/* one more pass: the result */
+	}
+	/* Ends that disagree by far more than any transit are not one
+	 * collective's: the captures hold different steps.  The worst such
+	 * unit is left out (it spoils the others' observations too) and the
+	 * rest refined again; after 16 rounds all that remain go at once. */
+	{
+		uint32_t worst = UINT32_MAX;
+
+		for (uint32_t u = 0; u < nunits; u++) {
+			if (u == ref || est[u].status ==
+			    CLOCKALIGN_NOT_ESTIMABLE ||
+			    iq[u] <= CLOCKALIGN_MAX_SPREAD_NS)
+				continue;
+			if (rounds >= 16 || worst == UINT32_MAX ||
+			    iq[u] > iq[worst]) {
+				if (rounds >= 16)
+					ca_disagree(&est[u]);
+				worst = u;
+			}
+		}
+		if (worst != UINT32_MAX && rounds < 16) {
+			ca_disagree(&est[worst]);
+			rounds++;
+			goto again;
+		}
 	}
 	/* Causality against the reference, instance by instance. */
 	for (uint32_t c = 0; c < ninst; c++) {
@@ -397,8 +541,8 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 			x->uncertainty_ns = spread[u];
 		if (x->uncertainty_ns < spread[ref])
 			x->uncertainty_ns = spread[ref];
-		if (x->uncertainty_ns < 1)
-			x->uncertainty_ns = 1;
+		if (x->uncertainty_ns < CLOCKALIGN_FLOOR_NS)
+			x->uncertainty_ns = CLOCKALIGN_FLOOR_NS;
 	}
 	/* Linked through another unit: its uncertainty adds (in placing
 	 * order, so the chain's whole length counts). */
@@ -450,6 +594,7 @@ out:
 	free(av);
 	free(tmp);
 	free(level);
+	free(iq);
 	return rc;
 }
 
@@ -618,6 +763,8 @@ clockalign_estimate(const struct clockalign_sample *in, size_t n,
 	}
 	ref = reference >= 0 ? (uint32_t)reference : out->ranks[rref].host;
 	out->reference = ref;
+	ca_repair(s, m, out->ranks[rref].rank, tmp);
+	ne = ca_entries(s, m, true, out->ranks, nr, e, tmp, &ninst);
 	rest = calloc(nr, sizeof(*rest));
 	if (rest == NULL)
 		goto fail;

@@ -33,6 +33,16 @@
 
 /* Collectives fewer than this on a host pair leave it unlinked. */
 #define CLOCKALIGN_MIN_MATCHED	3
+/* No offset is stated more precise than this: ranks leave a collective
+ * together only to within about a link's latency, and each host maps its
+ * device times to its clock with an error of its own; collectives cannot
+ * see either. */
+#define CLOCKALIGN_FLOOR_NS	1000
+/* Observations of one offset spread (half their interquartile range)
+ * wider than this are not ends of the same collectives. */
+#define CLOCKALIGN_MAX_SPREAD_NS	200000
+/* Captures that began this many collectives apart still match. */
+#define CLOCKALIGN_MAX_SHIFT	16
 /* Ranks of one host further apart than 3x their uncertainties plus this
  * have clocks of their own. */
 #define CLOCKALIGN_SPLIT_NS	5000
@@ -43,7 +53,10 @@
  * all-to-all, barrier) belong here, with device-side times.  comm is the
  * same number on every rank for one communicator: clockalign_comm_id() of
  * its name (string ids differ between trace files).  seq counts that
- * rank's collectives on comm from 0, in start order.
+ * rank's collectives on comm from 0, in start order.  Ranks whose captures
+ * began up to CLOCKALIGN_MAX_SHIFT collectives apart are renumbered onto
+ * the reference rank's ordinals, where the shift is plain from the end
+ * times (a constant difference instead of the step-to-step jitter).
  */
 struct clockalign_sample {
 	uint32_t	rank;

@@ -41,6 +41,18 @@
 #define DIST_USAGE	"[--ranks N | --launched] [--steps S] [--slow-rank R]"
 
 static int	dist_device = -1;	/* -1: rank % devices */
+static char	dist_root_path[512];	/* --launched rank 0: the root info */
+
+/* Every rank joined the comm, so every rank read the root info: rank 0
+ * removes its file (not left behind if the job is killed later). */
+static void
+dist_root_done(void)
+{
+	if (dist_root_path[0] != '\0') {
+		(void)unlink(dist_root_path);
+		dist_root_path[0] = '\0';
+	}
+}
 
 static int
 dist_set_device(int rank)
@@ -156,6 +168,7 @@ dist_scenario_rank(const struct scenario *sc, int rank, HcclRootInfo *root)
 		    hr);
 		return (1);
 	}
+	dist_root_done();
 	if (example_check(aclrtCreateStream(&s), "aclrtCreateStream") ||
 	    (w = scenario_rank_new(sc, rank, comm, s)) == NULL)
 		goto out;
@@ -210,6 +223,7 @@ dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
 		    hr);
 		return (1);
 	}
+	dist_root_done();
 	fwd = example_kernel("MatMulForward", NPUSIM_KERNEL_AI_CORE, 6e9, 8e6);
 	bwd = example_kernel("MatMulBackward", NPUSIM_KERNEL_AI_CORE, 1.2e10,
 	    1.6e7);
@@ -286,7 +300,6 @@ static int
 dist_launched(const struct scenario *sc, int nranks, long steps)
 {
 	HcclRootInfo	root;
-	char		path[512] = "";
 	int		rank, rc;
 
 	rank = dist_env2("RANK", "SLURM_PROCID", 0);
@@ -305,13 +318,15 @@ dist_launched(const struct scenario *sc, int nranks, long steps)
 	if (nranks == 1) {
 		if (HcclGetRootInfo(&root) != HCCL_SUCCESS)
 			return (1);
-	} else if (dist_root_exchange(rank, &root, path, sizeof path) != 0)
+	} else if (dist_root_exchange(rank, &root, dist_root_path,
+	    sizeof dist_root_path) != 0)
 		return (1);
+	if (rank != 0)
+		dist_root_path[0] = '\0';
 	rc = sc->kind != SCENARIO_NONE ? dist_scenario_rank(sc, rank, &root) :
 	    dist_rank(rank, nranks, steps, &root);
-	/* Everyone joined (or gave up) by now: the name can go. */
-	if (rank == 0 && path[0] != '\0')
-		(void)unlink(path);
+	/* A rank 0 whose comm never formed: the name goes anyway. */
+	dist_root_done();
 	return (rc);
 }
 

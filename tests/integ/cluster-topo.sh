@@ -1,5 +1,6 @@
 #!/bin/sh
-# The simulator's topology on a 2-node minicluster: srun starts 4 ranks of
+# The minicluster's --skew, then the simulator's topology on a 2-node
+# minicluster: srun starts 4 ranks of
 # npusim-dist --launched (2 per node, rank/world/device from SLURM_PROCID,
 # SLURM_NTASKS, SLURM_LOCALID); the ranks of both nodes, each node with its
 # own /dev/shm, form one communicator through the shared NPUSIM_COMM_DIR
@@ -10,7 +11,26 @@
 . "$(dirname "$0")/cluster-lib.sh"
 
 DIST="$top_builddir/sim/npusim-dist"
-mc_up 2
+for bad in bogus node3=1 node2=1x node0=5; do
+	$MC up 2 --skew "$bad" >"$T/bad.out" 2>&1 && fail "up --skew $bad worked"
+	[ "$(wc -l <"$T/bad.out")" = 1 ] && grep -q '^minicluster: --skew' "$T/bad.out" ||
+		fail "up --skew $bad: $(cat "$T/bad.out")"
+	[ -e "$T/mc" ] && fail "up --skew $bad left $T/mc behind"
+done
+ok "a bad --skew is one line of error and leaves nothing behind"
+
+# node2's clock runs 5 ms ahead for our programs: its msptid, exec and
+# every Slurm task there see the skew, node1 none.
+mc_up 2 --skew node2=5000000
+got=$($MC exec ctl srun -N2 -l sh -c 'echo "$(hostname)=${MSPTI_TEST_CLOCK_SKEW_NS:-none}"' | sed 's/^[0-9]*: //' | sort | tr '\n' ' ')
+[ "$got" = "node1=none node2=5000000 " ] || fail "srun tasks' skew: $got"
+got=$($MC exec node2 sh -c 'echo $MSPTI_TEST_CLOCK_SKEW_NS')
+[ "$got" = 5000000 ] || fail "exec node2: skew '$got'"
+tr '\0' '\n' </proc/"$($MC pid node2 msptid)"/environ | grep -qx MSPTI_TEST_CLOCK_SKEW_NS=5000000 ||
+	fail "node2's msptid has no skew"
+tr '\0' '\n' </proc/"$($MC pid node1 msptid)"/environ | grep -q MSPTI_TEST_CLOCK_SKEW_NS &&
+	fail "node1's msptid has a skew"
+ok "--skew node2=5000000 reaches node2's msptid, exec and Slurm tasks, not node1's"
 $MC exec ctl env NPUSIM_ROCE_BW_GBS=4 NPUSIM_ROCE_LAT_US=25 \
     NPUSIM_LINK_BW_GBS=40 NPUSIM_LINK_LAT_US=2 \
     srun -N2 --ntasks-per-node=2 -J mctopo \

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis.h"
 #include "clockalign.h"
 #include "util.h"
 
@@ -315,6 +316,81 @@ START_TEST(split_host)
 }
 END_TEST
 
+/* Captures that began at different collectives: host 1's ranks missed the
+ * first 3 (and number theirs from 0), rank 1 the first one, host 0's the
+ * last 2.  Equal ordinals pair different all-reduces; the renumbering
+ * finds the shift, and the offset is right. */
+START_TEST(windows_apart)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
+	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+	size_t w = 0;
+
+	gen_coll(&g, "world", ranks, hosts, 4, skew, 200, 1000000, 1000, &t);
+	for (size_t i = 0; i < g.n; i++) {
+		struct clockalign_sample x = g.s[i];
+
+		if (x.host == 1 && x.seq < 3)
+			continue;
+		if (x.rank == 1 && x.seq < 1)
+			continue;
+		if (x.host == 0 && x.seq >= 198)
+			continue;
+		if (x.host == 1)
+			x.seq -= 3;
+		if (x.rank == 1)
+			x.seq -= 1;
+		g.s[w++] = x;
+	}
+	g.n = w;
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	check_host(&ca, 1, -3200000, 2000);
+	ck_assert(!ca.host_split[0] && !ca.host_split[1]);
+	ck_assert(llabs(clockalign_rank(&ca, 1)->est.offset_ns) <= 2000);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
+/* Captures of different steps altogether (host 1 recorded collectives
+ * 100-107, host 0 0-7, both numbered from 0): no shift lines them up, and
+ * host 1 is not estimable rather than off by 100 steps. */
+START_TEST(windows_disjoint)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
+	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+	size_t w = 0;
+
+	gen_coll(&g, "world", ranks, hosts, 4, skew, 120, 1000000, 1000, &t);
+	for (size_t i = 0; i < g.n; i++) {
+		struct clockalign_sample x = g.s[i];
+
+		if (x.host == 0 && x.seq >= 8)
+			continue;
+		if (x.host == 1 && (x.seq < 100 || x.seq >= 108))
+			continue;
+		if (x.host == 1)
+			x.seq -= 100;
+		g.s[w++] = x;
+	}
+	g.n = w;
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	ck_assert_int_eq(ca.host[1].status, CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_ptr_nonnull(strstr(ca.host[1].reason, "do not agree"));
+	ck_assert(!clockalign_rank(&ca, 2)->applied);
+	ck_assert(clockalign_rank(&ca, 1)->est.status !=
+	    CLOCKALIGN_NOT_ESTIMABLE);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
 /* Nothing, bad hosts and end-before-start samples: no crash, nothing
  * estimated. */
 START_TEST(empty_and_bad)
@@ -360,6 +436,179 @@ START_TEST(skew_hook)
 }
 END_TEST
 
+/* The analysis (report, export): host h2 (rank 1) runs 5 ms ahead, host
+ * h3's rank has no collective.  The clocks table states h2's offset and that h3's
+ * is not estimable, a warning says rank 2 is not aligned, and rank 1's
+ * steps are moved onto h1's clock. */
+static const char *
+tcell(const struct table *t, const char *kind, const char *key,
+    const char *col)
+{
+	size_t kc = 0, hc = 0, rc = 0, cc = 0;
+
+	for (size_t i = 0; i < table_ncols(t); i++) {
+		if (strcmp(table_col(t, i), "Kind") == 0)
+			kc = i;
+		if (strcmp(table_col(t, i), "Host") == 0)
+			hc = i;
+		if (strcmp(table_col(t, i), "Rank") == 0)
+			rc = i;
+		if (strcmp(table_col(t, i), col) == 0)
+			cc = i;
+	}
+	for (size_t r = 0; r < table_nrows(t); r++)
+		if (strcmp(table_cell(t, r, kc, NULL), kind) == 0 &&
+		    strcmp(table_cell(t, r, strcmp(kind, "host") == 0 ? hc :
+		    rc, NULL), key) == 0)
+			return table_cell(t, r, cc, NULL);
+	return NULL;
+}
+
+/* A number of the ranks table. */
+static double
+rcell(struct analysis *a, const char *rank, const char *col)
+{
+	const struct table *t = analysis_table(a, ANALYSIS_RANKS);
+	size_t rc = 0, cc = 0;
+
+	for (size_t i = 0; i < table_ncols(t); i++) {
+		if (strcmp(table_col(t, i), "Rank") == 0)
+			rc = i;
+		if (strcmp(table_col(t, i), col) == 0)
+			cc = i;
+	}
+	for (size_t r = 0; r < table_nrows(t); r++)
+		if (strcmp(table_cell(t, r, rc, NULL), rank) == 0)
+			return atof(table_cell(t, r, cc, NULL));
+	return -1;
+}
+
+static void
+feed(struct analysis_source *src, const struct rec_hdr *h)
+{
+	ck_assert_int_eq(analysis_source_add(src, h), 0);
+}
+
+static void
+hosts_case(const char *host1)
+{
+	const uint64_t t0 = 1700000000000000000ull, us = 1000;
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src[3];
+	const char *const hosts[] = { "h1", host1, "h3" };
+	const int64_t skew[] = { 0, 5000000, -1000000 };
+	bool split = strcmp(host1, "h1") == 0;
+	const struct table *t;
+	const char *const *w;
+	size_t nw;
+	bool warned = false;
+
+	for (int r = 0; r < 3; r++) {
+		struct rec_process p;
+
+		src[r] = analysis_source_new(a, hosts[r], hosts[r]);
+		ck_assert_int_eq(analysis_source_string(src[r], 1, "step"), 0);
+		ck_assert_int_eq(analysis_source_string(src[r], 2,
+		    "HcclAllReduce"), 0);
+		ck_assert_int_eq(analysis_source_string(src[r], 3, "world"), 0);
+		ck_assert_int_eq(analysis_source_string(src[r], 4, "MatMul"),
+		    0);
+		REC_INIT(&p, REC_PROCESS, 0);
+		p.pid = 100 + (uint32_t)r;
+		p.rank = r;
+		p.local_rank = 0;
+		p.world_size = 3;
+		feed(src[r], &p.hdr);
+	}
+	for (int st = 0; st < 20; st++) {
+		uint64_t b = t0 + (uint64_t)st * 1000 * us;
+		uint64_t arrive[2] = { b + 300 * us, b + (st % 3 == 0 ? 450 :
+		    280) * us }, end;
+
+		end = (arrive[0] > arrive[1] ? arrive[0] : arrive[1]) +
+		    60 * us;
+		for (int r = 0; r < 3; r++) {
+			uint64_t o = (uint64_t)skew[r];
+			struct rec_marker m;
+			struct rec_kernel k;
+			struct rec_communication c;
+
+			REC_INIT(&m, REC_MARKER, 0);
+			m.pid = 100 + (uint32_t)r;
+			m.timestamp = b + o;
+			m.id = (uint64_t)st + 1;
+			m.name_id = 1;
+			m.flag = 2;
+			feed(src[r], &m.hdr);
+			REC_INIT(&k, REC_KERNEL, 0);
+			k.pid = 100 + (uint32_t)r;
+			k.start = b + o;
+			k.end = b + o + 250 * us;
+			k.name_id = 4;
+			feed(src[r], &k.hdr);
+			if (r < 2) {
+				REC_INIT(&c, REC_COMMUNICATION, 0);
+				c.pid = 100 + (uint32_t)r;
+				c.start = arrive[r] + o;
+				c.end = end + o;
+				c.name_id = 2;
+				c.comm_name_id = 3;
+				c.count = 1024;
+				feed(src[r], &c.hdr);
+			}
+			m.timestamp = b + o + 900 * us;
+			m.flag = 4;
+			feed(src[r], &m.hdr);
+		}
+	}
+	ck_assert_int_eq(analysis_run(a), 0);
+	t = analysis_table(a, ANALYSIS_CLOCKS);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(analysis_section_name(ANALYSIS_CLOCKS), "clocks");
+	ck_assert_str_eq(tcell(t, "host", "h1", "Status"), "reference");
+	if (split) {
+		ck_assert_ptr_nonnull(strstr(tcell(t, "host", "h1", "Note"),
+		    "disagree"));
+		ck_assert_str_eq(tcell(t, "rank", "1", "Note"), "own offset");
+	} else {
+		ck_assert_str_eq(tcell(t, "host", "h2", "Status"),
+		    "estimated");
+		ck_assert_double_eq_tol(atof(tcell(t, "host", "h2",
+		    "Offset(us)")), -5000, 0.001);
+	}
+	ck_assert_double_eq_tol(atof(tcell(t, "rank", "1", "Applied(us)")),
+	    -5000, 0.001);
+	ck_assert_str_eq(tcell(t, "host", "h3", "Status"), "not estimable");
+	ck_assert_str_eq(tcell(t, "rank", "2", "Applied(us)"), "");
+	ck_assert_ptr_nonnull(strstr(tcell(t, "rank", "2", "Note"),
+	    "not aligned"));
+	w = analysis_warnings(a, &nw);
+	for (size_t i = 0; i < nw; i++)
+		warned |= strstr(w[i], "rank 2") != NULL &&
+		    strstr(w[i], "not estimable") != NULL;
+	ck_assert_msg(warned, "no warning about rank 2's clock");
+	/* Aligned, rank 0 waits for rank 1 150 us in 7 of the 20
+	 * all-reduces (not the 5 ms the raw clocks say), rank 1 for rank 0
+	 * 20 us in the other 13. */
+	ck_assert_double_eq_tol(rcell(a, "0", "Wait Avg(us)"), 52.5, 0.01);
+	ck_assert_double_eq_tol(rcell(a, "1", "Wait Avg(us)"), 13, 0.01);
+	analysis_free(a);
+}
+
+START_TEST(analysis_hosts)
+{
+	hosts_case("h2");
+}
+END_TEST
+
+/* The same with rank 1 on rank 0's host but a clock of its own: it gets
+ * its own offset (by default, not only with --align always). */
+START_TEST(analysis_split_host)
+{
+	hosts_case("h1");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -374,8 +623,12 @@ main(void)
 	tcase_add_test(tc, outliers);
 	tcase_add_test(tc, chain_and_unlinked);
 	tcase_add_test(tc, split_host);
+	tcase_add_test(tc, windows_apart);
+	tcase_add_test(tc, windows_disjoint);
 	tcase_add_test(tc, empty_and_bad);
 	tcase_add_test(tc, skew_hook);
+	tcase_add_test(tc, analysis_hosts);
+	tcase_add_test(tc, analysis_split_host);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -5,7 +5,8 @@
  * crossed; then real rank processes told they are on two nodes
  * (NPUSIM_NODE) rendezvous through a file (NPUSIM_COMM_DIR), and their
  * all-reduce records last exactly the model at the configured RoCE link,
- * while two ranks of one node run at the node's link.
+ * while two ranks of one node run at the node's link; send/recv take
+ * the link between their two ranks.
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -81,6 +82,7 @@ START_TEST(test_coll_ns)
 END_TEST
 
 static char	dir[256];
+static int	p2p;		/* the ranks send/recv instead of all-reduce */
 
 /* A root info made where the test process never loads the simulator's
  * environment (children must read their own NPUSIM_NODE). */
@@ -145,9 +147,14 @@ rank_main(uint32_t r, uint32_t n, const char *node, const HcclRootInfo *root,
 		return (21);
 	if (HcclCommInitRootInfo(n, root, r, &comm) != HCCL_SUCCESS)
 		return (22);
-	if (HcclBarrier(comm, s) != HCCL_SUCCESS || HcclAllReduce(buf, buf,
-	    cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s) !=
-	    HCCL_SUCCESS || aclrtSynchronizeStream(s) != ACL_SUCCESS)
+	if (HcclBarrier(comm, s) != HCCL_SUCCESS)
+		return (23);
+	if (p2p ? (r == 0 ? HcclSend(buf, cnt, HCCL_DATA_TYPE_FP32, 1, comm,
+	    s) : HcclRecv(buf, cnt, HCCL_DATA_TYPE_FP32, 0, comm, s)) :
+	    HcclAllReduce(buf, buf, cnt, HCCL_DATA_TYPE_FP32,
+	    HCCL_REDUCE_SUM, comm, s))
+		return (23);
+	if (aclrtSynchronizeStream(s) != ACL_SUCCESS)
 		return (23);
 	deadline = mono_ns() + 5000000000ULL;
 	for (;;) {
@@ -159,8 +166,9 @@ rank_main(uint32_t r, uint32_t n, const char *node, const HcclRootInfo *root,
 		got += i;
 		for (i = 0; i < got; i++)
 			if (rec[i].kind == NPUSIM_TASK_COMM &&
-			    strcmp(rec[i].name, "HcclAllReduce") == 0 &&
-			    rec[i].pid == (uint32_t)getpid())
+			    strcmp(rec[i].name, p2p ? (r == 0 ? "HcclSend" :
+			    "HcclRecv") : "HcclAllReduce") == 0 &&
+			    rec[i].pid == (int32_t)getpid())
 				break;
 		if (i < got)
 			break;
@@ -231,6 +239,20 @@ START_TEST(test_two_nodes)
 }
 END_TEST
 
+/* Send/recv between two nodes: B / 10 GB/s + one 15 us hop; between
+ * two devices of one node: B / 50 GB/s + 2 us. */
+START_TEST(test_p2p)
+{
+	static const char *const two[] = { "nA", "nB" }, *const one[] = {
+	    "nA", "nA" };
+	double	b = (4U << 20) * 4.0;
+
+	p2p = 1;
+	run(2, two, (uint64_t)(b / 10e9 * 1e9 + 15000));
+	run(2, one, (uint64_t)(b / 50e9 * 1e9 + 2000));
+}
+END_TEST
+
 /* 2 ranks of one node: HCCS (50 GB/s, 2 us). */
 START_TEST(test_one_node)
 {
@@ -271,6 +293,7 @@ main(void)
 	tcase_add_test(tc, test_coll_ns);
 	tcase_add_test(tc, test_two_nodes);
 	tcase_add_test(tc, test_one_node);
+	tcase_add_test(tc, test_p2p);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_FORK);
