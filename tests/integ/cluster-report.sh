@@ -1,24 +1,26 @@
 #!/bin/sh
-# The distributed report: a 2-node minicluster job (2 step-marking ranks
-# per node) captured node-local (each node writes /run/cap, its own
-# tmpfs); `report --cluster slurm` and `report --hosts` analyse each
+# The distributed report: a 2-node minicluster job (npusim-dist, 2 ranks
+# per node all-reducing across both; node2's clock 3 ms ahead) captured
+# node-local (each node writes /run/cap, its own tmpfs); `report --cluster slurm` and `report --hosts` analyse each
 # node's file on its node and merge the partial results.  Gathered in one
 # place, the central `report /run/cap` prints the same bytes (text and
-# --json, and the same warnings); the summaries moved are bounded per
+# --json, the same warnings, so the same clock offsets estimated from the
+# shipped collectives); the summaries moved are bounded per
 # rank; a node whose trace is gone is named and fails the report unless
 # --allow-partial.
 . "$(dirname "$0")/cluster-lib.sh"
 command -v /usr/sbin/sshd >/dev/null 2>&1 || skip "openssh-server not installed"
-STEPS="$top_builddir/tests/integ/step-ranks"
+DIST="$top_builddir/sim/npusim-dist"
 
-mc_up 2 --ssh
+mc_up 2 --ssh --skew node2=3000000
 $MC exec ctl srun -N2 --ntasks-per-node=2 -J mcrep \
-    env LD_PRELOAD="$AGENT" "$STEPS" --steps 0 --period-us 1000 \
-    --until "$T/go" >"$T/job.out" 2>&1 &
+    env LD_PRELOAD="$AGENT_PRELOAD" "$DIST" --launched --steps 0 \
+    >"$T/job.out" 2>&1 &
 JOB_PID=$!
-wait_until 20 sh -c "[ \"\$($MC exec ctl squeue -h -t R -n mcrep -o %i)\" != '' ]" ||
-	fail "job did not start: $(cat "$T/job.out")"
+wait_until 30 sh -c "grep -q '^rank 3 step 3:' '$T/job.out'" ||
+	fail "the ranks did not run: $(cat "$T/job.out")"
 JOB=$($MC exec ctl squeue -h -t R -n mcrep -o %i)
+[ -n "$JOB" ] || fail "no job: $(cat "$T/job.out")"
 for i in 1 2; do
 	wait_until 20 sh -c "[ \"\$($MC exec node$i '$MSPTICTL' --json list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')\" = 2 ]" ||
 		fail "node$i: ranks did not register"
@@ -51,7 +53,15 @@ for n in slurm slurm-json ssh ssh-json; do
 	grep -q '^msptictl report: 2 of 2 nodes, 4 ranks; summaries moved ' "$T/$n.err" ||
 		fail "report $n: no summary line: $(cat "$T/$n.err")"
 done
-grep -q '"Rank":3' "$T/slurm-json.out" || fail "no rank 3 in the report: $(head -c 600 "$T/slurm-json.out")"
+python3 - "$T/slurm-json.out" <<'PY' || fail "report content: $(head -c 800 "$T/slurm-json.out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert sorted({s["Rank"] for s in r["steps"]}) == [0, 1, 2, 3], r["steps"][:2]
+assert r["communication"], "no collectives"
+# node2's offset estimated from the shipped collectives (about -3 ms).
+h = [c for c in r["clocks"] if c["Host"] == "node2" and c["Status"] == "estimated"]
+assert h and abs(h[0]["Offset(us)"] + 3000) < 100, r["clocks"]
+PY
 ok "report --cluster slurm and --hosts merge the partial results of both nodes"
 
 # Gathered in one place: the same path on the controller.
@@ -90,5 +100,5 @@ dist part --cluster slurm --job "$JOB" --allow-partial /run/cap
 grep -q '^  node2: FAILED: ' "$T/part.err" || fail "node2 not named: $(cat "$T/part.err")"
 grep -q 'MISSING RANKS' "$T/part.err" || fail "no missing-rank warning: $(cat "$T/part.err")"
 ok "a node without its trace is named; nonzero exit unless --allow-partial"
-touch "$T/go"
+$MC exec ctl scancel "$JOB"
 echo "cluster-report: all passed"
