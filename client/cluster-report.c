@@ -22,6 +22,8 @@
 #include "analysis.h"
 #include "client.h"
 
+#define CLUSTER_REPORT_TIMEOUT_MS	(30 * 60 * 1000)
+
 static const char b64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -223,6 +225,10 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 	margv[m++] = (char *)o->step_marker;
 	margv[m++] = (char *)dir;
 	margv[m] = NULL;
+	/* The nodes analyse whole traces: minutes, not the capture verbs'
+	 * seconds. */
+	if (timeout_ms <= 0)
+		timeout_ms = CLUSTER_REPORT_TIMEOUT_MS;
 	if ((rc = cluster_run(e, kind, hosts, job, timeout_ms, margv, &rep,
 	    &nrep)) != EXIT_OK)
 		return rc;

@@ -834,7 +834,10 @@ cluster_fanout(struct cluster *cl, char **margv, const char *map)
 			snprintf(why, sizeof(why), "ssh exited with %d",
 			    WIFEXITED(procs[i].status) ?
 			    WEXITSTATUS(procs[i].status) : 255);
-			cl->nodes[procs[i].node].err = strdup(why);
+			/* Killed at the deadline: say that. */
+			cl->nodes[procs[i].node].err = strdup(
+			    WIFSIGNALED(procs[i].status) && *cl->fanerr ?
+			    cl->fanerr : why);
 		}
 	}
 out:

@@ -5,7 +5,8 @@
 # its own DIR/HOST.mspti and merges the summaries into the report that
 # `report DIR` prints (text, --json, warnings), for every --jobs.  A host
 # whose reply is forged (a flipped byte, a reply cut short) or that
-# cannot be reached is named with a one-line reason, nothing of its
+# cannot be reached or does not answer in --timeout is named with a
+# one-line reason, nothing of its
 # partial is merged, and the report fails unless --allow-partial.
 . "$(dirname "$0")/lib.sh"
 
@@ -13,7 +14,7 @@ cat >"$T/fakessh" <<EOS
 #!/bin/sh
 while [ "\$1" = -o ]; do shift 2; done
 host=\$1; shift
-case \$host in hA|hB|hC) ;; *) echo "ssh: Could not resolve hostname \$host" >&2; exit 255;; esac
+case \$host in hA|hB|hC) ;; hung) exec sleep 60;; *) echo "ssh: Could not resolve hostname \$host" >&2; exit 255;; esac
 exec sh -c "\$*"
 EOS
 # The node's msptictl, or a forger of its reply (FORGE=HOST:how).
@@ -94,4 +95,11 @@ echo nosuchhost >>hosts
 "$MSPTICTL" report --hosts hosts cap >bad.out 2>bad.err && fail "an unreachable host: exit 0"
 grep -q '^  nosuchhost: FAILED: ssh: Could not resolve' bad.err || fail "host not named: $(cat bad.err)"
 ok "an unreachable host is named with ssh's reason; exit 1"
+
+printf 'hA\nhung\n' >hosts2
+"$MSPTICTL" report --hosts hosts2 --timeout 2s --allow-partial cap >hung.out 2>hung.err ||
+	fail "--allow-partial with a hung host: $(cat hung.err)"
+grep -q '^  hung: FAILED: no reply within 2 s' hung.err || fail "hung host not named: $(cat hung.err)"
+grep -q '^msptictl report: 1 of 2 nodes, 1 ranks' hung.err || fail "hung: $(cat hung.err)"
+ok "--timeout bounds the fan-out: a host that does not answer is named"
 echo "report-partial: all passed"
