@@ -9,12 +9,15 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "record.h"
+#include "trace.h"
 
 #define T0	1700000000000000000ull
 #define US	1000ull
@@ -25,10 +28,21 @@ static const char *const names[] = { NULL, "step", "MatMul", "AI_CORE",
     "HcclAllReduce", "comm0", "aclrtLaunchKernel", "Add", "AI_VECTOR",
     "AI_CPU", "dataload", "MatMulV2", "HcclBroadcast", "job1", "train" };
 
+/* Where feed's records go: a direct source, or a trace file. */
+struct sink {
+	struct analysis_source	*src;
+	struct trace_writer	*w;
+	uint64_t		 losses[LOSS_STAGE_MAX];
+};
+
 static void
-add(struct analysis_source *src, struct rec_hdr *h)
+add(struct sink *k, struct rec_hdr *h)
 {
-	ck_assert_int_eq(analysis_source_add(src, h), 0);
+	if (k->src != NULL)
+		ck_assert_int_eq(analysis_source_add(k->src, h), 0);
+	else
+		ck_assert_msg(trace_writer_add(k->w, h) == 0, "write type %u",
+		    h->type);
 }
 
 /*
@@ -40,15 +54,25 @@ add(struct analysis_source *src, struct rec_hdr *h)
  * loading range, and losses.
  */
 static void
-feed(struct analysis_source *src, int r)
+feed_to(struct sink *src, int r)
 {
 	uint32_t pid = 100u + (uint32_t)r;
 	int64_t skew = r >= 2 ? 3000 * (int64_t)US : 0;	/* other host */
 	uint64_t corr = 1, losses[LOSS_STAGE_MAX] = { 0 };
 	struct rec_process p;
 
-	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
-		ck_assert_int_eq(analysis_source_string(src, i, names[i]), 0);
+	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++) {
+		uint32_t id;
+
+		if (src->src != NULL)
+			ck_assert_int_eq(analysis_source_string(src->src, i,
+			    names[i]), 0);
+		else {
+			ck_assert_int_eq(trace_writer_intern(src->w, names[i],
+			    strlen(names[i]), &id), 0);
+			ck_assert_uint_eq(id, i);
+		}
+	}
 	REC_INIT(&p, REC_PROCESS, 0);
 	p.pid = pid;
 	p.rank = r;
@@ -89,6 +113,7 @@ feed(struct analysis_source *src, int r)
 			uint64_t ks = b + (uint64_t)(10 + j * 200) * US;
 
 			REC_INIT(&api, REC_API, 0);
+			api.kind = 3;
 			api.pid = pid;
 			api.start = ks - 8 * US;
 			api.end = ks - (uint64_t)(2 + j + r) * US;
@@ -105,12 +130,13 @@ feed(struct analysis_source *src, int r)
 			k.correlation_id = corr++;
 			add(src, &k.hdr);
 		}
-		/* A kernel whose name the trace never defined. */
+		/* A kernel whose name the trace never defined (a file's
+		 * writer refuses that: no name there). */
 		REC_INIT(&k, REC_KERNEL, 0);
 		k.pid = pid;
 		k.start = b + 640 * US;
 		k.end = b + 650 * US;
-		k.name_id = 99;
+		k.name_id = src->src != NULL ? 99 : 0;
 		k.type_id = 3;
 		add(src, &k.hdr);
 		REC_INIT(&c, REC_COMMUNICATION, 0);
@@ -124,6 +150,7 @@ feed(struct analysis_source *src, int r)
 		c.correlation_id = corr;
 		add(src, &c.hdr);
 		REC_INIT(&api, REC_API, 0);
+		api.kind = 3;
 		api.pid = pid;
 		api.start = c.start - 5 * US;
 		api.end = c.start - 1 * US;
@@ -152,8 +179,39 @@ feed(struct analysis_source *src, int r)
 	}
 	if (r == 2) {
 		losses[1] = 7;
-		analysis_source_losses(src, losses);
+		if (src->src != NULL)
+			analysis_source_losses(src->src, losses);
+		memcpy(src->losses, losses, sizeof(losses));
 	}
+}
+
+static void
+feed(struct analysis_source *src, int r)
+{
+	struct sink k = { .src = src };
+
+	feed_to(&k, r);
+}
+
+/* Rank r's records as a trace file at path (its losses in the footer). */
+static void
+write_rank(const char *path, int r)
+{
+	struct trace_header h;
+	struct trace_footer ft;
+	struct sink k = { 0 };
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&h, 0, sizeof(h));
+	h.hostname = r >= 2 ? "h2" : "h1";
+	h.producer = "check_analysis_partial";
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &k.w), 0);
+	feed_to(&k, r);
+	memset(&ft, 0, sizeof(ft));
+	memcpy(ft.losses, k.losses, sizeof(ft.losses));
+	ck_assert_int_eq(trace_writer_close(k.w, &ft, NULL), 0);
+	ck_assert_int_eq(close(fd), 0);
 }
 
 /* Every table as JSON and as text, and the warnings, in one string. */
@@ -407,6 +465,46 @@ START_TEST(test_corrupt_rejected)
 }
 END_TEST
 
+/* msptictl report's path (each file its own partial, in threads, merged
+ * in order) prints what one pass over the same files prints. */
+START_TEST(test_files_merged_equal_one_pass)
+{
+	char dir[] = "/tmp/check-partial-XXXXXX", paths[NRANK][64];
+	char *pv[NRANK + 1], *want, *got;
+	struct analysis_opts o;
+	struct analysis *a;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (int r = 0; r < NRANK; r++) {
+		snprintf(paths[r], sizeof(paths[r]), "%s/rank%d.trace", dir, r);
+		write_rank(paths[r], r);
+		pv[r] = paths[r];
+	}
+	pv[NRANK] = (char *)"/nonexistent/trace";	/* warned, in order */
+	analysis_opts_init(&o);
+	a = analysis_new(&o);
+	ck_assert_uint_eq(analysis_add_files(a, pv, NRANK + 1), NRANK);
+	want = dump(a);
+	analysis_free(a);
+	ck_assert_ptr_nonnull(strstr(want, "records lost at agent_ring"));
+	ck_assert_ptr_nonnull(strstr(want, "cannot read"));
+	for (unsigned j = 1; j <= 4; j += 3) {
+		o.jobs = j;
+		a = analysis_new(&o);
+		ck_assert_uint_eq(analysis_add_files_merged(a, pv, NRANK + 1),
+		    NRANK);
+		got = dump(a);
+		ck_assert_msg(strcmp(got, want) == 0, "--jobs %u differs", j);
+		free(got);
+		analysis_free(a);
+	}
+	free(want);
+	for (int r = 0; r < NRANK; r++)
+		unlink(paths[r]);
+	rmdir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -420,6 +518,7 @@ main(void)
 	tcase_add_test(tc, test_wire_equals_one_pass);
 	tcase_add_test(tc, test_wire_roundtrip);
 	tcase_add_test(tc, test_corrupt_rejected);
+	tcase_add_test(tc, test_files_merged_equal_one_pass);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
