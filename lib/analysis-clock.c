@@ -265,11 +265,19 @@ an_clock(struct analysis *a)
 			    r->est.reason : he != NULL && he->reason ?
 			    he->reason : "no collectives";
 
+			char who[64];
+
+			if (p->rank >= 0)
+				snprintf(who, sizeof(who), "rank %d (pid %u",
+				    p->rank, p->pid);
+			else
+				snprintf(who, sizeof(who), "process %u (no "
+				    "rank", p->pid);
 			snprintf(note, sizeof(note), "not aligned: %s", why);
-			an_warn(a, "rank %d (pid %u, host %s): clock offset not "
-			    "estimable (%s): its times stay on its host's "
-			    "clock, not aligned with the others", p->rank,
-			    p->pid, hosts[hostof[i]], why);
+			an_warn(a, "%s, host %s): clock offset not estimable "
+			    "(%s): its times stay on its host's clock, not "
+			    "aligned with the others", who, hosts[hostof[i]],
+			    why);
 		}
 		p->skew = v;
 		p->aligned = have && (r != NULL || he != NULL);

@@ -30,6 +30,9 @@
 #include "clockalign.h"
 
 #define CA_MAX_ITER	50
+/* Offsets that move less than this in a round have settled (a hundredth
+ * of the floor). */
+#define CA_SETTLED_NS	10
 
 /* One unit's view of one instance. */
 struct ca_ent {
@@ -198,6 +201,18 @@ ca_cmp_rank(const void *x, const void *y)
 	return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
+/* By rank, then host: a rank seen on two hosts (bad input) always keeps
+ * the lower one, whatever the order of the samples. */
+static int
+ca_cmp_rank_host(const void *x, const void *y)
+{
+	const struct clockalign_rank *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->host < b->host ? -1 : a->host > b->host;
+}
+
 /* Median of n sorted values (the mean of the middle two when even). */
 static int64_t
 ca_median_sorted(const int64_t *v, size_t n)
@@ -247,7 +262,8 @@ ca_disagree(struct clockalign_est *x)
 
 /*
  * Solves for nunits offsets from ne entries sorted by instance, ref the
- * reference unit.  Fills est[nunits]; via[] is left for the caller.
+ * reference unit.  Fills est[nunits] (via: the unit each was placed
+ * through).
  * Returns 0 or -ENOMEM.
  */
 static int
@@ -476,7 +492,7 @@ again:
 				moved = dd;
 			o[u] = nv;
 		}
-		if (moved <= 1)
+		if (moved <= CA_SETTLED_NS)
 			it = CA_MAX_ITER - 1;	/* one more pass: the result */
 	}
 	/* Ends that disagree by far more than any transit are not one
@@ -709,7 +725,7 @@ clockalign_estimate(const struct clockalign_sample *in, size_t n,
 			s[m++] = in[i];
 	out->nsamples = m;
 	qsort(s, m, sizeof(*s), ca_cmp_sample);
-	/* The ranks, each on the host of its first sample. */
+	/* The ranks, each on one host. */
 	out->ranks = calloc(m + 1, sizeof(*out->ranks));
 	if (out->ranks == NULL)
 		goto fail;
@@ -717,7 +733,7 @@ clockalign_estimate(const struct clockalign_sample *in, size_t n,
 		out->ranks[nr].rank = s[i].rank;
 		out->ranks[nr++].host = s[i].host;
 	}
-	qsort(out->ranks, nr, sizeof(*out->ranks), ca_cmp_rank);
+	qsort(out->ranks, nr, sizeof(*out->ranks), ca_cmp_rank_host);
 	{
 		size_t w = 0;
 
