@@ -36,6 +36,7 @@
 #define PT_HDR		13		/* magic, version, length */
 #define PT_MAX		(256u << 20)	/* far over any real partial */
 #define PT_STR_MAX	(1u << 20)
+#define PT_RANK_MAX	(1 << 24)
 
 /* ---- merging ---- */
 
@@ -913,7 +914,8 @@ pt_rint(struct pt_r *r)
 {
 	int64_t v = pt_ri(r);
 
-	if (v < -1 || v > INT32_MAX) {
+	/* Bounded well past any job: the rank checks allocate by it. */
+	if (v < -1 || v > PT_RANK_MAX) {
 		pt_bad(r, "rank out of range");
 		return -1;
 	}
