@@ -834,7 +834,10 @@ cluster_fanout(struct cluster *cl, char **margv, const char *map)
 			snprintf(why, sizeof(why), "ssh exited with %d",
 			    WIFEXITED(procs[i].status) ?
 			    WEXITSTATUS(procs[i].status) : 255);
-			cl->nodes[procs[i].node].err = strdup(why);
+			/* Killed at the deadline: say that. */
+			cl->nodes[procs[i].node].err = strdup(
+			    WIFSIGNALED(procs[i].status) && *cl->fanerr ?
+			    cl->fanerr : why);
 		}
 	}
 out:
@@ -1796,4 +1799,49 @@ cluster_wanted(const char *verb, int argc, char **argv)
 			fanout = true;
 	}
 	return fanout;
+}
+
+/*
+ * For other fan-outs (cluster-report.c): runs margv (with @N) on every
+ * node of the Slurm job (kind "slurm") or of the hosts file, like the
+ * capture verbs, and hands back each node's stdout lines that start with
+ * '{' and why it failed.  An exit code when the nodes cannot be found.
+ */
+int
+cluster_run(const struct cmd_entry *e, const char *kind, const char *hosts,
+    const char *job, int timeout_ms, char **margv,
+    struct cluster_reply **out, size_t *nout)
+{
+	struct cluster cl = { .e = e, .kind = kind, .hosts = hosts, .job = job,
+	    .timeout_ms = timeout_ms > 0 ? timeout_ms : CLUSTER_TIMEOUT_MS };
+	struct cluster_reply *r;
+	int rc;
+
+	*out = NULL;
+	*nout = 0;
+	if ((rc = cluster_resolve(&cl)) != EXIT_OK)
+		return rc;
+	cluster_fanout(&cl, margv, "-");
+	if ((r = calloc(cl.nnodes, sizeof(*r))) == NULL)
+		return EXIT_FAIL;
+	for (size_t i = 0; i < cl.nnodes; i++) {
+		struct cluster_node *n = &cl.nodes[i];
+
+		r[i].name = n->name;
+		r[i].out = n->out;
+		r[i].outlen = n->outlen;
+		r[i].rc = n->rc;
+		r[i].why = strdup(node_why(&cl, n));
+		free(n->err);
+	}
+	free(cl.nodes);
+	*out = r;
+	*nout = cl.nnodes;
+	return EXIT_OK;
+}
+
+const char *
+cluster_self_exe(void)
+{
+	return self_exe();
 }

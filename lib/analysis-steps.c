@@ -456,7 +456,8 @@ an_steps(struct analysis *a)
 {
 	an_sort(a->proc, a->nproc, sizeof(*a->proc), st_cmp_proc);
 	for (size_t i = 0; i < a->nproc; i++)
-		an_sweep_finish(a, a->proc[i]);
+		if (!a->proc[i]->finished)
+			an_sweep_finish(a, a->proc[i]);
 	st_check(a);
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];

@@ -137,6 +137,39 @@ int	analysis_add_file(struct analysis *a, const char *path);
 size_t	analysis_add_files(struct analysis *a, char *const *paths, size_t n);
 
 /*
+ * Partial results (doc/report.md "Partial results"): an analysis that has
+ * had its input and not yet analysis_run is a partial result; it merges
+ * into another one exactly.  Merging the partials of files in order gives
+ * what analysis_add_files over the same files gives.
+ *
+ * analysis_merge moves part's input into a (part is left empty: free it);
+ * neither may have run.  0 or -EINVAL.
+ */
+int	analysis_merge(struct analysis *a, struct analysis *part);
+/* Each file in its own partial result, in opts.jobs threads (files in
+ * parallel; threads beyond the files decompress ahead), merged into a in
+ * file order.  Returns how many were read. */
+size_t	analysis_add_files_merged(struct analysis *a, char *const *paths,
+	    size_t n);
+/* Serializes a (ends its input) into *buf (malloc'd, *len bytes): a
+ * self-checking, versioned format whose size grows with names, steps and
+ * collectives, not records.  0, -EINVAL after analysis_run, -E2BIG. */
+int	analysis_partial_encode(struct analysis *a, void **buf, size_t *len);
+/* Checks and merges the partial at buf (at most len bytes; *used: its
+ * size, so partials may be concatenated) into a, made with the same
+ * options.  0, or -EBADMSG with a one-line reason in err. */
+int	analysis_partial_decode(struct analysis *a, const void *buf,
+	    size_t len, size_t *used, char *err, size_t errlen);
+/* Each file's partial result, encoded, in opts->jobs threads: bufs[i]
+ * (malloc'd, lens[i] bytes; NULL when it could not be encoded), ranks[i]
+ * its ranks, rcs[i] analysis_add_file's result.  0 or -ENOMEM. */
+int	analysis_encode_files(const struct analysis_opts *opts,
+	    char *const *paths, size_t n, void **bufs, size_t *lens,
+	    unsigned *ranks, int *rcs);
+/* Ranks (processes with a rank) in a. */
+unsigned	analysis_partial_ranks(const struct analysis *a);
+
+/*
  * Direct feeding (no file).  A source is one record stream with its own
  * string id namespace (one trace file, or one process's records); name is
  * shown in the summary.  hostname may be NULL.  The source belongs to a.
