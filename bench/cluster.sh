@@ -69,7 +69,7 @@ d = json.load(open(sys.argv[1]))
 at = d["start_at_ns"]
 per = ", ".join("%s sent +%.3f started +%.3f" % (n["node"], (n["reply"]["sent_ns"] - at) / 1e6,
                 (n["reply"]["start_ns"] - at) / 1e6) for n in d["nodes"] if n["reply"])
-print("cluster: %s nodes: start --duration 1s at one instant: start %s ms (probe %d ms); node starts %.3f ms apart, the last %.3f ms after the instant (ms after it: %s)"
+print("cluster: %s nodes: start --duration 1s at one instant: start %s ms (probe %d ms); ranks' captures began %.3f ms apart, the last %.3f ms after the instant (ms after it: %s)"
       % (sys.argv[2], sys.argv[3], d["probe_ms"], d["start_skew_ns"] / 1e6, d["start_late_ns"] / 1e6, per))
 PY
 	$MC exec ctl timeout 30 "$MSPTICTL" wait --cluster slurm --job "$job" --output-dir "$T/capd" >/dev/null 2>&1

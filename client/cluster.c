@@ -1148,8 +1148,9 @@ cluster_probe(struct cluster *cl)
 }
 
 /*
- * --duration: when each node's session started (its own clock), the
- * spread of those starts.  0 nodes: none known.
+ * --duration: when each rank's capture began (its start ack reached its
+ * node's daemon, on that node's clock), the spread of those instants and
+ * how late the last one was.  0 ranks: none known.
  */
 static size_t
 cluster_start_skew(const struct cluster *cl, const struct jval *rep,
@@ -1159,15 +1160,22 @@ cluster_start_skew(const struct cluster *cl, const struct jval *rep,
 	size_t n = 0;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		long long t = json_int(&rep[i], "start_ns", 0);
+		const struct jval *acks = json_get(&rep[i], "acks");
 
-		if (t <= 0 || json_get(&rep[i], "start_at_ns") == NULL)
+		if (json_get(&rep[i], "start_at_ns") == NULL)
 			continue;
-		if (n == 0 || t < lo)
-			lo = t;
-		if (n == 0 || t > hi)
-			hi = t;
-		n++;
+		for (size_t k = 0; acks && acks->t == J_ARR && k < acks->n; k++) {
+			long long t = json_int(&acks->kids[k],
+			    "capture_start_ns", 0);
+
+			if (t <= 0)
+				continue;
+			if (n == 0 || t < lo)
+				lo = t;
+			if (n == 0 || t > hi)
+				hi = t;
+			n++;
+		}
 	}
 	*skew_ns = hi - lo;
 	*late_ns = n > 0 ? hi - (long long)cl->start_at : 0;
@@ -1378,7 +1386,7 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 		    cl->nnodes, rok, rall);
 		cluster_start_steps(cl, rep);
 		if (nat > 0)
-			printf("  started together: %zu nodes within %.3f ms of "
+			printf("  started together: %zu ranks within %.3f ms of "
 			    "each other, the last %.3f ms after the common "
 			    "instant (each on its node's clock; chosen %lld ms "
 			    "ahead after a %lld ms fan-out)\n", nat,

@@ -255,6 +255,7 @@ struct sess_agent {
 	bool			 win_sent;	/* it was told k */
 	uint32_t		 win_steps;
 	uint64_t		 win_open_ns, win_close_ns;
+	uint64_t		 capture_ns;	/* realtime its start ack came */
 	bool			 win_done;
 	char			*win_note;	/* what it missed, or NULL */
 };

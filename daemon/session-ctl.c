@@ -50,6 +50,7 @@ session_ctl_ack_info(Mspti__TargetAck *t, const struct sess_agent *sa,
 	t->window_start_ns = sa->win_open_ns;
 	t->step_now = session_steps_now(sa);
 	t->step_period_ns = sa->step_period_ns;
+	t->capture_start_ns = sa->capture_ns;
 	if (losses != NULL) {
 		session_drain_agent_losses(sa, losses);
 		t->losses = losses;
@@ -217,6 +218,7 @@ session_ctl_acks_final(struct session *s, struct sess_acks *k)
 				    sa->first_step : -1;
 				k->v[i].step_now = session_steps_now(sa);
 				k->v[i].step_period_ns = sa->step_period_ns;
+				k->v[i].capture_start_ns = sa->capture_ns;
 			} else if (sa->state == SA_DONE) {
 				k->v[i].message = sa->error ? sa->error :
 				    (char *)"done";

@@ -877,6 +877,7 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 			    ack->message : "agent refused the capture");
 		} else if (sa->state == SA_STARTING) {
 			sa->state = SA_ACTIVE;
+			sa->capture_ns = util_realtime_ns();
 			sa->evfd = fd;
 			fd = -1;
 			sa->ev = event_new(p->d->base, sa->evfd,

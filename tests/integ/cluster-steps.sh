@@ -100,13 +100,16 @@ for n in d["nodes"]:
     r = n["reply"]
     assert r["start_at_ns"] == at, (n["node"], r["start_at_ns"], at)
     assert r["sent_ns"] >= at and r["start_ns"] >= at, (n["node"], r, at)
+    # every rank's capture began after the instant, on its node's clock
+    caps = [a["capture_start_ns"] for a in r["acks"] if a["pid"]]
+    assert len(caps) == 2 and min(caps) >= at, (n["node"], caps, at)
 assert d["start_skew_ns"] >= 0 and d["start_late_ns"] >= 0, d
 PY
 timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir cap3 >wait3.out 2>&1 ||
 	fail "wait: $(cat wait3.out)"
 "$MSPTICTL" start --hosts hosts --job sk --duration 300ms --output-dir cap4 \
     >start4.out 2>&1 || fail "start --duration: $(cat start4.out)"
-grep -q '^  started together: 2 nodes within [0-9.]* ms of each other' start4.out ||
+grep -q '^  started together: 4 ranks within [0-9.]* ms of each other' start4.out ||
 	fail "no start skew in the reply: $(cat start4.out)"
 timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir cap4 >wait4.out 2>&1 ||
 	fail "wait: $(cat wait4.out)"
