@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "util.h"
 
 _Atomic uint64_t api_kind_masks;
 MSTX_API _Atomic uint32_t mstxEnabledState;
@@ -26,12 +27,24 @@ MSTX_API _Atomic uint32_t mstxEnabledState;
  * stored matches the masks read after it: the last store is always right.
  */
 /* While registered with msptid (and from load, when msptid's socket is
- * there, until the first try to register failed), MSTX calls come in even
- * when no marker is recorded, so the agent counts the process's steps
- * from its start: a session's step window needs each rank's step index.
- * Without a daemon the inline check in the caller stays a load and a
- * branch. */
+ * there, until the first try to register failed), range starts come in
+ * even when no marker is recorded, so the agent counts the process's
+ * steps from its start: a session's step window needs each rank's step
+ * index.  Marks and range ends stay inline (a load and a branch in the
+ * caller): no step depends on them.  Without a daemon every check stays
+ * inline. */
 static _Atomic uint32_t api_mstx_steps;
+static _Atomic uint32_t api_mstx_gated;	/* run's start gate closed */
+static _Atomic uint32_t api_mstx_char = 's';	/* of "step" */
+
+static uint32_t
+api_mstx_state(void)
+{
+	return (api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER) ||
+	    atomic_load(&api_mstx_gated) ? API_MSTX_ALL : 0) |
+	    (atomic_load(&api_mstx_steps) ? API_MSTX_STEPS |
+	    atomic_load(&api_mstx_char) << API_MSTX_CHAR_SHIFT : 0);
+}
 
 static void
 api_kinds_changed(void)
@@ -39,11 +52,24 @@ api_kinds_changed(void)
 	uint32_t v;
 
 	do {
-		v = (uint32_t)api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER) |
-		    atomic_load(&api_mstx_steps);
+		v = api_mstx_state();
 		atomic_store(&mstxEnabledState, v);
-	} while (v != ((uint32_t)api_kind_wanted(MSPTI_ACTIVITY_KIND_MARKER) |
-	    atomic_load(&api_mstx_steps)));
+	} while (v != api_mstx_state());
+}
+
+void
+api_mstx_step_char(unsigned char c)
+{
+	if (atomic_exchange(&api_mstx_char, c) != c)
+		api_kinds_changed();
+}
+
+void
+api_mstx_gate(bool closed)
+{
+	if (atomic_exchange(&api_mstx_gated, closed ? 1 : 0) !=
+	    (closed ? 1u : 0u))
+		api_kinds_changed();
 }
 
 void

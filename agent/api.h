@@ -89,9 +89,15 @@
 
 /* activity.c: kind masks, emit point, buffers, flush, external correlation. */
 extern _Atomic uint64_t api_kind_masks;
-/* MARKER wanted, for the header's inline check (ms_tools_ext.h); kept in
+/* For the header's inline checks (ms_tools_ext.h): API_MSTX_ALL while every
+ * MSTX call must come in (MARKER wanted, or run's start gate closed),
+ * API_MSTX_STEPS while range starts must (steps counted for msptid), those
+ * whose name begins with the step name's first byte (bits 8-15); kept in
  * step with api_kind_masks by every change of it (api_kinds_changed). */
 extern MSTX_API _Atomic uint32_t mstxEnabledState;
+#define API_MSTX_ALL	0x1u
+#define API_MSTX_STEPS	0x2u
+#define API_MSTX_CHAR_SHIFT	8
 #define API_MASK_SESSION_SHIFT	32
 /* Kinds fed by the device channel. */
 #define API_DEVICE_KINDS	((1u << MSPTI_ACTIVITY_KIND_KERNEL) | \
@@ -161,6 +167,11 @@ uint32_t	api_tid(void);
 uint32_t	api_pid(void);
 void		api_after_fork_child(void);
 void		api_mstx_count_steps(bool on);
+/* Run's start gate closed or opened (gate.c): while closed, every MSTX
+ * call comes in and waits for the config. */
+void		api_mstx_gate(bool closed);
+/* The first byte of the step range's name (session.c, when it changes). */
+void		api_mstx_step_char(unsigned char c);
 
 /* hostclock.c: the agent's clock (CLOCK_REALTIME ns, from the TSC where
  * it is invariant).  The mapping is read under a sequence lock: seq odd

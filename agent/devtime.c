@@ -31,8 +31,10 @@
  * thread that submitted it (the record's tid) is still inside that call
  * (struct dt_thread, marked by devtime_call_begin/end around every
  * interposed call that may queue device work); only once the call is
- * over, and the queue drained again, is it taken for a task without a
- * launch of ours and emitted alone.  No time limit decides that, and a
+ * over, and the queue drained again up to every cell reserved by then
+ * (a producer preempted between reserving a cell and publishing it hides
+ * the cells after it), is it taken for a task without a launch of ours
+ * and emitted alone.  No time limit decides that, and a
  * FlushAll racing a launch on another thread neither emits the record
  * unjoined nor leaves its entry behind.
  *
@@ -95,6 +97,10 @@ static struct qcell *_Atomic dt_queue;
 static _Atomic size_t dt_enq;
 static size_t dt_deq;
 static _Atomic uint64_t dt_channel_lost;
+/* MSPTI_TEST_DEVTIME_PUBLISH_DELAY_MS: pushes from a thread named
+ * "dt-stall" wait this long between reserving a cell and publishing it
+ * (the window a preempted producer leaves open), for tests. */
+static int dt_publish_delay_ms;
 /* Overflow of the ring (dt_over_mtx); dt_over_len is read without it. */
 static pthread_mutex_t dt_over_mtx = PTHREAD_MUTEX_INITIALIZER;
 static struct pending *dt_over;
@@ -168,6 +174,9 @@ struct deferred {
 	uint64_t		 since;
 	struct dt_thread	*t;
 	uint64_t		 ended0;
+	bool			 over;	/* its call is known to be over */
+	size_t			 need;	/* then: dt_enq, every cell reserved
+					 * before it must be popped first */
 };
 static struct deferred *dt_defer;
 static size_t dt_ndefer, dt_defer_cap;
@@ -194,10 +203,14 @@ devtime_queue(void)
 {
 	struct qcell *q = atomic_load_explicit(&dt_queue, memory_order_acquire),
 	    *none = NULL;
+	const char *v;
 	size_t i;
 
 	if (API_LIKELY(q != NULL))
 		return q;
+	if ((v = getenv("MSPTI_TEST_DEVTIME_PUBLISH_DELAY_MS")) != NULL)
+		dt_publish_delay_ms = atoi(v) > 0 && atoi(v) < 60000 ?
+		    atoi(v) : 0;
 	q = malloc(DEVTIME_QUEUE * sizeof(*q));
 	if (q == NULL)
 		return NULL;
@@ -331,6 +344,20 @@ overflow_push(const struct pending *p)
 	return true;
 }
 
+static void
+publish_delay(void)
+{
+	char name[16];
+	struct timespec ts;
+
+	if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0 ||
+	    strcmp(name, "dt-stall") != 0)
+		return;
+	ts.tv_sec = dt_publish_delay_ms / 1000;
+	ts.tv_nsec = (long)(dt_publish_delay_ms % 1000) * 1000000;
+	nanosleep(&ts, NULL);
+}
+
 static bool
 queue_push(const struct pending *p)
 {
@@ -355,6 +382,8 @@ queue_push(const struct pending *p)
 			pos = atomic_load_explicit(&dt_enq,
 			    memory_order_relaxed);
 	}
+	if (API_UNLIKELY(dt_publish_delay_ms != 0))
+		publish_delay();
 	c->p = *p;
 	atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
 	return true;
@@ -1174,14 +1203,28 @@ try_emit(struct deferred *d, uint64_t now)
 		emit_device(rec, &p, d->start, d->end);
 		return true;
 	}
-	if (call_open(d) && now - d->since < DEVTIME_STUCK_NS)
-		return false;
-	/* The call is over: its entry, if any, is in the queue by now. */
+	if (!d->over) {
+		if (call_open(d) && now - d->since < DEVTIME_STUCK_NS)
+			return false;
+		/*
+		 * The call is over: its entry, if any, has a reserved cell
+		 * below dt_enq now (the reservation came before the release
+		 * that call_open acquired).  The ring pops in order, so a
+		 * producer still between reserving an earlier cell and
+		 * publishing it hides the entry; wait for it to publish.
+		 */
+		d->over = true;
+		d->need = atomic_load_explicit(&dt_enq, memory_order_acquire);
+	}
 	queue_drain();
-	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p))
+	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p)) {
 		emit_device(rec, &p, d->start, d->end);
-	else
-		emit_device(rec, NULL, d->start, d->end);
+		return true;
+	}
+	if ((intptr_t)(d->need - dt_deq) > 0 &&
+	    now - d->since < DEVTIME_STUCK_NS)
+		return false;
+	emit_device(rec, NULL, d->start, d->end);
 	return true;
 }
 
@@ -1274,6 +1317,8 @@ devtime_pass(bool draining)
 				w.since = now;
 				w.t = NULL;
 				w.ended0 = 0;
+				w.over = false;
+				w.need = 0;
 				if (!try_emit(&w, now))
 					defer_add(&w);
 			}

@@ -70,6 +70,7 @@ gate_init(void)
 	gate_timeout_ms = ms > GATE_MAX_MS ? GATE_MAX_MS : (int)ms;
 	gate_cond_init();
 	atomic_store(&gate_closed, true);
+	api_mstx_gate(true);
 }
 
 /* A forked child registers anew, so it waits for its own config. */
@@ -84,6 +85,7 @@ gate_after_fork_child(void)
 	gate_called = false;
 	gate_dev_req = gate_dev_sent = gate_dev_acked = 0;
 	atomic_store(&gate_closed, true);
+	api_mstx_gate(true);
 }
 
 /*
@@ -129,6 +131,7 @@ gate_open(void)
 	atomic_store(&gate_closed, false);
 	pthread_cond_broadcast(&gate_cond);
 	pthread_mutex_unlock(&gate_lock);
+	api_mstx_gate(false);
 	log_debug("start gate open");
 }
 
@@ -164,6 +167,8 @@ gate_wait(void)
 		    "going on", gate_timeout_ms);
 	}
 	pthread_mutex_unlock(&gate_lock);
+	if (!atomic_load(&gate_closed))
+		api_mstx_gate(false);
 }
 
 /*

@@ -966,6 +966,7 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		snprintf(step_names[step_name_slot], sizeof(step_names[0]),
 		    "%s", sc->step_name);
 		atomic_store(&step_name, step_names[step_name_slot]);
+		api_mstx_step_char((unsigned char)sc->step_name[0]);
 		step_starts = 0;
 		step_last_ns = step_period_ns = 0;
 	}
@@ -1112,6 +1113,7 @@ session_forkpage_init(void)
 
 	if ((v = getenv("MSPTI_STEP_NAME")) != NULL && *v != '\0')
 		snprintf(step_names[0], sizeof(step_names[0]), "%s", v);
+	api_mstx_step_char((unsigned char)step_names[0][0]);
 	p = mmap(NULL, pg > 0 ? (size_t)pg : 4096, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)

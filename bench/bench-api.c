@@ -6,16 +6,22 @@
  * figures from an LTTng-UST tracepoint on this machine, in the same run,
  * and the ratios ours/LTTng.  The enabled figures are measured again in a
  * child with MSPTI_CLOCK=realtime (clock_gettime, the agent's clock before
- * the TSC mapping), side by side.
+ * the TSC mapping), side by side.  Last, the same disabled calls in a process
+ * registered with a real msptid that captures nothing (the agent counts
+ * steps: MSTX calls may come into libmspti.so), side by side with the
+ * disabled hook.
  * Prints figures only; never fails on timing.
  */
 #include "config.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
@@ -154,14 +160,92 @@ clocksource(char *buf, size_t len)
 	}
 }
 
+/* Ranges named as steps: counted by the agent even with no capture. */
+static void
+step_ranges(long n)
+{
+	long i;
+
+	for (i = 0; i < n; i++)
+		mstxRangeEnd(mstxRangeStartA("step", NULL));
+}
+
+/* The child under msptid: registered, nothing captured. */
+static int
+daemon_child(double off)
+{
+	double mark, range, dmark, step;
+	int i;
+
+	/* Registered: the agent then takes every MSTX call in. */
+	for (i = 0; i < 500 && mstxEnabledState == 0; i++)
+		usleep(10000);
+	mark = measure(marks, 20000000);
+	dmark = measure(domain_marks, 20000000);
+	range = measure(ranges, 10000000);
+	step = measure(step_ranges, 2000000);
+	printf("msptid running, no capture (registered: %s):\n",
+	    mstxEnabledState != 0 ? "yes" : "NO");
+	printf("  disabled hook (mstxMarkA, MARKER off):   %6.2f ns\n", off);
+	printf("  mstxMarkA:                               %6.2f ns\n", mark);
+	printf("  mstxDomainMarkA:                         %6.2f ns\n", dmark);
+	printf("  mstxRangeStartA+End (not a step):        %6.2f ns\n", range);
+	printf("  mstxRangeStartA+End named \"step\":        %6.2f ns"
+	    "  (counted: once per step)\n", step);
+	return 0;
+}
+
+/* Runs this program again under a private msptid (daemon_child). */
+static void
+with_daemon(const char *self, double off)
+{
+	char dir[] = "/tmp/mspti-bench-api.XXXXXX", sock[512], offs[32], rm[600];
+	struct stat st;
+	pid_t d, c;
+	int i, status;
+
+	if (mkdtemp(dir) == NULL)
+		return;
+	snprintf(sock, sizeof(sock), "%s/ctl.sock", dir);
+	if ((d = fork()) == 0) {
+		execl(BENCH_MSPTID, "msptid", "--foreground", "--runtime-dir",
+		    dir, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; d > 0 && i < 500 && stat(sock, &st) != 0; i++)
+		usleep(10000);
+	c = d > 0 && i < 500 ? fork() : -1;
+	if (c == 0) {
+		snprintf(offs, sizeof(offs), "%.2f", off);
+		setenv("MSPTID_RUNTIME_DIR", dir, 1);
+		setenv("MSPTI_BENCH_API_CHILD", offs, 1);
+		execl(self, self, (char *)NULL);
+		_exit(127);
+	}
+	if (c > 0)
+		waitpid(c, &status, 0);
+	else
+		printf("msptid running, no capture: skipped (no msptid)\n");
+	if (d > 0) {
+		kill(d, SIGTERM);
+		waitpid(d, &status, 0);
+	}
+	snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);
+	if (system(rm) != 0)
+		fprintf(stderr, "bench-api: cannot remove %s\n", dir);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	const char *script = getenv("MSPTI_BENCH_LTTNG");
 	char cmd[1024], cs[64];
 	double off, offcall, on, don, ron, rt_on, rt_don, rt_ron;
 	int rt;
 
+	if (getenv("MSPTI_BENCH_API_CHILD") != NULL)
+		return daemon_child(atof(getenv("MSPTI_BENCH_API_CHILD")));
+	(void)argc;
 	msptiActivityRegisterCallbacks(request, complete);
 	if (getenv("BENCH_API_ENABLED_ONLY") != NULL) {
 		msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER);
@@ -219,5 +303,7 @@ main(void)
 	snprintf(cmd, sizeof(cmd), "sh '%s'", script);
 	if (system(cmd) != 0)
 		printf("lttng-ust: skipped (script failed)\n");
+	fflush(stdout);
+	with_daemon(argv[0], off);
 	return 0;
 }

@@ -129,6 +129,30 @@ int	client_parse_file_mode(const char *arg);
 /* cluster.c: capture verbs over all nodes of a job (--cluster/--hosts). */
 bool	cluster_wanted(const char *verb, int argc, char **argv);
 int	cluster_exec(struct client *, const char *verb, int argc, char **argv);
+/* One node's answer to cluster_run. */
+struct cluster_reply {
+	char	*name;
+	char	*out;		/* its stdout lines starting with '{' */
+	size_t	 outlen;
+	char	*why;		/* why it failed, when rc != 0 */
+	int	 rc;		/* its command's exit code, -1: no answer */
+};
+int	cluster_run(const struct cmd_entry *, const char *kind,
+	    const char *hosts, const char *job, int timeout_ms, char **margv,
+	    struct cluster_reply **out, size_t *n);
+const char	*cluster_self_exe(void);
+
+/* cluster-report.c: msptictl report --cluster/--hosts DIR. */
+struct analysis;
+struct analysis_opts;
+int	cluster_report(const struct cmd_entry *, const char *kind,
+	    const char *hosts, const char *job, int timeout_ms,
+	    bool allow_partial, const struct analysis_opts *o,
+	    const char *dir, struct analysis **out);
+/* Base64 (RFC 4648) of a partial result bundle for a node's reply. */
+char	*cluster_report_b64enc(const void *buf, size_t len);
+/* Decodes; NULL on a bad character.  *len: the bytes. */
+void	*cluster_report_b64dec(const char *s, size_t n, size_t *len);
 
 /* cmd-*.c */
 extern const struct cmd_entry cmd_status_entry;
@@ -138,9 +162,11 @@ extern const struct cmd_entry cmd_export_entry;
 
 /* cmd-report.c: loads argv[optind..] into an analysis and runs it. */
 struct analysis;
-struct analysis_opts;
 struct analysis	*client_analyse(const struct cmd_entry *,
 	    const struct analysis_opts *, int argc, char **argv);
+/* Prints the INCOMPLETE INPUT banner and the warnings of a (run). */
+void	client_analyse_warn(const struct cmd_entry *, struct analysis *a);
+
 extern const struct cmd_entry cmd_start_entry;
 extern const struct cmd_entry cmd_stop_entry;
 extern const struct cmd_entry cmd_retarget_entry;

@@ -42,7 +42,7 @@
 static const char cluster_wrapper[] =
     "n=${MSPTI_NODE:-${SLURMD_NODENAME:-$(hostname)}}; m=$1; shift; s=\n"
     "for kv in $m; do case $kv in \"$n=\"*) s=${kv#*=};; esac; done\n"
-    "echo \"@node $n\"; echo \"@clock $(date +%s%N)\"\n"
+    "echo \"@node $n\"; echo \"@clock $(($(date +%s%N) + ${MSPTI_TEST_CLOCK_SKEW_NS:-0}))\"\n"
     "if [ \"$m\" != - ] && [ -z \"$s\" ]; then\n"
     "  echo \"no session of this capture on $n\" >&2; echo \"@rc 3\"; exit 0; fi\n"
     "for a; do shift; case $a in *@N*) a=$(printf %s \"$a\" | sed \"s/@N/$n/g\");;\n"
@@ -58,6 +58,7 @@ struct cluster_node {
 	int		 rc;		/* -1: never reported */
 	uint64_t	 session;
 	int		 task;		/* srun task id, -1 until "@node" */
+	bool		 open;		/* out holds a reply cut short (srun) */
 	/* The node read node_ns on its CLOCK_REALTIME after we launched at
 	 * launch_ns and before its line reached us at recv_ns (both ours):
 	 * its offset to us lies in [node - recv, node - launch]. */
@@ -76,6 +77,16 @@ struct cluster {
 	struct cluster_node *nodes;
 	size_t		 nnodes;
 	char		 fanerr[256];	/* why the fan-out itself failed */
+	/* start --steps N without --start-step: one k for every node. */
+	bool		 common_k;
+	long long	 k;		/* chosen, -1 none */
+	long long	 steps;		/* N */
+	long long	 max_step;	/* the furthest rank's step when asked */
+	int64_t		 ask_ms;	/* the asking fan-out's duration */
+	/* start --duration D: every node starts at start_at (its clock). */
+	bool		 common_at;
+	uint64_t	 start_at;
+	int64_t		 probe_ms;	/* the fan-out that measured the lead */
 };
 
 /* ---- a small JSON reader for the node-local replies and the manifest ---- */
@@ -572,10 +583,7 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 		return;
 	}
 	if (stream == 0 && strncmp(line, "@clock ", 7) == 0) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		n->recv_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		n->recv_ns = (int64_t)util_realtime_ns();
 		n->node_ns = strtoll(line + 7, NULL, 10);
 		return;
 	}
@@ -583,10 +591,31 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 		n->rc = atoi(line + 4);
 		return;
 	}
+	if (stream == 0 && n->open && !cl->raw) {
+		/* srun cuts a task's lines every 1024 bytes, labelling each
+		 * piece: a piece of a reply joins it, without the newline. */
+		struct jval v;
+
+		if (n->outlen > 0 && n->out[n->outlen - 1] == '\n')
+			n->out[--n->outlen] = '\0';
+		if (n->outlen < CLUSTER_MAX_REPLY)
+			buf_add(&n->out, &n->outlen, line, strlen(line));
+		n->open = json_parse(n->out, &v) != 0;
+		if (!n->open)
+			json_free(&v);
+		return;
+	}
 	if (stream == 0 && (line[0] == '{' || line[0] == '[' || cl->raw)) {
 		/* A node's reply is small; one that is not is cut, not grown. */
 		if (n->outlen < CLUSTER_MAX_REPLY)
 			buf_add(&n->out, &n->outlen, line, strlen(line));
+		if (!cl->raw && p->node < 0 && strlen(line) >= 1024) {
+			struct jval v;
+
+			n->open = json_parse(n->out, &v) != 0;
+			if (!n->open)
+				json_free(&v);
+		}
 		if (!cl->raw || strncmp(line, "msptictl: ", 10) != 0)
 			return;
 	}
@@ -651,12 +680,10 @@ cluster_fanout(struct cluster *cl, char **margv, const char *map)
 	while (margv[nargs] != NULL)
 		nargs++;
 	{
-		struct timespec ts;
+		int64_t now = (int64_t)util_realtime_ns();
 
-		clock_gettime(CLOCK_REALTIME, &ts);
 		for (size_t i = 0; i < cl->nnodes; i++)
-			cl->nodes[i].launch_ns = (int64_t)ts.tv_sec * 1000000000 +
-			    ts.tv_nsec;
+			cl->nodes[i].launch_ns = now;
 	}
 	procs = calloc(cl->nnodes, sizeof(*procs));
 	pfd = calloc(2 * cl->nnodes, sizeof(*pfd));
@@ -807,7 +834,10 @@ cluster_fanout(struct cluster *cl, char **margv, const char *map)
 			snprintf(why, sizeof(why), "ssh exited with %d",
 			    WIFEXITED(procs[i].status) ?
 			    WEXITSTATUS(procs[i].status) : 255);
-			cl->nodes[procs[i].node].err = strdup(why);
+			/* Killed at the deadline: say that. */
+			cl->nodes[procs[i].node].err = strdup(
+			    WIFSIGNALED(procs[i].status) && *cl->fanerr ?
+			    cl->fanerr : why);
 		}
 	}
 out:
@@ -1054,6 +1084,22 @@ cluster_start_steps(const struct cluster *cl, const struct jval *rep)
 		}
 		any = true;
 	}
+	if (cl->common_k) {
+		if (cl->k < 0)
+			printf("  no common step window: no node took one\n");
+		else
+			printf("  steps [%lld, %lld) on every node (one k for all: "
+			    "ranks were at most at step %lld, asked in %lld ms)\n",
+			    cl->k, cl->k + cl->steps, cl->max_step,
+			    (long long)cl->ask_ms);
+		for (size_t i = 0; i < cl->nnodes; i++)
+			if (cl->nodes[i].rc != 0 && json_get(&rep[i],
+			    "step_from") != NULL)
+				printf("  %s: FAILED to set the window: %s\n",
+				    cl->nodes[i].name, node_why(cl,
+				    &cl->nodes[i]));
+		return;
+	}
 	if (!any)
 		return;
 	if (same && k >= 0) {
@@ -1069,10 +1115,218 @@ cluster_start_steps(const struct cluster *cl, const struct jval *rep)
 	printf("\n");
 }
 
+#define CLUSTER_AT_LEAD_MS	100
+
+/* How long a fan-out takes (ms): every node runs `msptictl --version`. */
+static int64_t
+cluster_probe(struct cluster *cl)
+{
+	struct cluster sub = *cl;
+	char *argv[3];
+	int64_t t0;
+
+	sub.nodes = calloc(cl->nnodes, sizeof(*sub.nodes));
+	if (sub.nodes == NULL)
+		return 0;
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		sub.nodes[i].name = cl->nodes[i].name;
+		sub.nodes[i].rc = -1;
+		sub.nodes[i].task = -1;
+	}
+	argv[0] = (char *)self_exe();
+	argv[1] = "--version";
+	argv[2] = NULL;
+	t0 = now_ms();
+	cluster_fanout(&sub, argv, "-");
+	t0 = now_ms() - t0;
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		free(sub.nodes[i].out);
+		free(sub.nodes[i].err);
+	}
+	free(sub.nodes);
+	return t0;
+}
+
+/*
+ * --duration: when each rank's capture began (its start ack reached its
+ * node's daemon, on that node's clock), the spread of those instants and
+ * how late the last one was.  0 ranks: none known.
+ */
+static size_t
+cluster_start_skew(const struct cluster *cl, const struct jval *rep,
+    long long *skew_ns, long long *late_ns)
+{
+	long long lo = 0, hi = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const struct jval *acks = json_get(&rep[i], "acks");
+
+		if (json_get(&rep[i], "start_at_ns") == NULL)
+			continue;
+		for (size_t k = 0; acks && acks->t == J_ARR && k < acks->n; k++) {
+			long long t = json_int(&acks->kids[k],
+			    "capture_start_ns", 0);
+
+			if (t <= 0)
+				continue;
+			if (n == 0 || t < lo)
+				lo = t;
+			if (n == 0 || t > hi)
+				hi = t;
+			n++;
+		}
+	}
+	*skew_ns = hi - lo;
+	*late_ns = n > 0 ? hi - (long long)cl->start_at : 0;
+	return n;
+}
+
+/* The start step given to every node while it is asked where its ranks
+ * are: no rank reaches it, so no window opens before k is set. */
+#define CLUSTER_HOLD_STEP	"1000000000000000"
+/* How far ahead of the furthest rank k lies: the setting fan-out (as long
+ * as the asking one, twice for a slow node) plus the daemons' own lead. */
+#define CLUSTER_LEAD_MS		300
+#define CLUSTER_LEAD_MAX	10000	/* steps */
+
+/*
+ * k for every node: past the step each rank will have reached when it
+ * hears of k.  Each node's acks say where each rank is now (step_now)
+ * and how long its steps take.
+ */
+static long long
+cluster_choose_k(struct cluster *cl, const struct jval *rep)
+{
+	int64_t lead_ns = (2 * cl->ask_ms + CLUSTER_LEAD_MS) * 1000000LL;
+	long long k = -1;
+
+	cl->max_step = -1;
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const struct jval *acks = json_get(&rep[i], "acks");
+
+		if (cl->nodes[i].rc != 0 || json_get(&rep[i], "step_from") ==
+		    NULL)
+			continue;
+		if (k < 0)
+			k = 0;
+		for (size_t a = 0; acks && acks->t == J_ARR && a < acks->n; a++) {
+			const struct jval *t = &acks->kids[a];
+			long long at = json_int(t, "step_now", -1);
+			long long per = json_int(t, "step_period_ns", 0);
+			long long m = per > 0 ? lead_ns / per : 0;
+
+			if (json_int(t, "code", 1) != 0 || at < 0)
+				continue;
+			if (at > cl->max_step)
+				cl->max_step = at;
+			at += 1 + (m > CLUSTER_LEAD_MAX ? CLUSTER_LEAD_MAX : m);
+			if (at > k)
+				k = at;
+		}
+	}
+	return k;
+}
+
+/* The nodes' "step_from"/"step_to" become k's (for the manifest). */
+static void
+cluster_set_window(struct jval *r, long long k, long long n)
+{
+	struct jval *f = (struct jval *)json_get(r, "step_from");
+	struct jval *t = (struct jval *)json_get(r, "step_to");
+
+	if (f != NULL && f->t == J_NUM)
+		f->i = k, f->num = (double)k;
+	if (t != NULL && t->t == J_NUM)
+		t->i = k + n, t->num = (double)(k + n);
+}
+
+/*
+ * Second round of a common-k start: `retarget --start-step k` on every
+ * node that started (through the same fan-out, one step); a node that
+ * could not take it fails the start.
+ */
+static void
+cluster_set_k(struct cluster *cl, struct jval *rep)
+{
+	struct cluster sub = *cl;
+	char *map = NULL, kbuf[32];
+	size_t maplen = 0, m = 0;
+	char *argv[8];
+
+	if ((cl->k = cluster_choose_k(cl, rep)) < 0)
+		return;
+	sub.nodes = calloc(cl->nnodes, sizeof(*sub.nodes));
+	if (sub.nodes == NULL)
+		return;
+	sub.nnodes = 0;
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		char kv[320];
+
+		if (cl->nodes[i].rc != 0 || cl->nodes[i].session == 0)
+			continue;
+		sub.nodes[sub.nnodes].name = cl->nodes[i].name;
+		sub.nodes[sub.nnodes].rc = -1;
+		sub.nodes[sub.nnodes].task = -1;
+		sub.nnodes++;
+		snprintf(kv, sizeof(kv), "%s%s=%llu", maplen ? " " : "",
+		    cl->nodes[i].name, (unsigned long long)cl->nodes[i].session);
+		buf_add(&map, &maplen, kv, strlen(kv));
+		map[--maplen] = '\0';
+	}
+	snprintf(kbuf, sizeof(kbuf), "%lld", cl->k);
+	argv[m++] = (char *)self_exe();
+	argv[m++] = "--json";
+	argv[m++] = "retarget";
+	argv[m++] = "--start-step";
+	argv[m++] = kbuf;
+	argv[m++] = "@S";
+	argv[m] = NULL;
+	if (sub.nnodes > 0 && map != NULL)
+		cluster_fanout(&sub, argv, map);
+	for (size_t j = 0; j < sub.nnodes; j++) {
+		struct cluster_node *sn = &sub.nodes[j];
+		struct jval r;
+		bool ok = false;
+
+		memset(&r, 0, sizeof(r));
+		if (sn->rc == 0 && sn->out != NULL && json_parse(sn->out, &r) == 0) {
+			const struct jval *acks = json_get(&r, "acks");
+
+			ok = acks != NULL && acks->t == J_ARR;
+			for (size_t a = 0; ok && a < acks->n; a++)
+				if (json_int(&acks->kids[a], "code", 1) != 0)
+					ok = false;
+		}
+		for (size_t i = 0; i < cl->nnodes; i++) {
+			struct cluster_node *n = &cl->nodes[i];
+
+			if (n->name != sn->name)
+				continue;
+			if (ok)
+				cluster_set_window(&rep[i], cl->k, cl->steps);
+			else {
+				n->rc = sn->rc != 0 ? sn->rc : 1;
+				free(n->err);
+				n->err = sn->err != NULL ? sn->err :
+				    strdup(sub.fanerr[0] ? sub.fanerr :
+				    "its daemon refused the step window");
+				sn->err = NULL;
+			}
+		}
+		json_free(&r);
+		free(sn->out);
+		free(sn->err);
+	}
+	free(sub.nodes);
+	free(map);
+}
+
 static int
 cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 {
-	size_t nok = 0, rok = 0, rall = 0;
+	size_t nok = 0, rok = 0, rall = 0, nat;
+	long long skew = 0, late = 0;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
 		const struct jval *acks = json_get(&rep[i], "acks");
@@ -1091,10 +1345,23 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 		    good == (acks ? acks->n : 0))
 			nok++;
 	}
+	nat = cl->common_at ? cluster_start_skew(cl, rep, &skew, &late) : 0;
 	if (c->json) {
 		printf("{\"nodes_total\":%zu,\"nodes_ok\":%zu,\"ranks_total\":%zu,"
-		    "\"ranks_capturing\":%zu,\"manifest\":", cl->nnodes, nok,
-		    rall, rok);
+		    "\"ranks_capturing\":%zu,", cl->nnodes, nok, rall, rok);
+		if (cl->common_at)
+			printf("\"start_at_ns\":%llu,\"probe_ms\":%lld,",
+			    (unsigned long long)cl->start_at,
+			    (long long)cl->probe_ms);
+		if (nat > 0)
+			printf("\"start_skew_ns\":%lld,\"start_late_ns\":%lld,",
+			    skew, late);
+		if (cl->common_k)
+			printf("\"step_from\":%lld,\"step_to\":%lld,"
+			    "\"max_step\":%lld,\"ask_ms\":%lld,", cl->k,
+			    cl->k < 0 ? -1 : cl->k + cl->steps, cl->max_step,
+			    (long long)cl->ask_ms);
+		printf("\"manifest\":");
 		{
 			char p[PATH_MAX];
 
@@ -1118,6 +1385,14 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 		printf("%zu of %zu nodes, %zu of %zu ranks capturing\n", nok,
 		    cl->nnodes, rok, rall);
 		cluster_start_steps(cl, rep);
+		if (nat > 0)
+			printf("  started together: %zu ranks within %.3f ms of "
+			    "each other, the last %.3f ms after the common "
+			    "instant (each on its node's clock; chosen %lld ms "
+			    "ahead after a %lld ms fan-out)\n", nat,
+			    (double)skew / 1e6, (double)late / 1e6,
+			    (long long)(2 * cl->probe_ms + CLUSTER_AT_LEAD_MS),
+			    (long long)cl->probe_ms);
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			const struct cluster_node *n = &cl->nodes[i];
 			const struct jval *acks = json_get(&rep[i], "acks");
@@ -1159,12 +1434,44 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 	return EXIT_FAIL;
 }
 
+/*
+ * The spread of the ranks' window starts (the first recorded step's
+ * start), over every node: the achieved skew of a --steps window.  Each
+ * start is on its node's own clock (no offset applied).  0 ranks: none.
+ */
+static size_t
+cluster_window_skew(const struct cluster *cl, const struct jval *rep,
+    long long *skew_ns)
+{
+	long long lo = 0, hi = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const struct jval *t = json_get(&rep[i], "targets");
+
+		for (size_t k = 0; t && t->t == J_ARR && k < t->n; k++) {
+			long long w = json_int(&t->kids[k], "window_start_ns", 0);
+
+			if (w <= 0)
+				continue;
+			if (n == 0 || w < lo)
+				lo = w;
+			if (n == 0 || w > hi)
+				hi = w;
+			n++;
+		}
+	}
+	*skew_ns = hi - lo;
+	return n;
+}
+
 static int
 cluster_session_report(struct client *c, struct cluster *cl, struct jval *rep,
     const char *verb)
 {
-	size_t nok = 0;
+	size_t nok = 0, nwin;
 	unsigned long long records = 0, lost = 0;
+	long long skew = 0;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
 		const struct jval *l = json_get(&rep[i], "losses");
@@ -1175,10 +1482,15 @@ cluster_session_report(struct client *c, struct cluster *cl, struct jval *rep,
 		for (size_t k = 0; l && l->t == J_OBJ && k < l->n; k++)
 			lost += (unsigned long long)l->kids[k].i;
 	}
+	nwin = cluster_window_skew(cl, rep, &skew);
 	if (c->json) {
 		printf("{\"verb\":\"%s\",\"nodes_total\":%zu,\"nodes_ok\":%zu,"
-		    "\"records\":%llu,\"lost\":%llu,\"nodes\":[", verb,
-		    cl->nnodes, nok, records, lost);
+		    "\"records\":%llu,\"lost\":%llu,", verb, cl->nnodes, nok,
+		    records, lost);
+		if (nwin > 0)
+			printf("\"window_ranks\":%zu,\"window_start_skew_ns\":"
+			    "%lld,", nwin, skew);
+		printf("\"nodes\":[");
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			printf("%s{\"node\":", i ? "," : "");
 			util_json_str(stdout, cl->nodes[i].name);
@@ -1196,6 +1508,10 @@ cluster_session_report(struct client *c, struct cluster *cl, struct jval *rep,
 		else
 			printf("%s: %zu of %zu nodes, %llu records, %llu lost\n",
 			    verb, nok, cl->nnodes, records, lost);
+		if (nwin > 0)
+			printf("  window starts: %.3f ms apart across %zu ranks "
+			    "(each on its node's clock)\n", (double)skew / 1e6,
+			    nwin);
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			const struct cluster_node *n = &cl->nodes[i];
 
@@ -1266,6 +1582,9 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	char outdir[PATH_MAX], stamp[32];
 	size_t m = 0, maplen = 0;
 	bool session_arg = false, is_start = strcmp(verb, "start") == 0;
+	bool start_step = false, duration = false;
+	char atbuf[32];
+	int64_t t0;
 	struct jval *rep = NULL;
 	const char *val;
 	int rc;
@@ -1329,6 +1648,16 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			}
 			if (a[0] != '-' && !is_start && strcmp(verb, "sessions"))
 				session_arg = true;
+			if (strcmp(a, "--start-step") == 0 ||
+			    strncmp(a, "--start-step=", 13) == 0)
+				start_step = true;
+			if (strcmp(a, "--duration") == 0 ||
+			    strncmp(a, "--duration=", 11) == 0)
+				duration = true;
+			if (strcmp(a, "--steps") == 0 && i + 1 < argc)
+				cl.steps = atoll(argv[i + 1]);
+			else if (strncmp(a, "--steps=", 8) == 0)
+				cl.steps = atoll(a + 8);
 			margv[m++] = (char *)a;
 		}
 	}
@@ -1340,6 +1669,14 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	if (is_start && cl.job == NULL) {
 		/* ssh without a job: every agent of each host. */
 		margv[m++] = "--all";
+	}
+	cl.k = -1;
+	if (is_start && cl.steps > 0 && !start_step) {
+		/* Every node starts with a window no rank reaches and says
+		 * where its ranks are; then all get the same k. */
+		cl.common_k = true;
+		margv[m++] = "--start-step";
+		margv[m++] = CLUSTER_HOLD_STEP;
 	}
 	if (cl.outdir == NULL && is_start) {
 		time_t now = time(NULL);
@@ -1394,6 +1731,8 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		margv[m++] = "--output";
 		margv[m++] = out;
 	}
+	if (is_start && duration && cl.steps == 0)
+		cl.common_at = true;
 	margv[m] = NULL;
 	if (cl.raw && !c->json)		/* sessions: the nodes' own tables */
 		memmove(&margv[1], &margv[2], (m - 1) * sizeof(*margv));
@@ -1401,7 +1740,21 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		cl.timeout_ms = INT_MAX;	/* wait: as long as the sessions run */
 	if (cl.nnodes == 0 && (rc = cluster_resolve(&cl)) != EXIT_OK)
 		return rc;
+	if (cl.common_at) {
+		/* One start instant for all: ahead by twice what a fan-out
+		 * takes (measured now), so every node has it in time. */
+		cl.probe_ms = cluster_probe(&cl);
+		cl.start_at = util_realtime_ns() + (uint64_t)(2 * cl.probe_ms +
+		    CLUSTER_AT_LEAD_MS) * 1000000ull;
+		snprintf(atbuf, sizeof(atbuf), "%llu",
+		    (unsigned long long)cl.start_at);
+		margv[m++] = "--start-at";
+		margv[m++] = atbuf;
+		margv[m] = NULL;
+	}
+	t0 = now_ms();
 	cluster_fanout(&cl, margv, map != NULL ? map : "-");
+	cl.ask_ms = now_ms() - t0;
 	rep = calloc(cl.nnodes, sizeof(*rep));
 	if (rep == NULL)
 		return EXIT_FAIL;
@@ -1409,6 +1762,13 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		rc = cluster_sessions_report(c, &cl);
 	else {
 		cluster_parse_replies(&cl, rep);
+		if (cl.common_k) {
+			/* The sessions exist now: a caller killed before k is
+			 * set still finds them in the manifest (stop). */
+			if (cl.outdir != NULL)
+				manifest_write(&cl, verb, rep);
+			cluster_set_k(&cl, rep);
+		}
 		/* A snapshot adds files; the manifest keeps the session's. */
 		if (cl.outdir != NULL && strcmp(verb, "snapshot") != 0)
 			manifest_write(&cl, verb, rep);
@@ -1447,4 +1807,49 @@ cluster_wanted(const char *verb, int argc, char **argv)
 			fanout = true;
 	}
 	return fanout;
+}
+
+/*
+ * For other fan-outs (cluster-report.c): runs margv (with @N) on every
+ * node of the Slurm job (kind "slurm") or of the hosts file, like the
+ * capture verbs, and hands back each node's stdout lines that start with
+ * '{' and why it failed.  An exit code when the nodes cannot be found.
+ */
+int
+cluster_run(const struct cmd_entry *e, const char *kind, const char *hosts,
+    const char *job, int timeout_ms, char **margv,
+    struct cluster_reply **out, size_t *nout)
+{
+	struct cluster cl = { .e = e, .kind = kind, .hosts = hosts, .job = job,
+	    .timeout_ms = timeout_ms > 0 ? timeout_ms : CLUSTER_TIMEOUT_MS };
+	struct cluster_reply *r;
+	int rc;
+
+	*out = NULL;
+	*nout = 0;
+	if ((rc = cluster_resolve(&cl)) != EXIT_OK)
+		return rc;
+	cluster_fanout(&cl, margv, "-");
+	if ((r = calloc(cl.nnodes, sizeof(*r))) == NULL)
+		return EXIT_FAIL;
+	for (size_t i = 0; i < cl.nnodes; i++) {
+		struct cluster_node *n = &cl.nodes[i];
+
+		r[i].name = n->name;
+		r[i].out = n->out;
+		r[i].outlen = n->outlen;
+		r[i].rc = n->rc;
+		r[i].why = strdup(node_why(&cl, n));
+		free(n->err);
+	}
+	free(cl.nodes);
+	*out = r;
+	*nout = cl.nnodes;
+	return EXIT_OK;
+}
+
+const char *
+cluster_self_exe(void)
+{
+	return self_exe();
 }

@@ -151,6 +151,8 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		{ "world-size", required_argument, NULL, 'w' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "align", required_argument, NULL, 'a' },
+		{ "no-align", no_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *e = &cmd_export_entry;
@@ -166,7 +168,7 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 
 	analysis_opts_init(&o);
 	client_rescan(&argc, &argv);
-	while ((ch = client_getopt(e, argc, argv, "f:o:w:Sj", opts)) != -1) {
+	while ((ch = client_getopt(e, argc, argv, "f:o:w:Sja:N", opts)) != -1) {
 		switch (ch) {
 		case 'f':
 			fmt = optarg;
@@ -185,6 +187,19 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 			break;
 		case 'j':
 			c->json = true;
+			break;
+		case 'a':
+			if (strcmp(optarg, "auto") != 0 &&
+			    strcmp(optarg, "always") != 0 &&
+			    strcmp(optarg, "never") != 0)
+				return client_usage_error(e, "bad --align '%s' "
+				    "(auto, always or never)", optarg);
+			o.align = strcmp(optarg, "always") == 0 ?
+			    ANALYSIS_ALIGN_ALWAYS : strcmp(optarg, "never") ==
+			    0 ? ANALYSIS_ALIGN_NEVER : ANALYSIS_ALIGN_AUTO;
+			break;
+		case 'N':
+			o.align = ANALYSIS_ALIGN_NEVER;
 			break;
 		default:
 			return client_opt_exit(e, ch);
@@ -248,11 +263,14 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
 	.usage = "FILE... --format chrome|perfetto|csv|ascend-pt -o OUT "
-	    "[--world-size N] [--strict]\n    [--json]\n"
+	    "[--world-size N] [--strict]\n    [--json] [--align auto|always|never] "
+	    "[--no-align]\n"
 	    "  -o, --output OUT: a file (- for stdout), the directory of "
 	    "csv and ascend-pt.\n  The output records any missing rank or loss; --strict "
 	    "exits 1 when the\n  input is partial.  --json prints what was "
-	    "written: the files, records\n  and losses.",
+	    "written: the files, records\n  and losses.  Each host's times are "
+	    "shifted onto the first host's clock\n  by the offset estimated from "
+	    "collective ends (--no-align: not shifted).",
 	.summary = "write a timeline (Chrome JSON, Perfetto), CSV tables or "
 	    "an ascend_pt tree",
 	.exec = cmd_export_exec,

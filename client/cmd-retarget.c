@@ -2,6 +2,7 @@
  * session without restarting it or its targets. */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 		{ "remove-pid", required_argument, NULL, 'r' },
 		{ "kinds", required_argument, NULL, 'k' },
 		{ "domains", required_argument, NULL, 'D' },
+		{ "start-step", required_argument, NULL, 'K' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -41,7 +43,7 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 	int ch, rc;
 
 	client_rescan(&argc, &argv);
-	while ((ch = client_getopt(e, argc, argv, "a:r:k:D:j", opts)) != -1) {
+	while ((ch = client_getopt(e, argc, argv, "a:r:k:D:K:j", opts)) != -1) {
 		switch (ch) {
 		case 'a':
 			if (client_parse_pids(optarg, &req.add_pids,
@@ -75,6 +77,22 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'K': {
+			char *end;
+			long long k;
+
+			errno = 0;
+			k = strtoll(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    k < 0) {
+				client_usage_error(e, "bad start step '%s'",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			req.start_step = (uint64_t)k;
+			req.start_step_set = true;
+			break;
+		}
 		case 'j':
 			c->json = true;
 			break;
@@ -89,7 +107,8 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 	if (client_parse_session(e, argv[optind], &req.session_id))
 		return EXIT_USAGE;
 	if (req.n_add_pids + req.n_remove_pids + req.n_kinds_on +
-	    req.n_kinds_off + req.n_domains_on + req.n_domains_off == 0) {
+	    req.n_kinds_off + req.n_domains_on + req.n_domains_off == 0 &&
+	    !req.start_step_set) {
 		client_usage_error(e, "nothing to change");
 		return EXIT_USAGE;
 	}
@@ -119,7 +138,8 @@ cmd_retarget_exec(struct client *c, int argc, char **argv)
 const struct cmd_entry cmd_retarget_entry = {
 	.name = "retarget",
 	.usage = "[--add-pid N] [--remove-pid N] [--kinds +x,-y]\n"
-	    "    [--domains +a,-b] [--json] SESSION",
-	.summary = "change the pids, kinds or marker domains of a live session",
+	    "    [--domains +a,-b] [--start-step K] [--json] SESSION",
+	.summary = "change the pids, kinds, marker domains or step window of a "
+	    "live session",
 	.exec = cmd_retarget_exec,
 };

@@ -33,6 +33,10 @@ client_json_acks(Mspti__TargetAck **acks, size_t n)
 		    "\"window_start_ns\":%llu", (long long)acks[i]->first_step,
 		    acks[i]->steps,
 		    (unsigned long long)acks[i]->window_start_ns);
+		printf(",\"step_now\":%lld,\"step_period_ns\":%llu,"
+		    "\"capture_start_ns\":%llu", (long long)acks[i]->step_now,
+		    (unsigned long long)acks[i]->step_period_ns,
+		    (unsigned long long)acks[i]->capture_start_ns);
 		if (acks[i]->n_losses > 0) {
 			printf(",\"losses\":{");
 			for (size_t k = 0; k < acks[i]->n_losses &&

@@ -288,6 +288,8 @@ client_output_abort(struct client_output *o)
 	o->tmp[0] = '\0';
 }
 
+#define START_AT_MAX_NS	(600ull * 1000000000ull)
+
 static int
 cmd_start_exec(struct client *c, int argc, char **argv)
 {
@@ -298,6 +300,7 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		{ "all", no_argument, NULL, 'a' },
 		CLIENT_CONFIG_OPTIONS,
 		{ "wait", no_argument, NULL, 'w' },
+		{ "start-at", required_argument, NULL, 'A' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -314,11 +317,12 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 	const char *path = out.path;
 	char kinds[256] = "";
 	bool wait = false;
+	uint64_t start_at = 0, sent_ns = 0;
 	size_t started = 0, failed = 0, notfound = 0, elastic = 0;
 	int ch, rc, fd, ntargets = 0;
 
 	while ((ch = client_getopt(e, argc, argv, "p:J:R:a"
-	    CLIENT_CONFIG_OPTSTRING "wj", opts)) != -1) {
+	    CLIENT_CONFIG_OPTSTRING "wA:j", opts)) != -1) {
 		if ((rc = client_config_option(e, ch, optarg, &cfg, &output,
 		    kinds, sizeof(kinds))) != 1) {
 			if (rc != 0)
@@ -350,6 +354,21 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		case 'w':
 			wait = true;
 			break;
+		case 'A': {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    v == 0) {
+				client_usage_error(e, "bad --start-at '%s' (ns "
+				    "since the epoch)", optarg);
+				return EXIT_USAGE;
+			}
+			start_at = v;
+			break;
+		}
 		case 'j':
 			c->json = true;
 			break;
@@ -374,8 +393,24 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		client_usage_error(e, "--start-step needs --steps N");
 		return EXIT_USAGE;
 	}
+	if (start_at > util_realtime_ns() + START_AT_MAX_NS) {
+		client_usage_error(e, "--start-at is more than 10 minutes ahead");
+		return EXIT_USAGE;
+	}
 	if ((fd = client_output_open(&out, output)) < 0)
 		return EXIT_FAIL;
+	/* A common wall-clock start (a cluster's --duration): the request
+	 * goes out at start_at on this node's clock; one already past goes
+	 * out now. */
+	for (uint64_t now; start_at != 0 && (now = util_realtime_ns()) <
+	    start_at;) {
+		uint64_t d = start_at - now;
+		struct timespec ts = { (time_t)(d / 1000000000ull),
+		    (long)(d % 1000000000ull) };
+
+		nanosleep(&ts, NULL);
+	}
+	sent_ns = util_realtime_ns();
 	req.target = &tg;
 	req.config = &cfg;
 	req.output = out.path;
@@ -428,8 +463,14 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	if (c->json) {
-		printf("{\"started\":true,\"session\":%llu,\"output\":",
-		    (unsigned long long)rep->session->session_id);
+		printf("{\"started\":true,\"session\":%llu,\"start_ns\":%llu,",
+		    (unsigned long long)rep->session->session_id,
+		    (unsigned long long)rep->session->start_ns);
+		if (start_at != 0)
+			printf("\"start_at_ns\":%llu,\"sent_ns\":%llu,",
+			    (unsigned long long)start_at,
+			    (unsigned long long)sent_ns);
+		printf("\"output\":");
 		util_json_str(stdout, path);
 		if (cfg.steps > 0)
 			printf(",\"step_from\":%lld,\"step_to\":%lld",
@@ -482,7 +523,7 @@ const struct cmd_entry cmd_start_entry = {
 	    "    [--kinds LIST] [--duration D] [--steps N] [--step-name NAME]\n"
 	    "    [--start-step K] [--output FILE] [--file-mode 0600] [--buffer 8M] "
 	    "[--mode stream|ring]\n"
-	    "    [--domains +a,-b] [--max-size S] [--wait] [--json]",
+	    "    [--domains +a,-b] [--max-size S] [--start-at NS] [--wait] [--json]",
 	.summary = "start capturing running processes into a trace file",
 	.cluster = true,
 	.exec = cmd_start_exec,

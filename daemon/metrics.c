@@ -631,6 +631,15 @@ metrics_sample_now(struct metrics *m)
 	metrics_gc(m, now, false);
 }
 
+void
+metrics_sample_device(struct metrics *m, uint32_t device)
+{
+	if (m == NULL || device >= METRICS_MAX_DEVICES ||
+	    !ment_active(m->dev[device]))
+		return;
+	metrics_sample_dev(m, m->dev[device], util_realtime_ns());
+}
+
 static void
 metrics_tick_cb(evutil_socket_t fd, short what, void *arg)
 {

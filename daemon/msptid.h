@@ -63,6 +63,11 @@ struct evbuffer;
 #define SESS_DRAIN_BATCH	65536	/* records per ring per drain call */
 /* A launch this recent at the end may still be queued on the device. */
 #define SESS_INFLIGHT_NS	JOIN_DEV_TIMEOUT_NS
+/* At the stop, the most finalizing waits for the device tasks of launches
+ * still queued (polling every SESS_INFLIGHT_POLL_MS); what is missing
+ * then is counted lost (device_unmatched). */
+#define SESS_INFLIGHT_WAIT_MS	3000
+#define SESS_INFLIGHT_POLL_MS	20
 /* The most a device record is written after records that started up to
  * this much later (its task waited JOIN_DEV_TIMEOUT_NS for a launch, then
  * the next drain tick): recorded in the header as "max_lateness_ns" for
@@ -250,6 +255,7 @@ struct sess_agent {
 	bool			 win_sent;	/* it was told k */
 	uint32_t		 win_steps;
 	uint64_t		 win_open_ns, win_close_ns;
+	uint64_t		 capture_ns;	/* realtime its start ack came */
 	bool			 win_done;
 	char			*win_note;	/* what it missed, or NULL */
 };
@@ -308,6 +314,9 @@ struct session {
 	struct peer		**waiters;	/* stop and wait */
 	size_t			 nwaiters;
 	struct event		*drain_tv, *ack_tv, *dur_tv;
+	/* Finalizing waits for device tasks of the last launches. */
+	struct event		*inflight_tv;
+	uint64_t		 inflight_until;	/* monotonic ns */
 	/* Device collection: devices referenced (devcol, metrics), the
 	 * channel loss counters when referenced, live counter samples. */
 	uint64_t		 devmask;
@@ -457,6 +466,8 @@ void		 session_drain_wake_cb(evutil_socket_t fd, short what,
 
 /* session-steps.c: step windows (--steps N, --start-step K) */
 bool		 session_steps_choose(struct session *s);
+bool		 session_steps_set(struct session *s, int64_t k);
+int64_t		 session_steps_now(const struct sess_agent *sa);
 void		 session_steps_ack(struct sess_agent *sa, int64_t step,
 		     uint64_t period_ns, int64_t first, bool start);
 bool		 session_steps_marker(struct sess_agent *sa,
@@ -489,6 +500,8 @@ void		 session_dev_counter_cb(const struct metrics_counter *c,
 		     void *arg);
 uint64_t	 session_dev_unmatched(const struct sess_agent *sa);
 void		 session_dev_join_flush(struct session *s);
+bool		 session_dev_inflight(const struct session *s);
+void		 session_dev_last_metrics(struct session *s);
 void		 session_dev_agent_changed(struct daemon *d, struct agent *a);
 void		 session_dev_start(struct sess_agent *sa, struct agent *a);
 void		 session_dev_clock_text(struct session *s, char *out,

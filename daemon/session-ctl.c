@@ -48,6 +48,9 @@ session_ctl_ack_info(Mspti__TargetAck *t, const struct sess_agent *sa,
 	t->first_step = sa->first_known ? sa->first_step : -1;
 	t->steps = sa->win_steps;
 	t->window_start_ns = sa->win_open_ns;
+	t->step_now = session_steps_now(sa);
+	t->step_period_ns = sa->step_period_ns;
+	t->capture_start_ns = sa->capture_ns;
 	if (losses != NULL) {
 		session_drain_agent_losses(sa, losses);
 		t->losses = losses;
@@ -213,6 +216,9 @@ session_ctl_acks_final(struct session *s, struct sess_acks *k)
 				    sa->win_note : (char *)"capturing";
 				k->v[i].first_step = sa->first_known ?
 				    sa->first_step : -1;
+				k->v[i].step_now = session_steps_now(sa);
+				k->v[i].step_period_ns = sa->step_period_ns;
+				k->v[i].capture_start_ns = sa->capture_ns;
 			} else if (sa->state == SA_DONE) {
 				k->v[i].message = sa->error ? sa->error :
 				    (char *)"done";
@@ -711,6 +717,19 @@ session_ctl_retarget(struct peer *p, const ProtobufCMessage *m)
 	if (req->n_add_pids > SESS_MAX_TARGETS ||
 	    req->n_domains_off > SESS_MAX_DOMAINS)
 		return peer_send_error(p, 2, "retarget: too many values");
+	if (req->start_step_set) {
+		if (s->steps_max == 0)
+			return peer_send_error(p, 2, "retarget: --start-step "
+			    "needs a session with --steps");
+		if (req->start_step > INT64_MAX / 2)
+			return peer_send_error(p, 2, "retarget: start step too "
+			    "large");
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if (sa->win_open_ns != 0)
+				return peer_send_error(p, 1, "retarget: pid %ld's "
+				    "step window has started already",
+				    (long)sa->pid);
+	}
 	if ((k = calloc(1, sizeof(*k))) == NULL)
 		return peer_send_error(p, 1, "daemon out of memory");
 	changed = on != 0 || off != 0 || req->n_domains_on > 0 ||
@@ -762,6 +781,14 @@ session_ctl_retarget(struct peer *p, const ProtobufCMessage *m)
 	}
 	if (changed)
 		session_ctl_send_update(s);
+	if (req->start_step_set) {
+		/* Every capturing rank answers with its new first step. */
+		TAILQ_FOREACH(sa, &s->agents, entry)
+			if (sa->state == SA_ACTIVE)
+				session_ctl_acks_add(k, (uint32_t)sa->pid, 0,
+				    sa->agent, "capturing");
+		(void)session_steps_set(s, (int64_t)req->start_step);
+	}
 	if (req->n_add_pids > 0)
 		session_ctl_add_pids(s, p, req->add_pids, req->n_add_pids, k);
 	if (s->npending == 0)

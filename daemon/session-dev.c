@@ -395,6 +395,20 @@ session_dev_use(struct session *s, const struct agent *a)
 	}
 	if (added != 0 && s->w != NULL)
 		session_dev_clock_records(s, added);
+	/* A first point of each new device's metrics now (a short capture
+	 * may end before the next tick). */
+	for (uint32_t dev = 0; added != 0 && dev < 64; dev++)
+		if ((added & (1ull << dev)) && d->metrics != NULL)
+			metrics_sample_device(d->metrics, dev);
+}
+
+/* The last point of the session's device metrics (finalizing). */
+void
+session_dev_last_metrics(struct session *s)
+{
+	for (uint32_t dev = 0; dev < 64 && s->d->metrics != NULL; dev++)
+		if (s->devmask & (1ull << dev))
+			metrics_sample_device(s->d->metrics, dev);
 }
 
 /* Device-channel losses of s so far. */
@@ -465,7 +479,9 @@ session_dev_counter_cb(const struct metrics_counter *c, void *arg)
 	struct rec_counter r;
 	bool want = false;
 
-	if (s->w == NULL || s->state != SESS_ACTIVE)
+	/* Stopping too: the last point is taken while finalizing. */
+	if (s->w == NULL || (s->state != SESS_ACTIVE &&
+	    s->state != SESS_STOPPING))
 		return;
 	if (c->pid == 0)
 		want = c->device < 64 && (s->devmask & (1ull << c->device));
@@ -499,10 +515,54 @@ session_dev_unmatched(const struct sess_agent *sa)
 	return st.host_only + st.host_evicted;
 }
 
-/* Every sess_agent with a join: emit what waits (end of the session).
- * Launches made in the last SESS_INFLIGHT_NS may still be queued on the
- * device: not a loss, unless the device channel never gave this process
- * a single task (then none of its launches has device timing). */
+/* Whether sa's device channel ever gave it a task: if not, none of its
+ * launches can get device timing (the channel is not visible here). */
+static bool
+session_dev_silent(const struct join_stats *st)
+{
+	return st->matched + st->dev_unmatched + st->dev_evicted +
+	    st->dev_outside == 0;
+}
+
+/*
+ * Whether some launch of s still waits for a device task that may yet
+ * come: its process is alive and its channel has given it tasks before.
+ * Finalizing polls the devices while this holds (bounded).
+ */
+bool
+session_dev_inflight(const struct session *s)
+{
+	const struct sess_agent *sa;
+	struct join_stats st;
+
+	if (s->d->devcol == NULL)
+		return false;
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		if (sa->join == NULL || sa->agent == NULL)
+			continue;
+		join_get_stats(sa->join, &st);
+		if (st.host_waiting > 0 && !session_dev_silent(&st))
+			return true;
+	}
+	return false;
+}
+
+/* Launch tasks still waiting, per record type (join_host_foreach). */
+static void
+session_dev_count_kind(const struct join_launch *l, void *arg)
+{
+	uint64_t *n = arg;
+
+	if (l->kind < REC_TYPE_MAX)
+		n[l->kind]++;
+}
+
+/*
+ * Every sess_agent with a join: emit what waits (end of the session,
+ * after the wait for the device).  A launch whose device task has not
+ * come by now is lost (device_unmatched): the trace gets a loss record
+ * per kind and pid, the footer and the session's counters the total.
+ */
 void
 session_dev_join_flush(struct session *s)
 {
@@ -511,27 +571,39 @@ session_dev_join_flush(struct session *s)
 
 	TAILQ_FOREACH(sa, &s->agents, entry) {
 		struct join_stats st;
-		uint64_t lost;
+		struct rec_loss r;
+		uint64_t lost, kinds[REC_TYPE_MAX];
 		bool silent;
 
 		if (sa->join == NULL)
 			continue;
+		memset(kinds, 0, sizeof(kinds));
+		join_host_foreach(sa->join, session_dev_count_kind, kinds);
+		for (unsigned k = 0; k < REC_TYPE_MAX && s->w != NULL; k++) {
+			if (kinds[k] == 0)
+				continue;
+			REC_INIT(&r, REC_LOSS, 0);
+			r.timestamp = now;
+			r.count = kinds[k];
+			r.stage = LOSS_DEVICE_UNMATCHED;
+			r.pid = (uint32_t)sa->pid;
+			r.lost_type = k;
+			session_sink_emit(s, &r);
+		}
 		join_flush_at(sa->join, now, SESS_INFLIGHT_NS);
 		join_get_stats(sa->join, &st);
-		lost = st.host_only + st.host_evicted;
-		silent = st.matched + st.dev_unmatched + st.dev_evicted +
-		    st.dev_outside == 0;
-		if (silent)
-			lost += st.host_inflight;
+		lost = st.host_only + st.host_evicted + st.host_inflight;
+		silent = session_dev_silent(&st);
 		sa->dev_unmatched = lost;
 		log_info("session %llu pid %ld: %llu device tasks joined, %llu "
-		    "alone, %llu launches without a device task, %llu still "
-		    "in flight at the end", (unsigned long long)s->id,
-		    (long)sa->pid, (unsigned long long)st.matched,
+		    "alone, %llu launches without a device task (%llu of "
+		    "them launched in the last %llu ms)",
+		    (unsigned long long)s->id, (long)sa->pid,
+		    (unsigned long long)st.matched,
 		    (unsigned long long)(st.dev_unmatched + st.dev_evicted),
 		    (unsigned long long)lost,
-		    (unsigned long long)(st.host_only + st.host_evicted +
-		    st.host_inflight - lost));
+		    (unsigned long long)st.host_inflight,
+		    (unsigned long long)(SESS_INFLIGHT_NS / 1000000));
 		if (lost > 0)
 			log_warnx("session %llu pid %ld: %llu launches have no "
 			    "device timing (device_unmatched)%s",
@@ -539,7 +611,9 @@ session_dev_join_flush(struct session *s)
 			    (unsigned long long)lost, silent ?
 			    ": the device channel gave no task of this "
 			    "process (is NPUSIM_SHM_PREFIX/the device "
-			    "visible to msptid?)" : "");
+			    "visible to msptid?)" : st.host_inflight > 0 ?
+			    ": still queued on the device when the stop's "
+			    "wait ended" : "");
 		join_free(sa->join);
 		sa->join = NULL;
 	}

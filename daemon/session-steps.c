@@ -115,6 +115,48 @@ session_steps_choose(struct session *s)
 	return sent;
 }
 
+/*
+ * Retarget --start-step K: the window moves to [K, K+N) on every rank,
+ * forced (a cluster start chose K for all its nodes).  True when updates
+ * went out (their acks are then pending).
+ */
+bool
+session_steps_set(struct session *s, int64_t k)
+{
+	struct sess_agent *sa;
+	bool sent = false;
+
+	s->step_forced = true;
+	s->step_from = k;
+	log_info("session %llu: steps [%lld, %lld) on every rank (set)",
+	    (unsigned long long)s->id, (long long)k,
+	    (long long)(k + s->steps_max));
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		sa->win_sent = false;
+		sa->first_known = false;
+		sa->first_step = -1;
+		if (sa->state == SA_ACTIVE) {
+			session_steps_send(s, sa, true);
+			sent = true;
+		}
+	}
+	return sent;
+}
+
+/* sa's next step's index now, from its last ack and its step time. */
+int64_t
+session_steps_now(const struct sess_agent *sa)
+{
+	uint64_t now = util_monotonic_ns();
+
+	if (sa->s->steps_max == 0 || sa->ack_mono == 0)
+		return -1;
+	if (sa->step_period_ns == 0 || now <= sa->ack_mono)
+		return sa->step_at_ack;
+	return sa->step_at_ack + (int64_t)((now - sa->ack_mono) /
+	    sa->step_period_ns);
+}
+
 /* After a round of updates: a rank had passed k before it heard of it
  * (it records nothing and said where it is), so k moves, a few times. */
 static bool

@@ -448,19 +448,35 @@ session_closed_cb(evutil_socket_t fd, short what, void *arg)
 	session_finalize_end(s, rc, &st);
 }
 
+static void session_finalize_close(struct session *s);
+
+/* Polls the devices while launches of s wait for their device tasks, at
+ * most SESS_INFLIGHT_WAIT_MS after the stop; then closes. */
+static void
+session_inflight_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	struct timeval tv = { 0, SESS_INFLIGHT_POLL_MS * 1000 };
+
+	session_dev_poll(s->d);
+	if (session_dev_inflight(s) &&
+	    util_monotonic_ns() < s->inflight_until &&
+	    evtimer_add(s->inflight_tv, &tv) == 0)
+		return;
+	session_finalize_close(s);
+}
+
 /*
- * Drains what is left, writes the last records and closes the trace.  The
- * writer's thread does the closing writes; the session stays "stopping"
- * until it is done (session_closed_cb), so no reply says finalized before
- * the file is whole, and the loop never waits for the disk.
+ * Drains what is left; then, while launches wait for device tasks that
+ * are still queued on the device, polls the channels on a timer (the loop
+ * goes on meanwhile; bounded by SESS_INFLIGHT_WAIT_MS), and closes
+ * (session_finalize_close).
  */
 static void
 session_finalize(struct session *s)
 {
-	struct trace_footer f;
-	struct trace_writer_stats st;
 	struct sess_agent *sa;
-	int rc, fd;
+	struct timeval tv = { 0, SESS_INFLIGHT_POLL_MS * 1000 };
 
 	if (s->finalizing)
 		return;
@@ -475,8 +491,37 @@ session_finalize(struct session *s)
 		session_drain_agent(sa);
 		session_agent_release(sa);
 	}
-	/* Device tasks of the last launches, then whatever still waits. */
+	/* Device tasks of the last launches; the last metrics point. */
 	session_dev_poll(s->d);
+	session_dev_last_metrics(s);
+	if (session_dev_inflight(s) && (s->inflight_tv = evtimer_new(s->d->base,
+	    session_inflight_cb, s)) != NULL) {
+		s->inflight_until = util_monotonic_ns() +
+		    SESS_INFLIGHT_WAIT_MS * 1000000ull;
+		if (evtimer_add(s->inflight_tv, &tv) == 0)
+			return;
+	}
+	session_finalize_close(s);
+}
+
+/*
+ * Writes the last records and closes the trace.  The writer's thread does
+ * the closing writes; the session stays "stopping" until it is done
+ * (session_closed_cb), so no reply says finalized before the file is
+ * whole, and the loop never waits for the disk.
+ */
+static void
+session_finalize_close(struct session *s)
+{
+	struct trace_footer f;
+	struct trace_writer_stats st;
+	int rc, fd;
+
+	if (s->inflight_tv != NULL) {
+		event_free(s->inflight_tv);
+		s->inflight_tv = NULL;
+	}
+	/* Whatever still waits for the device is lost. */
 	session_dev_join_flush(s);
 	if (s->msub != NULL) {
 		metrics_unsubscribe(s->msub);
@@ -642,6 +687,8 @@ session_free(struct session *s)
 		event_free(s->dur_tv);
 	if (s->ack_tv != NULL)
 		event_free(s->ack_tv);
+	if (s->inflight_tv != NULL)
+		event_free(s->inflight_tv);
 	trace_writer_abort(s->w);
 	while (!TAILQ_EMPTY(&s->snaps))
 		session_ctl_snap_free(TAILQ_FIRST(&s->snaps));
@@ -830,6 +877,7 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 			    ack->message : "agent refused the capture");
 		} else if (sa->state == SA_STARTING) {
 			sa->state = SA_ACTIVE;
+			sa->capture_ns = util_realtime_ns();
 			sa->evfd = fd;
 			fd = -1;
 			sa->ev = event_new(p->d->base, sa->evfd,
@@ -965,6 +1013,9 @@ session_shutdown(struct daemon *d)
 			s->stop_reason = "daemon shutdown";
 		s->state = SESS_STOPPING;
 		session_finalize(s);
+		/* No wait for the device at shutdown. */
+		if (s->inflight_tv != NULL)
+			session_finalize_close(s);
 		session_finalize_wait(s);
 	}
 	while ((s = TAILQ_FIRST(&d->sessions)) != NULL) {

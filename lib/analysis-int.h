@@ -57,21 +57,28 @@ struct an_stat {
 	uint64_t	total;
 	uint64_t	min;
 	uint64_t	max;
-	double		sumsq;		/* of us, for variance */
+	/* Sum of squares in ns^2, exact, so that statistics merged from
+	 * partial results in any grouping equal a single pass. */
+	unsigned __int128 sumsq;
 };
+
+/* Sum of squares in us^2, for the variance. */
+static inline double
+an_stat_sumsq_us(const struct an_stat *s)
+{
+	return (double)s->sumsq / 1e6;
+}
 
 static inline void
 an_stat_add(struct an_stat *s, uint64_t v)
 {
-	double us = (double)v / 1e3;
-
 	if (s->count == 0 || v < s->min)
 		s->min = v;
 	if (v > s->max)
 		s->max = v;
 	s->count++;
 	s->total += v;
-	s->sumsq += us * us;
+	s->sumsq += (unsigned __int128)v * v;
 }
 
 /* Device interval classes for the step breakdown. */
@@ -204,6 +211,7 @@ struct an_proc {
 	uint64_t	 gap, gap_at;		/* longest device idle gap */
 	uint64_t	 lead_total;		/* step start -> first work */
 	uint64_t	 lead_max;
+	bool		 finished;		/* an_sweep_finish done */
 };
 
 struct an_dev {
@@ -228,6 +236,8 @@ struct analysis_source {
 	struct rec_clock_sync clocks[64];
 	size_t		 nclocks;
 	uint64_t	 reorder_ns;	/* reorder window of its ranks */
+	int64_t		 offset;	/* its host's clock offset, for records
+					   of no process (analysis-clock.c) */
 	/* Launch join: direct-mapped by correlation id. */
 	struct an_pend	*pend;
 	uint64_t	 losses[LOSS_STAGE_MAX];
@@ -259,6 +269,14 @@ struct an_op {
 	uint64_t	host_count;
 };
 
+/* Launch API time whose device name had no op yet in this partial
+ * result: a merge gives it to an earlier partial's op of that name, as a
+ * single pass would have (analysis-partial.c). */
+struct an_orphan {
+	uint32_t	name;
+	uint64_t	total, count;
+};
+
 struct an_launch_out {
 	uint64_t	corr;
 	uint32_t	api, kernel;
@@ -285,6 +303,8 @@ struct analysis {
 	/* Global name id -> 1 + the first op of that name (0: none). */
 	uint32_t		*op_first;
 	size_t			 nop_first;
+	struct an_orphan	*orph;
+	size_t			 norph, corph;
 	struct an_op		*apis;
 	size_t			 napis, capis;
 	struct an_stat		 memcpy_st[6];
@@ -326,6 +346,10 @@ AN_HIDDEN uint64_t	 an_dev_time(const struct analysis_source *src,
 			    uint32_t device, uint64_t t);
 AN_HIDDEN uint64_t	 an_union_measure(const struct an_union *u,
 			    uint64_t a, uint64_t b);
+AN_HIDDEN void		*an_realloc(void *p, size_t n);
+AN_HIDDEN void		 an_grow(void *vp, size_t *cap, size_t n, size_t sz);
+/* analysis-partial.c */
+AN_HIDDEN void		 an_finish_input(struct analysis *a);
 /* analysis-sweep.c */
 AN_HIDDEN void		 an_sweep_add(struct analysis *a, struct an_proc *p,
 			    uint64_t s, uint64_t e, enum an_cls cls);
@@ -339,6 +363,8 @@ AN_HIDDEN void		 an_sweep_free(struct an_proc *p);
 /* analysis-sections.c */
 AN_HIDDEN int		 an_sections(struct analysis *a);
 AN_HIDDEN int		 an_steps(struct analysis *a);
+/* analysis-clock.c: estimates, the clocks table, offsets per proc. */
+AN_HIDDEN int64_t	*an_clock(struct analysis *a);
 /* analysis-verdict.c */
 AN_HIDDEN void		 an_verdict(struct analysis *a);
 

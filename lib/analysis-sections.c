@@ -429,8 +429,8 @@ sec_apis(struct analysis *a)
 		const char *n = an_str_get(a, o->name);
 		double avg = o->st.count ? US(o->st.total) /
 		    (double)o->st.count : 0;
-		double var = o->st.count ? o->st.sumsq / (double)o->st.count -
-		    avg * avg : 0;
+		double var = o->st.count ? an_stat_sumsq_us(&o->st) /
+		    (double)o->st.count - avg * avg : 0;
 
 		table_row(t);
 		table_str(t, strncmp(n, "Hccl", 4) == 0 ? "hccl" : "acl");

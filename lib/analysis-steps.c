@@ -50,14 +50,6 @@ st_cmp_coll_key(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-static int
-st_cmp_i64(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 static void *
 st_alloc(size_t n)
 {
@@ -298,55 +290,17 @@ st_cmp_proc(const void *x, const void *y)
 	return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
-/* Offsets from collective end times: median of (ref end - p end). */
+/* Clock offsets from collective ends (analysis-clock.c), applied to
+ * every stored time of each process before the breakdown and matching. */
 static void
 st_align(struct analysis *a)
 {
-	struct an_proc *ref = NULL;
+	int64_t *off = an_clock(a);
 
 	for (size_t i = 0; i < a->nproc; i++)
-		if (a->proc[i]->ncoll[a->proc[i]->cw] > 0) {
-			ref = a->proc[i];
-			break;
-		}
-	if (ref == NULL)
-		return;
-	for (size_t i = 0; i < a->nproc; i++) {
-		struct an_proc *p = a->proc[i];
-		struct an_coll *pc = p->coll[p->cw], *rc = ref->coll[ref->cw];
-		size_t np = p->ncoll[p->cw], nr = ref->ncoll[ref->cw];
-		size_t x = 0, y = 0, n = 0;
-		int64_t *d;
-		bool apply;
-
-		if (p == ref || np == 0)
-			continue;
-		d = st_alloc((np < nr ? np : nr) * sizeof(int64_t) + 8);
-		while (x < np && y < nr) {
-			int c = st_cmp_coll_key(&pc[x], &rc[y]);
-
-			if (c == 0) {
-				if (pc[x].name == rc[y].name)
-					d[n++] = (int64_t)(rc[y].end - pc[x].end);
-				x++;
-				y++;
-			} else if (c < 0)
-				x++;
-			else
-				y++;
-		}
-		if (n > 0) {
-			an_sort(d, n, sizeof(int64_t), st_cmp_i64);
-			p->skew = d[n / 2];
-			p->aligned = true;
-			apply = a->o.align == ANALYSIS_ALIGN_ALWAYS ||
-			    (a->o.align == ANALYSIS_ALIGN_AUTO &&
-			    strcmp(p->src->host, ref->src->host) != 0);
-			if (apply && p->skew != 0)
-				st_shift(p, p->skew);
-		}
-		free(d);
-	}
+		if (off[i] != 0)
+			st_shift(a->proc[i], off[i]);
+	free(off);
 }
 
 /* Walks collective instances (comm, seq) across procs: wait/transit and
@@ -502,7 +456,8 @@ an_steps(struct analysis *a)
 {
 	an_sort(a->proc, a->nproc, sizeof(*a->proc), st_cmp_proc);
 	for (size_t i = 0; i < a->nproc; i++)
-		an_sweep_finish(a, a->proc[i]);
+		if (!a->proc[i]->finished)
+			an_sweep_finish(a, a->proc[i]);
 	st_check(a);
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
@@ -534,8 +489,7 @@ an_steps(struct analysis *a)
 		an_sort(p->coll[p->cw], p->ncoll[p->cw], sizeof(struct an_coll),
 		    st_cmp_coll_key);
 	}
-	if (a->o.align != ANALYSIS_ALIGN_NEVER)
-		st_align(a);
+	st_align(a);
 	st_match(a);
 	a->base_ts = 0;
 	for (size_t i = 0; i < a->nproc; i++) {

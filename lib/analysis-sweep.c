@@ -313,6 +313,7 @@ an_sweep_finish(struct analysis *a, struct an_proc *p)
 	free(p->pq);
 	p->pq = NULL;
 	p->pq_cap = 0;
+	p->finished = true;
 }
 
 void

@@ -59,14 +59,6 @@ static const char *const vd_cause[V_NF] = { [V_C] = "compute",
 #define VD_STEP_SHARE	0.1	/* of the step, added to a category's
 				   level for its floor */
 
-static int
-vd_cmp_dbl(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 static void *
 vd_alloc(size_t n)
 {
@@ -77,14 +69,57 @@ vd_alloc(size_t n)
 	return p;
 }
 
+/* The k-th smallest of v[0..n) (0-based; v reordered so that v[0..k)
+ * are no larger and v(k..n) no smaller): Hoare's selection, linear on
+ * average where the sort was n log n. */
+static double
+vd_select(double *v, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		double p = v[lo + (hi - lo) / 2], t;
+		size_t i = lo, j = hi;
+
+		for (;;) {
+			while (v[i] < p)
+				i++;
+			while (v[j] > p)
+				j--;
+			if (i >= j)
+				break;
+			t = v[i];
+			v[i] = v[j];
+			v[j] = t;
+			i++;
+			j--;
+		}
+		/* v[lo..j] <= p <= v[j+1..hi] */
+		if (k <= j)
+			hi = j;
+		else
+			lo = j + 1;
+	}
+	return v[k];
+}
+
 /* Median of v[0..n) (reordered). */
 static double
 vd_median(double *v, size_t n)
 {
+	double hi, lo;
+
 	if (n == 0)
 		return 0;
-	an_sort(v, n, sizeof(double), vd_cmp_dbl);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	hi = vd_select(v, n, n / 2);
+	if (n % 2)
+		return hi;
+	/* The lower middle: the largest of the half below. */
+	lo = v[0];
+	for (size_t i = 1; i < n / 2; i++)
+		if (v[i] > lo)
+			lo = v[i];
+	return (lo + hi) / 2;
 }
 
 /* Robust spread (sigma) of v[0..n) around its median m; v reordered. */

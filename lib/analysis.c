@@ -19,7 +19,7 @@
 
 #define AN_ATTR	__attribute__((visibility("default")))
 
-static void *
+void *
 an_realloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
@@ -31,7 +31,7 @@ an_realloc(void *p, size_t n)
 }
 
 /* Grows *v (elements of sz bytes, *cap of them) to hold n + 1. */
-static void
+void
 an_grow(void *vp, size_t *cap, size_t n, size_t sz)
 {
 	void **v = vp;
@@ -214,6 +214,7 @@ analysis_free(struct analysis *a)
 	free(a->proc);
 	free(a->ops);
 	free(a->op_first);
+	free(a->orph);
 	free(a->apis);
 	free(a);
 }
@@ -463,6 +464,22 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	    (i = a->op_first[dev->name]) != 0) {
 		a->ops[i - 1].host_total += rt;
 		a->ops[i - 1].host_count++;
+	} else if (dev->name != 0) {
+		struct an_orphan *o = NULL;
+
+		for (i = a->norph; i-- > 0;)
+			if (a->orph[i].name == dev->name) {
+				o = &a->orph[i];
+				break;
+			}
+		if (o == NULL) {
+			an_grow(&a->orph, &a->corph, a->norph,
+			    sizeof(*a->orph));
+			o = &a->orph[a->norph++];
+			*o = (struct an_orphan){ dev->name, 0, 0 };
+		}
+		o->total += rt;
+		o->count++;
 	}
 	/* Keep the worst launch delays (small insertion-sorted array). */
 	if (a->nl_top == 32 && delay <= a->l_top[31].delay)
@@ -942,6 +959,7 @@ static const char *const an_section_names[ANALYSIS_SECTION_MAX] = {
 	[ANALYSIS_COMM_MATRIX] = "communication_matrix",
 	[ANALYSIS_STEPS] = "steps",
 	[ANALYSIS_RANKS] = "ranks",
+	[ANALYSIS_CLOCKS] = "clocks",
 	[ANALYSIS_SLOW_RANK] = "slow_rank",
 	[ANALYSIS_ADVICE] = "advice",
 };

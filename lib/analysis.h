@@ -49,6 +49,7 @@ enum analysis_section {
 	ANALYSIS_COMM_MATRIX,	/* src -> dst rank */
 	ANALYSIS_STEPS,		/* per rank and step breakdown */
 	ANALYSIS_RANKS,		/* per rank: clock offset, averages, votes */
+	ANALYSIS_CLOCKS,	/* per host and rank: offset +- uncertainty */
 	ANALYSIS_SLOW_RANK,	/* verdict and cause */
 	ANALYSIS_ADVICE,	/* advisor findings */
 	ANALYSIS_SECTION_MAX,
@@ -60,11 +61,12 @@ enum table_format {
 	TABLE_CSV,
 };
 
-/* Clock alignment across ranks from collective end times. */
+/* Clock alignment from collective end times (lib/clockalign.h). */
 enum analysis_align {
-	ANALYSIS_ALIGN_AUTO = 0,	/* only between different hosts */
-	ANALYSIS_ALIGN_ALWAYS,
-	ANALYSIS_ALIGN_NEVER,
+	ANALYSIS_ALIGN_AUTO = 0,	/* per host (per rank where a host's
+					   ranks disagree) */
+	ANALYSIS_ALIGN_ALWAYS,		/* each rank its own estimate */
+	ANALYSIS_ALIGN_NEVER,		/* estimate and show, apply none */
 };
 
 struct analysis_opts {
@@ -133,6 +135,39 @@ int	analysis_add_file(struct analysis *a, const char *path);
 /* analysis_add_file for each of n paths, the next one read ahead while
  * one is analysed (opts.jobs > 1).  Returns how many were read. */
 size_t	analysis_add_files(struct analysis *a, char *const *paths, size_t n);
+
+/*
+ * Partial results (doc/report.md "Partial results"): an analysis that has
+ * had its input and not yet analysis_run is a partial result; it merges
+ * into another one exactly.  Merging the partials of files in order gives
+ * what analysis_add_files over the same files gives.
+ *
+ * analysis_merge moves part's input into a (part is left empty: free it);
+ * neither may have run.  0 or -EINVAL.
+ */
+int	analysis_merge(struct analysis *a, struct analysis *part);
+/* Each file in its own partial result, in opts.jobs threads (files in
+ * parallel; threads beyond the files decompress ahead), merged into a in
+ * file order.  Returns how many were read. */
+size_t	analysis_add_files_merged(struct analysis *a, char *const *paths,
+	    size_t n);
+/* Serializes a (ends its input) into *buf (malloc'd, *len bytes): a
+ * self-checking, versioned format whose size grows with names, steps and
+ * collectives, not records.  0, -EINVAL after analysis_run, -E2BIG. */
+int	analysis_partial_encode(struct analysis *a, void **buf, size_t *len);
+/* Checks and merges the partial at buf (at most len bytes; *used: its
+ * size, so partials may be concatenated) into a, made with the same
+ * options.  0, or -EBADMSG with a one-line reason in err. */
+int	analysis_partial_decode(struct analysis *a, const void *buf,
+	    size_t len, size_t *used, char *err, size_t errlen);
+/* Each file's partial result, encoded, in opts->jobs threads: bufs[i]
+ * (malloc'd, lens[i] bytes; NULL when it could not be encoded), ranks[i]
+ * its ranks, rcs[i] analysis_add_file's result.  0 or -ENOMEM. */
+int	analysis_encode_files(const struct analysis_opts *opts,
+	    char *const *paths, size_t n, void **bufs, size_t *lens,
+	    unsigned *ranks, int *rcs);
+/* Ranks (processes with a rank) in a. */
+unsigned	analysis_partial_ranks(const struct analysis *a);
 
 /*
  * Direct feeding (no file).  A source is one record stream with its own

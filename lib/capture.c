@@ -12,6 +12,7 @@
 
 #include "capture.h"
 #include "trace.h"
+#include "util.h"
 
 #define CAP_ATTR	__attribute__((visibility("default")))
 #define CAP_CACHE	1024
@@ -36,10 +37,7 @@ struct capture {
 static uint64_t
 cap_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return util_realtime_ns();
 }
 
 /* The trace id of s; the agent interns names, so pointers repeat. */

@@ -84,7 +84,8 @@ ap_api_statistic(struct ap *x, struct ap_rank *r, struct ap_st *s)
 	for (size_t j = 0; j < s->napis; j++) {
 		const struct ap_stat *v = &s->apis[o[j]];
 		double avg = (double)v->st.total / (double)v->st.count / 1e3;
-		double var = v->st.sumsq / (double)v->st.count - avg * avg;
+		double var = an_stat_sumsq_us(&v->st) / (double)v->st.count -
+		    avg * avg;
 
 		fprintf(f, "%u,%s,", r->device, v->kind);
 		table_csv_str(f, an_str_get(x->a, v->name), AP_CSV_SPECIAL);

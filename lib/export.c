@@ -496,7 +496,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 				ex_track_npu(x, src, c->device == REC_NONE ?
 				    0 : c->device, &t);
 				x->em->counter(x, &t, n, ex_metric_unit(n),
-				    c->timestamp, c->value);
+				    c->timestamp + (uint64_t)src->offset,
+				    c->value);
 				break;
 			}
 			p = an_proc_find(src, c->pid);

@@ -436,3 +436,13 @@ join_get_stats(const struct join *j, struct join_stats *out)
 	out->dev_waiting = j->dev.n;
 	out->host_waiting = j->host.n;
 }
+
+void
+join_host_foreach(const struct join *j,
+    void (*cb)(const struct join_launch *, void *), void *arg)
+{
+	const struct jent *e;
+
+	TAILQ_FOREACH(e, &j->host.ages, age)
+		cb(&e->launch, arg);
+}

@@ -111,5 +111,9 @@ void		 join_flush(struct join *);
 void		 join_flush_at(struct join *, uint64_t now, uint64_t inflight_ns);
 
 void		 join_get_stats(const struct join *, struct join_stats *out);
+/* Calls cb for every launch task still waiting for its device task,
+ * oldest first (what a flush would drop); cb must not change the join. */
+void		 join_host_foreach(const struct join *,
+		     void (*cb)(const struct join_launch *, void *), void *arg);
 
 #endif

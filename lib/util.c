@@ -18,15 +18,6 @@
 #endif
 
 uint64_t
-util_realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t
 util_monotonic_ns(void)
 {
 	struct timespec ts;

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #define MSPTI_AGENT_SOCK	"agent.sock"
 #define MSPTI_CTL_SOCK		"ctl.sock"
@@ -14,7 +16,42 @@
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
 #endif
 
-uint64_t	util_realtime_ns(void);
+/*
+ * Test hook: MSPTI_TEST_CLOCK_SKEW_NS (signed ns) is added to every host
+ * CLOCK_REALTIME read of ours, so that the nodes of a minicluster on one
+ * machine can disagree about the time the way a fleet's hosts do
+ * (doc/cluster.md, "Clocks").  Read once per program (per file that uses
+ * it: a static per translation unit, all reading the same environment).
+ * Only the host clock moves: CLOCK_MONOTONIC, which the simulator's model
+ * and its cross-rank coordination use, does not.
+ */
+static inline int64_t
+util_clock_skew_ns(void)
+{
+	static int64_t	skew;
+	static int	loaded;
+	const char	*s;
+
+	if (!__atomic_load_n(&loaded, __ATOMIC_ACQUIRE)) {
+		s = getenv("MSPTI_TEST_CLOCK_SKEW_NS");
+		__atomic_store_n(&skew, s != NULL ? strtoll(s, NULL, 10) : 0,
+		    __ATOMIC_RELAXED);
+		__atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&skew, __ATOMIC_RELAXED);
+}
+
+/* CLOCK_REALTIME in ns, plus the test skew. */
+static inline uint64_t
+util_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+	    (uint64_t)util_clock_skew_ns();
+}
+
 uint64_t	util_monotonic_ns(void);
 
 /* The runtime dir: arg if given, else $MSPTID_RUNTIME_DIR, else

@@ -7,6 +7,12 @@
  * SIGINT, which the parent forwards to the ranks; exit status is 0 only
  * if every rank succeeded.
  *
+ * --launched runs one rank of a job a launcher started (srun, torchrun):
+ * rank, world size and local rank from RANK/WORLD_SIZE/LOCAL_RANK, else
+ * SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID; rank 0 publishes the HCCL root
+ * info as a file in NPUSIM_COMM_DIR (a directory every rank sees, on
+ * every node), as a real job passes it through its store.
+ *
  * --scenario NAME runs a workload of the scenario library instead
  * (scenario.c, doc/npusim.md): a richer op mix, every collective kind,
  * and one injected fault whose ground truth --truth prints as JSON.
@@ -32,7 +38,104 @@
 #define DIST_GRADS	(256U * 1024)	/* fp32 gradient elements */
 #define DIST_MAX_RANKS	64
 
-#define DIST_USAGE	"[--ranks N] [--steps S] [--slow-rank R]"
+#define DIST_USAGE	"[--ranks N | --launched] [--steps S] [--slow-rank R]"
+
+static int	dist_device = -1;	/* -1: rank % devices */
+static char	dist_root_path[512];	/* --launched rank 0: the root info */
+
+/* Every rank joined the comm, so every rank read the root info: rank 0
+ * removes its file (not left behind if the job is killed later). */
+static void
+dist_root_done(void)
+{
+	if (dist_root_path[0] != '\0') {
+		(void)unlink(dist_root_path);
+		dist_root_path[0] = '\0';
+	}
+}
+
+static int
+dist_set_device(int rank)
+{
+	uint32_t	ndev;
+
+	if (aclrtGetDeviceCount(&ndev) != ACL_SUCCESS || ndev == 0)
+		return (1);
+	return (example_check(aclrtSetDevice((dist_device >= 0 ?
+	    dist_device : rank) % (int)ndev), "aclrtSetDevice"));
+}
+
+/* The first of two environment variables that is set, as an int. */
+static int
+dist_env2(const char *a, const char *b, int def)
+{
+	const char	*s = getenv(a);
+
+	if (s == NULL || *s == '\0')
+		s = getenv(b);
+	return (s == NULL || *s == '\0' ? def : atoi(s));
+}
+
+/*
+ * The root info's rendezvous for a launched job: rank 0 makes it and
+ * publishes it (write, then rename: never seen half written), the others
+ * wait for it.  The name is the job's (Slurm job and step, else the
+ * launcher's run id), so concurrent jobs never meet.
+ */
+static int
+dist_root_exchange(int rank, HcclRootInfo *root, char *path, size_t len)
+{
+	const char	*dir = getenv("NPUSIM_COMM_DIR"), *job, *step;
+	char		 tmp[600];
+	FILE		*f;
+	double		 t0;
+	size_t		 got;
+
+	if (dir == NULL || dir[0] != '/') {
+		fprintf(stderr, "npusim-dist: --launched with more than one "
+		    "rank needs NPUSIM_COMM_DIR (a directory all ranks "
+		    "share)\n");
+		return (1);
+	}
+	if ((job = getenv("SLURM_JOB_ID")) != NULL) {
+		step = getenv("SLURM_STEP_ID");
+		snprintf(path, len, "%s/rootinfo-%s.%s", dir, job,
+		    step != NULL ? step : "0");
+	} else if ((job = getenv("TORCHELASTIC_RUN_ID")) != NULL ||
+	    (job = getenv("MSPTI_JOB_ID")) != NULL)
+		snprintf(path, len, "%s/rootinfo-%s", dir, job);
+	else {
+		fprintf(stderr, "npusim-dist: --launched needs SLURM_JOB_ID, "
+		    "TORCHELASTIC_RUN_ID or MSPTI_JOB_ID to name the job\n");
+		return (1);
+	}
+	if (rank == 0) {
+		if (HcclGetRootInfo(root) != HCCL_SUCCESS)
+			return (1);
+		snprintf(tmp, sizeof tmp, "%s.tmp", path);
+		if ((f = fopen(tmp, "w")) == NULL ||
+		    fwrite(root, sizeof *root, 1, f) != 1 || fclose(f) != 0 ||
+		    rename(tmp, path) != 0) {
+			perror(tmp);
+			return (1);
+		}
+		return (0);
+	}
+	for (t0 = example_now_ms(); !example_stop; usleep(10000)) {
+		if ((f = fopen(path, "r")) != NULL) {
+			got = fread(root, sizeof *root, 1, f);
+			fclose(f);
+			if (got == 1)
+				return (0);
+		}
+		if (example_now_ms() - t0 > 60000) {
+			fprintf(stderr, "rank %d: no root info at %s after "
+			    "60 s\n", rank, path);
+			return (1);
+		}
+	}
+	return (1);
+}
 
 static void
 dist_setenv_int(const char *name, int v)
@@ -51,15 +154,13 @@ dist_scenario_rank(const struct scenario *sc, int rank, HcclRootInfo *root)
 	aclrtStream		 s = NULL;
 	HcclComm		 comm = NULL;
 	HcclResult		 hr;
-	uint32_t		 ndev;
 	uint64_t		 range;
 	long			 step;
 	double			 t0;
 	int			 rc = 1;
 
 	example_signals();
-	if (aclrtGetDeviceCount(&ndev) != ACL_SUCCESS || ndev == 0 ||
-	    example_check(aclrtSetDevice(rank % (int)ndev), "aclrtSetDevice"))
+	if (dist_set_device(rank))
 		return (1);
 	if ((hr = HcclCommInitRootInfo((uint32_t)sc->ranks, root,
 	    (uint32_t)rank, &comm)) != HCCL_SUCCESS) {
@@ -67,6 +168,7 @@ dist_scenario_rank(const struct scenario *sc, int rank, HcclRootInfo *root)
 		    hr);
 		return (1);
 	}
+	dist_root_done();
 	if (example_check(aclrtCreateStream(&s), "aclrtCreateStream") ||
 	    (w = scenario_rank_new(sc, rank, comm, s)) == NULL)
 		goto out;
@@ -106,7 +208,6 @@ dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
 	HcclResult	 hr;
 	float		*host = NULL, want;
 	void		*grads = NULL;
-	uint32_t	 ndev;
 	long		 step;
 	size_t		 i;
 	uint64_t	 range;
@@ -114,8 +215,7 @@ dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
 	int		 l, rc = 1, bad = 0;
 
 	example_signals();
-	if (aclrtGetDeviceCount(&ndev) != ACL_SUCCESS || ndev == 0 ||
-	    example_check(aclrtSetDevice(rank % (int)ndev), "aclrtSetDevice"))
+	if (dist_set_device(rank))
 		return (1);
 	if ((hr = HcclCommInitRootInfo((uint32_t)nranks, root,
 	    (uint32_t)rank, &comm)) != HCCL_SUCCESS) {
@@ -123,6 +223,7 @@ dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
 		    hr);
 		return (1);
 	}
+	dist_root_done();
 	fwd = example_kernel("MatMulForward", NPUSIM_KERNEL_AI_CORE, 6e9, 8e6);
 	bwd = example_kernel("MatMulBackward", NPUSIM_KERNEL_AI_CORE, 1.2e10,
 	    1.6e7);
@@ -194,6 +295,41 @@ out:
 	return (rc);
 }
 
+/* --launched: this process is one rank; its exit status. */
+static int
+dist_launched(const struct scenario *sc, int nranks, long steps)
+{
+	HcclRootInfo	root;
+	int		rank, rc;
+
+	rank = dist_env2("RANK", "SLURM_PROCID", 0);
+	dist_device = dist_env2("LOCAL_RANK", "SLURM_LOCALID", rank);
+	if (rank < 0 || rank >= nranks || dist_device < 0) {
+		fprintf(stderr, "npusim-dist: rank %d of %d, local rank %d: "
+		    "bad launcher environment\n", rank, nranks, dist_device);
+		return (2);
+	}
+	/* The agent and the simulator read RANK (the slow rank is matched
+	 * against the comm's rank anyway). */
+	dist_setenv_int("RANK", rank);
+	dist_setenv_int("LOCAL_RANK", dist_device);
+	dist_setenv_int("WORLD_SIZE", nranks);
+	example_signals();
+	if (nranks == 1) {
+		if (HcclGetRootInfo(&root) != HCCL_SUCCESS)
+			return (1);
+	} else if (dist_root_exchange(rank, &root, dist_root_path,
+	    sizeof dist_root_path) != 0)
+		return (1);
+	if (rank != 0)
+		dist_root_path[0] = '\0';
+	rc = sc->kind != SCENARIO_NONE ? dist_scenario_rank(sc, rank, &root) :
+	    dist_rank(rank, nranks, steps, &root);
+	/* A rank 0 whose comm never formed: the name goes anyway. */
+	dist_root_done();
+	return (rc);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -201,6 +337,7 @@ main(int argc, char **argv)
 		{ "ranks", required_argument, NULL, 'n' },
 		{ "steps", required_argument, NULL, 's' },
 		{ "slow-rank", required_argument, NULL, 'r' },
+		{ "launched", no_argument, NULL, 'L' },
 		EXAMPLE_LONGOPTS,
 		SCENARIO_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -211,6 +348,7 @@ main(int argc, char **argv)
 	long				 steps = 10;
 	int				 nranks = 2, slow = -1, ch, i, status;
 	int				 left, failed = 0, forwarded = 0;
+	int				 launched = 0;
 
 	scenario_init(&sc, 1, nranks, steps);
 	while ((ch = getopt_long(argc, argv, "n:s:r:h", opts, NULL)) != -1) {
@@ -227,10 +365,17 @@ main(int argc, char **argv)
 			slow = atoi(optarg);
 			sc.slow_rank = slow;
 			break;
+		case 'L':
+			launched = 1;
+			break;
 		default:
 			if (scenario_option(&sc, ch, optarg) != 0)
 				example_option("npusim-dist", DIST_USAGE, ch);
 		}
+	}
+	if (launched) {
+		nranks = dist_env2("WORLD_SIZE", "SLURM_NTASKS", 1);
+		sc.ranks = nranks;
 	}
 	/* A scenario file may have set them too; the last setting wins. */
 	nranks = sc.ranks;
@@ -254,6 +399,8 @@ main(int argc, char **argv)
 		/* Before the library reads its environment (it does so
 		 * once). */
 		dist_setenv_int("NPUSIM_SLOW_RANK", slow);
+	if (launched)
+		return (dist_launched(&sc, nranks, steps));
 	if (HcclGetRootInfo(&root) != HCCL_SUCCESS) {
 		fprintf(stderr, "HcclGetRootInfo failed\n");
 		return (1);

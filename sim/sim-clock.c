@@ -5,7 +5,8 @@
  * process on the node computes the same device time:
  *   device_ns = mono + mono * drift_ppb / 1e9 + offset_ns
  * with offset = NPUSIM_CLOCK_OFFSET_NS + dev * 137 us and drift =
- * NPUSIM_CLOCK_DRIFT_PPM + dev * 1 ppm.
+ * NPUSIM_CLOCK_DRIFT_PPM + dev * 1 ppm.  The host realtime side of the
+ * clock samples honours the test skew MSPTI_TEST_CLOCK_SKEW_NS.
  */
 #include <sys/prctl.h>
 
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #include "sim.h"
+#include "util.h"
 
 /* Every real sleep the runtime takes (npusimHostSleeps, a test hook). */
 static uint64_t	sim_clock_sleeps;
@@ -27,13 +29,17 @@ sim_clock_mono(void)
 	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
 }
 
+/*
+ * The host clock as this node's programs see it: the host side of every
+ * clock sample (npusimReadClock, the channel header, the metrics page), so
+ * that device times map onto the node's clock including the test skew
+ * (MSPTI_TEST_CLOCK_SKEW_NS, lib/util.h).  The device model and the
+ * cross-rank coordination run on sim_clock_mono(), which no skew touches.
+ */
 uint64_t
 sim_clock_realtime(void)
 {
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	return (util_realtime_ns());
 }
 
 int64_t

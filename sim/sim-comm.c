@@ -2,7 +2,11 @@
  * sim-comm.c - HCCL collectives between the processes of one node.
  *
  * Ranks rendezvous in a POSIX shared-memory object named in the root
- * info.  Every collective runs in rounds: each rank posts up to a slot of
+ * info, or with NPUSIM_COMM_DIR in a file there, which ranks on other
+ * nodes (other /dev/shm) reach through a shared filesystem: futexes on a
+ * shared file mapping work across processes as on shm.  Each rank
+ * publishes its node, and the cost model (sim-topo.c) runs a comm that
+ * spans nodes at the network's link.  Every collective runs in rounds: each rank posts up to a slot of
  * data, all meet at a barrier, each reads what it needs from the others'
  * slots (really reducing or moving the data), and all meet again so the
  * slots can be reused.  Send/recv use a one-chunk mailbox per ordered
@@ -40,7 +44,6 @@
 #define SIM_COMM_ROOT_TAG	"npusim-hccl:"
 #define SIM_COMM_SLOT		(4U << 20)	/* per-rank round buffer */
 #define SIM_COMM_MBOX		(256U << 10)	/* per-pair mailbox */
-#define SIM_COMM_LAT_NS		2000.0		/* per hop */
 
 struct sim_comm_rankinfo {
 	int32_t		pid;
@@ -49,7 +52,9 @@ struct sim_comm_rankinfo {
 	uint64_t	arrive;		/* CLOCK_MONOTONIC */
 	uint64_t	count;
 	uint32_t	more;
-	uint8_t		pad[28];
+	uint32_t	pad0;
+	uint64_t	node;		/* sim_topo_hash of the rank's node */
+	uint8_t		pad[16];
 };
 
 struct sim_comm_mbox {
@@ -73,7 +78,7 @@ struct sim_comm_shm {
 
 struct sim_comm {
 	struct sim_obj		 obj;
-	char			 shm_name[NPUSIM_SHM_NAME_MAX];
+	char			 shm_name[320];	/* or the file's path */
 	char			 name[NPUSIM_COMM_NAME_LEN];
 	uint32_t		 nranks;
 	uint32_t		 rank;
@@ -82,6 +87,8 @@ struct sim_comm {
 	char			*slots;
 	char			*mdata;
 	uint64_t		 op_seq;
+	uint32_t		 nnodes;	/* nodes the comm spans */
+	int			 file;		/* rendezvous is a file */
 };
 
 static const char *sim_comm_names[] = {
@@ -485,30 +492,29 @@ sim_comm_mdata(struct sim_comm *c, uint32_t from, uint32_t to)
 static uint64_t
 sim_comm_model(struct sim_comm *c, struct sim_comm_op *op, uint64_t bytes)
 {
-	double	n = c->nranks, bw = sim_cfg.link_bw, t;
+	struct sim_link	intra = { sim_cfg.link_bw, sim_cfg.link_lat_ns };
+	struct sim_link	inter = { sim_cfg.roce_bw, sim_cfg.roce_lat_ns };
+	struct sim_link	l;
+	double		slow = 0;
 
 	if (sim_cfg.slow_link >= 0 && (uint32_t)sim_cfg.slow_link < c->nranks)
-		bw = sim_cfg.slow_link_bw;	/* the ring runs at its slowest */
-	if (c->nranks == 1)
-		return ((uint64_t)(SIM_COMM_LAT_NS * sim_cfg.time_scale));
-	switch (op->op) {
-	case SIM_COMM_ALLREDUCE:
-		t = 2.0 * (n - 1) / n * (double)bytes / bw * 1e9 +
-		    2.0 * (n - 1) * SIM_COMM_LAT_NS;
-		break;
-	case SIM_COMM_BROADCAST:
-	case SIM_COMM_REDUCE:
-		t = (double)bytes / bw * 1e9 + (n - 1) * SIM_COMM_LAT_NS;
-		break;
-	case SIM_COMM_BARRIER:
-		t = 2.0 * (n - 1) * SIM_COMM_LAT_NS;
-		break;
-	default:
-		t = (n - 1) / n * (double)bytes / bw * 1e9 +
-		    (n - 1) * SIM_COMM_LAT_NS;
-		break;
-	}
-	return ((uint64_t)(t * sim_cfg.time_scale));
+		slow = sim_cfg.slow_link_bw;	/* the ring runs at its slowest */
+	l = sim_topo_ring_link(c->nnodes, &intra, &inter, slow);
+	return ((uint64_t)((double)sim_topo_coll_ns(op->op, c->nranks, bytes,
+	    l) * sim_cfg.time_scale));
+}
+
+/* The link between this rank and peer: in the node or across nodes. */
+static struct sim_link
+sim_comm_p2p_link(struct sim_comm *c, uint32_t peer)
+{
+	struct sim_link	l = { sim_cfg.link_bw, sim_cfg.link_lat_ns };
+	struct sim_link	inter = { sim_cfg.roce_bw, sim_cfg.roce_lat_ns };
+
+	if (peer < c->nranks && c->shm->ranks[peer].node !=
+	    c->shm->ranks[c->rank].node)
+		l = sim_topo_ring_link(2, &l, &inter, 0);
+	return (l);
 }
 
 /* Bytes one rank contributes, for the model and the record. */
@@ -920,7 +926,8 @@ sim_comm_exec(struct sim_comm_op *op, uint64_t start, struct npusim_record *rec)
 {
 	struct sim_comm		*c = op->comm;
 	struct sim_comm_p2p	 one, *v = &one;
-	uint64_t		 t_last = start, bytes = 0, end, now, bw;
+	uint64_t		 t_last = start, bytes = 0, end, now;
+	struct sim_link		 link, pl;
 	size_t			 n = 1, i;
 	HcclResult		 r;
 
@@ -971,13 +978,21 @@ sim_comm_exec(struct sim_comm_op *op, uint64_t start, struct npusim_record *rec)
 		for (i = 0; i < n; i++)
 			bytes += v[i].bytes;
 		r = sim_comm_p2p_run(c, v, n, start, &t_last);
-		bw = (uint64_t)sim_cfg.link_bw;
+		/* The slowest link any item crosses. */
+		link = sim_comm_p2p_link(c, c->rank);
+		for (i = 0; i < n; i++) {
+			pl = sim_comm_p2p_link(c, v[i].peer);
+			if (pl.bw < link.bw)
+				link.bw = pl.bw;
+			if (pl.lat_ns > link.lat_ns)
+				link.lat_ns = pl.lat_ns;
+		}
 		if (sim_cfg.slow_link >= 0 && ((uint32_t)sim_cfg.slow_link ==
 		    c->rank || (n == 1 && (uint32_t)sim_cfg.slow_link ==
-		    op->root)))
-			bw = (uint64_t)sim_cfg.slow_link_bw;
-		end = t_last + (uint64_t)(((double)bytes / (double)bw * 1e9 +
-		    SIM_COMM_LAT_NS) * sim_cfg.time_scale);
+		    op->root)) && sim_cfg.slow_link_bw < link.bw)
+			link.bw = sim_cfg.slow_link_bw;
+		end = t_last + (uint64_t)(((double)bytes / link.bw * 1e9 +
+		    link.lat_ns) * sim_cfg.time_scale);
 		if (v != &one)
 			free(v);
 	} else {
@@ -1007,6 +1022,15 @@ sim_comm_release(struct sim_comm_op *op)
 	op->items = NULL;
 }
 
+static void
+sim_comm_unlink(struct sim_comm *c)
+{
+	if (c->file)
+		(void)unlink(c->shm_name);
+	else
+		(void)shm_unlink(c->shm_name);
+}
+
 SIM_EXPORT HcclResult
 HcclGetRootInfo(HcclRootInfo *rootInfo)
 {
@@ -1018,9 +1042,11 @@ HcclGetRootInfo(HcclRootInfo *rootInfo)
 		return (HCCL_E_PTR);
 	memset(rootInfo, 0, sizeof *rootInfo);
 	now = sim_clock_realtime();
+	/* With NPUSIM_COMM_DIR the rendezvous is a file there, so ranks on
+	 * other nodes (their own /dev/shm) can join; else a shm name. */
 	snprintf(rootInfo->internal, sizeof rootInfo->internal,
-	    "%s/%s-hccl-%d-%llx-%u", SIM_COMM_ROOT_TAG, sim_cfg.prefix,
-	    (int)getpid(), (unsigned long long)now,
+	    "%s%s/%s-hccl-%d-%llx-%u", SIM_COMM_ROOT_TAG, sim_cfg.comm_dir,
+	    sim_cfg.prefix, (int)getpid(), (unsigned long long)now,
 	    __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 	return (HCCL_SUCCESS);
 }
@@ -1031,7 +1057,7 @@ HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
 {
 	struct sim_comm	*c;
 	struct stat	 st;
-	const char	*name;
+	const char	*name, *base;
 	uint32_t	 zero = 0, joined;
 	int32_t		 nopid = 0;
 	uint64_t	 deadline;
@@ -1048,18 +1074,25 @@ HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
 	    strlen(SIM_COMM_ROOT_TAG)) != 0)
 		return (HCCL_E_PARA);
 	name = rootInfo->internal + strlen(SIM_COMM_ROOT_TAG);
-	if (name[0] != '/' || strchr(name + 1, '/') != NULL ||
-	    strlen(name) >= NPUSIM_SHM_NAME_MAX)
+	base = strrchr(name, '/');
+	/* A shm name, or a file whose name is one of ours (so a forged root
+	 * info cannot make us create or unlink any other file). */
+	if (name[0] != '/' || base == NULL || strstr(base, "-hccl-") ==
+	    NULL || strstr(name, "/../") != NULL ||
+	    strlen(name) >= sizeof c->shm_name)
 		return (HCCL_E_PARA);
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return (HCCL_E_MEMORY);
 	strcpy(c->shm_name, name);
-	snprintf(c->name, sizeof c->name, "%s", name + 1);
+	snprintf(c->name, sizeof c->name, "%s", base + 1);
 	c->nranks = nRanks;
 	c->rank = rank;
 	c->size = sim_comm_shm_size(nRanks);
+	c->file = base != name;
 
-	if ((fd = shm_open(name, O_RDWR | O_CREAT, 0600)) == -1) {
+	fd = c->file ? open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600) :
+	    shm_open(name, O_RDWR | O_CREAT, 0600);
+	if (fd == -1) {
 		free(c);
 		return (HCCL_E_SYSCALL);
 	}
@@ -1091,6 +1124,9 @@ HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
 		r = HCCL_E_PARA;
 		goto fail;
 	}
+	/* Published before joined (release), read after everyone joined. */
+	__atomic_store_n(&c->shm->ranks[rank].node, sim_cfg.node_id,
+	    __ATOMIC_RELAXED);
 	__atomic_fetch_add(&c->shm->joined, 1, __ATOMIC_ACQ_REL);
 	sim_comm_futex_wake(&c->shm->joined);
 	deadline = sim_comm_deadline();
@@ -1101,13 +1137,22 @@ HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
 			goto fail;
 	}
 	/* Everyone has it mapped now, so the name can go. */
-	shm_unlink(name);
+	sim_comm_unlink(c);
+	{
+		uint64_t	nodes[SIM_MAX_RANKS];
+		uint32_t	i;
+
+		for (i = 0; i < nRanks; i++)
+			nodes[i] = __atomic_load_n(&c->shm->ranks[i].node,
+			    __ATOMIC_RELAXED);
+		c->nnodes = sim_topo_nodes(nodes, nRanks);
+	}
 	__atomic_store_n(&sim_rt.rank, (int)rank, __ATOMIC_RELAXED);
 	sim_handle_add(&c->obj, SIM_MAGIC_COMM, sim_comm_destroy);
 	*comm = c;
 	return (HCCL_SUCCESS);
 fail:
-	shm_unlink(name);
+	sim_comm_unlink(c);
 	sim_comm_destroy(&c->obj);
 	return (r);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim.h"
 
@@ -71,6 +72,26 @@ sim_env_do_load(void)
 	    SIM_MAX_RANKS);
 	sim_cfg.link_bw = sim_env_double("NPUSIM_LINK_BW_GBS", 25.0, 1e-3,
 	    1e6) * 1e9;
+	sim_cfg.link_lat_ns = sim_env_double("NPUSIM_LINK_LAT_US", 2.0, 0.0,
+	    1e6) * 1e3;
+	sim_cfg.roce_bw = sim_env_double("NPUSIM_ROCE_BW_GBS", 12.5, 1e-3,
+	    1e6) * 1e9;
+	sim_cfg.roce_lat_ns = sim_env_double("NPUSIM_ROCE_LAT_US", 10.0, 0.0,
+	    1e6) * 1e3;
+	/* The node a rank runs on: ranks whose node differs talk over RoCE.
+	 * The hostname by default, so a minicluster node is a node. */
+	s = getenv("NPUSIM_NODE");
+	if (s != NULL && *s != '\0')
+		snprintf(sim_cfg.node, sizeof sim_cfg.node, "%s", s);
+	else if (gethostname(sim_cfg.node, sizeof sim_cfg.node) != 0)
+		strcpy(sim_cfg.node, "localhost");
+	sim_cfg.node[sizeof sim_cfg.node - 1] = '\0';
+	sim_cfg.node_id = sim_topo_hash(sim_cfg.node);
+	/* A directory every rank of a multi-node job sees (a shared
+	 * filesystem): the communicators' rendezvous files live there. */
+	s = getenv("NPUSIM_COMM_DIR");
+	if (s != NULL && s[0] == '/' && strlen(s) < sizeof sim_cfg.comm_dir)
+		strcpy(sim_cfg.comm_dir, s);
 	sim_cfg.slow_link_bw = sim_env_double("NPUSIM_SLOW_LINK_BW_GBS", 2.5,
 	    1e-3, 1e6) * 1e9;
 	sim_cfg.hccl_timeout_s = sim_env_double("NPUSIM_HCCL_TIMEOUT_S", 30.0,

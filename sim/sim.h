@@ -59,8 +59,14 @@ struct sim_config {
 	int			 slow_rank;
 	double			 slow_factor;
 	int			 slow_link;
-	double			 link_bw;	/* bytes per second */
+	double			 link_bw;	/* in a node (HCCS), bytes/s */
+	double			 link_lat_ns;	/* in a node, per hop */
+	double			 roce_bw;	/* across nodes (RoCE), bytes/s */
+	double			 roce_lat_ns;	/* across nodes, per hop */
 	double			 slow_link_bw;
+	uint64_t		 node_id;	/* hash of $NPUSIM_NODE/hostname */
+	char			 node[64];
+	char			 comm_dir[192];	/* $NPUSIM_COMM_DIR, or "" */
 	double			 hccl_timeout_s;
 	uint32_t		 channel_records;
 	int			 metrics_ms;
@@ -348,6 +354,17 @@ void		 sim_memory_share_close(struct sim_device *);
 uint64_t	 sim_kernel_model(int, double, double);
 aclError	 sim_kernel_register(const char *, int,
 		     const struct sim_kernel_ops *, aclrtFuncHandle *);
+
+/* sim-topo.c: the collective cost model (pure, unit-tested) */
+struct sim_link {
+	double			 bw;		/* bytes per second */
+	double			 lat_ns;	/* per hop */
+};
+uint64_t	 sim_topo_hash(const char *);
+uint32_t	 sim_topo_nodes(const uint64_t *, uint32_t);
+struct sim_link	 sim_topo_ring_link(uint32_t, const struct sim_link *,
+		     const struct sim_link *, double);
+uint64_t	 sim_topo_coll_ns(int, uint32_t, uint64_t, struct sim_link);
 
 /* sim-comm.c */
 aclError	 sim_comm_exec(struct sim_comm_op *, uint64_t,

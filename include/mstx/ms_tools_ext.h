@@ -87,10 +87,15 @@ MSTX_API void mstxDomainRangeEnd(mstxDomainHandle_t domain, mstxRangeId id);
 /*
  * The disabled check, inline in the caller (as LTTng-UST's tracepoints do):
  * with MSTX off, a mark or range call costs one load and a branch, not a
- * call into libmspti.so.  mstxEnabledState is nonzero while libmspti.so
- * records markers (MSPTI_ACTIVITY_KIND_MARKER enabled, or a capture session
- * with the marker kind); the functions check again, so a stale read only
- * costs a call.  The functions stay exported: programs built against a
+ * call into libmspti.so.  mstxEnabledState has bit 0 set while every call
+ * must come in (libmspti.so records markers: MSPTI_ACTIVITY_KIND_MARKER
+ * enabled, or a capture session with the marker kind), and bit 1 while
+ * range starts must (msptid counts the process's steps, capturing or
+ * not), with bits 8-15 the first byte of the step range's name (only such
+ * range starts come in; 0: all do); the functions check again, so a stale read only costs a call, or
+ * skips one that would have recorded nothing.  A program built against an
+ * older header calls in whenever it is nonzero, which is also right.  The
+ * functions stay exported: programs built against a
  * header without this, function pointers and dlsym keep working.  Define
  * MSTX_NO_INLINE before including this header to call the functions
  * directly (e.g. against an MSTX library that has no mstxEnabledState).
@@ -100,7 +105,18 @@ MSTX_API void mstxDomainRangeEnd(mstxDomainHandle_t domain, mstxRangeId id);
 extern MSTX_API const volatile uint32_t mstxEnabledState;
 
 #define MSTX_INLINE_ static inline __attribute__((always_inline, unused))
-#define MSTX_ON_ __builtin_expect(mstxEnabledState != 0, 0)
+/* Every call comes in (bit 0); range starts come in (any bit), those
+ * counted as steps only by their first byte (bits 8-15) under bit 1. */
+#define MSTX_ON_ __builtin_expect((mstxEnabledState & 1u) != 0, 0)
+
+MSTX_INLINE_ int
+mstxInlineStartOn_(const char *message)
+{
+	uint32_t st = mstxEnabledState, c = (st >> 8) & 0xffu;
+
+	return __builtin_expect(st != 0, 0) && ((st & 1u) != 0 ||
+	    !message || c == 0 || (unsigned char)message[0] == c);
+}
 
 MSTX_INLINE_ void
 mstxInlineMarkA_(const char *message, aclrtStream stream)
@@ -112,7 +128,8 @@ mstxInlineMarkA_(const char *message, aclrtStream stream)
 MSTX_INLINE_ mstxRangeId
 mstxInlineRangeStartA_(const char *message, aclrtStream stream)
 {
-	return MSTX_ON_ ? (mstxRangeStartA)(message, stream) : 0;
+	return mstxInlineStartOn_(message) ?
+	    (mstxRangeStartA)(message, stream) : 0;
 }
 
 MSTX_INLINE_ void
@@ -134,7 +151,8 @@ MSTX_INLINE_ mstxRangeId
 mstxInlineDomainRangeStartA_(mstxDomainHandle_t domain, const char *message,
     aclrtStream stream)
 {
-	return MSTX_ON_ ? (mstxDomainRangeStartA)(domain, message, stream) : 0;
+	return mstxInlineStartOn_(message) ?
+	    (mstxDomainRangeStartA)(domain, message, stream) : 0;
 }
 
 MSTX_INLINE_ void

@@ -26,7 +26,22 @@ import weakref
 
 from . import _mspti
 
-_now = time.time_ns
+
+def _skew_ns():
+    # The clock-skew test hook of every host clock read of msPTI's
+    # (lib/util.h, doc/cluster.md "Clocks").
+    try:
+        return int(os.environ.get("MSPTI_TEST_CLOCK_SKEW_NS", "0") or 0)
+    except ValueError:
+        return 0
+
+
+_SKEW_NS = _skew_ns()
+if _SKEW_NS:
+    def _now():
+        return time.time_ns() + _SKEW_NS
+else:
+    _now = time.time_ns
 
 # Frames of these directories are torch's or ours, not the user's stack.
 _SKIP_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)

@@ -263,4 +263,24 @@ for r in rows:
     last[key] = s + d
 PY
 ok "csv: op_summary has every kernel, waits per (rank, stream)"
+
+# A capture shorter than the metrics tick (200 ms) still has each used
+# device's metrics: a point when the session starts using the device and
+# one at its end (it once had none when the run was quick).
+$CTL run --output "$T/short.mspti" -- "$DIST" --ranks 2 --steps 2 \
+    >"$T/short.out" 2>"$T/short.err" || fail "run short: $(cat "$T/short.err")"
+"$DUMP" "$T/short.mspti" >"$T/short.jsonl" || fail "trace-dump short"
+python3 - "$T/short.jsonl" <<'PY' >"$T/short.py" 2>&1 ||
+import json, sys
+dump = [json.loads(l) for l in open(sys.argv[1])][:-1]
+used = {k["device"] for k in dump if k["type"] == "kernel"}
+pts = {}
+for c in dump:
+    if c["type"] == "counter" and c["pid"] == 0:
+        pts.setdefault(c["device"], set()).add(c["ts"])
+assert used, "no kernels"
+assert all(len(pts.get(d, ())) >= 2 for d in used), (used, pts)
+PY
+	fail "short capture: $(cat "$T/short.py")"
+ok "a short capture has its devices' metrics (start and end points)"
 echo "export-multirank: all passed"

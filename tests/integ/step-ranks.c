@@ -4,7 +4,7 @@
  * step's index, from 0), so a trace says which steps each rank recorded.
  *
  *   step-ranks [--ranks N] [--raw M] [--steps S] [--period-us P]
- *       [--spread PCT] [--until F] [--go G]
+ *       [--spread PCT] [--until F] [--go G] [--name NAME]
  *
  * --ranks N forks N ranks (RANK, LOCAL_RANK, WORLD_SIZE set in each child
  * before its first mark); the first M of them are forked with _Fork(),
@@ -12,6 +12,7 @@
  * rank (RANK from the environment).  Rank i sleeps P * (1 + i * PCT / 100)
  * us per step (P 2000, PCT 100 by default).  --steps 0 runs until F
  * exists (or forever).  --go G: the ranks wait for G to exist first.
+ * --name NAME: the step range's name ("step").
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -25,6 +26,7 @@
 
 static long spread = 100;
 static const char *go;
+static const char *step_range = "step";
 
 static void
 rank_loop(int rank, long steps, long period_us, const char *until)
@@ -35,7 +37,7 @@ rank_loop(int rank, long steps, long period_us, const char *until)
 	while (go != NULL && stat(go, &st) != 0)
 		usleep(10000);
 	for (long s = 0; steps == 0 || s < steps; s++) {
-		mstxRangeId id = mstxRangeStartA("step", NULL);
+		mstxRangeId id = mstxRangeStartA(step_range, NULL);
 
 		snprintf(idx, sizeof(idx), "idx %ld", s);
 		mstxMarkA(idx, NULL);
@@ -84,10 +86,12 @@ main(int argc, char **argv)
 			spread = atol(v);
 		else if (strcmp(argv[i], "--until") == 0)
 			until = v;
+		else if (strcmp(argv[i], "--name") == 0)
+			step_range = v;
 		else {
 			fprintf(stderr, "usage: step-ranks [--ranks N] [--raw M] "
 			    "[--steps S] [--period-us P] [--spread PCT] "
-			    "[--until FILE] [--go FILE]\n");
+			    "[--until FILE] [--go FILE] [--name NAME]\n");
 			return 2;
 		}
 		i++;

@@ -191,6 +191,14 @@ main(int argc, char **argv)
 			    (long long)k->correction_ns, k->bracket_ns);
 			break;
 		}
+		case REC_LOSS: {
+			const struct rec_loss *k = (const void *)h;
+
+			printf(",\"count\":%llu,\"stage\":%u,\"lost_type\":%u",
+			    (unsigned long long)k->count, k->stage,
+			    k->lost_type);
+			break;
+		}
 		case REC_PROCESS: {
 			const struct rec_process *k = (const void *)h;
 

@@ -817,6 +817,58 @@ START_TEST(test_late_3s)
 }
 END_TEST
 
+/* table_num prints what printf's "%.*f" prints, for any value. */
+START_TEST(test_table_num)
+{
+	static const char *const cols[] = { "v" };
+	struct table *t = table_new("t", "t", 1, cols);
+	unsigned seed = 7;
+	size_t n = 0;
+	double vals[60000];
+	int precs[60000];
+
+	for (int i = 0; i < 60000; i++) {
+		double v;
+
+		switch (i % 6) {
+		case 0:		/* ns as us */
+			v = (double)(rand_r(&seed) % 2000000000) / 1e3;
+			break;
+		case 1:		/* ties and near-ties of the rounding */
+			v = (double)(rand_r(&seed) % 100000) / 8.0 +
+			    (double)(rand_r(&seed) % 3 - 1) * 1e-12;
+			break;
+		case 2:
+			v = -(double)rand_r(&seed) / 7.0;
+			break;
+		case 3:		/* large: printf's path */
+			v = (double)rand_r(&seed) * 1e6;
+			break;
+		case 4:
+			v = (double)rand_r(&seed) / (double)RAND_MAX;
+			break;
+		default:
+			v = i % 12 == 5 ? -0.0 : -1e-9 * (double)(i % 7);
+			break;
+		}
+		vals[n] = v;
+		precs[n] = i % 5;
+		table_row(t);
+		table_num(t, v, precs[n]);
+		n++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "%.*f", precs[i], vals[i]);
+		ck_assert_msg(strcmp(table_cell(t, i, 0, NULL), want) == 0,
+		    "%.17g prec %d: %s, printf %s", vals[i], precs[i],
+		    table_cell(t, i, 0, NULL), want);
+	}
+	table_free(t);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -842,6 +894,7 @@ main(void)
 	tcase_add_test(tc, test_advisor);
 	tcase_add_test(tc, test_bounded);
 	tcase_add_test(tc, test_late_3s);
+	tcase_add_test(tc, test_table_num);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -173,6 +173,21 @@ rec_corr(const msptiActivity *r)
 	}
 }
 
+static unsigned
+rec_stream(const msptiActivity *r)
+{
+	switch (r->kind) {
+	case MSPTI_ACTIVITY_KIND_MEMCPY:
+		return ((const msptiActivityMemcpy *)r)->streamId;
+	case MSPTI_ACTIVITY_KIND_MEMSET:
+		return ((const msptiActivityMemset *)r)->streamId;
+	case MSPTI_ACTIVITY_KIND_KERNEL:
+		return ((const msptiActivityKernel *)r)->ds.streamId;
+	default:
+		return 0;
+	}
+}
+
 /*
  * One round: the workers and the flusher, then a final FlushAll; returns
  * a description of what is wrong, or NULL.  Every call of a checked kind
@@ -247,8 +262,13 @@ devjoin_round(char *why, size_t len)
 			if (r->kind != checked[k].kind)
 				continue;
 			c = rec_corr(r);
-			if (c == 0 || c > max_corr || api_kind[c] != k + 1)
-				stray[k]++;
+			if (c == 0 || c > max_corr || api_kind[c] != k + 1) {
+				if (stray[k]++ == 0)
+					fprintf(stderr, "stray kind %d corr %llu "
+					    "(call kind %d) stream %u\n", (int)r->kind,
+					    (unsigned long long)c, c <= max_corr ?
+					    api_kind[c] : -1, rec_stream(r));
+			}
 			else if (seen[c]++)
 				twice[k]++;
 			else
@@ -297,6 +317,100 @@ START_TEST(test_exactly_once)
 		}
 	ck_assert_msg(failed == 0, "%d of 4 rounds wrong; first: %s", failed,
 	    bad);
+}
+END_TEST
+
+/* ---- a record whose call is over waits for every earlier push ---- */
+
+/*
+ * The pending queue is a multi-producer ring popped in order: a thread
+ * preempted between reserving its cell and publishing it hides every
+ * later cell from the reader.  Here thread "dt-stall" is held in that
+ * window (MSPTI_TEST_DEVTIME_PUBLISH_DELAY_MS) while this thread makes a
+ * synchronous copy: its record is read after its call returned, but its
+ * entry sits behind the held cell.  It must still be joined to its call.
+ */
+static void
+setup_stall(void)
+{
+	setenv("MSPTI_TEST_DEVTIME_PUBLISH_DELAY_MS", "600", 1);
+	setup();
+}
+
+static void *
+stall_main(void *arg)
+{
+	static char host[4096];
+	void *dev = arg;
+	aclrtStream s;
+
+	pthread_setname_np(pthread_self(), "dt-stall");
+	if (aclrtSetDevice(0) != ACL_SUCCESS ||
+	    aclrtCreateStream(&s) != ACL_SUCCESS)
+		return (void *)1;
+	atomic_store(&workers_left, 1);
+	if (aclrtMemcpyAsync(dev, 4096, host, 1024, ACL_MEMCPY_HOST_TO_DEVICE,
+	    s) != ACL_SUCCESS || aclrtSynchronizeStream(s) != ACL_SUCCESS)
+		return (void *)1;
+	aclrtDestroyStream(s);
+	return NULL;
+}
+
+START_TEST(test_held_cell)
+{
+	static char host[4096];
+	const struct timespec pause = { 0, 100000000 };
+	void *dev, *ret;
+	pthread_t t;
+	msptiActivity *r = NULL;
+	uint64_t sync_corr = 0, async_corr = 0, c;
+	size_t n = 0, joined = 0, alone = 0;
+
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_API),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MEMCPY),
+	    MSPTI_SUCCESS);
+	ck_assert_int_eq(aclrtMalloc(&dev, 8192, ACL_MEM_MALLOC_HUGE_FIRST),
+	    ACL_SUCCESS);
+	atomic_store(&workers_left, 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, stall_main, dev), 0);
+	while (atomic_load(&workers_left) == 0)
+		nanosleep(&pause, NULL);
+	/* The other thread is inside its copy call, most likely held. */
+	nanosleep(&pause, NULL);
+	ck_assert_int_eq(aclrtMemcpy(host, 4096, (char *)dev + 4096, 512,
+	    ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+	/* The reader sees this copy's record with its call over. */
+	msptiActivityFlushAll(1);
+	pthread_join(t, &ret);
+	ck_assert_ptr_null(ret);
+	ck_assert_int_eq(aclrtSynchronizeDevice(), ACL_SUCCESS);
+	msptiActivityFlushAll(1);
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS)
+		if (r->kind == MSPTI_ACTIVITY_KIND_API) {
+			const msptiActivityApi *a = (const msptiActivityApi *)r;
+
+			if (strcmp(a->name, "aclrtMemcpy") == 0)
+				sync_corr = a->correlationId;
+			else if (strcmp(a->name, "aclrtMemcpyAsync") == 0)
+				async_corr = a->correlationId;
+		}
+	ck_assert_uint_ne(sync_corr, 0);
+	ck_assert_uint_ne(async_corr, 0);
+	r = NULL;
+	while (msptiActivityGetNextRecord(got, got_len, &r) == MSPTI_SUCCESS) {
+		if (r->kind != MSPTI_ACTIVITY_KIND_MEMCPY)
+			continue;
+		n++;
+		c = ((const msptiActivityMemcpy *)r)->correlationId;
+		if (c == sync_corr || c == async_corr)
+			joined++;
+		else if (c == 0)
+			alone++;
+	}
+	ck_assert_msg(n == 2 && joined == 2, "%zu MEMCPY records, %zu joined "
+	    "to their call, %zu without it", n, joined, alone);
+	aclrtFree(dev);
 }
 END_TEST
 
@@ -387,6 +501,11 @@ main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_exactly_once);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("held");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup_stall, teardown);
+	tcase_add_test(tc, test_held_cell);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("order");
 	tcase_set_timeout(tc, 300);

@@ -283,6 +283,44 @@ START_TEST(flush_inflight)
 }
 END_TEST
 
+static void
+count_kind(const struct join_launch *l, void *arg)
+{
+	uint64_t *n = arg;
+
+	ck_assert_uint_lt(l->kind, 8);
+	n[l->kind]++;
+}
+
+/* The launches still waiting, by kind: what finalizing counts lost;
+ * matched ones and every task of a multi-task launch are accounted. */
+START_TEST(host_foreach)
+{
+	struct out o;
+	struct join *j = mk(&o, 0, 0);
+	struct join_launch l;
+	uint64_t n[8] = { 0 };
+
+	l = launch(0, 0, 1, 11);
+	l.kind = 2;
+	join_add_launch(j, &l, 10);
+	l = launch(0, 0, 2, 12);
+	l.kind = 7;
+	join_add_launch(j, &l, 11);
+	l = launch(0, 1, 5, 13);
+	l.kind = 4;
+	l.ntasks = 3;
+	join_add_launch(j, &l, 12);
+	add_task(j, 0, 0, 1, 1, 13);	/* the kernel's task came */
+	join_host_foreach(j, count_kind, n);
+	ck_assert_uint_eq(n[2], 0);
+	ck_assert_uint_eq(n[7], 1);
+	ck_assert_uint_eq(n[4], 3);
+	ck_assert_uint_eq(o.n, 1);
+	join_free(j);
+}
+END_TEST
+
 /*
  * The capture's window: on a stream whose launches the capture holds,
  * device tasks queued before its first launch (work submitted before the
@@ -344,6 +382,7 @@ main(void)
 	tcase_add_test(tc, timeouts);
 	tcase_add_test(tc, bounded);
 	tcase_add_test(tc, flush_inflight);
+	tcase_add_test(tc, host_foreach);
 	tcase_add_test(tc, many);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, capture_window);

@@ -1,0 +1,1318 @@
+/*
+ * Partial results: the state of an analysis after its input and before
+ * the cross-rank work of analysis_run (clock alignment, collective
+ * matching, step breakdown, verdict, tables).  Everything in it merges
+ * exactly: sums, exact statistics (an_stat keeps its sum of squares as an
+ * integer), first-seen orders, a top-32 list, the memory peak as a
+ * (delta, relative peak) pair, and each rank's steps and collectives as
+ * they are.  So the merge of per-file partials, in file order, is what one
+ * pass over all the files gives; `msptictl report` runs that way
+ * (analysis_add_files_merged), so a distributed report, which merges
+ * partials made on the nodes, gives the same bytes by construction.
+ *
+ * A partial also travels (analysis_partial_encode/_decode): a small
+ * binary format of unsigned LEB128 varints (signed ones zigzagged),
+ * documented in doc/report.md "Partial results":
+ *
+ *	"MSPTIPRT" version:u8 length:u32le payload[length] fnv1a64:u64le
+ *
+ * Its size grows with names, steps and collectives, never with kernels.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis-int.h"
+
+#define AN_ATTR	__attribute__((visibility("default")))
+
+#define PT_MAGIC	"MSPTIPRT"
+#define PT_VERSION	1
+#define PT_HDR		13		/* magic, version, length */
+#define PT_MAX		(256u << 20)	/* far over any real partial */
+#define PT_STR_MAX	(1u << 20)
+#define PT_RANK_MAX	(1 << 24)
+
+/* ---- merging ---- */
+
+static void
+pt_stat_merge(struct an_stat *d, const struct an_stat *s)
+{
+	if (s->count == 0)
+		return;
+	if (d->count == 0 || s->min < d->min)
+		d->min = s->min;
+	if (s->max > d->max)
+		d->max = s->max;
+	d->count += s->count;
+	d->total += s->total;
+	d->sumsq += s->sumsq;
+}
+
+/* Ends the input of a: every rank's sweep is finished and the sources'
+ * ingestion tables are freed.  More records may not follow. */
+void
+an_finish_input(struct analysis *a)
+{
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+
+		if (!p->finished)
+			an_sweep_finish(a, p);
+		free(p->open);
+		p->open = NULL;
+		p->nopen = p->copen = 0;
+	}
+	for (size_t i = 0; i < a->nsrc; i++) {
+		struct analysis_source *s = a->src[i];
+
+		free(s->map);
+		free(s->op_of);
+		free(s->api_of);
+		free(s->pend);
+		s->map = s->op_of = s->api_of = NULL;
+		s->pend = NULL;
+		s->nmap = s->nop_of = s->napi_of = 0;
+		s->last = NULL;
+	}
+}
+
+static void
+pt_op_first_set(struct analysis *a, uint32_t name, size_t idx)
+{
+	if (name >= a->nop_first) {
+		size_t n = a->nop_first ? a->nop_first : 256;
+
+		while (n <= name)
+			n *= 2;
+		a->op_first = an_realloc(a->op_first, n * sizeof(uint32_t));
+		memset(a->op_first + a->nop_first, 0,
+		    (n - a->nop_first) * sizeof(uint32_t));
+		a->nop_first = n;
+	}
+	if (a->op_first[name] == 0)
+		a->op_first[name] = (uint32_t)idx + 1;
+}
+
+/* 1 + the first op of that name (name 0 too: a kernel without one). */
+static uint32_t
+pt_op_first(const struct analysis *a, uint32_t name)
+{
+	return name < a->nop_first ? a->op_first[name] : 0;
+}
+
+static void
+pt_orphan_add(struct analysis *a, uint32_t name, uint64_t total,
+    uint64_t count)
+{
+	for (size_t i = 0; i < a->norph; i++)
+		if (a->orph[i].name == name) {
+			a->orph[i].total += total;
+			a->orph[i].count += count;
+			return;
+		}
+	an_grow(&a->orph, &a->corph, a->norph, sizeof(*a->orph));
+	a->orph[a->norph++] = (struct an_orphan){ name, total, count };
+}
+
+static void
+pt_merge_ops(struct analysis *a, struct analysis *b, const uint32_t *map)
+{
+	/* Launch time the partial could not give to an op: an earlier
+	 * partial's op of that name takes it, as one pass would have. */
+	for (size_t i = 0; i < b->norph; i++) {
+		uint32_t name = map[b->orph[i].name], f = pt_op_first(a, name);
+
+		if (f != 0) {
+			a->ops[f - 1].host_total += b->orph[i].total;
+			a->ops[f - 1].host_count += b->orph[i].count;
+		} else
+			pt_orphan_add(a, name, b->orph[i].total,
+			    b->orph[i].count);
+	}
+	for (size_t i = 0; i < b->nops; i++) {
+		const struct an_op *o = &b->ops[i];
+		uint32_t name = map[o->name], type = map[o->type];
+		uint32_t f = pt_op_first(a, name);
+		size_t j = f ? f - 1 : a->nops;
+		struct an_op *d;
+
+		for (; j < a->nops; j++)
+			if (a->ops[j].name == name && a->ops[j].type == type)
+				break;
+		if (j == a->nops) {
+			an_grow(&a->ops, &a->cops, a->nops, sizeof(*a->ops));
+			memset(&a->ops[j], 0, sizeof(a->ops[j]));
+			a->ops[j].name = name;
+			a->ops[j].type = type;
+			a->ops[j].aicpu = o->aicpu;
+			a->nops++;
+			pt_op_first_set(a, name, j);
+		}
+		d = &a->ops[j];
+		pt_stat_merge(&d->st, &o->st);
+		/* The partial gave its launches to its first op of the name;
+		 * here the first op of the name is an earlier one's. */
+		if (o->host_count || o->host_total) {
+			d = &a->ops[a->op_first[name] - 1];
+			d->host_total += o->host_total;
+			d->host_count += o->host_count;
+		}
+	}
+	for (size_t i = 0; i < b->napis; i++) {
+		uint32_t name = map[b->apis[i].name];
+		size_t j;
+
+		for (j = 0; j < a->napis && a->apis[j].name != name; j++)
+			;
+		if (j == a->napis) {
+			an_grow(&a->apis, &a->capis, a->napis,
+			    sizeof(*a->apis));
+			memset(&a->apis[j], 0, sizeof(a->apis[j]));
+			a->apis[j].name = name;
+			a->napis++;
+		}
+		pt_stat_merge(&a->apis[j].st, &b->apis[i].st);
+	}
+}
+
+static void
+pt_merge_launch(struct analysis *a, const struct analysis *b,
+    const uint32_t *map)
+{
+	struct an_launch_out top[32];
+	size_t n = 0, x = 0, y = 0;
+
+	a->launches += b->launches;
+	pt_stat_merge(&a->l_runtime, &b->l_runtime);
+	pt_stat_merge(&a->l_dur, &b->l_dur);
+	pt_stat_merge(&a->l_delay, &b->l_delay);
+	a->l_slow_runtime += b->l_slow_runtime;
+	a->l_slow_delay += b->l_slow_delay;
+	a->l_short += b->l_short;
+	/* Worst delays first, earlier input first among equals: the order
+	 * one pass's insertion keeps. */
+	while (n < 32 && (x < a->nl_top || y < b->nl_top)) {
+		if (y == b->nl_top || (x < a->nl_top &&
+		    a->l_top[x].delay >= b->l_top[y].delay))
+			top[n++] = a->l_top[x++];
+		else {
+			top[n] = b->l_top[y++];
+			top[n].api = map[top[n].api];
+			top[n].kernel = map[top[n].kernel];
+			n++;
+		}
+	}
+	memcpy(a->l_top, top, n * sizeof(top[0]));
+	a->nl_top = n;
+}
+
+static struct an_dev *
+pt_dev(struct analysis *a, uint32_t device)
+{
+	for (size_t i = 0; i < a->ndevs; i++)
+		if (a->devs[i].device == device)
+			return &a->devs[i];
+	if (a->ndevs == 65)
+		return &a->devs[64];
+	memset(&a->devs[a->ndevs], 0, sizeof(a->devs[0]));
+	a->devs[a->ndevs].device = device;
+	return &a->devs[a->ndevs++];
+}
+
+static void
+pt_merge_devs(struct analysis *a, const struct analysis *b)
+{
+	for (size_t i = 0; i < b->ndevs; i++) {
+		const struct an_dev *s = &b->devs[i];
+		struct an_dev *d = pt_dev(a, s->device);
+
+		d->allocs += s->allocs;
+		d->frees += s->frees;
+		d->alloc_bytes += s->alloc_bytes;
+		d->free_bytes += s->free_bytes;
+		/* s->peak is the partial's highest level above its start,
+		 * reached first at s->peak_ts. */
+		if (d->cur + s->peak > d->peak) {
+			d->peak = d->cur + s->peak;
+			d->peak_ts = s->peak_ts;
+		}
+		d->cur += s->cur;
+	}
+}
+
+static void
+pt_proc_remap(struct an_proc *p, const uint32_t *map)
+{
+	p->job = map[p->job];
+	p->exe = map[p->exe];
+	for (int w = 0; w < 2; w++)
+		for (size_t k = 0; k < p->ncoll[w]; k++) {
+			struct an_coll *c = &p->coll[w][k];
+
+			c->name = map[c->name];
+			c->comm = map[c->comm];
+			c->alg = map[c->alg];
+		}
+}
+
+AN_ATTR int
+analysis_merge(struct analysis *a, struct analysis *b)
+{
+	uint32_t *map;
+
+	if (a->ran || b->ran || a == b)
+		return -EINVAL;
+	an_finish_input(b);
+	map = an_realloc(NULL, b->str.n * sizeof(uint32_t));
+	for (size_t i = 0; i < b->str.n; i++)
+		map[i] = an_str_intern(a, b->str.v[i]);
+	for (size_t i = 0; i < b->nwarn; i++)
+		an_warn(a, "%s", b->warn[i]);
+	pt_merge_ops(a, b, map);
+	for (int k = 0; k < 6; k++) {
+		pt_stat_merge(&a->memcpy_st[k], &b->memcpy_st[k]);
+		a->memcpy_bytes[k] += b->memcpy_bytes[k];
+		a->memcpy_misaligned[k] += b->memcpy_misaligned[k];
+	}
+	pt_merge_devs(a, b);
+	pt_merge_launch(a, b, map);
+	for (int k = 0; k < REC_TYPE_MAX; k++)
+		a->counts[k] += b->counts[k];
+	a->records += b->records;
+	a->aicpu_time += b->aicpu_time;
+	a->aicpu_count += b->aicpu_count;
+	a->kernel_time += b->kernel_time;
+	a->files += b->files;
+	a->partial |= b->partial;
+	/* Sources and ranks move over as they are. */
+	a->src = an_realloc(a->src, (a->nsrc + b->nsrc) * sizeof(*a->src));
+	for (size_t i = 0; i < b->nsrc; i++) {
+		b->src[i]->a = a;
+		a->src[a->nsrc++] = b->src[i];
+	}
+	b->nsrc = 0;
+	a->proc = an_realloc(a->proc, (a->nproc + b->nproc) *
+	    sizeof(*a->proc));
+	for (size_t i = 0; i < b->nproc; i++) {
+		struct an_proc *p = b->proc[i];
+
+		pt_proc_remap(p, map);
+		p->idx = (uint32_t)a->nproc;
+		a->proc[a->nproc++] = p;
+	}
+	b->nproc = 0;
+	free(map);
+	return 0;
+}
+
+/* ---- files in threads, merged in order ---- */
+
+struct pt_job {
+	struct analysis	*a;			/* options */
+	char *const	*paths;
+	size_t		 n;
+	unsigned	 reader_threads;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	size_t		 next;		/* next file to take */
+	struct analysis	**part;		/* per file, NULL: not yet */
+	int		*rc;
+	bool		*done;
+	/* analysis_encode_files: each partial encoded and freed. */
+	void		**buf;
+	size_t		*len;
+	unsigned	*ranks;
+};
+
+static void *
+pt_worker(void *arg)
+{
+	struct pt_job *j = arg;
+
+	for (;;) {
+		struct analysis *p;
+		size_t i;
+		int rc;
+
+		pthread_mutex_lock(&j->mu);
+		i = j->next < j->n ? j->next++ : j->n;
+		pthread_mutex_unlock(&j->mu);
+		if (i == j->n)
+			return NULL;
+		{
+			struct analysis_opts o = j->a->o;
+
+			o.jobs = j->reader_threads + 1;
+			p = analysis_new(&o);
+		}
+		if (p == NULL)
+			rc = -ENOMEM;
+		else {
+			rc = analysis_add_file(p, j->paths[i]);
+			an_finish_input(p);
+		}
+		if (p != NULL && j->buf != NULL) {
+			int erc;
+
+			j->ranks[i] = analysis_partial_ranks(p);
+			if ((erc = analysis_partial_encode(p, &j->buf[i],
+			    &j->len[i])) != 0) {
+				j->buf[i] = NULL;
+				rc = erc;
+			}
+			analysis_free(p);
+			p = NULL;
+		}
+		pthread_mutex_lock(&j->mu);
+		j->part[i] = p;
+		j->rc[i] = rc;
+		j->done[i] = true;
+		pthread_cond_broadcast(&j->cv);
+		pthread_mutex_unlock(&j->mu);
+	}
+}
+
+/* Merges file i's partial into a; 1 when the file was read. */
+static size_t
+pt_merge_one(struct analysis *a, struct pt_job *j, size_t i)
+{
+	if (j->part[i] == NULL) {
+		a->files++;
+		a->partial = true;
+		an_warn(a, "%s: cannot read: out of memory", j->paths[i]);
+		return 0;
+	}
+	analysis_merge(a, j->part[i]);
+	analysis_free(j->part[i]);
+	j->part[i] = NULL;
+	return j->rc[i] == 0;
+}
+
+AN_ATTR size_t
+analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
+{
+	struct pt_job j;
+	pthread_t th[256];
+	size_t nth, started = 0, ok = 0;
+	unsigned jobs = a->o.jobs ? a->o.jobs : 1;
+
+	if (n == 0)
+		return 0;
+	memset(&j, 0, sizeof(j));
+	j.a = a;
+	j.paths = paths;
+	j.n = n;
+	nth = jobs < n ? jobs : n;
+	if (nth > 256)
+		nth = 256;
+	/* Fewer files than jobs: the rest decompress chunks ahead. */
+	j.reader_threads = (unsigned)(jobs / nth) - 1;
+	j.part = calloc(n, sizeof(*j.part));
+	j.rc = calloc(n, sizeof(*j.rc));
+	j.done = calloc(n, sizeof(*j.done));
+	if (j.part == NULL || j.rc == NULL || j.done == NULL) {
+		free(j.part);
+		free(j.rc);
+		free(j.done);
+		return 0;
+	}
+	pthread_mutex_init(&j.mu, NULL);
+	pthread_cond_init(&j.cv, NULL);
+	for (size_t t = 0; nth > 1 && t < nth; t++)
+		if (pthread_create(&th[started], NULL, pt_worker, &j) == 0)
+			started++;
+	/* Alone, this thread reads the files one by one. */
+	if (started == 0) {
+		struct analysis_opts o = a->o;
+
+		o.jobs = jobs;
+		for (size_t i = 0; i < n; i++) {
+			j.part[i] = analysis_new(&o);
+			if (j.part[i] != NULL)
+				j.rc[i] = analysis_add_file(j.part[i],
+				    paths[i]);
+			j.done[i] = true;
+			ok += pt_merge_one(a, &j, i);
+		}
+	}
+	/* Else it merges each file's partial in file order as soon as it
+	 * and the ones before it are done. */
+	for (size_t i = 0; i < n; i++) {
+		if (started == 0)
+			break;
+		pthread_mutex_lock(&j.mu);
+		while (!j.done[i])
+			pthread_cond_wait(&j.cv, &j.mu);
+		pthread_mutex_unlock(&j.mu);
+		ok += pt_merge_one(a, &j, i);
+	}
+	for (size_t t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	pthread_mutex_destroy(&j.mu);
+	pthread_cond_destroy(&j.cv);
+	free(j.part);
+	free(j.rc);
+	free(j.done);
+	return ok;
+}
+
+AN_ATTR int
+analysis_encode_files(const struct analysis_opts *o, char *const *paths,
+    size_t n, void **bufs, size_t *lens, unsigned *ranks, int *rcs)
+{
+	struct analysis *a = analysis_new(o);
+	struct pt_job j;
+	pthread_t th[256];
+	size_t nth, started = 0;
+	unsigned jobs;
+
+	if (a == NULL)
+		return -ENOMEM;
+	jobs = a->o.jobs ? a->o.jobs : 1;
+	memset(&j, 0, sizeof(j));
+	j.a = a;
+	j.paths = paths;
+	j.n = n;
+	nth = jobs < n ? jobs : n;
+	if (nth > 256)
+		nth = 256;
+	if (nth == 0)
+		nth = 1;
+	j.reader_threads = (unsigned)(jobs / nth) - 1;
+	j.part = calloc(n + 1, sizeof(*j.part));
+	j.done = calloc(n + 1, sizeof(*j.done));
+	j.rc = rcs;
+	j.buf = bufs;
+	j.len = lens;
+	j.ranks = ranks;
+	if (j.part == NULL || j.done == NULL) {
+		free(j.part);
+		free(j.done);
+		analysis_free(a);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&j.mu, NULL);
+	pthread_cond_init(&j.cv, NULL);
+	for (size_t t = 0; nth > 1 && t < nth; t++)
+		if (pthread_create(&th[started], NULL, pt_worker, &j) == 0)
+			started++;
+	if (started == 0)
+		pt_worker(&j);
+	for (size_t t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	pthread_mutex_destroy(&j.mu);
+	pthread_cond_destroy(&j.cv);
+	free(j.part);
+	free(j.done);
+	analysis_free(a);
+	return 0;
+}
+
+/* ---- the wire format ---- */
+
+struct pt_w {
+	unsigned char	*b;
+	size_t		 n, cap;
+	uint32_t	*ren;		/* string id -> partial's id */
+};
+
+static void
+pt_put(struct pt_w *w, const void *p, size_t n)
+{
+	if (w->n + n > w->cap) {
+		size_t c = w->cap ? w->cap : 4096;
+
+		while (c < w->n + n)
+			c *= 2;
+		w->b = an_realloc(w->b, c);
+		w->cap = c;
+	}
+	memcpy(w->b + w->n, p, n);
+	w->n += n;
+}
+
+static void
+pt_u(struct pt_w *w, uint64_t v)
+{
+	unsigned char t[10];
+	size_t n = 0;
+
+	do {
+		t[n] = (unsigned char)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			t[n] |= 0x80;
+		n++;
+	} while (v);
+	pt_put(w, t, n);
+}
+
+static void
+pt_i(struct pt_w *w, int64_t v)
+{
+	pt_u(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* A string id, renumbered to the strings the partial keeps. */
+static void
+pt_id(struct pt_w *w, uint32_t id)
+{
+	pt_u(w, w->ren[id]);
+}
+
+static void
+pt_s(struct pt_w *w, const char *s)
+{
+	size_t n = strlen(s);
+
+	pt_u(w, n);
+	pt_put(w, s, n);
+}
+
+static void
+pt_d(struct pt_w *w, double d)
+{
+	uint64_t v;
+
+	memcpy(&v, &d, sizeof(v));
+	pt_u(w, v);
+}
+
+static void
+pt_stat(struct pt_w *w, const struct an_stat *s)
+{
+	pt_u(w, s->count);
+	pt_u(w, s->total);
+	pt_u(w, s->min);
+	pt_u(w, s->max);
+	pt_u(w, (uint64_t)s->sumsq);
+	pt_u(w, (uint64_t)(s->sumsq >> 64));
+}
+
+static uint64_t
+pt_fnv(const unsigned char *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static void
+pt_le(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void
+pt_proc(struct pt_w *w, const struct an_proc *p)
+{
+	uint64_t prev;
+	int cw = p->ncoll[0] > 0 ? 0 : 1;
+
+	pt_u(w, p->pid);
+	pt_i(w, p->rank);
+	pt_i(w, p->local_rank);
+	pt_i(w, p->world_size);
+	pt_id(w, p->job);
+	pt_id(w, p->exe);
+	pt_u(w, p->first_ts);
+	pt_u(w, p->last_ts);
+	pt_u(w, p->late);
+	pt_u(w, p->forced);
+	pt_u(w, p->open_evicted);
+	for (int g = 0; g < AN_G_MAX; g++) {
+		pt_u(w, p->whole[g]);
+		pt_u(w, p->gap_max[g]);
+		pt_u(w, p->gap_from[g]);
+	}
+	pt_u(w, p->kernel_time);
+	pt_u(w, p->api_time);
+	pt_u(w, p->sync_calls);
+	pt_u(w, p->ndata);
+	prev = 0;
+	for (size_t k = 0; k < p->ndata; k++) {
+		pt_i(w, (int64_t)(p->data[k].start - prev));
+		prev = p->data[k].start;
+		pt_u(w, p->data[k].dur);
+		pt_u(w, p->data[k].cls);
+	}
+	/* The analysis uses one kind of collective record per rank. */
+	pt_u(w, (uint64_t)cw);
+	pt_u(w, p->ncoll[cw]);
+	prev = 0;
+	for (size_t k = 0; k < p->ncoll[cw]; k++) {
+		const struct an_coll *c = &p->coll[cw][k];
+
+		pt_i(w, (int64_t)(c->start - prev));
+		prev = c->start;
+		pt_i(w, (int64_t)(c->end - c->start));
+		pt_u(w, c->bytes);
+		pt_id(w, c->name);
+		pt_id(w, c->comm);
+		pt_id(w, c->alg);
+	}
+	pt_u(w, p->nsteps);
+	prev = 0;
+	for (size_t k = 0; k < p->nsteps; k++) {
+		const struct an_step *s = &p->steps[k];
+
+		pt_i(w, (int64_t)(s->start - prev));
+		prev = s->start;
+		pt_i(w, (int64_t)(s->end - s->start));
+		pt_i(w, s->step);
+		for (int g = 0; g < AN_G_MAX; g++)
+			pt_u(w, s->acc[g]);
+		pt_i(w, s->first ? (int64_t)(s->first - s->start) + 1 : 0);
+	}
+}
+
+/* Marks (non-zero) the string ids the partial refers to. */
+static void
+pt_mark(const struct analysis *a, uint32_t *used)
+{
+	used[a->step_gid] = 1;
+	for (size_t i = 0; i < a->nops; i++)
+		used[a->ops[i].name] = used[a->ops[i].type] = 1;
+	for (size_t i = 0; i < a->norph; i++)
+		used[a->orph[i].name] = 1;
+	for (size_t i = 0; i < a->napis; i++)
+		used[a->apis[i].name] = 1;
+	for (size_t i = 0; i < a->nl_top; i++)
+		used[a->l_top[i].api] = used[a->l_top[i].kernel] = 1;
+	for (size_t i = 0; i < a->nproc; i++) {
+		const struct an_proc *p = a->proc[i];
+		int cw = p->ncoll[0] > 0 ? 0 : 1;
+
+		used[p->job] = used[p->exe] = 1;
+		for (size_t k = 0; k < p->ncoll[cw]; k++)
+			used[p->coll[cw][k].name] = used[p->coll[cw][k].comm] =
+			    used[p->coll[cw][k].alg] = 1;
+	}
+	used[0] = 0;
+}
+
+AN_ATTR int
+analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
+{
+	struct pt_w w = { 0 };
+	unsigned char hdr[PT_HDR], tail[8];
+
+	if (a->ran)
+		return -EINVAL;
+	an_finish_input(a);
+	pt_put(&w, PT_MAGIC, 8);
+	pt_put(&w, hdr, 5);		/* version and length, below */
+	/* What ingestion depended on: a merge checks it is the same. */
+	pt_s(&w, a->o.step_marker);
+	pt_s(&w, a->o.data_marker);
+	pt_u(&w, a->o.reorder_ns);
+	pt_d(&w, a->o.launch_runtime_us);
+	pt_d(&w, a->o.launch_delay_us);
+	/* Only the strings the partial refers to (not, say, the name of
+	 * every marker), in their order. */
+	w.ren = an_realloc(NULL, a->str.n * sizeof(uint32_t));
+	memset(w.ren, 0, a->str.n * sizeof(uint32_t));
+	pt_mark(a, w.ren);
+	{
+		uint32_t k = 1;
+
+		for (size_t i = 1; i < a->str.n; i++)
+			if (w.ren[i])
+				w.ren[i] = k++;
+		pt_u(&w, k);
+		for (size_t i = 1; i < a->str.n; i++)
+			if (w.ren[i])
+				pt_s(&w, a->str.v[i]);
+	}
+	pt_u(&w, a->nwarn);
+	for (size_t i = 0; i < a->nwarn; i++)
+		pt_s(&w, a->warn[i]);
+	pt_u(&w, a->files);
+	pt_u(&w, a->partial);
+	pt_u(&w, a->records);
+	pt_u(&w, REC_TYPE_MAX);
+	for (int k = 0; k < REC_TYPE_MAX; k++)
+		pt_u(&w, a->counts[k]);
+	pt_u(&w, a->kernel_time);
+	pt_u(&w, a->aicpu_time);
+	pt_u(&w, a->aicpu_count);
+	pt_u(&w, a->nops);
+	for (size_t i = 0; i < a->nops; i++) {
+		pt_id(&w, a->ops[i].name);
+		pt_id(&w, a->ops[i].type);
+		pt_u(&w, a->ops[i].aicpu);
+		pt_stat(&w, &a->ops[i].st);
+		pt_u(&w, a->ops[i].host_total);
+		pt_u(&w, a->ops[i].host_count);
+	}
+	pt_u(&w, a->norph);
+	for (size_t i = 0; i < a->norph; i++) {
+		pt_id(&w, a->orph[i].name);
+		pt_u(&w, a->orph[i].total);
+		pt_u(&w, a->orph[i].count);
+	}
+	pt_u(&w, a->napis);
+	for (size_t i = 0; i < a->napis; i++) {
+		pt_id(&w, a->apis[i].name);
+		pt_stat(&w, &a->apis[i].st);
+	}
+	for (int k = 0; k < 6; k++) {
+		pt_stat(&w, &a->memcpy_st[k]);
+		pt_u(&w, a->memcpy_bytes[k]);
+		pt_u(&w, a->memcpy_misaligned[k]);
+	}
+	pt_u(&w, a->ndevs);
+	for (size_t i = 0; i < a->ndevs; i++) {
+		const struct an_dev *d = &a->devs[i];
+
+		pt_u(&w, d->device);
+		pt_u(&w, d->allocs);
+		pt_u(&w, d->frees);
+		pt_u(&w, d->alloc_bytes);
+		pt_u(&w, d->free_bytes);
+		pt_i(&w, d->cur);
+		pt_i(&w, d->peak);
+		pt_u(&w, d->peak_ts);
+	}
+	pt_u(&w, a->launches);
+	pt_stat(&w, &a->l_runtime);
+	pt_stat(&w, &a->l_dur);
+	pt_stat(&w, &a->l_delay);
+	pt_u(&w, a->l_slow_runtime);
+	pt_u(&w, a->l_slow_delay);
+	pt_u(&w, a->l_short);
+	pt_u(&w, a->nl_top);
+	for (size_t i = 0; i < a->nl_top; i++) {
+		const struct an_launch_out *l = &a->l_top[i];
+
+		pt_u(&w, l->corr);
+		pt_id(&w, l->api);
+		pt_id(&w, l->kernel);
+		pt_u(&w, l->runtime);
+		pt_u(&w, l->dur);
+		pt_u(&w, l->delay);
+		pt_i(&w, l->rank);
+	}
+	pt_u(&w, a->nsrc);
+	for (size_t i = 0; i < a->nsrc; i++) {
+		const struct analysis_source *s = a->src[i];
+		size_t np = 0;
+
+		pt_s(&w, s->name);
+		pt_s(&w, s->host);
+		pt_u(&w, s->reorder_ns);
+		pt_u(&w, LOSS_STAGE_MAX);
+		for (int k = 0; k < LOSS_STAGE_MAX; k++) {
+			pt_u(&w, s->losses[k]);
+			pt_u(&w, s->loss_records[k]);
+		}
+		pt_u(&w, s->records);
+		pt_u(&w, s->truncated);
+		pt_u(&w, s->corrupt);
+		for (size_t k = 0; k < a->nproc; k++)
+			np += a->proc[k]->src == s;
+		pt_u(&w, np);
+		for (size_t k = 0; k < a->nproc; k++)
+			if (a->proc[k]->src == s)
+				pt_proc(&w, a->proc[k]);
+	}
+	free(w.ren);
+	if (w.n - PT_HDR > PT_MAX) {
+		free(w.b);
+		return -E2BIG;
+	}
+	w.b[8] = PT_VERSION;
+	pt_le(w.b + 9, w.n - PT_HDR, 4);
+	pt_le(tail, pt_fnv(w.b + PT_HDR, w.n - PT_HDR), 8);
+	pt_put(&w, tail, 8);
+	*out = w.b;
+	*outlen = w.n;
+	return 0;
+}
+
+/* ---- reading, every field checked ---- */
+
+struct pt_r {
+	const unsigned char *p, *end;
+	const char	*err;		/* first problem, static text */
+	size_t		 nstr;		/* valid string ids: below this */
+};
+
+static void
+pt_bad(struct pt_r *r, const char *why)
+{
+	if (r->err == NULL)
+		r->err = why;
+	r->p = r->end;
+}
+
+static uint64_t
+pt_ru(struct pt_r *r)
+{
+	uint64_t v = 0;
+
+	for (int sh = 0; sh < 64; sh += 7) {
+		unsigned char c;
+
+		if (r->p >= r->end) {
+			pt_bad(r, "truncated");
+			return 0;
+		}
+		c = *r->p++;
+		v |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80))
+			return v;
+	}
+	pt_bad(r, "bad number");
+	return 0;
+}
+
+static int64_t
+pt_ri(struct pt_r *r)
+{
+	uint64_t v = pt_ru(r);
+
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* A count of elements of at least min_bytes each still to come. */
+static size_t
+pt_rn(struct pt_r *r, size_t min_bytes, size_t max)
+{
+	uint64_t n = pt_ru(r);
+
+	if (n > max || n * min_bytes > (uint64_t)(r->end - r->p)) {
+		pt_bad(r, "count out of range");
+		return 0;
+	}
+	return (size_t)n;
+}
+
+static uint32_t
+pt_rid(struct pt_r *r)
+{
+	uint64_t v = pt_ru(r);
+
+	if (v >= r->nstr) {
+		pt_bad(r, "string id out of range");
+		return 0;
+	}
+	return (uint32_t)v;
+}
+
+static int32_t
+pt_rint(struct pt_r *r)
+{
+	int64_t v = pt_ri(r);
+
+	/* Bounded well past any job: the rank checks allocate by it. */
+	if (v < -1 || v > PT_RANK_MAX) {
+		pt_bad(r, "rank out of range");
+		return -1;
+	}
+	return (int32_t)v;
+}
+
+/* A string, NUL-terminated in a new buffer; NULL on error. */
+static char *
+pt_rs(struct pt_r *r)
+{
+	size_t n = pt_rn(r, 1, PT_STR_MAX);
+	char *s;
+
+	if (r->err != NULL)
+		return NULL;
+	if (memchr(r->p, '\0', n) != NULL) {
+		pt_bad(r, "NUL in a string");
+		return NULL;
+	}
+	s = an_realloc(NULL, n + 1);
+	memcpy(s, r->p, n);
+	s[n] = '\0';
+	r->p += n;
+	return s;
+}
+
+static double
+pt_rd(struct pt_r *r)
+{
+	uint64_t v = pt_ru(r);
+	double d;
+
+	memcpy(&d, &v, sizeof(d));
+	return d;
+}
+
+static void
+pt_rstat(struct pt_r *r, struct an_stat *s)
+{
+	uint64_t lo, hi;
+
+	s->count = pt_ru(r);
+	s->total = pt_ru(r);
+	s->min = pt_ru(r);
+	s->max = pt_ru(r);
+	lo = pt_ru(r);
+	hi = pt_ru(r);
+	s->sumsq = (unsigned __int128)hi << 64 | lo;
+	if (s->count && s->min > s->max)
+		pt_bad(r, "bad statistics");
+}
+
+static bool
+pt_rflag(struct pt_r *r)
+{
+	uint64_t v = pt_ru(r);
+
+	if (v > 1)
+		pt_bad(r, "bad flag");
+	return v == 1;
+}
+
+static void
+pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
+{
+	uint64_t prev;
+	int cw;
+	size_t n;
+
+	p->pid = (uint32_t)pt_ru(r);
+	p->rank = pt_rint(r);
+	p->local_rank = pt_rint(r);
+	p->world_size = pt_rint(r);
+	p->job = map[pt_rid(r)];
+	p->exe = map[pt_rid(r)];
+	p->first_ts = pt_ru(r);
+	p->last_ts = pt_ru(r);
+	p->late = pt_ru(r);
+	p->forced = pt_ru(r);
+	p->open_evicted = pt_ru(r);
+	for (int g = 0; g < AN_G_MAX; g++) {
+		p->whole[g] = pt_ru(r);
+		p->gap_max[g] = pt_ru(r);
+		p->gap_from[g] = pt_ru(r);
+	}
+	p->kernel_time = pt_ru(r);
+	p->api_time = pt_ru(r);
+	p->sync_calls = pt_ru(r);
+	n = pt_rn(r, 3, SIZE_MAX / sizeof(*p->data));
+	p->data = an_realloc(NULL, (n ? n : 1) * sizeof(*p->data));
+	p->cdata = n ? n : 1;
+	prev = 0;
+	for (size_t k = 0; k < n && r->err == NULL; k++) {
+		uint64_t d = pt_ru(r);
+
+		prev += (uint64_t)((int64_t)(d >> 1) ^ -(int64_t)(d & 1));
+		p->data[k].start = prev;
+		d = pt_ru(r);
+		if (d > UINT32_MAX)
+			pt_bad(r, "bad data-loading range");
+		p->data[k].dur = (uint32_t)d;
+		p->data[k].cls = (uint32_t)(pt_ru(r) & 3);
+		p->ndata = k + 1;
+	}
+	cw = (int)pt_ru(r);
+	if (cw != 0 && cw != 1) {
+		pt_bad(r, "bad collective kind");
+		return;
+	}
+	n = pt_rn(r, 6, SIZE_MAX / sizeof(struct an_coll));
+	p->coll[cw] = an_realloc(NULL, (n ? n : 1) * sizeof(struct an_coll));
+	p->ccoll[cw] = n ? n : 1;
+	prev = 0;
+	for (size_t k = 0; k < n && r->err == NULL; k++) {
+		struct an_coll *c = &p->coll[cw][k];
+
+		memset(c, 0, sizeof(*c));
+		prev += (uint64_t)pt_ri(r);
+		c->start = prev;
+		c->end = c->start + (uint64_t)pt_ri(r);
+		c->bytes = pt_ru(r);
+		c->name = map[pt_rid(r)];
+		c->comm = map[pt_rid(r)];
+		c->alg = map[pt_rid(r)];
+		p->ncoll[cw] = k + 1;
+	}
+	n = pt_rn(r, 10, SIZE_MAX / sizeof(struct an_step));
+	p->steps = an_realloc(NULL, (n ? n : 1) * sizeof(struct an_step));
+	p->csteps = n ? n : 1;
+	prev = 0;
+	for (size_t k = 0; k < n && r->err == NULL; k++) {
+		struct an_step *s = &p->steps[k];
+		int64_t f;
+
+		prev += (uint64_t)pt_ri(r);
+		s->start = prev;
+		s->end = s->start + (uint64_t)pt_ri(r);
+		s->step = pt_ri(r);
+		for (int g = 0; g < AN_G_MAX; g++)
+			s->acc[g] = pt_ru(r);
+		f = pt_ri(r);
+		s->first = f > 0 ? s->start + (uint64_t)(f - 1) : 0;
+		/* The breakdown walks steps in start order. */
+		if (s->end < s->start || (k > 0 && s->start < s[-1].start))
+			pt_bad(r, "steps out of order");
+		p->nsteps = k + 1;
+	}
+	p->safe_static = UINT64_MAX;
+	p->finished = true;
+}
+
+/* Reads one partial's payload into b (new, same options as a). */
+static void
+pt_read(struct pt_r *r, struct analysis *a, struct analysis *b)
+{
+	uint32_t *map = NULL;
+	size_t n;
+	char *s;
+
+	s = pt_rs(r);
+	if (s != NULL && strcmp(s, a->o.step_marker) != 0)
+		pt_bad(r, "made with another --step-marker");
+	free(s);
+	s = pt_rs(r);
+	if (s != NULL && strcmp(s, a->o.data_marker) != 0)
+		pt_bad(r, "made with another data marker");
+	free(s);
+	if (pt_ru(r) != a->o.reorder_ns || pt_rd(r) != a->o.launch_runtime_us ||
+	    pt_rd(r) != a->o.launch_delay_us)
+		pt_bad(r, "made with other analysis options");
+	n = pt_rn(r, 1, UINT32_MAX);
+	if (r->err != NULL)
+		return;
+	if (n == 0) {
+		pt_bad(r, "no string table");
+		return;
+	}
+	map = an_realloc(NULL, n * sizeof(uint32_t));
+	map[0] = 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s = pt_rs(r)) == NULL) {
+			n = i;
+			break;
+		}
+		map[i] = an_str_intern(b, s);
+		free(s);
+	}
+	r->nstr = n;
+	n = pt_rn(r, 1, 1u << 20);
+	for (size_t i = 0; i < n && (s = pt_rs(r)) != NULL; i++) {
+		an_warn(b, "%s", s);
+		free(s);
+	}
+	b->files = (unsigned)pt_rn(r, 0, UINT32_MAX);
+	b->partial = pt_rflag(r);
+	b->records = pt_ru(r);
+	n = pt_rn(r, 1, 4096);
+	for (size_t k = 0; k < n; k++) {
+		uint64_t v = pt_ru(r);
+
+		if (k < REC_TYPE_MAX)
+			b->counts[k] = v;
+	}
+	b->kernel_time = pt_ru(r);
+	b->aicpu_time = pt_ru(r);
+	b->aicpu_count = pt_ru(r);
+	n = pt_rn(r, 11, UINT32_MAX);
+	for (size_t i = 0; i < n && r->err == NULL; i++) {
+		struct an_op o;
+
+		memset(&o, 0, sizeof(o));
+		o.name = map[pt_rid(r)];
+		o.type = map[pt_rid(r)];
+		o.aicpu = pt_rflag(r);
+		pt_rstat(r, &o.st);
+		o.host_total = pt_ru(r);
+		o.host_count = pt_ru(r);
+		for (size_t j = pt_op_first(b, o.name); j > 0 && j <= b->nops;
+		    j++)
+			if (b->ops[j - 1].name == o.name && b->ops[j - 1].type ==
+			    o.type)
+				pt_bad(r, "an op twice");
+		an_grow(&b->ops, &b->cops, b->nops, sizeof(*b->ops));
+		b->ops[b->nops] = o;
+		pt_op_first_set(b, o.name, b->nops);
+		b->nops++;
+	}
+	n = pt_rn(r, 3, UINT32_MAX);
+	for (size_t i = 0; i < n && r->err == NULL; i++) {
+		uint32_t name = map[pt_rid(r)];
+		uint64_t t = pt_ru(r), c = pt_ru(r);
+
+		pt_orphan_add(b, name, t, c);
+	}
+	n = pt_rn(r, 7, UINT32_MAX);
+	for (size_t i = 0; i < n && r->err == NULL; i++) {
+		an_grow(&b->apis, &b->capis, b->napis, sizeof(*b->apis));
+		memset(&b->apis[b->napis], 0, sizeof(b->apis[0]));
+		b->apis[b->napis].name = map[pt_rid(r)];
+		pt_rstat(r, &b->apis[b->napis].st);
+		b->napis++;
+	}
+	for (int k = 0; k < 6; k++) {
+		pt_rstat(r, &b->memcpy_st[k]);
+		b->memcpy_bytes[k] = pt_ru(r);
+		b->memcpy_misaligned[k] = pt_ru(r);
+	}
+	n = pt_rn(r, 8, 65);
+	for (size_t i = 0; i < n && r->err == NULL; i++) {
+		struct an_dev *d = &b->devs[i];
+
+		d->device = (uint32_t)pt_ru(r);
+		d->allocs = pt_ru(r);
+		d->frees = pt_ru(r);
+		d->alloc_bytes = pt_ru(r);
+		d->free_bytes = pt_ru(r);
+		d->cur = pt_ri(r);
+		d->peak = pt_ri(r);
+		d->peak_ts = pt_ru(r);
+		b->ndevs = i + 1;
+	}
+	b->launches = pt_ru(r);
+	pt_rstat(r, &b->l_runtime);
+	pt_rstat(r, &b->l_dur);
+	pt_rstat(r, &b->l_delay);
+	b->l_slow_runtime = pt_ru(r);
+	b->l_slow_delay = pt_ru(r);
+	b->l_short = pt_ru(r);
+	n = pt_rn(r, 7, 32);
+	for (size_t i = 0; i < n && r->err == NULL; i++) {
+		struct an_launch_out *l = &b->l_top[i];
+
+		l->corr = pt_ru(r);
+		l->api = map[pt_rid(r)];
+		l->kernel = map[pt_rid(r)];
+		l->runtime = pt_ru(r);
+		l->dur = pt_ru(r);
+		l->delay = pt_ru(r);
+		l->rank = pt_rint(r);
+		if (i > 0 && l->delay > l[-1].delay)
+			pt_bad(r, "launch outliers out of order");
+		b->nl_top = i + 1;
+	}
+	n = pt_rn(r, 4, 1u << 20);
+	for (size_t i = 0; i < n && r->err == NULL; i++) {
+		struct analysis_source *src;
+		char *name = pt_rs(r), *host = pt_rs(r);
+		size_t nl, np;
+
+		if (r->err != NULL) {
+			free(name);
+			free(host);
+			break;
+		}
+		src = analysis_source_new(b, name, host);
+		free(name);
+		free(host);
+		if (src == NULL) {
+			pt_bad(r, "out of memory");
+			break;
+		}
+		free(src->pend);
+		src->pend = NULL;
+		src->path = strdup(src->name);
+		src->reorder_ns = pt_ru(r);
+		nl = pt_rn(r, 2, 64);
+		for (size_t k = 0; k < nl; k++) {
+			uint64_t l = pt_ru(r), lr = pt_ru(r);
+
+			if (k < LOSS_STAGE_MAX) {
+				src->losses[k] = l;
+				src->loss_records[k] = lr;
+			}
+		}
+		src->records = pt_ru(r);
+		src->truncated = pt_rflag(r);
+		src->corrupt = pt_ru(r);
+		np = pt_rn(r, 40, 1u << 20);
+		for (size_t k = 0; k < np && r->err == NULL; k++) {
+			struct an_proc *p = an_realloc(NULL, sizeof(*p));
+
+			memset(p, 0, sizeof(*p));
+			p->src = src;
+			p->idx = (uint32_t)b->nproc;
+			b->proc = an_realloc(b->proc, (b->nproc + 1) *
+			    sizeof(*b->proc));
+			b->proc[b->nproc++] = p;
+			pt_rproc(r, p, map);
+		}
+	}
+	if (r->err == NULL && r->p != r->end)
+		pt_bad(r, "trailing bytes");
+	free(map);
+}
+
+AN_ATTR int
+analysis_partial_decode(struct analysis *a, const void *buf, size_t len,
+    size_t *used, char *err, size_t errlen)
+{
+	const unsigned char *p = buf;
+	struct pt_r r = { 0 };
+	struct analysis *b;
+	uint64_t plen = 0, sum = 0;
+	int rc;
+
+	if (len < PT_HDR + 8 || memcmp(p, PT_MAGIC, 8) != 0) {
+		snprintf(err, errlen, "not a partial result (bad magic)");
+		return -EBADMSG;
+	}
+	if (p[8] != PT_VERSION) {
+		snprintf(err, errlen, "partial result version %u (this "
+		    "msptictl reads %u)", p[8], PT_VERSION);
+		return -EBADMSG;
+	}
+	for (int i = 3; i >= 0; i--)
+		plen = plen << 8 | p[9 + i];
+	if (plen > PT_MAX || plen > len - PT_HDR - 8) {
+		snprintf(err, errlen, "truncated partial result (%zu of %llu "
+		    "bytes)", len, (unsigned long long)(plen + PT_HDR + 8));
+		return -EBADMSG;
+	}
+	for (int i = 7; i >= 0; i--)
+		sum = sum << 8 | p[PT_HDR + plen + (size_t)i];
+	if (sum != pt_fnv(p + PT_HDR, plen)) {
+		snprintf(err, errlen, "corrupt partial result (checksum)");
+		return -EBADMSG;
+	}
+	if ((b = analysis_new(&a->o)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r.p = p + PT_HDR;
+	r.end = r.p + plen;
+	pt_read(&r, a, b);
+	if (r.err != NULL) {
+		snprintf(err, errlen, "malformed partial result: %s (at byte "
+		    "%zu)", r.err, (size_t)(r.p - p));
+		analysis_free(b);
+		return -EBADMSG;
+	}
+	rc = analysis_merge(a, b);
+	analysis_free(b);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s", analysis_strerror(rc));
+		return rc;
+	}
+	if (used != NULL)
+		*used = PT_HDR + (size_t)plen + 8;
+	return 0;
+}
+
+AN_ATTR unsigned
+analysis_partial_ranks(const struct analysis *a)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < a->nproc; i++)
+		n += a->proc[i]->rank >= 0;
+	return n;
+}

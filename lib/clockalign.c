@@ -1,0 +1,888 @@
+/*
+ * Clock offsets between hosts (and ranks) from collective completions
+ * (clockalign.h).
+ *
+ * The unknowns are one offset per clock ("unit": a host, or a rank for
+ * the per-rank check); the reference unit's is 0.  A collective instance
+ * (comm, seq) seen by several units gives, for each unit u in it, one
+ * observation of u's offset: the median of the other units' aligned end
+ * times minus u's own end.  The offset is the median of those over the
+ * instances (leave-one-out, so two hosts give exactly the median of their
+ * end differences), iterated until no offset moves, since the others'
+ * offsets enter the observation.  The uncertainty is the distribution-free
+ * 95% confidence interval of that median (order statistics n/2 +- 0.98
+ * sqrt(n)), never less than half the observations' interquartile range,
+ * the spread of the ranks of one host within a collective (how well "ends
+ * together" holds) or CLOCKALIGN_FLOOR_NS, plus the uncertainty of the
+ * unit it was linked through; and it is cut to the hard
+ * bracket that causality gives against the reference: a unit cannot end
+ * before the reference's last rank started, nor the reference before the
+ * unit's last rank started.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clockalign.h"
+
+#define CA_MAX_ITER	50
+/* Offsets that move less than this in a round have settled (a hundredth
+ * of the floor). */
+#define CA_SETTLED_NS	10
+
+/* One unit's view of one instance. */
+struct ca_ent {
+	uint32_t	inst;
+	uint32_t	unit;
+	int64_t		end;		/* its ranks' median end */
+	int64_t		smax;		/* latest start of its ranks */
+	int64_t		emin;		/* earliest end of its ranks */
+	int64_t		spread;		/* max - min end of its ranks */
+};
+
+struct ca_av {
+	int64_t		v;
+	uint32_t	unit;
+};
+
+static int
+ca_cmp_sample(const void *x, const void *y)
+{
+	const struct clockalign_sample *a = x, *b = y;
+
+	if (a->comm != b->comm)
+		return a->comm < b->comm ? -1 : 1;
+	if (a->seq != b->seq)
+		return a->seq < b->seq ? -1 : 1;
+	if (a->host != b->host)
+		return a->host < b->host ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->end_ns != b->end_ns)
+		return a->end_ns < b->end_ns ? -1 : 1;
+	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
+}
+
+static int
+ca_cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static int
+ca_cmp_av(const void *x, const void *y)
+{
+	const struct ca_av *a = x, *b = y;
+
+	if (a->v != b->v)
+		return a->v < b->v ? -1 : 1;
+	return a->unit < b->unit ? -1 : a->unit > b->unit;
+}
+
+static int
+ca_cmp_rank_comm(const void *x, const void *y)
+{
+	const struct clockalign_sample *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->comm != b->comm)
+		return a->comm < b->comm ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Interquartile range of the end differences ref[j + d] - r[j] over the
+ * pairs that exist; *np their count.  tmp holds n values. */
+static int64_t
+ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
+    const struct clockalign_sample *ref, size_t nref, long d, int64_t *tmp,
+    size_t *np)
+{
+	size_t k = 0;
+
+	for (size_t j = 0; j < nr; j++) {
+		long q = (long)j + d;
+
+		if (q < 0 || (size_t)q >= nref)
+			continue;
+		tmp[k++] = (int64_t)ref[q].end_ns - (int64_t)r[j].end_ns;
+	}
+	*np = k;
+	if (k < 4)
+		return INT64_MAX;
+	qsort(tmp, k, sizeof(*tmp), ca_cmp_i64);
+	return tmp[(3 * k) / 4] - tmp[k / 4];
+}
+
+/*
+ * Ordinals that do not match: a rank whose capture began a few
+ * collectives before or after the reference rank's numbers them from a
+ * different first one, and equal ordinals then pair different collectives
+ * (their end differences vary by the step-to-step jitter, not by noise).
+ * For each rank and communicator it shares with the reference rank,
+ * where the pairing by ordinal disagrees by more than 4 x the floor, the
+ * shift of up to CLOCKALIGN_MAX_SHIFT collectives whose differences agree
+ * best (a quarter of the spread or less) renumbers its collectives onto
+ * the reference's; its unpaired ones get ordinals no one else has.
+ */
+static void
+ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
+    int64_t *tmp)
+{
+	size_t i = 0, r0 = 0, r1 = 0;
+
+	qsort(s, m, sizeof(*s), ca_cmp_rank_comm);
+	while (r0 < m && s[r0].rank != refrank)
+		r0++;
+	r1 = r0;
+	while (r1 < m && s[r1].rank == refrank)
+		r1++;
+	while (i < m) {
+		size_t j = i, a, b, base, np, best_np = 0;
+		int64_t eq, best = INT64_MAX, v;
+		long best_d = 0;
+
+		while (j < m && s[j].rank == s[i].rank && s[j].comm == s[i].comm)
+			j++;
+		if (s[i].rank == refrank)
+			goto next;
+		for (a = r0; a < r1 && s[a].comm != s[i].comm; a++)
+			;
+		for (b = a; b < r1 && s[b].comm == s[i].comm; b++)
+			;
+		if (a == b)
+			goto next;
+		/* The pairing by ordinal: its offset within the reference's. */
+		for (base = a; base < b && s[base].seq < s[i].seq; base++)
+			;
+		eq = ca_pair_iqr(s + i, j - i, s + a, b - a,
+		    (long)(base - a), tmp, &np);
+		if (eq != INT64_MAX && eq <= 4 * CLOCKALIGN_FLOOR_NS)
+			goto next;
+		for (long d = -CLOCKALIGN_MAX_SHIFT; d <= CLOCKALIGN_MAX_SHIFT;
+		    d++) {
+			v = ca_pair_iqr(s + i, j - i, s + a, b - a,
+			    (long)(base - a) + d, tmp, &np);
+			if (np * 2 < (j - i < b - a ? j - i : b - a))
+				continue;
+			if (v < best) {
+				best = v;
+				best_d = (long)(base - a) + d;
+				best_np = np;
+			}
+		}
+		if (best_np == 0 || (eq != INT64_MAX && best > eq / 4) ||
+		    best_d == (long)(base - a))
+			goto next;
+		for (size_t k = i; k < j; k++) {
+			long q = (long)(k - i) + best_d;
+
+			s[k].seq = q >= 0 && (size_t)q < b - a ?
+			    s[a + (size_t)q].seq : 1ull << 63 |
+			    (uint64_t)s[k].rank << 24 | (k - i);
+		}
+next:
+		i = j;
+	}
+	qsort(s, m, sizeof(*s), ca_cmp_sample);
+}
+
+static int
+ca_cmp_rank(const void *x, const void *y)
+{
+	const struct clockalign_rank *a = x, *b = y;
+
+	return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+/* By rank, then host: a rank seen on two hosts (bad input) always keeps
+ * the lower one, whatever the order of the samples. */
+static int
+ca_cmp_rank_host(const void *x, const void *y)
+{
+	const struct clockalign_rank *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->host < b->host ? -1 : a->host > b->host;
+}
+
+/* Median of n sorted values (the mean of the middle two when even). */
+static int64_t
+ca_median_sorted(const int64_t *v, size_t n)
+{
+	if (n % 2)
+		return v[n / 2];
+	return v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+static uint32_t
+ca_find(uint32_t *uf, uint32_t x)
+{
+	while (uf[x] != x) {
+		uf[x] = uf[uf[x]];
+		x = uf[x];
+	}
+	return x;
+}
+
+/* Half-width of the 95% interval of the median of n sorted values. */
+static int64_t
+ca_ci(const int64_t *v, size_t n, int64_t med)
+{
+	size_t j, k;
+	double h;
+
+	if (n < 6) {
+		j = 0;
+		k = n - 1;
+	} else {
+		h = 0.98 * sqrt((double)n);
+		j = (size_t)floor((double)n / 2 - h);
+		k = (size_t)ceil((double)n / 2 + h);
+		if (k > n - 1)
+			k = n - 1;
+	}
+	return med - v[j] > v[k] - med ? med - v[j] : v[k] - med;
+}
+
+static void
+ca_disagree(struct clockalign_est *x)
+{
+	x->status = CLOCKALIGN_NOT_ESTIMABLE;
+	x->reason = "collective ends do not agree (captures of different "
+	    "steps?)";
+}
+
+/*
+ * Solves for nunits offsets from ne entries sorted by instance, ref the
+ * reference unit.  Fills est[nunits] (via: the unit each was placed
+ * through).
+ * Returns 0 or -ENOMEM.
+ */
+static int
+ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
+    uint32_t ref, struct clockalign_est *est)
+{
+	size_t *ioff = calloc((size_t)ninst + 1, sizeof(*ioff));
+	size_t *uoff = calloc((size_t)nunits + 1, sizeof(*uoff));
+	size_t *ufill = calloc((size_t)nunits, sizeof(*ufill));
+	uint32_t *uf = calloc((size_t)nunits, sizeof(*uf));
+	int64_t *o = calloc((size_t)nunits, sizeof(*o));
+	int64_t *onew = calloc((size_t)nunits, sizeof(*onew));
+	int64_t *d = calloc(ne + 1, sizeof(*d));
+	int64_t *spread = calloc((size_t)nunits, sizeof(*spread));
+	struct ca_av *av = calloc(ne + 1, sizeof(*av));
+	int64_t *tmp = calloc(ne + 1, sizeof(*tmp));
+	int *level = malloc(((size_t)nunits + 1) * sizeof(*level));
+	int64_t *iq = calloc((size_t)nunits + 1, sizeof(*iq));
+	int rc = -ENOMEM, maxlevel = 0, rounds = 0;
+
+	if (ioff == NULL || uoff == NULL || ufill == NULL || uf == NULL ||
+	    o == NULL || onew == NULL || d == NULL || spread == NULL ||
+	    av == NULL || tmp == NULL || level == NULL || iq == NULL)
+		goto out;
+	for (uint32_t u = 0; u < nunits; u++)
+		level[u] = -1;
+	for (size_t i = 0; i < ne; i++)
+		ioff[e[i].inst + 1]++;
+	for (uint32_t c = 0; c < ninst; c++)
+		ioff[c + 1] += ioff[c];
+	for (uint32_t u = 0; u < nunits; u++)
+		uf[u] = u;
+	/* Matched instances (two units or more) link their units and count
+	 * toward each unit's observations. */
+	for (uint32_t c = 0; c < ninst; c++) {
+		size_t a = ioff[c], b = ioff[c + 1];
+
+		if (b - a < 2)
+			continue;
+		for (size_t i = a; i < b; i++) {
+			uint32_t x = ca_find(uf, e[a].unit),
+			    y = ca_find(uf, e[i].unit);
+
+			uf[y] = x;
+			uoff[e[i].unit + 1]++;
+		}
+	}
+	for (uint32_t u = 0; u < nunits; u++)
+		uoff[u + 1] += uoff[u];
+	/* The typical spread of a unit's own ranks' ends in a collective. */
+	for (uint32_t c = 0; c < ninst; c++)
+		if (ioff[c + 1] - ioff[c] >= 2)
+			for (size_t i = ioff[c]; i < ioff[c + 1]; i++)
+				d[uoff[e[i].unit] + ufill[e[i].unit]++] =
+				    e[i].spread;
+	for (uint32_t u = 0; u < nunits; u++)
+		if (ufill[u] > 0) {
+			qsort(d + uoff[u], ufill[u], sizeof(*d), ca_cmp_i64);
+			spread[u] = ca_median_sorted(d + uoff[u], ufill[u]);
+		}
+	for (uint32_t u = 0; u < nunits; u++) {
+		struct clockalign_est *x = &est[u];
+		size_t m = uoff[u + 1] - uoff[u];
+
+		memset(x, 0, sizeof(*x));
+		x->bound_lo_ns = INT64_MIN;
+		x->bound_hi_ns = INT64_MAX;
+		x->matched = (uint32_t)m;
+		x->via = u;
+		if (u == ref) {
+			/* Its own clock is the reference, shared or not. */
+			x->status = CLOCKALIGN_REFERENCE;
+			continue;
+		}
+		x->status = CLOCKALIGN_NOT_ESTIMABLE;
+		if (m == 0)
+			x->reason = "no collective shared with another clock";
+		else if (uoff[ref + 1] == uoff[ref] ||
+		    ca_find(uf, u) != ca_find(uf, ref))
+			x->reason = "no chain of collectives to the reference "
+			    "clock";
+		else if (m < CLOCKALIGN_MIN_MATCHED)
+			x->reason = "too few collectives matched";
+		else
+			x->status = CLOCKALIGN_ESTIMATED;
+	}
+	if (uoff[ref + 1] == uoff[ref]) {
+		rc = 0;		/* nothing to align to */
+		goto out;
+	}
+	/* Start from the reference outward: a unit's first offset is the
+	 * median over its instances of the already-placed units' median
+	 * aligned end minus its own, and it is linked through the placed
+	 * unit nearest the reference.  Starting there keeps the refinement
+	 * below from settling on a consensus of the others that is not the
+	 * reference's clock. */
+	level[ref] = 0;
+	for (int pass = 1;; pass++) {
+		int placed = 0;
+
+		memset(ufill, 0, (size_t)nunits * sizeof(*ufill));
+		for (uint32_t c = 0; c < ninst; c++) {
+			size_t a = ioff[c], b = ioff[c + 1], k = 0;
+			uint32_t kv = UINT32_MAX;
+			int64_t med;
+
+			if (b - a < 2)
+				continue;
+			for (size_t i = a; i < b; i++) {
+				uint32_t v = e[i].unit;
+
+				if (level[v] < 0 || level[v] >= pass)
+					continue;
+				tmp[k++] = e[i].end + o[v];
+				if (kv == UINT32_MAX || level[v] < level[kv])
+					kv = v;
+			}
+			if (k == 0)
+				continue;
+			qsort(tmp, k, sizeof(*tmp), ca_cmp_i64);
+			med = ca_median_sorted(tmp, k);
+			for (size_t i = a; i < b; i++) {
+				uint32_t u = e[i].unit;
+
+				if (level[u] >= 0 || est[u].status ==
+				    CLOCKALIGN_NOT_ESTIMABLE)
+					continue;
+				d[uoff[u] + ufill[u]++] = med - e[i].end;
+				if (est[u].via == u ||
+				    level[kv] < level[est[u].via])
+					est[u].via = kv;
+			}
+		}
+		for (uint32_t u = 0; u < nunits; u++) {
+			if (level[u] >= 0 || ufill[u] == 0)
+				continue;
+			qsort(d + uoff[u], ufill[u], sizeof(*d), ca_cmp_i64);
+			o[u] = ca_median_sorted(d + uoff[u], ufill[u]);
+			level[u] = pass;
+			placed++;
+		}
+		if (placed == 0)
+			break;
+		maxlevel = pass;
+	}
+	for (uint32_t u = 0; u < nunits; u++)
+		if (level[u] < 0 && est[u].status == CLOCKALIGN_ESTIMATED) {
+			/* Linked only through a unit that is not. */
+			est[u].status = CLOCKALIGN_NOT_ESTIMABLE;
+			est[u].reason = "no chain of collectives to the "
+			    "reference clock";
+		}
+	/* Refine: observations from the current offsets (the others'
+	 * median aligned end, leaving the unit out), new offsets their
+	 * medians; the reference stays at 0.  A unit found not to agree
+	 * at the end is left out and the rest refined again. */
+again:
+	for (int it = 0; it <= CA_MAX_ITER; it++) {
+		int64_t moved = 0;
+		bool last = it == CA_MAX_ITER;
+
+		memset(ufill, 0, (size_t)nunits * sizeof(*ufill));
+		for (uint32_t c = 0; c < ninst; c++) {
+			size_t a = ioff[c], b = ioff[c + 1], k = 0;
+
+			if (b - a < 2)
+				continue;
+			for (size_t i = a; i < b; i++) {
+				if (est[e[i].unit].status ==
+				    CLOCKALIGN_NOT_ESTIMABLE)
+					continue;
+				av[k].v = e[i].end + o[e[i].unit];
+				av[k++].unit = e[i].unit;
+			}
+			if (k < 2)
+				continue;
+			qsort(av, k, sizeof(*av), ca_cmp_av);
+			for (size_t p = 0; p < k; p++) {
+				/* Median of the other k - 1. */
+				size_t m = k - 1, lo = (m - 1) / 2, hi = m / 2;
+				int64_t vl = av[lo < p ? lo : lo + 1].v;
+				int64_t vh = av[hi < p ? hi : hi + 1].v;
+				int64_t t = vl + (vh - vl) / 2;
+				uint32_t u = av[p].unit;
+
+				d[uoff[u] + ufill[u]++] = t - (av[p].v - o[u]);
+			}
+		}
+		for (uint32_t u = 0; u < nunits; u++) {
+			int64_t *v = d + uoff[u], iqr;
+			size_t n = ufill[u];
+
+			if (est[u].status == CLOCKALIGN_NOT_ESTIMABLE ||
+			    n == 0) {
+				onew[u] = 0;
+				continue;
+			}
+			qsort(v, n, sizeof(*v), ca_cmp_i64);
+			onew[u] = ca_median_sorted(v, n);
+			if (last) {
+				est[u].uncertainty_ns = ca_ci(v, n, onew[u]);
+				est[u].matched = (uint32_t)n;
+				/* Half the interquartile range: what one
+				 * collective's ends disagree by, a floor for
+				 * biases the interval cannot see. */
+				iqr = (v[(3 * n) / 4] - v[n / 4]) / 2;
+				if (est[u].uncertainty_ns < iqr)
+					est[u].uncertainty_ns = iqr;
+				iq[u] = iqr;
+			}
+		}
+		if (last) {
+			for (uint32_t u = 0; u < nunits; u++)
+				est[u].offset_ns = u == ref ? 0 : onew[u];
+			break;
+		}
+		for (uint32_t u = 0; u < nunits; u++) {
+			int64_t nv = onew[u], dd = nv - o[u];
+
+			if (est[u].status == CLOCKALIGN_NOT_ESTIMABLE ||
+			    u == ref)
+				continue;
+			if (dd < 0)
+				dd = -dd;
+			if (dd > moved)
+				moved = dd;
+			o[u] = nv;
+		}
+		if (moved <= CA_SETTLED_NS)
+			it = CA_MAX_ITER - 1;	/* one more pass: the result */
+	}
+	/* Ends that disagree by far more than any transit are not one
+	 * collective's: the captures hold different steps.  The worst such
+	 * unit is left out (it spoils the others' observations too) and the
+	 * rest refined again; after 16 rounds all that remain go at once. */
+	{
+		uint32_t worst = UINT32_MAX;
+
+		for (uint32_t u = 0; u < nunits; u++) {
+			if (u == ref || est[u].status ==
+			    CLOCKALIGN_NOT_ESTIMABLE ||
+			    iq[u] <= CLOCKALIGN_MAX_SPREAD_NS)
+				continue;
+			if (rounds >= 16 || worst == UINT32_MAX ||
+			    iq[u] > iq[worst]) {
+				if (rounds >= 16)
+					ca_disagree(&est[u]);
+				worst = u;
+			}
+		}
+		if (worst != UINT32_MAX && rounds < 16) {
+			ca_disagree(&est[worst]);
+			rounds++;
+			goto again;
+		}
+	}
+	/* Causality against the reference, instance by instance. */
+	for (uint32_t c = 0; c < ninst; c++) {
+		const struct ca_ent *er = NULL;
+
+		for (size_t i = ioff[c]; i < ioff[c + 1]; i++)
+			if (e[i].unit == ref)
+				er = &e[i];
+		if (er == NULL)
+			continue;
+		for (size_t i = ioff[c]; i < ioff[c + 1]; i++) {
+			struct clockalign_est *x = &est[e[i].unit];
+
+			if (e[i].unit == ref)
+				continue;
+			if (er->smax - e[i].emin > x->bound_lo_ns)
+				x->bound_lo_ns = er->smax - e[i].emin;
+			if (er->emin - e[i].smax < x->bound_hi_ns)
+				x->bound_hi_ns = er->emin - e[i].smax;
+		}
+	}
+	for (uint32_t u = 0; u < nunits; u++) {
+		struct clockalign_est *x = &est[u];
+
+		if (x->status == CLOCKALIGN_NOT_ESTIMABLE)
+			continue;
+		if (u == ref) {
+			x->offset_ns = 0;
+			x->uncertainty_ns = 0;
+			x->bound_lo_ns = x->bound_hi_ns = 0;
+			continue;
+		}
+		/* How well "ends together" holds inside one clock bounds
+		 * how well it holds between two. */
+		if (x->uncertainty_ns < spread[u])
+			x->uncertainty_ns = spread[u];
+		if (x->uncertainty_ns < spread[ref])
+			x->uncertainty_ns = spread[ref];
+		if (x->uncertainty_ns < CLOCKALIGN_FLOOR_NS)
+			x->uncertainty_ns = CLOCKALIGN_FLOOR_NS;
+	}
+	/* Linked through another unit: its uncertainty adds (in placing
+	 * order, so the chain's whole length counts). */
+	for (int lv = 2; lv <= maxlevel; lv++)
+		for (uint32_t u = 0; u < nunits; u++)
+			if (level[u] == lv && est[u].status ==
+			    CLOCKALIGN_ESTIMATED && est[u].via != ref &&
+			    est[u].via != u)
+				est[u].uncertainty_ns +=
+				    est[est[u].via].uncertainty_ns;
+	for (uint32_t u = 0; u < nunits; u++) {
+		struct clockalign_est *x = &est[u];
+		int64_t lo, hi;
+
+		if (x->status == CLOCKALIGN_NOT_ESTIMABLE || u == ref)
+			continue;
+		if (x->bound_lo_ns > x->bound_hi_ns)
+			continue;	/* contradictory: noise, no bracket */
+		/* Keep the interval inside the bracket, and the estimate
+		 * inside the interval. */
+		lo = x->offset_ns - x->uncertainty_ns;
+		hi = x->offset_ns + x->uncertainty_ns;
+		if (lo < x->bound_lo_ns)
+			lo = x->bound_lo_ns;
+		if (hi > x->bound_hi_ns)
+			hi = x->bound_hi_ns;
+		if (lo > hi)
+			lo = hi = x->offset_ns < x->bound_lo_ns ?
+			    x->bound_lo_ns : x->bound_hi_ns;
+		if (x->offset_ns < lo)
+			x->offset_ns = lo;
+		if (x->offset_ns > hi)
+			x->offset_ns = hi;
+		x->uncertainty_ns = x->offset_ns - lo > hi - x->offset_ns ?
+		    x->offset_ns - lo : hi - x->offset_ns;
+		if (x->uncertainty_ns < 1)
+			x->uncertainty_ns = 1;
+	}
+	rc = 0;
+out:
+	free(ioff);
+	free(uoff);
+	free(ufill);
+	free(uf);
+	free(o);
+	free(onew);
+	free(d);
+	free(spread);
+	free(av);
+	free(tmp);
+	free(level);
+	free(iq);
+	return rc;
+}
+
+/*
+ * Entries per (instance, host) (byrank false) or (instance, rank) from the
+ * sorted samples; units are host indexes or rank slots (rix maps a rank
+ * to its slot).  Returns the count, *ninst the instances.
+ */
+static size_t
+ca_entries(const struct clockalign_sample *s, size_t n, bool byrank,
+    const struct clockalign_rank *ranks, size_t nranks, struct ca_ent *e,
+    int64_t *tmp, uint32_t *ninst)
+{
+	size_t ne = 0, i = 0;
+	uint32_t inst = 0;
+
+	while (i < n) {
+		size_t j = i;
+
+		while (j < n && s[j].comm == s[i].comm && s[j].seq == s[i].seq)
+			j++;
+		for (size_t a = i; a < j;) {
+			size_t b = a, k = 0;
+			uint32_t unit;
+			struct ca_ent *x = &e[ne];
+
+			if (byrank) {
+				struct clockalign_rank key = { .rank =
+				    s[a].rank };
+				const struct clockalign_rank *r = bsearch(&key,
+				    ranks, nranks, sizeof(*ranks), ca_cmp_rank);
+
+				unit = (uint32_t)(r - ranks);
+				/* A rank twice in one instance: its first. */
+				b = a + 1;
+				while (b < j && s[b].rank == s[a].rank)
+					b++;
+				x->end = (int64_t)s[a].end_ns;
+				x->smax = (int64_t)s[a].start_ns;
+				x->emin = x->end;
+				x->spread = 0;
+			} else {
+				unit = s[a].host;
+				while (b < j && s[b].host == s[a].host)
+					b++;
+				x->smax = INT64_MIN;
+				x->emin = INT64_MAX;
+				for (size_t q = a; q < b; q++) {
+					/* Each rank once. */
+					if (q > a && s[q].rank == s[q - 1].rank)
+						continue;
+					tmp[k++] = (int64_t)s[q].end_ns;
+					if ((int64_t)s[q].start_ns > x->smax)
+						x->smax = (int64_t)s[q].start_ns;
+					if ((int64_t)s[q].end_ns < x->emin)
+						x->emin = (int64_t)s[q].end_ns;
+				}
+				qsort(tmp, k, sizeof(*tmp), ca_cmp_i64);
+				x->end = ca_median_sorted(tmp, k);
+				x->spread = tmp[k - 1] - tmp[0];
+			}
+			x->inst = inst;
+			x->unit = unit;
+			ne++;
+			a = b;
+		}
+		inst++;
+		i = j;
+	}
+	*ninst = inst;
+	return ne;
+}
+
+int
+clockalign_estimate(const struct clockalign_sample *in, size_t n,
+    uint32_t nhosts, int reference, struct clockalign *out)
+{
+	struct clockalign_sample *s = NULL;
+	struct ca_ent *e = NULL;
+	struct clockalign_est *rest = NULL;
+	int64_t *tmp = NULL;
+	uint32_t ninst, ref, rref;
+	size_t ne, nr = 0, m = 0;
+	int rc = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	out->nhosts = nhosts;
+	out->reference = reference >= 0 ? (uint32_t)reference : 0;
+	if (nhosts == 0)
+		return 0;
+	out->host = calloc(nhosts, sizeof(*out->host));
+	out->host_split = calloc(nhosts, sizeof(*out->host_split));
+	if (out->host == NULL || out->host_split == NULL)
+		goto fail;
+	for (uint32_t h = 0; h < nhosts; h++) {
+		out->host[h].status = CLOCKALIGN_NOT_ESTIMABLE;
+		out->host[h].reason = "no collectives";
+		out->host[h].bound_lo_ns = INT64_MIN;
+		out->host[h].bound_hi_ns = INT64_MAX;
+		out->host[h].via = h;
+	}
+	s = malloc((n + 1) * sizeof(*s));
+	e = malloc((n + 1) * sizeof(*e));
+	tmp = malloc((n + 1) * sizeof(*tmp));
+	if (s == NULL || e == NULL || tmp == NULL)
+		goto fail;
+	/* Samples of hosts out of range, or with end before start, are
+	 * bad input: left out. */
+	for (size_t i = 0; i < n; i++)
+		if (in[i].host < nhosts && in[i].end_ns >= in[i].start_ns &&
+		    in[i].end_ns <= INT64_MAX)
+			s[m++] = in[i];
+	out->nsamples = m;
+	qsort(s, m, sizeof(*s), ca_cmp_sample);
+	/* The ranks, each on one host. */
+	out->ranks = calloc(m + 1, sizeof(*out->ranks));
+	if (out->ranks == NULL)
+		goto fail;
+	for (size_t i = 0; i < m; i++) {
+		out->ranks[nr].rank = s[i].rank;
+		out->ranks[nr++].host = s[i].host;
+	}
+	qsort(out->ranks, nr, sizeof(*out->ranks), ca_cmp_rank_host);
+	{
+		size_t w = 0;
+
+		for (size_t i = 0; i < nr; i++)
+			if (w == 0 || out->ranks[w - 1].rank !=
+			    out->ranks[i].rank)
+				out->ranks[w++] = out->ranks[i];
+		nr = w;
+	}
+	out->nranks = nr;
+	if (nr == 0) {
+		free(s);
+		free(e);
+		free(tmp);
+		return 0;
+	}
+	/* Per rank first: the lowest rank that shares a collective is the
+	 * rank-level reference, and its host the default reference host. */
+	ne = ca_entries(s, m, true, out->ranks, nr, e, tmp, &ninst);
+	{
+		unsigned char *shared = calloc(nr, 1);
+
+		if (shared == NULL)
+			goto fail;
+		for (size_t i = 0; i + 1 < ne; i++)
+			if (e[i].inst == e[i + 1].inst)
+				shared[e[i].unit] = shared[e[i + 1].unit] = 1;
+		rref = 0;
+		if (reference >= 0) {
+			for (size_t i = 0; i < nr; i++)
+				if (out->ranks[i].host == (uint32_t)reference &&
+				    shared[i]) {
+					rref = (uint32_t)i;
+					break;
+				}
+		} else
+			for (size_t i = 0; i < nr; i++)
+				if (shared[i]) {
+					rref = (uint32_t)i;
+					break;
+				}
+		free(shared);
+	}
+	ref = reference >= 0 ? (uint32_t)reference : out->ranks[rref].host;
+	out->reference = ref;
+	ca_repair(s, m, out->ranks[rref].rank, tmp);
+	ne = ca_entries(s, m, true, out->ranks, nr, e, tmp, &ninst);
+	rest = calloc(nr, sizeof(*rest));
+	if (rest == NULL)
+		goto fail;
+	if ((rc = ca_solve(e, ne, ninst, (uint32_t)nr, rref, rest)) != 0)
+		goto fail;
+	ne = ca_entries(s, m, false, NULL, 0, e, tmp, &ninst);
+	if ((rc = ca_solve(e, ne, ninst, nhosts, ref, out->host)) != 0)
+		goto fail;
+	rc = -ENOMEM;
+	/* A host none of whose ranks has a sample keeps "no collectives". */
+	for (uint32_t h = 0; h < nhosts; h++) {
+		bool any = false;
+
+		for (size_t i = 0; i < nr; i++)
+			any |= out->ranks[i].host == h;
+		if (!any) {
+			out->host[h].status = CLOCKALIGN_NOT_ESTIMABLE;
+			out->host[h].reason = "no collectives";
+		}
+	}
+	/* The ranks of a host should share its offset; where two are
+	 * apart by more than their uncertainties, the host's clock is not
+	 * one (a per-process skew) and its ranks get their own. */
+	for (size_t i = 0; i < nr; i++) {
+		struct clockalign_rank *r = &out->ranks[i];
+
+		r->est = rest[i];
+		if (r->est.status == CLOCKALIGN_NOT_ESTIMABLE)
+			continue;
+		for (size_t j = 0; j < i; j++) {
+			const struct clockalign_rank *q = &out->ranks[j];
+
+			if (q->host != r->host ||
+			    q->est.status == CLOCKALIGN_NOT_ESTIMABLE)
+				continue;
+			if (llabs(r->est.offset_ns - q->est.offset_ns) >
+			    3 * (r->est.uncertainty_ns +
+			    q->est.uncertainty_ns) + CLOCKALIGN_SPLIT_NS)
+				out->host_split[r->host] = 1;
+		}
+	}
+	for (size_t i = 0; i < nr; i++) {
+		struct clockalign_rank *r = &out->ranks[i];
+		const struct clockalign_est *h = &out->host[r->host];
+		bool own = out->host_split[r->host] || out->host_split[ref] ||
+		    h->status == CLOCKALIGN_NOT_ESTIMABLE;
+
+		if (own && r->est.status != CLOCKALIGN_NOT_ESTIMABLE) {
+			r->applied = 1;
+			r->own = 1;
+			r->applied_ns = r->est.offset_ns;
+			r->applied_unc_ns = r->est.uncertainty_ns;
+		} else if (!own) {
+			r->applied = 1;
+			r->applied_ns = h->offset_ns;
+			r->applied_unc_ns = h->uncertainty_ns;
+		}
+	}
+	free(rest);
+	free(s);
+	free(e);
+	free(tmp);
+	return 0;
+fail:
+	free(rest);
+	free(s);
+	free(e);
+	free(tmp);
+	clockalign_free(out);
+	return rc;
+}
+
+void
+clockalign_free(struct clockalign *ca)
+{
+	free(ca->host);
+	free(ca->host_split);
+	free(ca->ranks);
+	memset(ca, 0, sizeof(*ca));
+}
+
+const struct clockalign_rank *
+clockalign_rank(const struct clockalign *ca, uint32_t rank)
+{
+	struct clockalign_rank key = { .rank = rank };
+
+	if (ca->nranks == 0)
+		return NULL;
+	return bsearch(&key, ca->ranks, ca->nranks, sizeof(*ca->ranks),
+	    ca_cmp_rank);
+}
+
+const char *
+clockalign_status_name(enum clockalign_status s)
+{
+	switch (s) {
+	case CLOCKALIGN_REFERENCE:
+		return "reference";
+	case CLOCKALIGN_ESTIMATED:
+		return "estimated";
+	case CLOCKALIGN_NOT_ESTIMABLE:
+		return "not estimable";
+	}
+	return "?";
+}

@@ -1,0 +1,528 @@
+/*
+ * Partial results of the analysis engine: per-input partials merged in
+ * order print exactly what one pass over all the input prints (every
+ * table, text and JSON, and the warnings), through memory and through the
+ * wire format; a damaged or forged partial is refused with a one-line
+ * reason and never crashes the reader.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "record.h"
+#include "trace.h"
+
+#define T0	1700000000000000000ull
+#define US	1000ull
+#define NRANK	4
+
+/* String ids of every source (the same names, on purpose). */
+static const char *const names[] = { NULL, "step", "MatMul", "AI_CORE",
+    "HcclAllReduce", "comm0", "aclrtLaunchKernel", "Add", "AI_VECTOR",
+    "AI_CPU", "dataload", "MatMulV2", "HcclBroadcast", "job1", "train" };
+
+/* Where feed's records go: a direct source, or a trace file. */
+struct sink {
+	struct analysis_source	*src;
+	struct trace_writer	*w;
+	uint64_t		 losses[LOSS_STAGE_MAX];
+};
+
+static void
+add(struct sink *k, struct rec_hdr *h)
+{
+	if (k->src != NULL)
+		ck_assert_int_eq(analysis_source_add(k->src, h), 0);
+	else
+		ck_assert_msg(trace_writer_add(k->w, h) == 0, "write type %u",
+		    h->type);
+}
+
+/*
+ * One rank's records: steps, kernels launched by an API (the same kernel
+ * name with another core type on rank 2, a kernel named like the
+ * collective on ranks 1 and 3, whose first collective launch on rank 3
+ * comes before its own kernel of that name), collectives on one
+ * communicator whose end times agree across ranks up to a host clock skew, memcpy, memory, a data
+ * loading range, and losses.
+ */
+static void
+feed_to(struct sink *src, int r)
+{
+	uint32_t pid = 100u + (uint32_t)r;
+	int64_t skew = r >= 2 ? 3000 * (int64_t)US : 0;	/* other host */
+	uint64_t corr = 1, losses[LOSS_STAGE_MAX] = { 0 };
+	struct rec_process p;
+
+	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++) {
+		uint32_t id;
+
+		if (src->src != NULL)
+			ck_assert_int_eq(analysis_source_string(src->src, i,
+			    names[i]), 0);
+		else {
+			ck_assert_int_eq(trace_writer_intern(src->w, names[i],
+			    strlen(names[i]), &id), 0);
+			ck_assert_uint_eq(id, i);
+		}
+	}
+	REC_INIT(&p, REC_PROCESS, 0);
+	p.pid = pid;
+	p.rank = r;
+	p.local_rank = r % 2;
+	p.world_size = NRANK;
+	p.job_id = 13;
+	p.exe_id = 14;
+	add(src, &p.hdr);
+	for (int st = 0; st < 6; st++) {
+		uint64_t b = T0 + (uint64_t)((int64_t)st * 2000 * (int64_t)US +
+		    skew);
+		uint64_t work = (uint64_t)(r == 1 ? 900 : 500) * US;
+		struct rec_marker m;
+		struct rec_api api;
+		struct rec_kernel k;
+		struct rec_communication c;
+		struct rec_memcpy mc;
+		struct rec_memory mem;
+
+		REC_INIT(&m, REC_MARKER, 0);
+		m.pid = pid;
+		m.timestamp = b;
+		m.id = (uint64_t)st + 1;
+		m.name_id = 1;
+		m.flag = 2u;
+		add(src, &m.hdr);
+		if (st == 2) {		/* data loading, 50 us */
+			m.id = 1000;
+			m.name_id = 10;
+			m.timestamp = b + 1 * US;
+			add(src, &m.hdr);
+			m.flag = 4u;
+			m.timestamp = b + 51 * US;
+			add(src, &m.hdr);
+			m.flag = 2u;
+		}
+		for (int j = 0; j < 3; j++) {
+			uint64_t ks = b + (uint64_t)(10 + j * 200) * US;
+
+			REC_INIT(&api, REC_API, 0);
+			api.kind = 3;
+			api.pid = pid;
+			api.start = ks - 8 * US;
+			api.end = ks - (uint64_t)(2 + j + r) * US;
+			api.name_id = 6;
+			api.correlation_id = corr;
+			add(src, &api.hdr);
+			REC_INIT(&k, REC_KERNEL, 0);
+			k.pid = pid;
+			k.start = ks;
+			k.end = ks + work / 3 + (uint64_t)(j * 7 + st) * US;
+			k.name_id = ((r == 3 && st > 0) || r == 1) && j == 2 ?
+			    4 : (j == 1 ? 7 : 2);
+			k.type_id = j == 1 ? 8 : (r == 2 ? 9 : 3);
+			k.correlation_id = corr++;
+			add(src, &k.hdr);
+		}
+		/* A kernel whose name the trace never defined (a file's
+		 * writer refuses that: no name there). */
+		REC_INIT(&k, REC_KERNEL, 0);
+		k.pid = pid;
+		k.start = b + 640 * US;
+		k.end = b + 650 * US;
+		k.name_id = src->src != NULL ? 99 : 0;
+		k.type_id = 3;
+		add(src, &k.hdr);
+		REC_INIT(&c, REC_COMMUNICATION, 0);
+		c.pid = pid;
+		c.start = b + (uint64_t)(r == 1 ? 1000 : 700) * US;
+		c.end = b + 1500 * US;
+		c.name_id = st % 3 == 2 ? 12 : 4;
+		c.comm_name_id = 5;
+		c.count = 1u << (20 + r);
+		c.data_type = 0;
+		c.correlation_id = corr;
+		add(src, &c.hdr);
+		REC_INIT(&api, REC_API, 0);
+		api.kind = 3;
+		api.pid = pid;
+		api.start = c.start - 5 * US;
+		api.end = c.start - 1 * US;
+		api.name_id = 6;
+		api.correlation_id = corr++;
+		add(src, &api.hdr);
+		REC_INIT(&mc, REC_MEMCPY, 0);
+		mc.pid = pid;
+		mc.start = b + 1600 * US;
+		mc.end = b + 1650 * US;
+		mc.copy_kind = 2;
+		mc.bytes = 1000u + (uint64_t)r;
+		add(src, &mc.hdr);
+		REC_INIT(&mem, REC_MEMORY, 0);
+		mem.pid = pid;
+		mem.device = (uint32_t)(r % 2);
+		mem.start = mem.end = b + 1700 * US;
+		mem.bytes = (uint64_t)(st + 1 + r) << 20;
+		mem.op = st % 2;	/* alloc, free, ... */
+		add(src, &mem.hdr);
+		m.flag = 4u;
+		m.name_id = 1;
+		m.id = (uint64_t)st + 1;
+		m.timestamp = b + 1900 * US;
+		add(src, &m.hdr);
+	}
+	if (r == 2) {
+		losses[1] = 7;
+		if (src->src != NULL)
+			analysis_source_losses(src->src, losses);
+		memcpy(src->losses, losses, sizeof(losses));
+	}
+}
+
+static void
+feed(struct analysis_source *src, int r)
+{
+	struct sink k = { .src = src };
+
+	feed_to(&k, r);
+}
+
+/* Rank r's records as a trace file at path (its losses in the footer). */
+static void
+write_rank(const char *path, int r)
+{
+	struct trace_header h;
+	struct trace_footer ft;
+	struct sink k = { 0 };
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&h, 0, sizeof(h));
+	h.hostname = r >= 2 ? "h2" : "h1";
+	h.producer = "check_analysis_partial";
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &k.w), 0);
+	feed_to(&k, r);
+	memset(&ft, 0, sizeof(ft));
+	memcpy(ft.losses, k.losses, sizeof(ft.losses));
+	ck_assert_int_eq(trace_writer_close(k.w, &ft, NULL), 0);
+	ck_assert_int_eq(close(fd), 0);
+}
+
+/* Every table as JSON and as text, and the warnings, in one string. */
+static char *
+dump(struct analysis *a)
+{
+	char *buf = NULL;
+	size_t len = 0, nw;
+	FILE *f = open_memstream(&buf, &len);
+	const char *const *w;
+
+	ck_assert_int_eq(analysis_run(a), 0);
+	for (int s = 0; s < ANALYSIS_SECTION_MAX; s++) {
+		fprintf(f, "== %s\n", analysis_section_name(s));
+		ck_assert_int_eq(table_print(analysis_table(a, s), TABLE_JSON,
+		    f), 0);
+		ck_assert_int_eq(analysis_print_text(a, s, f), 0);
+	}
+	w = analysis_warnings(a, &nw);
+	for (size_t i = 0; i < nw; i++)
+		fprintf(f, "warning: %s\n", w[i]);
+	fclose(f);
+	return buf;
+}
+
+static struct analysis *
+one_pass(void)
+{
+	struct analysis *a = analysis_new(NULL);
+
+	for (int r = 0; r < NRANK; r++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "rank%d", r);
+		feed(analysis_source_new(a, name, r >= 2 ? "h2" : "h1"), r);
+	}
+	return a;
+}
+
+static struct analysis *
+part(int r)
+{
+	struct analysis *a = analysis_new(NULL);
+	char name[32];
+
+	snprintf(name, sizeof(name), "rank%d", r);
+	feed(analysis_source_new(a, name, r >= 2 ? "h2" : "h1"), r);
+	return a;
+}
+
+/* Encodes part r. */
+static void *
+wire(int r, size_t *len)
+{
+	struct analysis *a = part(r);
+	void *buf;
+
+	ck_assert_int_eq(analysis_partial_encode(a, &buf, len), 0);
+	analysis_free(a);
+	return buf;
+}
+
+START_TEST(test_merge_equals_one_pass)
+{
+	struct analysis *a = one_pass(), *m = analysis_new(NULL);
+	char *want = dump(a), *got;
+
+	/* The fixture exercises what merging must get right. */
+	ck_assert_ptr_nonnull(strstr(want, "\"Slow Votes\":6"));
+	ck_assert_ptr_nonnull(strstr(want, "\"Aligned\":\"yes\""));
+	ck_assert_ptr_nonnull(strstr(want, "records lost at agent_ring"));
+	for (int r = 0; r < NRANK; r++) {
+		struct analysis *p = part(r);
+
+		ck_assert_int_eq(analysis_merge(m, p), 0);
+		analysis_free(p);
+	}
+	got = dump(m);
+	ck_assert_str_eq(got, want);
+	free(got);
+	analysis_free(m);
+	/* Merging merged partials ((0+1)+(2+3)) is the same again. */
+	m = analysis_new(NULL);
+	for (int h = 0; h < 2; h++) {
+		struct analysis *g = part(2 * h), *p = part(2 * h + 1);
+
+		ck_assert_int_eq(analysis_merge(g, p), 0);
+		analysis_free(p);
+		ck_assert_int_eq(analysis_merge(m, g), 0);
+		analysis_free(g);
+	}
+	got = dump(m);
+	ck_assert_str_eq(got, want);
+	free(got);
+	analysis_free(m);
+	free(want);
+	analysis_free(a);
+}
+END_TEST
+
+START_TEST(test_wire_equals_one_pass)
+{
+	struct analysis *a = one_pass(), *m = analysis_new(NULL);
+	char *want = dump(a), *got, err[256];
+	unsigned char *all = NULL;
+	size_t nall = 0, off = 0;
+
+	/* Concatenated partials, as a node sends them. */
+	for (int r = 0; r < NRANK; r++) {
+		size_t len;
+		void *b = wire(r, &len);
+
+		/* Bounded: a few hundred bytes per step of a rank here. */
+		ck_assert_uint_lt(len, 16384);
+		all = realloc(all, nall + len);
+		memcpy(all + nall, b, len);
+		nall += len;
+		free(b);
+	}
+	while (off < nall) {
+		size_t used = 0;
+
+		ck_assert_msg(analysis_partial_decode(m, all + off, nall - off,
+		    &used, err, sizeof(err)) == 0, "decode: %s", err);
+		off += used;
+	}
+	ck_assert_uint_eq(analysis_partial_ranks(m), NRANK);
+	got = dump(m);
+	ck_assert_str_eq(got, want);
+	free(got);
+	analysis_free(m);
+	free(all);
+	free(want);
+	analysis_free(a);
+}
+END_TEST
+
+/* Decoding then encoding again gives the same bytes. */
+START_TEST(test_wire_roundtrip)
+{
+	size_t len, len2;
+	void *b = wire(3, &len), *b2;
+	struct analysis *m = analysis_new(NULL);
+	char err[256];
+
+	ck_assert_int_eq(analysis_partial_decode(m, b, len, NULL, err,
+	    sizeof(err)), 0);
+	ck_assert_int_eq(analysis_partial_encode(m, &b2, &len2), 0);
+	ck_assert_uint_eq(len, len2);
+	ck_assert_int_eq(memcmp(b, b2, len), 0);
+	free(b);
+	free(b2);
+	analysis_free(m);
+}
+END_TEST
+
+static uint64_t
+fnv(const unsigned char *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+/* Rewrites the checksum so that the reader's own checks are reached. */
+static void
+reseal(unsigned char *b, size_t len)
+{
+	uint64_t h = fnv(b + 13, len - 21);
+
+	for (int i = 0; i < 8; i++)
+		b[len - 8 + (size_t)i] = (unsigned char)(h >> (8 * i));
+}
+
+static void
+expect_bad(const unsigned char *b, size_t len, const char *what)
+{
+	struct analysis *m = analysis_new(NULL);
+	char err[256] = "";
+	int rc = analysis_partial_decode(m, b, len, NULL, err, sizeof(err));
+
+	ck_assert_msg(rc == -EBADMSG, "%s: accepted (%d)", what, rc);
+	ck_assert_msg(*err && strchr(err, '\n') == NULL, "%s: reason '%s'",
+	    what, err);
+	/* Nothing of it was merged. */
+	ck_assert_uint_eq(analysis_partial_ranks(m), 0);
+	analysis_free(m);
+}
+
+START_TEST(test_corrupt_rejected)
+{
+	size_t len;
+	unsigned char *b = wire(1, &len), *c = malloc(len);
+	struct analysis_opts o;
+	struct analysis *m;
+	char err[256];
+	unsigned seed = 1;
+
+	memcpy(c, b, len);
+	c[0] ^= 1;
+	expect_bad(c, len, "magic");
+	memcpy(c, b, len);
+	c[8] = 99;
+	expect_bad(c, len, "version");
+	expect_bad(b, len - 1, "truncated");
+	expect_bad(b, 10, "short");
+	/* Any flipped payload byte: the checksum. */
+	for (size_t i = 13; i < len; i += 7) {
+		memcpy(c, b, len);
+		c[i] ^= 0x40;
+		expect_bad(c, len, "flipped byte");
+	}
+	/* Forged payloads with a valid checksum: the field checks.  Cutting
+	 * the payload short anywhere is always caught. */
+	for (size_t cut = 13; cut < len - 8; cut += 5) {
+		unsigned char *f = malloc(cut + 8);
+
+		memcpy(f, b, cut);
+		f[9] = (unsigned char)(cut - 13);
+		f[10] = (unsigned char)((cut - 13) >> 8);
+		f[11] = f[12] = 0;
+		reseal(f, cut + 8);
+		expect_bad(f, cut + 8, "cut payload");
+		free(f);
+	}
+	/* Random bytes: refused or accepted, never a crash (ASan). */
+	for (int t = 0; t < 2000; t++) {
+		memcpy(c, b, len);
+		for (int k = 0; k < 3; k++)
+			c[13 + (size_t)rand_r(&seed) % (len - 21)] =
+			    (unsigned char)rand_r(&seed);
+		reseal(c, len);
+		m = analysis_new(NULL);
+		if (analysis_partial_decode(m, c, len, NULL, err,
+		    sizeof(err)) == 0)
+			ck_assert_int_eq(analysis_run(m), 0);
+		analysis_free(m);
+	}
+	/* Made with other options: refused, not silently merged. */
+	analysis_opts_init(&o);
+	o.step_marker = "iteration";
+	m = analysis_new(&o);
+	ck_assert_int_eq(analysis_partial_decode(m, b, len, NULL, err,
+	    sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "step-marker"));
+	analysis_free(m);
+	free(b);
+	free(c);
+}
+END_TEST
+
+/* msptictl report's path (each file its own partial, in threads, merged
+ * in order) prints what one pass over the same files prints. */
+START_TEST(test_files_merged_equal_one_pass)
+{
+	char dir[] = "/tmp/check-partial-XXXXXX", paths[NRANK][64];
+	char *pv[NRANK + 1], *want, *got;
+	struct analysis_opts o;
+	struct analysis *a;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (int r = 0; r < NRANK; r++) {
+		snprintf(paths[r], sizeof(paths[r]), "%s/rank%d.trace", dir, r);
+		write_rank(paths[r], r);
+		pv[r] = paths[r];
+	}
+	pv[NRANK] = (char *)"/nonexistent/trace";	/* warned, in order */
+	analysis_opts_init(&o);
+	a = analysis_new(&o);
+	ck_assert_uint_eq(analysis_add_files(a, pv, NRANK + 1), NRANK);
+	want = dump(a);
+	analysis_free(a);
+	ck_assert_ptr_nonnull(strstr(want, "records lost at agent_ring"));
+	ck_assert_ptr_nonnull(strstr(want, "cannot read"));
+	for (unsigned j = 1; j <= 4; j += 3) {
+		o.jobs = j;
+		a = analysis_new(&o);
+		ck_assert_uint_eq(analysis_add_files_merged(a, pv, NRANK + 1),
+		    NRANK);
+		got = dump(a);
+		ck_assert_msg(strcmp(got, want) == 0, "--jobs %u differs", j);
+		free(got);
+		analysis_free(a);
+	}
+	free(want);
+	for (int r = 0; r < NRANK; r++)
+		unlink(paths[r]);
+	rmdir(dir);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("analysis_partial");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_merge_equals_one_pass);
+	tcase_add_test(tc, test_wire_equals_one_pass);
+	tcase_add_test(tc, test_wire_roundtrip);
+	tcase_add_test(tc, test_corrupt_rejected);
+	tcase_add_test(tc, test_files_merged_equal_one_pass);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

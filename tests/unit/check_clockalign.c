@@ -1,0 +1,639 @@
+/* lib/clockalign: host and rank clock offsets recovered from synthetic
+ * collective samples with known offsets, noise, outliers, missing ranks and
+ * unlinked hosts; and the clock-skew test hook of lib/util.h. */
+#include "config.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analysis.h"
+#include "clockalign.h"
+#include "util.h"
+
+/* A small deterministic generator (xorshift64*), so failures repeat. */
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t
+rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ull;
+}
+
+/* Uniform in [-a, a]. */
+static int64_t
+noise(int64_t a)
+{
+	if (a <= 0)
+		return 0;
+	return (int64_t)(rnd() % (uint64_t)(2 * a + 1)) - a;
+}
+
+struct gen {
+	struct clockalign_sample *s;
+	size_t n, cap;
+};
+
+static void
+gen_add(struct gen *g, uint32_t rank, uint32_t host, uint64_t comm,
+    uint64_t seq, int64_t start, int64_t end)
+{
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 1024;
+		g->s = realloc(g->s, g->cap * sizeof(*g->s));
+		ck_assert_ptr_nonnull(g->s);
+	}
+	g->s[g->n++] = (struct clockalign_sample){ rank, host, comm, seq,
+	    (uint64_t)start, (uint64_t)end };
+}
+
+/*
+ * count collectives on comm over ranks[] (host of each in hosts[]),
+ * clock of rank r = true time + skew[r]: each rank arrives with up to
+ * jitter of lateness, all leave at the last arrival + transfer, each end
+ * read with +-endnoise.
+ */
+static void
+gen_coll(struct gen *g, const char *comm, const uint32_t *ranks,
+    const uint32_t *hosts, size_t nr, const int64_t *skew, size_t count,
+    int64_t jitter, int64_t endnoise, int64_t *t)
+{
+	uint64_t id = clockalign_comm_id(comm);
+
+	for (size_t c = 0; c < count; c++) {
+		int64_t arr[64], last = 0, end;
+
+		for (size_t i = 0; i < nr; i++) {
+			arr[i] = *t + (int64_t)(rnd() % (uint64_t)(jitter + 1));
+			if (arr[i] > last)
+				last = arr[i];
+		}
+		end = last + 50000 + (int64_t)(rnd() % 20000);
+		for (size_t i = 0; i < nr; i++)
+			gen_add(g, ranks[i], hosts[i], id, c,
+			    arr[i] + skew[ranks[i]], end + skew[ranks[i]] +
+			    noise(endnoise));
+		*t = end + 200000;
+	}
+}
+
+static void
+shuffle(struct gen *g)
+{
+	for (size_t i = g->n; i > 1; i--) {
+		size_t j = rnd() % i;
+		struct clockalign_sample x = g->s[i - 1];
+
+		g->s[i - 1] = g->s[j];
+		g->s[j] = x;
+	}
+}
+
+/* The true offset to add to host h is -(skew(h) - skew(ref)). */
+static void
+check_host(const struct clockalign *ca, uint32_t h, int64_t want,
+    int64_t tol)
+{
+	const struct clockalign_est *e = &ca->host[h];
+	int64_t err = e->offset_ns - want;
+
+	ck_assert_msg(e->status != CLOCKALIGN_NOT_ESTIMABLE,
+	    "host %u not estimable: %s", h, e->reason);
+	if (err < 0)
+		err = -err;
+	ck_assert_msg(err <= tol, "host %u: offset %lld want %lld (tol %lld)",
+	    h, (long long)e->offset_ns, (long long)want, (long long)tol);
+	ck_assert_msg(err <= e->uncertainty_ns || h == ca->reference,
+	    "host %u: error %lld beyond the stated uncertainty %lld", h,
+	    (long long)err, (long long)e->uncertainty_ns);
+	ck_assert_msg(e->bound_lo_ns <= want && want <= e->bound_hi_ns,
+	    "host %u: true offset %lld outside the bracket [%lld, %lld]", h,
+	    (long long)want, (long long)e->bound_lo_ns,
+	    (long long)e->bound_hi_ns);
+}
+
+/* Two hosts, two ranks each, host 1 3.2 ms ahead: recovered within 2 us
+ * (the end noise is +-2 us), the error inside the stated uncertainty and
+ * the bracket; every rank gets the host's offset. */
+START_TEST(two_hosts)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
+	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+
+	gen_coll(&g, "world", ranks, hosts, 4, skew, 500, 1000000, 2000, &t);
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	ck_assert_uint_eq(ca.reference, 0);
+	ck_assert_int_eq(ca.host[0].status, CLOCKALIGN_REFERENCE);
+	ck_assert_int_eq(ca.host[0].offset_ns, 0);
+	ck_assert_int_eq(ca.host[1].status, CLOCKALIGN_ESTIMATED);
+	check_host(&ca, 1, -3200000, 2000);
+	ck_assert_uint_eq(ca.host[1].matched, 500);
+	ck_assert_uint_eq(ca.nranks, 4);
+	for (uint32_t r = 0; r < 4; r++) {
+		const struct clockalign_rank *cr = clockalign_rank(&ca, r);
+
+		ck_assert_ptr_nonnull(cr);
+		ck_assert(cr->applied);
+		ck_assert(!cr->own);
+		ck_assert_int_eq(cr->applied_ns, ca.host[cr->host].offset_ns);
+		ck_assert(llabs(cr->est.offset_ns + skew[r]) <= 4000);
+	}
+	ck_assert_ptr_null(clockalign_rank(&ca, 4));
+	ck_assert(!ca.host_split[0] && !ca.host_split[1]);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
+/* No skew: offsets about 0, within the noise. */
+START_TEST(no_skew)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
+	const int64_t skew[] = { 0, 0, 0, 0 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+
+	gen_coll(&g, "world", ranks, hosts, 4, skew, 200, 500000, 1000, &t);
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	check_host(&ca, 1, 0, 1000);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
+/* Four hosts in any sample order: the same result for every order, and
+ * each host's offset recovered; a reference given by the caller. */
+START_TEST(four_hosts_any_order)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	const uint32_t hosts[] = { 0, 0, 1, 1, 2, 2, 3, 3 };
+	const int64_t skew[] = { 0, 0, -4000000, -4000000, 7000000, 7000000,
+	    123456, 123456 };
+	struct gen g = { 0 };
+	struct clockalign a, b, c;
+	int64_t t = 1700000000000000000ll;
+
+	gen_coll(&g, "world", ranks, hosts, 8, skew, 300, 2000000, 3000, &t);
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 4, -1, &a), 0);
+	shuffle(&g);
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 4, -1, &b), 0);
+	for (uint32_t h = 0; h < 4; h++) {
+		check_host(&a, h, -skew[2 * h], 3000);
+		ck_assert_int_eq(a.host[h].offset_ns, b.host[h].offset_ns);
+		ck_assert_int_eq(a.host[h].uncertainty_ns,
+		    b.host[h].uncertainty_ns);
+	}
+	/* Host 2 as the reference: offsets relative to its clock. */
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 4, 2, &c), 0);
+	ck_assert_uint_eq(c.reference, 2);
+	ck_assert_int_eq(c.host[2].status, CLOCKALIGN_REFERENCE);
+	for (uint32_t h = 0; h < 4; h++)
+		check_host(&c, h, skew[4] - skew[2 * h], 3000);
+	clockalign_free(&a);
+	clockalign_free(&b);
+	clockalign_free(&c);
+	free(g.s);
+}
+END_TEST
+
+/* A tenth of one host's ends are late by 1-5 ms (a rank descheduled
+ * before it logged the end): the median does not move. */
+START_TEST(outliers)
+{
+	const uint32_t ranks[] = { 0, 1 }, hosts[] = { 0, 1 };
+	const int64_t skew[] = { 0, -2500000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+
+	gen_coll(&g, "world", ranks, hosts, 2, skew, 400, 300000, 1000, &t);
+	for (size_t i = 0; i < g.n; i++)
+		if (g.s[i].rank == 1 && rnd() % 10 == 0)
+			g.s[i].end_ns += 1000000 + rnd() % 4000000;
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	ck_assert(llabs(ca.host[1].offset_ns - 2500000) <= 2000);
+	ck_assert(llabs(ca.host[1].offset_ns - 2500000) <=
+	    ca.host[1].uncertainty_ns);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
+/* Host 2 shares collectives only with host 1, host 1 with host 0: it is
+ * estimated through host 1.  Hosts 3 and 4 talk only to each other, host
+ * 5's ranks only among themselves, host 6 has only two collectives
+ * matched and host 7 no samples: not estimable, each with its reason, and
+ * their ranks get nothing applied. */
+START_TEST(chain_and_unlinked)
+{
+	const int64_t skew[] = { 0, 1000000, 1000000, -3000000, 0, 0, 0, 0,
+	    0, 500000, 500000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+
+	gen_coll(&g, "a", (const uint32_t[]){ 0, 1 },
+	    (const uint32_t[]){ 0, 1 }, 2, skew, 200, 400000, 1000, &t);
+	gen_coll(&g, "b", (const uint32_t[]){ 2, 3 },
+	    (const uint32_t[]){ 1, 2 }, 2, skew, 200, 400000, 1000, &t);
+	gen_coll(&g, "c", (const uint32_t[]){ 5, 6 },
+	    (const uint32_t[]){ 3, 4 }, 2, skew, 200, 400000, 1000, &t);
+	gen_coll(&g, "c2", (const uint32_t[]){ 7, 8 },
+	    (const uint32_t[]){ 5, 5 }, 2, skew, 200, 400000, 1000, &t);
+	gen_coll(&g, "d", (const uint32_t[]){ 0, 9 },
+	    (const uint32_t[]){ 0, 6 }, 2, skew, 2, 400000, 1000, &t);
+	/* A rank alone on its communicator. */
+	gen_coll(&g, "e", (const uint32_t[]){ 10 },
+	    (const uint32_t[]){ 6 }, 1, skew, 50, 400000, 1000, &t);
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 8, -1, &ca), 0);
+	check_host(&ca, 1, -1000000, 2000);
+	ck_assert_int_eq(ca.host[2].status, CLOCKALIGN_ESTIMATED);
+	ck_assert(llabs(ca.host[2].offset_ns - 3000000) <= 4000);
+	ck_assert(llabs(ca.host[2].offset_ns - 3000000) <=
+	    ca.host[2].uncertainty_ns);
+	ck_assert_int_eq(ca.host[3].status, CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_str_eq(ca.host[3].reason, "no chain of collectives to the "
+	    "reference clock");
+	ck_assert_int_eq(ca.host[4].status, CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_int_eq(ca.host[5].status, CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_str_eq(ca.host[5].reason, "no collective shared with "
+	    "another clock");
+	ck_assert_int_eq(ca.host[6].status, CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_str_eq(ca.host[6].reason, "too few collectives matched");
+	ck_assert_int_eq(ca.host[7].status, CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_str_eq(ca.host[7].reason, "no collectives");
+	for (uint32_t r = 5; r <= 10; r++)
+		ck_assert_msg(!clockalign_rank(&ca, r)->applied, "rank %u", r);
+	ck_assert_int_eq(clockalign_rank(&ca, 10)->est.status,
+	    CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_ptr_null(clockalign_rank(&ca, 11));
+	/* Rank 3 shares nothing with rank 0 or 1 itself; its host does. */
+	ck_assert_int_eq(clockalign_rank(&ca, 3)->est.status,
+	    CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert(clockalign_rank(&ca, 3)->applied);
+	ck_assert_int_eq(clockalign_rank(&ca, 3)->applied_ns,
+	    ca.host[2].offset_ns);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
+/* Ranks of one host with clocks of their own (a per-process skew): the
+ * host is split and every rank gets its own offset, relative to rank 0. */
+START_TEST(split_host)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 0, 0 };
+	const int64_t skew[] = { 0, 0, 4000000, 4000000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+
+	gen_coll(&g, "world", ranks, hosts, 4, skew, 300, 500000, 1000, &t);
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 1, -1, &ca), 0);
+	ck_assert(ca.host_split[0]);
+	for (uint32_t r = 0; r < 4; r++) {
+		const struct clockalign_rank *cr = clockalign_rank(&ca, r);
+		int64_t err = llabs(cr->applied_ns + skew[r]);
+
+		ck_assert(cr->applied);
+		ck_assert(cr->own);
+		ck_assert_msg(err <= 2000, "rank %u: %lld", r,
+		    (long long)cr->applied_ns);
+		ck_assert(err <= cr->applied_unc_ns || r == 0);
+	}
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
+/* Captures that began at different collectives: host 1's ranks missed the
+ * first 3 (and number theirs from 0), rank 1 the first one, host 0's the
+ * last 2.  Equal ordinals pair different all-reduces; the renumbering
+ * finds the shift, and the offset is right. */
+START_TEST(windows_apart)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
+	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+	size_t w = 0;
+
+	gen_coll(&g, "world", ranks, hosts, 4, skew, 200, 1000000, 1000, &t);
+	for (size_t i = 0; i < g.n; i++) {
+		struct clockalign_sample x = g.s[i];
+
+		if (x.host == 1 && x.seq < 3)
+			continue;
+		if (x.rank == 1 && x.seq < 1)
+			continue;
+		if (x.host == 0 && x.seq >= 198)
+			continue;
+		if (x.host == 1)
+			x.seq -= 3;
+		if (x.rank == 1)
+			x.seq -= 1;
+		g.s[w++] = x;
+	}
+	g.n = w;
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	check_host(&ca, 1, -3200000, 2000);
+	ck_assert(!ca.host_split[0] && !ca.host_split[1]);
+	ck_assert(llabs(clockalign_rank(&ca, 1)->est.offset_ns) <= 2000);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
+/* Captures of different steps altogether (host 1 recorded collectives
+ * 100-107, host 0 0-7, both numbered from 0): no shift lines them up, and
+ * host 1 is not estimable rather than off by 100 steps. */
+START_TEST(windows_disjoint)
+{
+	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
+	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t t = 1700000000000000000ll;
+	size_t w = 0;
+
+	gen_coll(&g, "world", ranks, hosts, 4, skew, 120, 1000000, 1000, &t);
+	for (size_t i = 0; i < g.n; i++) {
+		struct clockalign_sample x = g.s[i];
+
+		if (x.host == 0 && x.seq >= 8)
+			continue;
+		if (x.host == 1 && (x.seq < 100 || x.seq >= 108))
+			continue;
+		if (x.host == 1)
+			x.seq -= 100;
+		g.s[w++] = x;
+	}
+	g.n = w;
+	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	ck_assert_int_eq(ca.host[1].status, CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_ptr_nonnull(strstr(ca.host[1].reason, "do not agree"));
+	ck_assert(!clockalign_rank(&ca, 2)->applied);
+	ck_assert(clockalign_rank(&ca, 1)->est.status !=
+	    CLOCKALIGN_NOT_ESTIMABLE);
+	clockalign_free(&ca);
+	free(g.s);
+}
+END_TEST
+
+/* Nothing, bad hosts and end-before-start samples: no crash, nothing
+ * estimated. */
+START_TEST(empty_and_bad)
+{
+	struct clockalign ca;
+	struct clockalign_sample bad[] = {
+		{ 0, 7, 1, 0, 10, 20 },		/* host out of range */
+		{ 1, 0, 1, 0, 30, 20 },		/* ends before it starts */
+	};
+
+	ck_assert_int_eq(clockalign_estimate(NULL, 0, 2, -1, &ca), 0);
+	ck_assert_int_eq(ca.host[1].status, CLOCKALIGN_NOT_ESTIMABLE);
+	ck_assert_uint_eq(ca.nranks, 0);
+	ck_assert_ptr_null(clockalign_rank(&ca, 0));
+	clockalign_free(&ca);
+	ck_assert_int_eq(clockalign_estimate(bad, 2, 2, -1, &ca), 0);
+	ck_assert_uint_eq(ca.nsamples, 0);
+	clockalign_free(&ca);
+	ck_assert_int_eq(clockalign_estimate(bad, 2, 0, -1, &ca), 0);
+	clockalign_free(&ca);
+	ck_assert_uint_eq(clockalign_comm_id("x"), clockalign_comm_id("x"));
+	ck_assert_uint_ne(clockalign_comm_id("x"), clockalign_comm_id("y"));
+}
+END_TEST
+
+/* MSPTI_TEST_CLOCK_SKEW_NS moves util_realtime_ns() and nothing else. */
+START_TEST(skew_hook)
+{
+	struct timespec ts;
+	uint64_t before, got, after;
+
+	setenv("MSPTI_TEST_CLOCK_SKEW_NS", "-7000000000", 1);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	before = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	got = util_realtime_ns();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	after = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	ck_assert_uint_ge(got, before - 7000000000ull);
+	ck_assert_uint_le(got, after - 7000000000ull);
+	/* Read once: a later change does not move it. */
+	setenv("MSPTI_TEST_CLOCK_SKEW_NS", "0", 1);
+	ck_assert_uint_lt(util_realtime_ns(), after);
+}
+END_TEST
+
+/* The analysis (report, export): host h2 (rank 1) runs 5 ms ahead, host
+ * h3's rank has no collective.  The clocks table states h2's offset and that h3's
+ * is not estimable, a warning says rank 2 is not aligned, and rank 1's
+ * steps are moved onto h1's clock. */
+static const char *
+tcell(const struct table *t, const char *kind, const char *key,
+    const char *col)
+{
+	size_t kc = 0, hc = 0, rc = 0, cc = 0;
+
+	for (size_t i = 0; i < table_ncols(t); i++) {
+		if (strcmp(table_col(t, i), "Kind") == 0)
+			kc = i;
+		if (strcmp(table_col(t, i), "Host") == 0)
+			hc = i;
+		if (strcmp(table_col(t, i), "Rank") == 0)
+			rc = i;
+		if (strcmp(table_col(t, i), col) == 0)
+			cc = i;
+	}
+	for (size_t r = 0; r < table_nrows(t); r++)
+		if (strcmp(table_cell(t, r, kc, NULL), kind) == 0 &&
+		    strcmp(table_cell(t, r, strcmp(kind, "host") == 0 ? hc :
+		    rc, NULL), key) == 0)
+			return table_cell(t, r, cc, NULL);
+	return NULL;
+}
+
+/* A number of the ranks table. */
+static double
+rcell(struct analysis *a, const char *rank, const char *col)
+{
+	const struct table *t = analysis_table(a, ANALYSIS_RANKS);
+	size_t rc = 0, cc = 0;
+
+	for (size_t i = 0; i < table_ncols(t); i++) {
+		if (strcmp(table_col(t, i), "Rank") == 0)
+			rc = i;
+		if (strcmp(table_col(t, i), col) == 0)
+			cc = i;
+	}
+	for (size_t r = 0; r < table_nrows(t); r++)
+		if (strcmp(table_cell(t, r, rc, NULL), rank) == 0)
+			return atof(table_cell(t, r, cc, NULL));
+	return -1;
+}
+
+static void
+feed(struct analysis_source *src, const struct rec_hdr *h)
+{
+	ck_assert_int_eq(analysis_source_add(src, h), 0);
+}
+
+static void
+hosts_case(const char *host1)
+{
+	const uint64_t t0 = 1700000000000000000ull, us = 1000;
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src[3];
+	const char *const hosts[] = { "h1", host1, "h3" };
+	const int64_t skew[] = { 0, 5000000, -1000000 };
+	bool split = strcmp(host1, "h1") == 0;
+	const struct table *t;
+	const char *const *w;
+	size_t nw;
+	bool warned = false;
+
+	for (int r = 0; r < 3; r++) {
+		struct rec_process p;
+
+		src[r] = analysis_source_new(a, hosts[r], hosts[r]);
+		ck_assert_int_eq(analysis_source_string(src[r], 1, "step"), 0);
+		ck_assert_int_eq(analysis_source_string(src[r], 2,
+		    "HcclAllReduce"), 0);
+		ck_assert_int_eq(analysis_source_string(src[r], 3, "world"), 0);
+		ck_assert_int_eq(analysis_source_string(src[r], 4, "MatMul"),
+		    0);
+		REC_INIT(&p, REC_PROCESS, 0);
+		p.pid = 100 + (uint32_t)r;
+		p.rank = r;
+		p.local_rank = 0;
+		p.world_size = 3;
+		feed(src[r], &p.hdr);
+	}
+	for (int st = 0; st < 20; st++) {
+		uint64_t b = t0 + (uint64_t)st * 1000 * us;
+		uint64_t arrive[2] = { b + 300 * us, b + (st % 3 == 0 ? 450 :
+		    280) * us }, end;
+
+		end = (arrive[0] > arrive[1] ? arrive[0] : arrive[1]) +
+		    60 * us;
+		for (int r = 0; r < 3; r++) {
+			uint64_t o = (uint64_t)skew[r];
+			struct rec_marker m;
+			struct rec_kernel k;
+			struct rec_communication c;
+
+			REC_INIT(&m, REC_MARKER, 0);
+			m.pid = 100 + (uint32_t)r;
+			m.timestamp = b + o;
+			m.id = (uint64_t)st + 1;
+			m.name_id = 1;
+			m.flag = 2;
+			feed(src[r], &m.hdr);
+			REC_INIT(&k, REC_KERNEL, 0);
+			k.pid = 100 + (uint32_t)r;
+			k.start = b + o;
+			k.end = b + o + 250 * us;
+			k.name_id = 4;
+			feed(src[r], &k.hdr);
+			if (r < 2) {
+				REC_INIT(&c, REC_COMMUNICATION, 0);
+				c.pid = 100 + (uint32_t)r;
+				c.start = arrive[r] + o;
+				c.end = end + o;
+				c.name_id = 2;
+				c.comm_name_id = 3;
+				c.count = 1024;
+				feed(src[r], &c.hdr);
+			}
+			m.timestamp = b + o + 900 * us;
+			m.flag = 4;
+			feed(src[r], &m.hdr);
+		}
+	}
+	ck_assert_int_eq(analysis_run(a), 0);
+	t = analysis_table(a, ANALYSIS_CLOCKS);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(analysis_section_name(ANALYSIS_CLOCKS), "clocks");
+	ck_assert_str_eq(tcell(t, "host", "h1", "Status"), "reference");
+	if (split) {
+		ck_assert_ptr_nonnull(strstr(tcell(t, "host", "h1", "Note"),
+		    "disagree"));
+		ck_assert_str_eq(tcell(t, "rank", "1", "Note"), "own offset");
+	} else {
+		ck_assert_str_eq(tcell(t, "host", "h2", "Status"),
+		    "estimated");
+		ck_assert_double_eq_tol(atof(tcell(t, "host", "h2",
+		    "Offset(us)")), -5000, 0.001);
+	}
+	ck_assert_double_eq_tol(atof(tcell(t, "rank", "1", "Applied(us)")),
+	    -5000, 0.001);
+	ck_assert_str_eq(tcell(t, "host", "h3", "Status"), "not estimable");
+	ck_assert_str_eq(tcell(t, "rank", "2", "Applied(us)"), "");
+	ck_assert_ptr_nonnull(strstr(tcell(t, "rank", "2", "Note"),
+	    "not aligned"));
+	w = analysis_warnings(a, &nw);
+	for (size_t i = 0; i < nw; i++)
+		warned |= strstr(w[i], "rank 2") != NULL &&
+		    strstr(w[i], "not estimable") != NULL;
+	ck_assert_msg(warned, "no warning about rank 2's clock");
+	/* Aligned, rank 0 waits for rank 1 150 us in 7 of the 20
+	 * all-reduces (not the 5 ms the raw clocks say), rank 1 for rank 0
+	 * 20 us in the other 13. */
+	ck_assert_double_eq_tol(rcell(a, "0", "Wait Avg(us)"), 52.5, 0.01);
+	ck_assert_double_eq_tol(rcell(a, "1", "Wait Avg(us)"), 13, 0.01);
+	analysis_free(a);
+}
+
+START_TEST(analysis_hosts)
+{
+	hosts_case("h2");
+}
+END_TEST
+
+/* The same with rank 1 on rank 0's host but a clock of its own: it gets
+ * its own offset (by default, not only with --align always). */
+START_TEST(analysis_split_host)
+{
+	hosts_case("h1");
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("clockalign");
+	TCase *tc = tcase_create("clockalign");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, two_hosts);
+	tcase_add_test(tc, no_skew);
+	tcase_add_test(tc, four_hosts_any_order);
+	tcase_add_test(tc, outliers);
+	tcase_add_test(tc, chain_and_unlinked);
+	tcase_add_test(tc, split_host);
+	tcase_add_test(tc, windows_apart);
+	tcase_add_test(tc, windows_disjoint);
+	tcase_add_test(tc, empty_and_bad);
+	tcase_add_test(tc, skew_hook);
+	tcase_add_test(tc, analysis_hosts);
+	tcase_add_test(tc, analysis_split_host);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
