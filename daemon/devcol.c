@@ -381,6 +381,7 @@ devcol_convert(struct devcol_chan *c, uint32_t device,
 	t->rank = r->rank;
 	t->rank_size = r->rank_size;
 	t->peer = r->peer;
+	t->comm_seq = r->comm_seq;
 	t->count = r->count;
 	t->wait_ns = r->wait_ns;
 	t->marker_id = r->marker_id;

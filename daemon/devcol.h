@@ -73,7 +73,7 @@ struct devcol_task {
 	uint32_t	rank;		/* COMM */
 	uint32_t	rank_size;	/* COMM */
 	uint32_t	peer;		/* COMM: root/peer or DEVCOL_ID_NONE */
-	uint32_t	reserved;
+	uint32_t	comm_seq;	/* COMM: ordinal on the communicator */
 	uint64_t	count;		/* COMM: elements */
 	uint64_t	wait_ns;	/* COMM: waited for the slowest rank */
 	uint64_t	marker_id;	/* MARKER: indexId */

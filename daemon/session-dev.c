@@ -234,6 +234,7 @@ session_dev_join_emit(const void *dev_task, const struct join_launch *l,
 			r->name_id = session_drain_string(sa, t->name);
 			r->comm_name_id = session_drain_string(sa,
 			    t->comm_name);
+			r->seq = t->comm_seq;
 			stop |= session_drain_out(sa, &r->hdr);
 		}
 		if (k & (1u << REC_COMMUNICATION)) {
@@ -250,6 +251,7 @@ session_dev_join_emit(const void *dev_task, const struct join_launch *l,
 			    "P2P" : "NONE");
 			r->data_type = t->data_type <= 12 ? t->data_type :
 			    0xffff;
+			r->seq = t->comm_seq;
 			stop |= session_drain_out(sa, &r->hdr);
 		}
 		break;

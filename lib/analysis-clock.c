@@ -74,10 +74,11 @@ ac_rank_id(const struct an_proc *p, size_t i)
 }
 
 /*
- * Appends p's samples.  A collective's ordinal counts from the start of
- * the indexed step it lies in, when the rank has step indexes (so
- * windows that begin at different collectives still match), else from
- * the start of the capture.
+ * Appends p's samples.  A collective's ordinal is its record's seq
+ * where every record has one (a->coll_abs); else it counts from the
+ * start of the indexed step it lies in, when the rank has step indexes
+ * (so windows that begin at different collectives still match), else
+ * from the start of the capture.
  */
 static void
 ac_samples(struct analysis *a, struct an_proc *p, uint32_t rid,
@@ -120,8 +121,9 @@ ac_samples(struct analysis *a, struct an_proc *p, uint32_t rid,
 				abort();
 		}
 		(*s)[(*n)++] = (struct clockalign_sample){ rid, host, comm,
-		    ((uint64_t)(step + 1) << 32) | ord++, c[i].start,
-		    c[i].end };
+		    a->coll_abs ? c[i].seq : ((uint64_t)(step + 1) << 32) |
+		    ord, c[i].start, c[i].end };
+		ord++;
 	}
 	free(st);
 }

@@ -131,7 +131,8 @@ struct an_coll {
 	uint32_t	name;		/* global string ids */
 	uint32_t	comm;
 	uint32_t	alg;
-	uint32_t	seq;
+	uint32_t	seq;		/* ordinal on comm used for matching */
+	uint32_t	rseq;		/* the record's seq, 0: none */
 	uint64_t	wait, transit;	/* after matching */
 };
 
@@ -333,6 +334,8 @@ struct analysis {
 	bool			 partial;
 	uint32_t		 step_gid;	/* interned o.step_marker */
 	uint64_t		 base_ts;	/* earliest aligned timestamp */
+	bool			 coll_abs;	/* every collective has its
+						 * record's seq: seq is it */
 };
 
 /* analysis.c */

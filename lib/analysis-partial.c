@@ -659,6 +659,7 @@ pt_proc(struct pt_w *w, const struct an_proc *p)
 		pt_id(w, c->name);
 		pt_id(w, c->comm);
 		pt_id(w, c->alg);
+		pt_u(w, c->rseq);
 	}
 	pt_u(w, p->nsteps);
 	prev = 0;
@@ -1031,6 +1032,7 @@ pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 	prev = 0;
 	for (size_t k = 0; k < n && r->err == NULL; k++) {
 		struct an_coll *c = &p->coll[cw][k];
+		uint64_t v;
 
 		memset(c, 0, sizeof(*c));
 		prev += (uint64_t)pt_ri(r);
@@ -1040,6 +1042,9 @@ pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 		c->name = map[pt_rid(r)];
 		c->comm = map[pt_rid(r)];
 		c->alg = map[pt_rid(r)];
+		if ((v = pt_ru(r)) > UINT32_MAX)
+			pt_bad(r, "bad collective seq");
+		c->rseq = (uint32_t)v;
 		p->ncoll[cw] = k + 1;
 	}
 	n = pt_rn(r, 10, SIZE_MAX / sizeof(struct an_step));

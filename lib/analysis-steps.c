@@ -459,6 +459,19 @@ an_steps(struct analysis *a)
 		if (!a->proc[i]->finished)
 			an_sweep_finish(a, a->proc[i]);
 	st_check(a);
+	/* Collectives pair across ranks by their ordinal on the
+	 * communicator.  Where every record carries its seq (counted from
+	 * the communicator's creation) that is the ordinal, and ranks whose
+	 * captures began at different collectives still pair right; else
+	 * the ordinal counts from each capture's first collective. */
+	a->coll_abs = true;
+	for (size_t i = 0; i < a->nproc && a->coll_abs; i++) {
+		const struct an_proc *p = a->proc[i];
+		int w = p->ncoll[0] > 0 ? 0 : 1;
+
+		for (size_t k = 0; k < p->ncoll[w] && a->coll_abs; k++)
+			a->coll_abs = p->coll[w][k].rseq != 0;
+	}
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 		uint32_t *seq = NULL, *comms = NULL;
@@ -482,7 +495,7 @@ an_steps(struct analysis *a)
 				comms[ncomms] = c->comm;
 				seq[ncomms++] = 0;
 			}
-			c->seq = seq[j]++;
+			c->seq = a->coll_abs ? c->rseq : seq[j]++;
 		}
 		free(comms);
 		free(seq);

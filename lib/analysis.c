@@ -526,7 +526,7 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 
 static void
 an_coll_add(struct an_proc *p, int which, uint64_t s, uint64_t e,
-    uint64_t bytes, uint32_t name, uint32_t comm, uint32_t alg)
+    uint64_t bytes, uint32_t name, uint32_t comm, uint32_t alg, uint32_t rseq)
 {
 	struct an_coll *c;
 
@@ -540,6 +540,7 @@ an_coll_add(struct an_proc *p, int which, uint64_t s, uint64_t e,
 	c->name = name;
 	c->comm = comm;
 	c->alg = alg;
+	c->rseq = rseq;
 }
 
 static size_t
@@ -747,7 +748,7 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		an_sweep_add(a, p, s, e, AN_COMM_H);
 		an_coll_add(p, 1, s, e, (uint64_t)(r->bandwidth *
 		    (double)(e - s)), an_gid(src, r->name_id),
-		    an_gid(src, r->comm_name_id), 0);
+		    an_gid(src, r->comm_name_id), 0, r->seq);
 		break;
 	}
 	case REC_COMMUNICATION: {
@@ -759,7 +760,7 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		an_sweep_add(a, p, s, e, AN_COMM_C);
 		an_coll_add(p, 0, s, e, r->count * an_dtype_size(r->data_type),
 		    an_gid(src, r->name_id), an_gid(src, r->comm_name_id),
-		    an_gid(src, r->alg_type_id));
+		    an_gid(src, r->alg_type_id), r->seq);
 		an_join(src, p, r->correlation_id, s, e,
 		    an_gid(src, r->name_id), 1);
 		break;

@@ -285,7 +285,7 @@ validate_fields(const struct rec_hdr *h)
 	case REC_HCCL: {
 		const struct rec_hccl *r = (const void *)h;
 
-		if ((h->aux & ~REC_F_WORK_MASK) || r->reserved ||
+		if ((h->aux & ~REC_F_WORK_MASK) ||
 		    bad_interval(r->start, r->end) || bad_double(r->bandwidth) ||
 		    r->bandwidth < 0)
 			return -EBADMSG;
@@ -294,7 +294,7 @@ validate_fields(const struct rec_hdr *h)
 	case REC_COMMUNICATION: {
 		const struct rec_communication *r = (const void *)h;
 
-		if ((h->aux & ~REC_F_WORK_MASK) || r->reserved ||
+		if ((h->aux & ~REC_F_WORK_MASK) ||
 		    bad_interval(r->start, r->end))
 			return -EBADMSG;
 		if (r->data_type > 17 && r->data_type != 0xFFFF)

@@ -192,8 +192,13 @@ struct rec_hccl {
 	uint32_t	task_id;
 	uint32_t	name_id;
 	uint32_t	comm_name_id;
-	uint32_t	reserved;
+	uint32_t	seq;		/* REC_SEQ below */
 };
+
+/* seq of rec_hccl and rec_communication: the collective's ordinal on its
+ * communicator, counted from 1 at the communicator's creation, so the
+ * same collective has the same seq on every rank whenever each capture
+ * began.  0: not known (send/recv, or a source that does not count). */
 
 struct rec_communication {
 	struct rec_hdr	hdr;		/* aux: REC_F_* */
@@ -210,7 +215,7 @@ struct rec_communication {
 	uint32_t	comm_name_id;
 	uint32_t	alg_type_id;
 	uint32_t	data_type;	/* msptiCommunicationDataType */
-	uint32_t	reserved;
+	uint32_t	seq;		/* as rec_hccl's */
 };
 
 /* One MSTX marker event.  The (pid, tid) pair applies to source HOST, the

@@ -999,6 +999,7 @@ sim_comm_exec(struct sim_comm_op *op, uint64_t start, struct npusim_record *rec)
 		rec->algorithm = NPUSIM_COMM_ALG_RING;
 		bytes = sim_comm_bytes(c, op);
 		r = sim_comm_collective(c, op, start, &t_last);
+		rec->comm_seq = (uint32_t)c->op_seq;
 		end = t_last + sim_comm_model(c, op, bytes);
 	}
 	rec->bytes = bytes;

@@ -28,6 +28,28 @@ assert sorted({x["Rank"] for x in steps}) == [0, 1, 2, 3], \
 PY
 ok "report: 200 step rows for 4 ranks x 50 steps, none for the launcher"
 
+# Each collective record carries its ordinal on the communicator, counted
+# from the communicator's creation: every rank holds the same seqs, each
+# once, and a rank's seqs rise with its collectives' start.
+python3 - "$T/dump.jsonl" <<'PY' || fail "collective seq"
+import collections, json, sys
+dump = [json.loads(l) for l in open(sys.argv[1])][:-1]
+for kind in ("hccl", "communication"):
+    by = collections.defaultdict(list)
+    for c in dump:
+        if c["type"] == kind:
+            by[(c["pid"], c["comm"])].append((c["ts"], c["seq"]))
+    assert len(by) == 4, (kind, sorted(by))
+    sets = set()
+    for key, v in by.items():
+        seqs = [q for _, q in sorted(v)]
+        assert 0 not in seqs, (kind, key, seqs[:5])
+        assert seqs == sorted(set(seqs)), (kind, key, seqs[:10])
+        sets.add(tuple(seqs))
+    assert len(sets) == 1, (kind, [s[:3] for s in sets])
+PY
+ok "collective records: the same seqs on every rank, in order"
+
 # Launches are joined within their process: each worst-delay row's CPU
 # runtime is that of its own rank's API call with that correlation id.
 python3 - "$T/rep.json" "$T/dump.jsonl" <<'PY' || fail "launch join"

@@ -142,8 +142,11 @@ main(int argc, char **argv)
 			const struct rec_hccl *k = (const void *)h;
 
 			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
-			    "\"name\":", (unsigned long long)k->end,
-			    (unsigned long long)k->correlation_id, h->aux);
+			    "\"seq\":%u,\"comm\":", (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id, h->aux,
+			    k->seq);
+			jstr(str(r, k->comm_name_id));
+			printf(",\"name\":");
 			jstr(str(r, k->name_id));
 			break;
 		}
@@ -151,10 +154,12 @@ main(int argc, char **argv)
 			const struct rec_communication *k = (const void *)h;
 
 			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
-			    "\"count\":%llu,\"dtype\":%u,\"name\":",
-			    (unsigned long long)k->end,
+			    "\"count\":%llu,\"dtype\":%u,\"seq\":%u,"
+			    "\"comm\":", (unsigned long long)k->end,
 			    (unsigned long long)k->correlation_id, h->aux,
-			    (unsigned long long)k->count, k->data_type);
+			    (unsigned long long)k->count, k->data_type, k->seq);
+			jstr(str(r, k->comm_name_id));
+			printf(",\"name\":");
 			jstr(str(r, k->name_id));
 			printf(",\"comm\":");
 			jstr(str(r, k->comm_name_id));

@@ -609,6 +609,72 @@ START_TEST(analysis_split_host)
 }
 END_TEST
 
+/*
+ * Captures that began 30 collectives apart, with no step markers to count
+ * from: rank 0 (h1) holds all-reduces 1..60 of the communicator, rank 1
+ * (h2, clock 5 ms ahead) holds 31..90.  The records' seq pairs the 30
+ * they share; counting from each capture's first collective would pair
+ * #1 with #31, beyond any shift the estimator tries.
+ */
+START_TEST(analysis_seq_apart)
+{
+	const uint64_t t0 = 1700000000000000000ull, us = 1000;
+	const int64_t skew[] = { 0, 5000000 };
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src[2];
+	const char *const hosts[] = { "h1", "h2" };
+	const struct table *t;
+
+	for (int r = 0; r < 2; r++) {
+		struct rec_process p;
+
+		src[r] = analysis_source_new(a, hosts[r], hosts[r]);
+		ck_assert_int_eq(analysis_source_string(src[r], 2,
+		    "HcclAllReduce"), 0);
+		ck_assert_int_eq(analysis_source_string(src[r], 3, "world"), 0);
+		REC_INIT(&p, REC_PROCESS, 0);
+		p.pid = 100 + (uint32_t)r;
+		p.rank = r;
+		p.local_rank = 0;
+		p.world_size = 2;
+		feed(src[r], &p.hdr);
+	}
+	for (uint32_t n = 1; n <= 90; n++) {
+		uint64_t b = t0 + (uint64_t)n * 1000 * us;
+		uint64_t arrive[2] = { b + 300 * us, b + (n % 3 == 0 ? 450 :
+		    280) * us }, end;
+
+		end = (arrive[0] > arrive[1] ? arrive[0] : arrive[1]) +
+		    60 * us;
+		for (int r = 0; r < 2; r++) {
+			uint64_t o = (uint64_t)skew[r];
+			struct rec_communication c;
+
+			if ((r == 0 && n > 60) || (r == 1 && n <= 30))
+				continue;
+			REC_INIT(&c, REC_COMMUNICATION, 0);
+			c.pid = 100 + (uint32_t)r;
+			c.start = arrive[r] + o;
+			c.end = end + o;
+			c.name_id = 2;
+			c.comm_name_id = 3;
+			c.count = 1024;
+			c.seq = n;
+			feed(src[r], &c.hdr);
+		}
+	}
+	ck_assert_int_eq(analysis_run(a), 0);
+	t = analysis_table(a, ANALYSIS_CLOCKS);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(tcell(t, "host", "h2", "Status"), "estimated");
+	ck_assert_double_eq_tol(atof(tcell(t, "host", "h2", "Offset(us)")),
+	    -5000, 0.001);
+	ck_assert_double_eq_tol(atof(tcell(t, "rank", "1", "Applied(us)")),
+	    -5000, 0.001);
+	analysis_free(a);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -629,6 +695,7 @@ main(void)
 	tcase_add_test(tc, skew_hook);
 	tcase_add_test(tc, analysis_hosts);
 	tcase_add_test(tc, analysis_split_host);
+	tcase_add_test(tc, analysis_seq_apart);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

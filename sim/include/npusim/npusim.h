@@ -198,7 +198,10 @@ struct npusim_record {
 	uint64_t model_id;		/* MARKER: modelId */
 	uint16_t tag_id;		/* MARKER: tagId */
 	uint16_t status;		/* 0 ok, else the task failed */
-	uint32_t reserved0;
+	uint32_t comm_seq;		/* COMM collective: its ordinal on the
+					 * communicator, from 1 at its
+					 * creation (the same on every rank);
+					 * 0 for send/recv */
 	uint32_t data_type;		/* COMM: HcclDataType */
 	uint32_t reduce_op;		/* COMM: HcclReduceOp or NPUSIM_ID_NONE */
 	uint64_t count;			/* COMM: elements */
