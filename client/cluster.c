@@ -87,6 +87,7 @@ struct cluster {
 	bool		 common_at;
 	uint64_t	 start_at;
 	int64_t		 probe_ms;	/* the fan-out that measured the lead */
+	int64_t		 lead_ms;	/* start_at's lead over the choice */
 };
 
 /* ---- a small JSON reader for the node-local replies and the manifest ---- */
@@ -1125,6 +1126,8 @@ cluster_probe(struct cluster *cl)
 	char *argv[3];
 	int64_t t0;
 
+	sub.fanerr[0] = '\0';
+
 	sub.nodes = calloc(cl->nnodes, sizeof(*sub.nodes));
 	if (sub.nodes == NULL)
 		return 0;
@@ -1256,6 +1259,7 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 
 	if ((cl->k = cluster_choose_k(cl, rep)) < 0)
 		return;
+	sub.fanerr[0] = '\0';	/* round 2's own reasons, not round 1's */
 	sub.nodes = calloc(cl->nnodes, sizeof(*sub.nodes));
 	if (sub.nodes == NULL)
 		return;
@@ -1391,8 +1395,7 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 			    "instant (each on its node's clock; chosen %lld ms "
 			    "ahead after a %lld ms fan-out)\n", nat,
 			    (double)skew / 1e6, (double)late / 1e6,
-			    (long long)(2 * cl->probe_ms + CLUSTER_AT_LEAD_MS),
-			    (long long)cl->probe_ms);
+			    (long long)cl->lead_ms, (long long)cl->probe_ms);
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			const struct cluster_node *n = &cl->nodes[i];
 			const struct jval *acks = json_get(&rep[i], "acks");
@@ -1589,7 +1592,10 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	const char *val;
 	int rc;
 
-	margv = calloc((size_t)argc + 8, sizeof(*margv));
+	/* Each user word takes at most two slots (--job=X becomes --job X),
+	 * plus up to 11 added around them (self, --json, verb, --all, the
+	 * hold step, --output, @S, --start-at) and the NULL. */
+	margv = calloc(2 * (size_t)argc + 16, sizeof(*margv));
 	if (margv == NULL)
 		return EXIT_FAIL;
 	margv[m++] = (char *)self_exe();
@@ -1744,8 +1750,13 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		/* One start instant for all: ahead by twice what a fan-out
 		 * takes (measured now), so every node has it in time. */
 		cl.probe_ms = cluster_probe(&cl);
-		cl.start_at = util_realtime_ns() + (uint64_t)(2 * cl.probe_ms +
-		    CLUSTER_AT_LEAD_MS) * 1000000ull;
+		cl.lead_ms = 2 * cl.probe_ms + CLUSTER_AT_LEAD_MS;
+		/* A node that hung in the probe must not put the instant
+		 * past the start fan-out's own deadline. */
+		if (cl.lead_ms > cl.timeout_ms / 2)
+			cl.lead_ms = cl.timeout_ms / 2;
+		cl.start_at = util_realtime_ns() + (uint64_t)cl.lead_ms *
+		    1000000ull;
 		snprintf(atbuf, sizeof(atbuf), "%llu",
 		    (unsigned long long)cl.start_at);
 		margv[m++] = "--start-at";

@@ -397,11 +397,10 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		client_usage_error(e, "--start-at is more than 10 minutes ahead");
 		return EXIT_USAGE;
 	}
-	if ((fd = client_output_open(&out, output)) < 0)
-		return EXIT_FAIL;
 	/* A common wall-clock start (a cluster's --duration): the request
 	 * goes out at start_at on this node's clock; one already past goes
-	 * out now. */
+	 * out now.  The output opens after the wait, so a start killed
+	 * while it waits leaves no temporary file behind. */
 	for (uint64_t now; start_at != 0 && (now = util_realtime_ns()) <
 	    start_at;) {
 		uint64_t d = start_at - now;
@@ -410,6 +409,8 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 
 		nanosleep(&ts, NULL);
 	}
+	if ((fd = client_output_open(&out, output)) < 0)
+		return EXIT_FAIL;
 	sent_ns = util_realtime_ns();
 	req.target = &tg;
 	req.config = &cfg;
