@@ -779,7 +779,9 @@ session_ctl_retarget(struct peer *p, const ProtobufCMessage *m)
 			    "pid %u is not in session %llu",
 			    req->remove_pids[i], (unsigned long long)s->id);
 	}
-	if (changed)
+	/* A new first step sends every agent an update that carries the
+	 * kinds and domains too: one update, one pending ack per agent. */
+	if (changed && !req->start_step_set)
 		session_ctl_send_update(s);
 	if (req->start_step_set) {
 		/* Every capturing rank answers with its new first step. */
