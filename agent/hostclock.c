@@ -69,9 +69,15 @@ static _Atomic int hc_mode;
 static atomic_flag hc_busy = ATOMIC_FLAG_INIT;	/* decide, fits, hc_rec */
 static uint64_t hc_refit_ns = HOSTCLOCK_REFIT_NS;
 /* Under hc_busy: the last reference point and the rate fitted to it. */
-static uint64_t hc_ref_tsc, hc_ref_ns;
+static uint64_t hc_ref_ns;
+#if API_HAVE_TSC
+static uint64_t hc_ref_tsc;
 static double hc_rate;			/* ns per tick */
 static int hc_strikes;			/* refits in a row with another rate */
+/* The first fit's rate spans only HOSTCLOCK_FIRST_NS from one unbracketed
+ * read: the next refit replaces it rather than being judged by it. */
+static bool hc_provisional;
+#endif
 /* The current mapping as a record, for the session; written under
  * hc_busy, odd hc_rec_seq while being written. */
 static _Atomic uint32_t hc_rec_seq;
@@ -146,7 +152,7 @@ hostclock_set_rec(unsigned src, uint64_t ref_ns, uint32_t bracket,
 static void
 hostclock_decide(void)
 {
-	const char *v = getenv("MSPTI_CLOCK"), *why = "MSPTI_CLOCK=realtime";
+	const char *v, *why = "MSPTI_CLOCK=realtime";
 	uint64_t ms;
 
 	if ((v = getenv("MSPTI_CLOCK_REFIT_MS")) != NULL &&
@@ -197,7 +203,10 @@ hostclock_after_fork_child(void)
 		atomic_fetch_add(&hc_rec_seq, 1);
 	if (mode == HC_DECIDING)
 		atomic_store(&hc_mode, HC_UNDECIDED);
-	else if (atomic_load(&hostclock.seq) & 1) {
+	else if ((atomic_load(&hostclock.seq) & 1) ||
+	    mode == HC_CALIBRATING) {
+		/* Mid-write, or a first fit stored but not yet switched to:
+		 * calibrate again (a mapping left here would never refit). */
 		atomic_store(&hostclock.seq, 0);
 		hc_ref_ns = util_realtime_ns();
 #if API_HAVE_TSC
@@ -311,8 +320,8 @@ hostclock_fit(bool first)
 		rate = (double)(r - hc_ref_ns) / (double)(t - hc_ref_tsc);
 	/* Another rate: a bad reference point (a read preempted) keeps the
 	 * old rate and steps; three in a row, the TSC is not invariant. */
-	if (!first && hc_rate > 0 && (rate > hc_rate * 1.001 ||
-	    rate < hc_rate * 0.999)) {
+	if (!first && !hc_provisional && hc_rate > 0 &&
+	    (rate > hc_rate * 1.001 || rate < hc_rate * 0.999)) {
 		if (++hc_strikes >= 3) {
 			hostclock_give_up("the TSC rate moved by more than "
 			    "0.1 %", r);
@@ -355,6 +364,7 @@ hostclock_fit(bool first)
 	hc_ref_tsc = t;
 	hc_ref_ns = r;
 	hc_rate = rate;
+	hc_provisional = first;
 	hostclock_store(t, base_ns, (uint64_t)(mult + 0.5), span);
 	hostclock_set_rec(HOST_CLOCK_TSC, r, bracket, err);
 	log_debug("clock: TSC mapping %s: %.6f ns/tick, was off %lld ns, "
@@ -377,6 +387,14 @@ hostclock_refit(void)
 		atomic_flag_clear_explicit(&hc_busy, memory_order_release);
 	}
 	return hostclock_read(&ns) == 0 ? ns : util_realtime_ns();
+}
+#else
+/* No TSC path here: hostclock_read never asks for a refit, but api_now
+ * names this, and an unoptimised build still links it. */
+uint64_t
+hostclock_refit(void)
+{
+	return util_realtime_ns();
 }
 #endif
 
