@@ -17,10 +17,12 @@
  * (scenario.c, doc/npusim.md): a richer op mix, every collective kind,
  * and one injected fault whose ground truth --truth prints as JSON.
  */
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -80,16 +82,19 @@ dist_env2(const char *a, const char *b, int def)
  * The root info's rendezvous for a launched job: rank 0 makes it and
  * publishes it (write, then rename: never seen half written), the others
  * wait for it.  The name is the job's (Slurm job and step, else the
- * launcher's run id), so concurrent jobs never meet.
+ * launcher's run id), so concurrent jobs never meet.  The file is 0600,
+ * made under a fresh name (mkstemp: no planted file or link is written
+ * through), and read only when this user owns it.
  */
 static int
 dist_root_exchange(int rank, HcclRootInfo *root, char *path, size_t len)
 {
 	const char	*dir = getenv("NPUSIM_COMM_DIR"), *job, *step;
 	char		 tmp[600];
-	FILE		*f;
+	struct stat	 st;
 	double		 t0;
-	size_t		 got;
+	ssize_t		 got;
+	int		 fd;
 
 	if (dir == NULL || dir[0] != '/') {
 		fprintf(stderr, "npusim-dist: --launched with more than one "
@@ -112,20 +117,24 @@ dist_root_exchange(int rank, HcclRootInfo *root, char *path, size_t len)
 	if (rank == 0) {
 		if (HcclGetRootInfo(root) != HCCL_SUCCESS)
 			return (1);
-		snprintf(tmp, sizeof tmp, "%s.tmp", path);
-		if ((f = fopen(tmp, "w")) == NULL ||
-		    fwrite(root, sizeof *root, 1, f) != 1 || fclose(f) != 0 ||
-		    rename(tmp, path) != 0) {
+		snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+		if ((fd = mkstemp(tmp)) == -1 ||
+		    write(fd, root, sizeof *root) != (ssize_t)sizeof *root ||
+		    close(fd) != 0 || rename(tmp, path) != 0) {
 			perror(tmp);
+			if (fd != -1)
+				unlink(tmp);
 			return (1);
 		}
 		return (0);
 	}
 	for (t0 = example_now_ms(); !example_stop; usleep(10000)) {
-		if ((f = fopen(path, "r")) != NULL) {
-			got = fread(root, sizeof *root, 1, f);
-			fclose(f);
-			if (got == 1)
+		if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+			got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+			    st.st_uid == geteuid() ?
+			    read(fd, root, sizeof *root) : -1;
+			close(fd);
+			if (got == (ssize_t)sizeof *root)
 				return (0);
 		}
 		if (example_now_ms() - t0 > 60000) {

@@ -1091,14 +1091,17 @@ HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
 	c->size = sim_comm_shm_size(nRanks);
 	c->file = base != name;
 
-	fd = c->file ? open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600) :
-	    shm_open(name, O_RDWR | O_CREAT, 0600);
+	fd = c->file ? open(name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+	    0600) : shm_open(name, O_RDWR | O_CREAT, 0600);
 	if (fd == -1) {
 		free(c);
 		return (HCCL_E_SYSCALL);
 	}
-	/* Every rank sizes it; the same size twice is harmless. */
-	if (fstat(fd, &st) == -1 || ((size_t)st.st_size < c->size &&
+	/* Every rank sizes it; the same size twice is harmless.  In a
+	 * shared NPUSIM_COMM_DIR, a file another user made (to read or alter
+	 * the collectives' data) is refused. */
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || ((size_t)st.st_size < c->size &&
 	    ftruncate(fd, (off_t)c->size) == -1)) {
 		close(fd);
 		free(c);
