@@ -305,7 +305,8 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 		goto out;
 	}
 	/* In file-name order, as `report DIR` reads them; a file that
-	 * several nodes see (a shared DIR) counts once. */
+	 * several nodes see (a shared DIR) counts once: same name, same
+	 * partial.  Two nodes' own files of one name both count. */
 	qsort(parts, nparts, sizeof(*parts), cr_cmp);
 	if ((a = analysis_new(o)) == NULL) {
 		rc = EXIT_FAIL;
@@ -316,7 +317,9 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 			continue;
 		if (last != SIZE_MAX && parts[k].namelen ==
 		    parts[last].namelen && memcmp(parts[k].name,
-		    parts[last].name, parts[k].namelen) == 0)
+		    parts[last].name, parts[k].namelen) == 0 &&
+		    parts[k].len == parts[last].len && memcmp(parts[k].data,
+		    parts[last].data, parts[k].len) == 0)
 			continue;
 		last = k;
 		if (analysis_partial_decode(a, parts[k].data, parts[k].len,

@@ -74,8 +74,8 @@ ac_rank_id(const struct an_proc *p, size_t i)
 }
 
 /*
- * Appends p's samples.  A collective's ordinal is its record's seq
- * where every record has one (a->coll_abs); else it counts from the
+ * Appends p's samples.  A collective's ordinal is the one an_steps gave
+ * it where the records carry seq (a->coll_abs); else it counts from the
  * start of the indexed step it lies in, when the rank has step indexes
  * (so windows that begin at different collectives still match), else
  * from the start of the capture.

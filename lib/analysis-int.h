@@ -5,6 +5,8 @@
 #ifndef MSPTI_ANALYSIS_INT_H
 #define MSPTI_ANALYSIS_INT_H
 
+#define AN_MAX_WARN	4096		/* warnings kept (an_warn) */
+
 #include <stdlib.h>
 
 #include "analysis.h"
@@ -334,8 +336,8 @@ struct analysis {
 	bool			 partial;
 	uint32_t		 step_gid;	/* interned o.step_marker */
 	uint64_t		 base_ts;	/* earliest aligned timestamp */
-	bool			 coll_abs;	/* every collective has its
-						 * record's seq: seq is it */
+	bool			 coll_abs;	/* some collective records
+						 * carry seq: seq is theirs */
 };
 
 /* analysis.c */

@@ -1038,6 +1038,8 @@ pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 		prev += (uint64_t)pt_ri(r);
 		c->start = prev;
 		c->end = c->start + (uint64_t)pt_ri(r);
+		if (c->end < c->start)
+			pt_bad(r, "collective ends before it starts");
 		c->bytes = pt_ru(r);
 		c->name = map[pt_rid(r)];
 		c->comm = map[pt_rid(r)];
@@ -1109,7 +1111,9 @@ pt_read(struct pt_r *r, struct analysis *a, struct analysis *b)
 		free(s);
 	}
 	r->nstr = n;
-	n = pt_rn(r, 1, 1u << 20);
+	/* Warnings are deduplicated by a linear search: a forged partial
+	 * with a million would take hours to merge. */
+	n = pt_rn(r, 1, AN_MAX_WARN);
 	for (size_t i = 0; i < n && (s = pt_rs(r)) != NULL; i++) {
 		an_warn(b, "%s", s);
 		free(s);
@@ -1238,7 +1242,7 @@ pt_read(struct pt_r *r, struct analysis *a, struct analysis *b)
 		src->records = pt_ru(r);
 		src->truncated = pt_rflag(r);
 		src->corrupt = pt_ru(r);
-		np = pt_rn(r, 40, 1u << 20);
+		np = pt_rn(r, 36, 1u << 20);	/* a rank: 36 fields at least */
 		for (size_t k = 0; k < np && r->err == NULL; k++) {
 			struct an_proc *p = an_realloc(NULL, sizeof(*p));
 

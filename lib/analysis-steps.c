@@ -460,16 +460,19 @@ an_steps(struct analysis *a)
 			an_sweep_finish(a, a->proc[i]);
 	st_check(a);
 	/* Collectives pair across ranks by their ordinal on the
-	 * communicator.  Where every record carries its seq (counted from
+	 * communicator.  Where the records carry their seq (counted from
 	 * the communicator's creation) that is the ordinal, and ranks whose
-	 * captures began at different collectives still pair right; else
-	 * the ordinal counts from each capture's first collective. */
-	a->coll_abs = true;
-	for (size_t i = 0; i < a->nproc && a->coll_abs; i++) {
+	 * captures began at different collectives still pair right; the
+	 * records without one (send/recv) count apart, from each capture's
+	 * first, in the top half so they never meet a seq.  With no seq at
+	 * all (older traces, msPTI activity records) every ordinal counts
+	 * from the capture's first collective. */
+	a->coll_abs = false;
+	for (size_t i = 0; i < a->nproc && !a->coll_abs; i++) {
 		const struct an_proc *p = a->proc[i];
 		int w = p->ncoll[0] > 0 ? 0 : 1;
 
-		for (size_t k = 0; k < p->ncoll[w] && a->coll_abs; k++)
+		for (size_t k = 0; k < p->ncoll[w] && !a->coll_abs; k++)
 			a->coll_abs = p->coll[w][k].rseq != 0;
 	}
 	for (size_t i = 0; i < a->nproc; i++) {
@@ -495,7 +498,11 @@ an_steps(struct analysis *a)
 				comms[ncomms] = c->comm;
 				seq[ncomms++] = 0;
 			}
-			c->seq = a->coll_abs ? c->rseq : seq[j]++;
+			if (a->coll_abs && c->rseq != 0)
+				c->seq = c->rseq;
+			else
+				c->seq = (a->coll_abs ? 0x80000000u : 0) |
+				    seq[j]++;
 		}
 		free(comms);
 		free(seq);

@@ -129,6 +129,15 @@ an_warn(struct analysis *a, const char *fmt, ...)
 			free(s);
 			return;
 		}
+	/* Bounded (a partial result carries at most as many): the last
+	 * one says that more were left out. */
+	if (a->nwarn >= AN_MAX_WARN - 1) {
+		free(s);
+		if (a->nwarn == AN_MAX_WARN)
+			return;
+		if ((s = strdup("more warnings left out")) == NULL)
+			abort();
+	}
 	a->warn = an_realloc(a->warn, (a->nwarn + 2) * sizeof(char *));
 	a->warn[a->nwarn++] = s;
 	a->warn[a->nwarn] = NULL;

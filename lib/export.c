@@ -936,7 +936,9 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 	char *o;
 
 	ch_meta(x, t);
-	need = (nn < 0 ? 0 : (size_t)nn) + cn + an + 400;
+	/* 512: the fixed text of a slice with both flows and 20-digit
+	 * numbers is under 420 bytes. */
+	need = (nn < 0 ? 0 : (size_t)nn) + cn + an + 512;
 	if (nn < 0 || need > CH_BUF_SIZE / 2) {
 		ch_slice_slow(x, t, name, cat, ts, dur, flow_out, flow_in,
 		    args);

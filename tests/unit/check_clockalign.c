@@ -614,7 +614,8 @@ END_TEST
  * from: rank 0 (h1) holds all-reduces 1..60 of the communicator, rank 1
  * (h2, clock 5 ms ahead) holds 31..90.  The records' seq pairs the 30
  * they share; counting from each capture's first collective would pair
- * #1 with #31, beyond any shift the estimator tries.
+ * #1 with #31, beyond any shift the estimator tries.  Each rank also
+ * sends once (a send has no seq): that must not switch the pairing back.
  */
 START_TEST(analysis_seq_apart)
 {
@@ -632,12 +633,26 @@ START_TEST(analysis_seq_apart)
 		ck_assert_int_eq(analysis_source_string(src[r], 2,
 		    "HcclAllReduce"), 0);
 		ck_assert_int_eq(analysis_source_string(src[r], 3, "world"), 0);
+		ck_assert_int_eq(analysis_source_string(src[r], 4, "HcclSend"),
+		    0);
 		REC_INIT(&p, REC_PROCESS, 0);
 		p.pid = 100 + (uint32_t)r;
 		p.rank = r;
 		p.local_rank = 0;
 		p.world_size = 2;
 		feed(src[r], &p.hdr);
+	}
+	for (int r = 0; r < 2; r++) {
+		struct rec_communication c;
+
+		REC_INIT(&c, REC_COMMUNICATION, 0);
+		c.pid = 100 + (uint32_t)r;
+		c.start = t0 + 45 * 1000 * us + 700 * us + (uint64_t)skew[r];
+		c.end = c.start + 10 * us;
+		c.name_id = 4;
+		c.comm_name_id = 3;
+		c.count = 64;
+		feed(src[r], &c.hdr);
 	}
 	for (uint32_t n = 1; n <= 90; n++) {
 		uint64_t b = t0 + (uint64_t)n * 1000 * us;
