@@ -77,6 +77,11 @@ bad 2 "takes 'slurm'" start --cluster pbs --job 1
 bad 2 "needs --job ID" start --cluster slurm
 bad 2 "give one of --cluster slurm or --hosts" start --cluster slurm --hosts hosts --job 1
 bad 2 "cannot read hosts file" start --hosts nosuch --job cj
+# Each --job=X becomes two words for the nodes (the sanitizer build saw
+# them written past the end of the list).
+bad 2 "cannot read hosts file" start --hosts nosuch --job=1 --job=2 --job=3 \
+    --job=4 --job=5 --job=6 --job=7 --job=8 --job=9 --job=10 --job=11 \
+    --job=12 --steps 3
 : >empty
 bad 2 "names no host" start --hosts empty --job cj
 bad 2 "takes --output-dir DIR, not --output" start --hosts hosts --job cj --output x.mspti
