@@ -59,6 +59,7 @@ struct cluster_node {
 	uint64_t	 session;
 	int		 task;		/* srun task id, -1 until "@node" */
 	bool		 open;		/* out holds a reply cut short (srun) */
+	bool		 cut;		/* raw: the last piece was a cut one */
 	/* The node read node_ns on its CLOCK_REALTIME after we launched at
 	 * launch_ns and before its line reached us at recv_ns (both ours):
 	 * its offset to us lies in [node - recv, node - launch]. */
@@ -607,9 +608,18 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 		return;
 	}
 	if (stream == 0 && (line[0] == '{' || line[0] == '[' || cl->raw)) {
-		/* A node's reply is small; one that is not is cut, not grown. */
+		size_t len = strlen(line);
+
+		/* A node's reply is small; one that is not is cut, not grown.
+		 * Raw output (sessions) passes through as lines: a piece
+		 * after one srun cut at 1024 bytes continues its line. */
+		if (cl->raw && n->cut && n->outlen > 0 &&
+		    n->out[n->outlen - 1] == '\n')
+			n->out[--n->outlen] = '\0';
+		if (cl->raw)
+			n->cut = p->node < 0 && len >= 1024;
 		if (n->outlen < CLUSTER_MAX_REPLY)
-			buf_add(&n->out, &n->outlen, line, strlen(line));
+			buf_add(&n->out, &n->outlen, line, len);
 		if (!cl->raw && p->node < 0 && strlen(line) >= 1024) {
 			struct jval v;
 
