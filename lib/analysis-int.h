@@ -343,6 +343,8 @@ struct analysis {
 /* analysis.c */
 AN_HIDDEN const char	*an_str_get(const struct analysis *a, uint32_t id);
 AN_HIDDEN uint32_t	 an_str_intern(struct analysis *a, const char *s);
+/* The device's totals (the 65th slot takes every device past 64). */
+AN_HIDDEN struct an_dev	*an_dev_get(struct analysis *a, uint32_t device);
 AN_HIDDEN void		 an_warn(struct analysis *a, const char *fmt, ...)
 			    __attribute__((format(printf, 2, 3)));
 AN_HIDDEN struct an_proc *an_proc_find(struct analysis_source *src,

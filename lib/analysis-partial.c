@@ -212,25 +212,12 @@ pt_merge_launch(struct analysis *a, const struct analysis *b,
 	a->nl_top = n;
 }
 
-static struct an_dev *
-pt_dev(struct analysis *a, uint32_t device)
-{
-	for (size_t i = 0; i < a->ndevs; i++)
-		if (a->devs[i].device == device)
-			return &a->devs[i];
-	if (a->ndevs == 65)
-		return &a->devs[64];
-	memset(&a->devs[a->ndevs], 0, sizeof(a->devs[0]));
-	a->devs[a->ndevs].device = device;
-	return &a->devs[a->ndevs++];
-}
-
 static void
 pt_merge_devs(struct analysis *a, const struct analysis *b)
 {
 	for (size_t i = 0; i < b->ndevs; i++) {
 		const struct an_dev *s = &b->devs[i];
-		struct an_dev *d = pt_dev(a, s->device);
+		struct an_dev *d = an_dev_get(a, s->device);
 
 		d->allocs += s->allocs;
 		d->frees += s->frees;

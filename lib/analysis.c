@@ -561,7 +561,7 @@ an_dtype_size(uint32_t t)
 	return t < sizeof(sz) && sz[t] ? sz[t] : 1;
 }
 
-static struct an_dev *
+struct an_dev *
 an_dev_get(struct analysis *a, uint32_t device)
 {
 	for (size_t i = 0; i < a->ndevs; i++)
