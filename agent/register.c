@@ -571,12 +571,10 @@ register_wait(int timeout_ms)
 static void *
 register_main(void *arg)
 {
-	sigset_t all;
 	int backoff = REG_BACKOFF_MIN_MS;
 	bool first = true;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	util_block_async_signals(NULL);
 	/* The clock's checks (CPUID, sysfs) here, not on an app thread. */
 	hostclock_init();
 	gate_hold_hello(REG_FORK_HOLD_MS);
