@@ -43,6 +43,15 @@ util_clock_skew_ns(void)
 	return __atomic_load_n(&skew, __ATOMIC_RELAXED);
 }
 
+/* Each file's copy is loaded when the program or library is loaded, so no
+ * thread of ours reads the environment later (another thread's setenv may
+ * be freeing it; see agent/env.c). */
+__attribute__((constructor)) static void
+util_clock_skew_load(void)
+{
+	(void)util_clock_skew_ns();
+}
+
 /* CLOCK_REALTIME in ns, plus the test skew. */
 static inline uint64_t
 util_realtime_ns(void)
