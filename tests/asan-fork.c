@@ -22,9 +22,9 @@
  * every thread of the child that records a stack hashing there spins
  * forever (seen: a rank of capture-inproc, five threads in
  * StackDepotBase::lock, for 36 minutes).  In the child alone, where no
- * other thread exists, every bucket is released (the runtime's
- * StackDepotUnlockAll): a bucket's word keeps its list head while it is
- * held, and an insertion the lost thread had not linked yet is lost.  The runtime does not export these
+ * other thread exists, every held bucket is released (as the runtime's
+ * StackDepotUnlockAll would): a bucket's word keeps its list head while it
+ * is held, and an insertion the lost thread had not linked yet is lost.  The runtime does not export these
  * functions; they are found in its symbol table (Debian ships it
  * unstripped).  Our prepare handler must run after every other one (they
  * may allocate), so it is registered before any other: __register_atfork,
@@ -58,7 +58,7 @@ static const char *const names[] = {
 	"_ZN11__sanitizerL8theDepotE",
 };
 #define NLOCK	4	/* names[0..NLOCK): before fork, then after */
-#define DEPOT_UNLOCK	4
+#define DEPOT_UNLOCK	4	/* not called: its presence vouches for the layout */
 #define DEPOT_TABLE	5
 #define NFN	(sizeof(names) / sizeof(names[0]))
 static fn_t fns[NFN];
@@ -150,10 +150,20 @@ after(void)
 		fns[k]();
 }
 
+/*
+ * The depot's buckets: 2^20 words, the lock in the top bit, as the
+ * runtime's StackDepotUnlockAll (found, so this runtime has that depot)
+ * clears it.  Only held ones are written: that function stores every word,
+ * and the child would copy the whole 4 MiB table page by page.
+ */
 static void
 after_child(void)
 {
-	fns[DEPOT_UNLOCK]();
+	volatile unsigned *tab = (volatile unsigned *)fns[DEPOT_TABLE];
+
+	for (unsigned i = 0; i < (1u << 20); i++)
+		if (tab[i] & 0x80000000u)
+			tab[i] &= 0x7fffffffu;
 	after();
 }
 
