@@ -17,8 +17,9 @@
  * the clock after it, so NTP's slewing and steps are followed:
  *
  *  - the rate is that of the last two reference points;
- *  - a refit is continuous: the new mapping starts where the old one is at
- *    that tick, with a rate that closes the gap to CLOCK_REALTIME over the
+ *  - a refit is continuous: the new mapping starts where the old one ends
+ *    (an eighth of a period after the refit is due), with the old one's
+ *    value there and a rate that closes the gap to CLOCK_REALTIME over the
  *    next period (a slew, so timestamps never go back);
  *  - a gap of more than HOSTCLOCK_STEP_NS (settimeofday), or a refit after
  *    an idle spell of several periods, steps instead;
@@ -26,8 +27,11 @@
  *    TSC that went back means the TSC is not what it claimed: clock_gettime
  *    from then on.
  *
- * Readers take the mapping under a sequence lock (hostclock in api.h) and
- * never wait: a reader that meets a refit in progress reads clock_gettime.
+ * Readers take the mapping from one of two slots (hostclock in api.h): a
+ * refit writes the other and then switches, so no reader waits or falls
+ * back to clock_gettime because of it, and no thread's timestamps go back
+ * (giving up the TSC included: clock_gettime never reads below the last
+ * mapping's end).
  * Each mapping is kept as a REC_HOST_CLOCK record, which the session writes
  * into its ring when hostclock.gen changes (session.c), so a trace says
  * how its timestamps were read and how far each mapping was off when it
