@@ -23,39 +23,13 @@
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
+#include "api-collect.h"
 
 /* Stated bound on |mapped TSC - CLOCK_REALTIME|: loose on purpose (a
  * preempted read widens the bracket, not the error). */
 #define HC_BOUND_NS	1000000ull
 #define HC_MARKS	3000
 #define nitems_(a)	(sizeof(a) / sizeof((a)[0]))
-
-static pthread_mutex_t got_mtx = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *got;
-static size_t got_len, got_cap;
-
-static void
-req_cb(uint8_t **buffer, size_t *size, size_t *maxrec)
-{
-	*buffer = aligned_alloc(8, 1 << 20);
-	*size = 1 << 20;
-	*maxrec = 0;
-}
-
-static void
-done_cb(uint8_t *buffer, size_t size, size_t valid)
-{
-	(void)size;
-	pthread_mutex_lock(&got_mtx);
-	if (got_len + valid > got_cap) {
-		got_cap = (got_len + valid) * 2;
-		got = realloc(got, got_cap);
-	}
-	memcpy(got + got_len, buffer, valid);
-	got_len += valid;
-	pthread_mutex_unlock(&got_mtx);
-	free(buffer);
-}
 
 static uint64_t
 realtime(void)
@@ -83,7 +57,7 @@ static void
 start(void)
 {
 	got_len = 0;
-	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
+	ck_assert_int_eq(api_collect_register(1 << 20),
 	    MSPTI_SUCCESS);
 	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER),
 	    MSPTI_SUCCESS);
