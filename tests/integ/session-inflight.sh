@@ -4,6 +4,8 @@
 # delivers them joined; what is still missing after the wait is counted
 # lost (device_unmatched) in stop --json, sessions, the trace footer (and
 # a per-kind loss record) and report's banner - never silently absent.
+# A back-to-back session of the same pid, started while the first still
+# waits, takes none of the first one's tasks.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/session-lib.sh"
 
