@@ -174,60 +174,92 @@ void		api_mstx_gate(bool closed);
 void		api_mstx_step_char(unsigned char c);
 
 /* hostclock.c: the agent's clock (CLOCK_REALTIME ns, from the TSC where
- * it is invariant).  The mapping is read under a sequence lock: seq odd
- * while a refit writes it, 0 while the TSC is not in use. */
+ * it is invariant).  Two mapping slots: a refit writes the one not in use
+ * and then publishes it by bumping seq (slot seq & 1; 0 while the TSC is
+ * not in use), so a reader always has a whole mapping.  A mapping holds
+ * from base_tsc for span ticks (then a refit is due) and is capped at
+ * span + span / 8, where the next one starts with the value it has
+ * there; ticks before base_tsc read the previous mapping (prev_*), so the
+ * clock is continuous at the switch however late a reader sees it. */
 #if defined(__x86_64__)
 #define API_HAVE_TSC	1
 #else
 #define API_HAVE_TSC	0
 #endif
 struct rec_host_clock;
+struct hostclock_map {
+	_Atomic uint64_t	base_tsc, base_ns, mult, span;
+	_Atomic uint64_t	prev_tsc, prev_ns, prev_mult;
+};
 struct hostclock {
 	_Atomic uint32_t	seq;
 	_Atomic uint32_t	gen;	/* count of mappings made */
-	_Atomic uint64_t	base_tsc, base_ns, mult, span;
+	struct hostclock_map	map[2];
 } __attribute__((aligned(64)));
 extern struct hostclock hostclock;
 void		hostclock_init(void);
 uint64_t	hostclock_slow(void);
-uint64_t	hostclock_refit(void);
+uint64_t	hostclock_refit(uint64_t capped);
 bool		hostclock_tsc(void);
 /* The current mapping as a record (pid 0); returns its gen. */
 uint32_t	hostclock_record(struct rec_host_clock *out);
 
-/* 0 and the time in *ns; 1: past the mapping's period (refit); -1: not on
- * the TSC now. */
+#define HOSTCLOCK_END(span)	((span) + ((span) >> 3))
+
+/* ns of mapping mp at tick t (d = t - base_tsc), capped at its end. */
+static inline uint64_t
+hostclock_map_ns(const struct hostclock_map *mp, uint64_t d, uint64_t bn,
+    uint64_t m, uint64_t span)
+{
+	if (API_UNLIKELY((int64_t)d < 0)) {
+		/* Before the switch: the previous mapping (it ends here). */
+		uint64_t pt = atomic_load_explicit(&mp->prev_tsc,
+		    memory_order_relaxed), pn = atomic_load_explicit(
+		    &mp->prev_ns, memory_order_relaxed), pm =
+		    atomic_load_explicit(&mp->prev_mult, memory_order_relaxed),
+		    dp = d + (atomic_load_explicit(&mp->base_tsc,
+		    memory_order_relaxed) - pt), v;
+
+		if ((int64_t)dp < 0)
+			return pn;
+		v = pn + (uint64_t)(((unsigned __int128)dp * pm) >> 32);
+		return v < bn ? v : bn;
+	}
+	if (d > HOSTCLOCK_END(span))
+		d = HOSTCLOCK_END(span);
+	return bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
+}
+
+/* 0 and the time in *ns; 1: past the mapping's period, a refit is due
+ * (*ns still valid: capped); -1: not on the TSC now, or the mapping moved
+ * under the read (try again). */
 static inline int
 hostclock_read(uint64_t *ns)
 {
 #if API_HAVE_TSC
 	uint32_t s = atomic_load_explicit(&hostclock.seq, memory_order_acquire);
-	uint64_t t, bt, bn, m, span, d;
+	const struct hostclock_map *mp = &hostclock.map[s & 1];
+	uint64_t t, bt, bn, m, span, d, v;
 
-	if (API_UNLIKELY((s & 1) || s == 0))
+	if (API_UNLIKELY(s == 0))
 		return -1;
 	/* Plain RDTSC: it may run a few tens of cycles ahead of the code
 	 * before it.  RDTSCP or LFENCE+RDTSC (the vDSO's ordered read) cost
 	 * here about what all of clock_gettime does (doc/trace-format.md). */
 	t = __builtin_ia32_rdtsc();
-	bt = atomic_load_explicit(&hostclock.base_tsc, memory_order_relaxed);
-	bn = atomic_load_explicit(&hostclock.base_ns, memory_order_relaxed);
-	m = atomic_load_explicit(&hostclock.mult, memory_order_relaxed);
-	span = atomic_load_explicit(&hostclock.span, memory_order_relaxed);
+	bt = atomic_load_explicit(&mp->base_tsc, memory_order_relaxed);
+	bn = atomic_load_explicit(&mp->base_ns, memory_order_relaxed);
+	m = atomic_load_explicit(&mp->mult, memory_order_relaxed);
+	span = atomic_load_explicit(&mp->span, memory_order_relaxed);
+	d = t - bt;
+	v = API_LIKELY(d <= span) ? bn + (uint64_t)(((unsigned __int128)d *
+	    m) >> 32) : hostclock_map_ns(mp, d, bn, m, span);
 	atomic_thread_fence(memory_order_acquire);
 	if (API_UNLIKELY(atomic_load_explicit(&hostclock.seq,
 	    memory_order_relaxed) != s))
 		return -1;
-	d = t - bt;
-	if (API_UNLIKELY(d > span)) {
-		/* A tick just before the base, read on another CPU. */
-		if ((int64_t)d < 0 && (int64_t)d > -(int64_t)(span >> 10))
-			d = 0;
-		else
-			return 1;
-	}
-	*ns = bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
-	return 0;
+	*ns = v;
+	return API_LIKELY(d <= span) || (int64_t)d < 0 ? 0 : 1;
 #else
 	(void)ns;
 	return -1;
@@ -243,7 +275,7 @@ api_now(void)
 
 	if (API_LIKELY(rc == 0))
 		return ns;
-	return rc > 0 ? hostclock_refit() : hostclock_slow();
+	return rc > 0 ? hostclock_refit(ns) : hostclock_slow();
 }
 
 /* api-intern.c: strings that live for the process. NULL → NULL. */

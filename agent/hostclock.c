@@ -17,8 +17,9 @@
  * the clock after it, so NTP's slewing and steps are followed:
  *
  *  - the rate is that of the last two reference points;
- *  - a refit is continuous: the new mapping starts where the old one is at
- *    that tick, with a rate that closes the gap to CLOCK_REALTIME over the
+ *  - a refit is continuous: the new mapping starts where the old one ends
+ *    (an eighth of a period after the refit is due), with the old one's
+ *    value there and a rate that closes the gap to CLOCK_REALTIME over the
  *    next period (a slew, so timestamps never go back);
  *  - a gap of more than HOSTCLOCK_STEP_NS (settimeofday), or a refit after
  *    an idle spell of several periods, steps instead;
@@ -26,8 +27,11 @@
  *    TSC that went back means the TSC is not what it claimed: clock_gettime
  *    from then on.
  *
- * Readers take the mapping under a sequence lock (hostclock in api.h) and
- * never wait: a reader that meets a refit in progress reads clock_gettime.
+ * Readers take the mapping from one of two slots (hostclock in api.h): a
+ * refit writes the other and then switches, so no reader waits or falls
+ * back to clock_gettime because of it, and no thread's timestamps go back
+ * (giving up the TSC included: clock_gettime never reads below the last
+ * mapping's end).
  * Each mapping is kept as a REC_HOST_CLOCK record, which the session writes
  * into its ring when hostclock.gen changes (session.c), so a trace says
  * how its timestamps were read and how far each mapping was off when it
@@ -69,6 +73,14 @@ enum { HC_UNDECIDED, HC_DECIDING, HC_CALIBRATING, HC_TSC, HC_REALTIME };
 static _Atomic int hc_mode;
 static atomic_flag hc_busy = ATOMIC_FLAG_INIT;	/* decide, fits, hc_rec */
 static uint64_t hc_refit_ns = HOSTCLOCK_REFIT_NS;
+/* Test hook (MSPTI_TEST_TSC_OFFSET_NS, 0 to 500 us): the mapping is fitted
+ * this far ahead of CLOCK_REALTIME, as a mapping off by a slew would be,
+ * so that a read falling back to clock_gettime would show going back. */
+static uint64_t hc_test_offset;
+/* Test hook (MSPTI_TEST_REFIT_DELAY_US, up to 10 ms): a refit takes this
+ * much longer, as one preempted mid-way does, so other threads read the
+ * clock while it is under way. */
+static uint64_t hc_test_delay_us;
 /* Under hc_busy: the last reference point and the rate fitted to it. */
 static uint64_t hc_ref_ns;
 #if API_HAVE_TSC
@@ -78,6 +90,11 @@ static int hc_strikes;			/* refits in a row with another rate */
 /* The first fit's rate spans only HOSTCLOCK_FIRST_NS from one unbracketed
  * read: the next refit replaces it rather than being judged by it. */
 static bool hc_provisional;
+#endif
+/* Reads on clock_gettime after the TSC was given up never return less
+ * than this: the last mapping's end (no reader got more from it). */
+#if API_HAVE_TSC
+static _Atomic uint64_t hc_floor;
 #endif
 /* The current mapping as a record, for the session; written under
  * hc_busy, odd hc_rec_seq while being written. */
@@ -133,11 +150,14 @@ hostclock_set_rec(unsigned src, uint64_t ref_ns, uint32_t bracket,
 	REC_INIT(&r, REC_HOST_CLOCK, src);
 	r.timestamp = ref_ns;
 	if (src == HOST_CLOCK_TSC) {
-		r.base_tsc = atomic_load_explicit(&hostclock.base_tsc,
+		const struct hostclock_map *mp = &hostclock.map[
+		    atomic_load(&hostclock.seq) & 1];
+
+		r.base_tsc = atomic_load_explicit(&mp->base_tsc,
 		    memory_order_relaxed);
-		r.base_ns = atomic_load_explicit(&hostclock.base_ns,
+		r.base_ns = atomic_load_explicit(&mp->base_ns,
 		    memory_order_relaxed);
-		r.mult = atomic_load_explicit(&hostclock.mult,
+		r.mult = atomic_load_explicit(&mp->mult,
 		    memory_order_relaxed);
 	}
 	r.correction_ns = correction;
@@ -161,13 +181,19 @@ hostclock_decide(void)
 	if (env_get("MSPTI_CLOCK_REFIT_MS", v, sizeof(v)) &&
 	    (ms = strtoull(v, NULL, 10)) >= 10 && ms <= 3600000)
 		hc_refit_ns = ms * 1000000ull;
+	if (env_get("MSPTI_TEST_TSC_OFFSET_NS", v, sizeof(v)) &&
+	    (ms = strtoull(v, NULL, 10)) <= 500000)
+		hc_test_offset = ms;
+	if (env_get("MSPTI_TEST_REFIT_DELAY_US", v, sizeof(v)) &&
+	    (ms = strtoull(v, NULL, 10)) <= 10000)
+		hc_test_delay_us = ms;
 	env_get("MSPTI_CLOCK", v, sizeof(v));
 #if API_HAVE_TSC
 	if (strcmp(v, "realtime") != 0 &&
 	    hostclock_tsc_usable(&why)) {
 		unsigned aux;
 
-		hc_ref_ns = util_realtime_ns();
+		hc_ref_ns = util_realtime_ns() + hc_test_offset;
 		hc_ref_tsc = __builtin_ia32_rdtscp(&aux);
 		hostclock_set_rec(HOST_CLOCK_REALTIME, hc_ref_ns, 0, 0);
 		atomic_store(&hc_mode, HC_CALIBRATING);
@@ -206,12 +232,12 @@ hostclock_after_fork_child(void)
 		atomic_fetch_add(&hc_rec_seq, 1);
 	if (mode == HC_DECIDING)
 		atomic_store(&hc_mode, HC_UNDECIDED);
-	else if ((atomic_load(&hostclock.seq) & 1) ||
-	    mode == HC_CALIBRATING) {
-		/* Mid-write, or a first fit stored but not yet switched to:
-		 * calibrate again (a mapping left here would never refit). */
+	else if (mode == HC_CALIBRATING) {
+		/* A first fit stored but not yet switched to: calibrate
+		 * again (a mapping left here would never refit).  A refit
+		 * another thread was writing wrote the slot not in use. */
 		atomic_store(&hostclock.seq, 0);
-		hc_ref_ns = util_realtime_ns();
+		hc_ref_ns = util_realtime_ns() + hc_test_offset;
 #if API_HAVE_TSC
 		{
 			unsigned aux;
@@ -238,8 +264,9 @@ hostclock_ref(uint64_t *tsc, uint64_t *ns, uint32_t *bracket)
 	unsigned aux;
 
 	for (int i = 0; i < HOSTCLOCK_TRIES; i++) {
-		uint64_t a = util_realtime_ns(), t = __builtin_ia32_rdtscp(&aux),
-		    b = util_realtime_ns();
+		uint64_t a = util_realtime_ns() + hc_test_offset,
+		    t = __builtin_ia32_rdtscp(&aux),
+		    b = util_realtime_ns() + hc_test_offset;
 
 		if (b < a || b - a >= best)
 			continue;
@@ -255,25 +282,77 @@ hostclock_ref(uint64_t *tsc, uint64_t *ns, uint32_t *bracket)
 	*bracket = best > UINT32_MAX ? UINT32_MAX : (uint32_t)best;
 }
 
+/* Publishes a mapping in the slot not in use (under hc_busy): readers of
+ * the current one finish with it whole, later ones take the new one. */
 static void
-hostclock_store(uint64_t btsc, uint64_t bns, uint64_t mult, uint64_t span)
+hostclock_publish(uint64_t btsc, uint64_t bns, uint64_t mult, uint64_t span,
+    uint64_t ptsc, uint64_t pns, uint64_t pmult)
 {
 	uint32_t s = atomic_load_explicit(&hostclock.seq, memory_order_relaxed);
+	uint32_t n = s + 1 == 0 ? 2 : s + 1;	/* 0 stays "off" */
+	struct hostclock_map *mp = &hostclock.map[n & 1];
 
-	/* Odd while writing; 0 stays "off" (never stored here). */
-	atomic_store_explicit(&hostclock.seq, s + 1, memory_order_relaxed);
+	/* A reader still on this slot (two mappings ago) sees seq move. */
 	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&hostclock.base_tsc, btsc, memory_order_relaxed);
-	atomic_store_explicit(&hostclock.base_ns, bns, memory_order_relaxed);
-	atomic_store_explicit(&hostclock.mult, mult, memory_order_relaxed);
-	atomic_store_explicit(&hostclock.span, span, memory_order_relaxed);
-	atomic_store_explicit(&hostclock.seq, s + 2 == 0 ? 2 : s + 2,
-	    memory_order_release);
+	atomic_store_explicit(&mp->base_tsc, btsc, memory_order_relaxed);
+	atomic_store_explicit(&mp->base_ns, bns, memory_order_relaxed);
+	atomic_store_explicit(&mp->mult, mult, memory_order_relaxed);
+	atomic_store_explicit(&mp->span, span, memory_order_relaxed);
+	atomic_store_explicit(&mp->prev_tsc, ptsc, memory_order_relaxed);
+	atomic_store_explicit(&mp->prev_ns, pns, memory_order_relaxed);
+	atomic_store_explicit(&mp->prev_mult, pmult, memory_order_relaxed);
+	atomic_store_explicit(&hostclock.seq, n, memory_order_release);
 }
 
+/* The mapping in use (under hc_busy; seq != 0). */
+static void
+hostclock_cur(uint64_t *bt, uint64_t *bn, uint64_t *m, uint64_t *span,
+    uint64_t *pt, uint64_t *pn, uint64_t *pm)
+{
+	const struct hostclock_map *mp = &hostclock.map[
+	    atomic_load_explicit(&hostclock.seq, memory_order_relaxed) & 1];
+
+	*bt = atomic_load_explicit(&mp->base_tsc, memory_order_relaxed);
+	*bn = atomic_load_explicit(&mp->base_ns, memory_order_relaxed);
+	*m = atomic_load_explicit(&mp->mult, memory_order_relaxed);
+	*span = atomic_load_explicit(&mp->span, memory_order_relaxed);
+	*pt = atomic_load_explicit(&mp->prev_tsc, memory_order_relaxed);
+	*pn = atomic_load_explicit(&mp->prev_ns, memory_order_relaxed);
+	*pm = atomic_load_explicit(&mp->prev_mult, memory_order_relaxed);
+}
+
+/*
+ * Stops the TSC (under hc_busy).  The clock must not go back at the
+ * switch: the mapping in use is first cut off a little ahead (it stays
+ * flat from there), republished until that point was still ahead once
+ * published; clock_gettime reads then never return less than it.
+ */
 static void
 hostclock_give_up(const char *why, uint64_t ref_ns)
 {
+	uint64_t floor = 0;
+
+	for (int i = 0; i < 4 && atomic_load(&hostclock.seq) != 0; i++) {
+		const struct hostclock_map *mp = &hostclock.map[
+		    atomic_load(&hostclock.seq) & 1];
+		uint64_t bt, bn, m, sp, pt, pn, pm, at, margin;
+		unsigned aux;
+
+		hostclock_cur(&bt, &bn, &m, &sp, &pt, &pn, &pm);
+		margin = sp >> 10;	/* ~1 ms of a 1 s period */
+		at = __builtin_ia32_rdtscp(&aux) + margin;
+		floor = hostclock_map_ns(mp, at - bt, bn, m, sp);
+		/* From at on flat at floor (span 0); before it the mapping
+		 * in use (its previous one, if at is before its base). */
+		if ((int64_t)(at - bt) >= 0)
+			hostclock_publish(at, floor, m, 0, bt, bn, m);
+		else
+			hostclock_publish(at, floor, m, 0, pt, pn, pm);
+		if ((int64_t)(__builtin_ia32_rdtscp(&aux) - at) < 0)
+			break;
+	}
+	if (floor > atomic_load(&hc_floor))
+		atomic_store(&hc_floor, floor);
 	atomic_store(&hc_mode, HC_REALTIME);
 	atomic_store_explicit(&hostclock.seq, 0, memory_order_release);
 	hostclock_set_rec(HOST_CLOCK_REALTIME, ref_ns, 0, 0);
@@ -284,29 +363,35 @@ hostclock_give_up(const char *why, uint64_t ref_ns)
  * Fits the mapping to a new reference point (under hc_busy).  first: the
  * first fit, from the point hostclock_decide took.  False when no mapping
  * was stored (the first fit then comes again later).
+ *
+ * The new mapping starts where the one in use ends (HOSTCLOCK_END of its
+ * span, ahead of this refit, which is due at its span), with the value
+ * that one has there; it is published at once, and readers take the old
+ * one for ticks before the switch: continuous.  A refit that comes after
+ * the end (the process was idle) starts now, at the reference or the old
+ * end's value if that is later.  A gap over HOSTCLOCK_STEP_NS (the clock
+ * was set) steps to the reference.
  */
 static bool
 hostclock_fit(bool first)
 {
-	uint64_t t, r, old_tsc, old_ns, old_mult, base_ns, span;
+	uint64_t t, r, bt = 0, bn = 0, om = 0, sp = 0, pt, pn, pm;
+	uint64_t base_tsc, base_ns, span;
 	uint32_t bracket;
 	double rate, target, mult;
 	int64_t err = 0;
 	bool step = first;
 
 	hostclock_ref(&t, &r, &bracket);
+	if (hc_test_delay_us > 0)
+		usleep((useconds_t)hc_test_delay_us);
+	if (!first)
+		hostclock_cur(&bt, &bn, &om, &sp, &pt, &pn, &pm);
 	/* Every try preempted: the reference is no better than its bracket.
 	 * Try again in an eighth of a period (the mapping goes on). */
 	if (bracket > HOSTCLOCK_BRACKET_NS) {
-		if (!first) {
-			span = atomic_load_explicit(&hostclock.span,
-			    memory_order_relaxed);
-			hostclock_store(atomic_load_explicit(&hostclock.base_tsc,
-			    memory_order_relaxed), atomic_load_explicit(
-			    &hostclock.base_ns, memory_order_relaxed),
-			    atomic_load_explicit(&hostclock.mult,
-			    memory_order_relaxed), span + span / 8);
-		}
+		if (!first)
+			hostclock_publish(bt, bn, om, sp + sp / 8, pt, pn, pm);
 		return false;
 	}
 	if (t <= hc_ref_tsc || r <= hc_ref_ns) {
@@ -322,7 +407,7 @@ hostclock_fit(bool first)
 	} else
 		rate = (double)(r - hc_ref_ns) / (double)(t - hc_ref_tsc);
 	/* Another rate: a bad reference point (a read preempted) keeps the
-	 * old rate and steps; three in a row, the TSC is not invariant. */
+	 * old rate; three in a row, the TSC is not invariant. */
 	if (!first && !hc_provisional && hc_rate > 0 &&
 	    (rate > hc_rate * 1.001 || rate < hc_rate * 0.999)) {
 		if (++hc_strikes >= 3) {
@@ -331,7 +416,6 @@ hostclock_fit(bool first)
 			return false;
 		}
 		rate = hc_rate;
-		step = true;
 	} else
 		hc_strikes = 0;
 	if (!(rate > 0 && rate < 1000)) {	/* no rate yet (set back) */
@@ -339,28 +423,38 @@ hostclock_fit(bool first)
 		hc_ref_ns = r;
 		return false;
 	}
-	old_tsc = atomic_load_explicit(&hostclock.base_tsc,
-	    memory_order_relaxed);
-	old_ns = atomic_load_explicit(&hostclock.base_ns, memory_order_relaxed);
-	old_mult = atomic_load_explicit(&hostclock.mult, memory_order_relaxed);
 	span = (uint64_t)((double)hc_refit_ns / rate);
-	base_ns = r;
-	if (!first) {
-		uint64_t m = old_ns + (uint64_t)(((unsigned __int128)(t -
-		    old_tsc) * old_mult) >> 32);
+	if (first) {
+		/* At or above CLOCK_REALTIME at t (the bracket's top, and a
+		 * microsecond): no clock_gettime read before it is later. */
+		base_tsc = pt = t;
+		base_ns = pn = r + bracket / 2 + 1000;
+		pm = 0;
+	} else {
+		uint64_t end = bt + HOSTCLOCK_END(sp), cap = bn + (uint64_t)
+		    (((unsigned __int128)HOSTCLOCK_END(sp) * om) >> 32);
 
-		err = (int64_t)(r - m);
-		/* Idle for a few periods: no record in between to keep in
-		 * order with, take the reference as it is. */
-		if (t - old_tsc > 3 * span || err > HOSTCLOCK_STEP_NS ||
-		    err < -HOSTCLOCK_STEP_NS)
+		err = (int64_t)(r - (bn + (uint64_t)(((unsigned __int128)
+		    (t - bt) * om) >> 32)));
+		if (err > HOSTCLOCK_STEP_NS || err < -HOSTCLOCK_STEP_NS)
 			step = true;
-		if (!step)
-			base_ns = m;
+		pt = bt;
+		pn = bn;
+		pm = om;
+		if ((int64_t)(t - end) >= 0) {
+			/* Late (idle): from now. */
+			base_tsc = t;
+			base_ns = step || r > cap ? r : cap;
+		} else {
+			base_tsc = end;
+			base_ns = step ? r + (uint64_t)(rate * (double)(end - t)) :
+			    cap;
+		}
 	}
 	/* Over the next period: from base_ns to where CLOCK_REALTIME will
-	 * be (r + a period at the fitted rate). */
-	target = (double)(int64_t)(r - base_ns) + rate * (double)span;
+	 * be then (the reference, at the fitted rate). */
+	target = (double)(int64_t)(r - base_ns) +
+	    rate * (double)(base_tsc - t + span);
 	mult = target / (double)span * 4294967296.0;
 	if (mult < 1.0)
 		mult = 1.0;
@@ -368,7 +462,8 @@ hostclock_fit(bool first)
 	hc_ref_ns = r;
 	hc_rate = rate;
 	hc_provisional = first;
-	hostclock_store(t, base_ns, (uint64_t)(mult + 0.5), span);
+	hostclock_publish(base_tsc, base_ns, (uint64_t)(mult + 0.5), span,
+	    pt, pn, pm);
 	hostclock_set_rec(HOST_CLOCK_TSC, r, bracket, err);
 	log_debug("clock: TSC mapping %s: %.6f ns/tick, was off %lld ns, "
 	    "reference +-%u ns", first ? "fitted" : step ? "stepped" : "slewed",
@@ -376,10 +471,21 @@ hostclock_fit(bool first)
 	return true;
 }
 
+/* clock_gettime, never below the TSC's last mapping once given up. */
+static uint64_t
+hostclock_realtime(void)
+{
+	uint64_t now = util_realtime_ns(), f = atomic_load_explicit(&hc_floor,
+	    memory_order_relaxed);
+
+	return now > f ? now : f;
+}
+
 /* The reader's slow path for a tick past the mapping's period: refits,
- * unless another thread is at it, and reads the clock again. */
+ * unless another thread is at it, and reads the clock again; the old
+ * mapping's value (capped) while the new one is not there. */
 uint64_t
-hostclock_refit(void)
+hostclock_refit(uint64_t capped)
 {
 	uint64_t ns;
 
@@ -389,20 +495,26 @@ hostclock_refit(void)
 			(void)hostclock_fit(false);
 		atomic_flag_clear_explicit(&hc_busy, memory_order_release);
 	}
-	return hostclock_read(&ns) == 0 ? ns : util_realtime_ns();
+	for (int i = 0; i < 4; i++)
+		if (hostclock_read(&ns) >= 0)
+			return ns;
+	(void)capped;
+	return hostclock_slow();
 }
 #else
 /* No TSC path here: hostclock_read never asks for a refit, but api_now
  * names this, and an unoptimised build still links it. */
 uint64_t
-hostclock_refit(void)
+hostclock_refit(uint64_t capped)
 {
+	(void)capped;
 	return util_realtime_ns();
 }
 #endif
 
-/* Not on the TSC (yet, or at all), or a refit is under way:
- * clock_gettime; after the first HOSTCLOCK_FIRST_NS, the first fit. */
+/* Not on the TSC (yet, or at all), or the mapping moved under a read:
+ * the mapping again, else clock_gettime; after the first
+ * HOSTCLOCK_FIRST_NS, the first fit. */
 uint64_t
 hostclock_slow(void)
 {
@@ -412,15 +524,29 @@ hostclock_slow(void)
 		hostclock_init();
 		mode = atomic_load(&hc_mode);
 	}
-	/* Decided by another thread right now: not waited for. */
 #if API_HAVE_TSC
-	if (API_UNLIKELY(mode == HC_CALIBRATING)) {
-		uint64_t now = util_realtime_ns();
+	if (mode == HC_TSC) {
+		uint64_t ns;
 
-		if (now - hc_ref_ns < HOSTCLOCK_FIRST_NS ||
+		for (int i = 0; i < 4; i++)
+			if (hostclock_read(&ns) >= 0)
+				return ns;
+		return hostclock_realtime();
+	}
+	/* Decided by another thread right now: not waited for. */
+	if (API_UNLIKELY(mode == HC_CALIBRATING)) {
+		uint64_t now = util_realtime_ns(), ns;
+
+		if (now + hc_test_offset - hc_ref_ns < HOSTCLOCK_FIRST_NS ||
 		    atomic_flag_test_and_set_explicit(&hc_busy,
-		    memory_order_acquire))
+		    memory_order_acquire)) {
+			/* The first mapping came out meanwhile: it is at
+			 * or above this read, take it instead. */
+			if (atomic_load(&hostclock.seq) != 0 &&
+			    hostclock_read(&ns) >= 0)
+				return ns;
 			return now;
+		}
 		if (atomic_load(&hc_mode) == HC_CALIBRATING) {
 			if (hostclock_fit(true) &&
 			    atomic_load(&hc_mode) == HC_CALIBRATING)
@@ -429,8 +555,10 @@ hostclock_slow(void)
 		atomic_flag_clear_explicit(&hc_busy, memory_order_release);
 		return now;
 	}
-#endif
+	return hostclock_realtime();
+#else
 	return util_realtime_ns();
+#endif
 }
 
 bool

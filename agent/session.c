@@ -250,6 +250,9 @@ session_clock(struct agent_session *s, struct ring_producer *p)
 	    !atomic_compare_exchange_strong(&s->clock_gen, &have, want))
 		return;
 	r.pid = s->pid;
+	/* Stamped when written into this capture (doc/trace-format.md): in
+	 * the session's window, at or after the records before it. */
+	r.timestamp = api_now();
 	/* Not written (full): the next record tries again. */
 	if (ring_pwrite_nodrop(p, &r) != 0)
 		(void)atomic_compare_exchange_strong(&s->clock_gen, &want,

@@ -68,6 +68,10 @@ struct evbuffer;
  * then is counted lost (device_unmatched). */
 #define SESS_INFLIGHT_WAIT_MS	3000
 #define SESS_INFLIGHT_POLL_MS	20
+/* How long the ids of tasks a capture left queued stay its own
+ * (agent_floor); the most kept per agent. */
+#define SESS_FLOOR_NS		60000000000ull
+#define SESS_FLOORS_MAX		4096
 /* The most a device record is written after records that started up to
  * this much later (its task waited JOIN_DEV_TIMEOUT_NS for a launch, then
  * the next drain tick): recorded in the header as "max_lateness_ns" for
@@ -145,6 +149,17 @@ struct peer_cred {
 };
 
 /* A registered agent: one training process (or one fork of it). */
+/* Task ids [lo, hi] of a device stream whose launches were still queued
+ * when a capture of the agent ended, counted lost there; a later session
+ * of the agent must not take their tasks (session-dev.c). */
+struct agent_floor {
+	uint32_t	device;
+	uint32_t	stream;
+	uint32_t	lo;
+	uint32_t	hi;
+	uint64_t	until_mono;	/* forgotten then (a reused stream id) */
+};
+
 struct agent {
 	TAILQ_ENTRY(agent)	 entry;
 	struct peer		*peer;
@@ -163,6 +178,9 @@ struct agent {
 	uint64_t		 since_ns;
 	uint64_t		 session_id;
 	bool			 exe_checked;	/* exe from /proc (priv.c) */
+	/* Device tasks of captures the agent left. */
+	struct agent_floor	*dev_floors;
+	size_t			 ndev_floors;
 };
 
 struct peer {
@@ -239,7 +257,9 @@ struct sess_agent {
 	/* Device timing, joined here (session-dev.c). */
 	struct join		*join;		/* launches <-> device tasks */
 	uint64_t		 dev_unmatched;	/* launches left without device
-						   timing, once join is gone */
+						   timing (join's drops) */
+	uint64_t		 dev_lost_kind[REC_TYPE_MAX];	/* the same,
+						   by the launch's type */
 	uint32_t		 ndstr;		/* daemon strings in strs[] */
 	struct sess_mark	*marks;		/* host marker id -> strings */
 	bool			 watched;	/* metrics_watch_pid taken */
@@ -499,6 +519,8 @@ void		 session_dev_clock_records(struct session *s, uint64_t mask);
 void		 session_dev_counter_cb(const struct metrics_counter *c,
 		     void *arg);
 uint64_t	 session_dev_unmatched(const struct sess_agent *sa);
+void		 session_dev_close(struct sess_agent *sa);
+void		 session_dev_agent_free(struct agent *a);
 void		 session_dev_join_flush(struct session *s);
 bool		 session_dev_inflight(const struct session *s);
 void		 session_dev_last_metrics(struct session *s);

@@ -67,6 +67,7 @@ registry_agent_free(struct agent *a)
 	free(a->job_id);
 	free(a->version);
 	free(a->devices);
+	session_dev_agent_free(a);
 	free(a);
 }
 

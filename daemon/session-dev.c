@@ -320,10 +320,77 @@ session_dev_filter(uint32_t device, uint32_t pid, void *arg)
 	return session_dev_agent_by_pid(arg, pid) != NULL;
 }
 
+/* Whether t is a task a capture that a left queued (agent_floor): it was
+ * counted there.  Forgets a stream's range once the stream ran past it. */
+static bool
+session_dev_floor_drop(struct agent *a, const struct devcol_task *t)
+{
+	uint64_t now = util_monotonic_ns();
+
+	for (size_t i = 0; i < a->ndev_floors; i++) {
+		struct agent_floor *f = &a->dev_floors[i];
+
+		if (f->device != t->device || f->stream != t->stream)
+			continue;
+		if (now < f->until_mono && (int32_t)(t->task_id - f->lo) >= 0 &&
+		    (int32_t)(t->task_id - f->hi) <= 0)
+			return true;
+		if (now >= f->until_mono || (int32_t)(t->task_id - f->hi) > 0)
+			a->dev_floors[i--] = a->dev_floors[--a->ndev_floors];
+	}
+	return false;
+}
+
+/*
+ * The sess_agent that owns device task t: the one whose launch of it
+ * waits; else a capture of the pid that has ended but not yet finalized,
+ * if t lies within its launches (its launch was dropped and counted
+ * there); else the pid's live capture, unless t was left queued by an
+ * ended one (session_dev_floor_drop).  A task launched in session A that
+ * completes after a back-to-back session B of the same pid started is
+ * thus A's: delivered or counted in A, never written into B.
+ */
+static struct sess_agent *
+session_dev_route(struct daemon *d, const struct devcol_task *t)
+{
+	struct session *s;
+	struct sess_agent *sa, *live = NULL, *ended = NULL, *window = NULL;
+	bool work = t->kind != DEVCOL_MARKER;
+
+	TAILQ_FOREACH(s, &d->sessions, entry) {
+		if (session_done(s))
+			continue;
+		TAILQ_FOREACH(sa, &s->agents, entry) {
+			if ((uint32_t)sa->pid != t->pid || sa->join == NULL)
+				continue;
+			if (work && join_has_launch(sa->join, t->device,
+			    t->stream, t->task_id))
+				return sa;
+			if (sa->state == SA_ACTIVE || sa->state == SA_STOPPING) {
+				if (live == NULL)
+					live = sa;
+				continue;
+			}
+			ended = sa;
+			if (work && window == NULL && join_in_window(sa->join,
+			    t->device, t->stream, t->task_id))
+				window = sa;
+		}
+	}
+	if (!work)
+		return live != NULL ? live : ended;
+	if (window != NULL)
+		return window;
+	if (live != NULL && live->agent != NULL &&
+	    session_dev_floor_drop(live->agent, t))
+		return NULL;
+	return live != NULL ? live : ended;
+}
+
 static void
 session_dev_task(const struct devcol_task *t, void *arg)
 {
-	struct sess_agent *sa = session_dev_agent_by_pid(arg, t->pid);
+	struct sess_agent *sa = session_dev_route(arg, t);
 
 	if (sa == NULL)
 		return;
@@ -509,12 +576,17 @@ session_dev_counter_cb(const struct metrics_counter *c, void *arg)
 uint64_t
 session_dev_unmatched(const struct sess_agent *sa)
 {
-	struct join_stats st;
+	return sa->dev_unmatched;
+}
 
-	if (sa->join == NULL)
-		return sa->dev_unmatched;
-	join_get_stats(sa->join, &st);
-	return st.host_only + st.host_evicted;
+/* The join dropped a launch task of sa: counted once, by kind. */
+static void
+session_dev_join_drop(const struct join_launch *l, void *arg)
+{
+	struct sess_agent *sa = arg;
+
+	sa->dev_unmatched++;
+	sa->dev_lost_kind[l->kind < REC_TYPE_MAX ? l->kind : 0]++;
 }
 
 /* Whether sa's device channel ever gave it a task: if not, none of its
@@ -549,21 +621,57 @@ session_dev_inflight(const struct session *s)
 	return false;
 }
 
-/* Launch tasks still waiting, per record type (join_host_foreach). */
+/* A launch task still waiting at the end: its (device, stream) task id
+ * range goes to the agent's floors (join_host_foreach). */
 static void
-session_dev_count_kind(const struct join_launch *l, void *arg)
+session_dev_floor_note(const struct join_launch *l, void *arg)
 {
-	uint64_t *n = arg;
+	struct agent *a = arg;
+	struct agent_floor *f = NULL, *nf;
+	uint32_t n = l->ntasks > 1 ? l->ntasks : 1;
 
-	if (l->kind < REC_TYPE_MAX)
-		n[l->kind]++;
+	for (size_t i = 0; i < a->ndev_floors; i++)
+		if (a->dev_floors[i].device == l->device &&
+		    a->dev_floors[i].stream == l->stream) {
+			f = &a->dev_floors[i];
+			break;
+		}
+	if (f == NULL) {
+		if (a->ndev_floors >= SESS_FLOORS_MAX ||
+		    (nf = realloc(a->dev_floors, (a->ndev_floors + 1) *
+		    sizeof(*nf))) == NULL)
+			return;
+		a->dev_floors = nf;
+		f = &a->dev_floors[a->ndev_floors++];
+		f->device = l->device;
+		f->stream = l->stream;
+		f->lo = l->task_id;
+		f->hi = l->task_id + n - 1;
+	}
+	if ((int32_t)(l->task_id - f->lo) < 0)
+		f->lo = l->task_id;
+	if ((int32_t)(l->task_id + n - 1 - f->hi) > 0)
+		f->hi = l->task_id + n - 1;
+	f->until_mono = util_monotonic_ns() + SESS_FLOOR_NS;
+}
+
+/* Frees what session-dev.c keeps in a (the registry frees a). */
+void
+session_dev_agent_free(struct agent *a)
+{
+	free(a->dev_floors);
+	a->dev_floors = NULL;
+	a->ndev_floors = 0;
 }
 
 /*
  * Every sess_agent with a join: emit what waits (end of the session,
  * after the wait for the device).  A launch whose device task has not
- * come by now is lost (device_unmatched): the trace gets a loss record
- * per kind and pid, the footer and the session's counters the total.
+ * come by now is lost (device_unmatched), and so is every one the join
+ * dropped before (30 s host timeout, eviction): the trace gets a loss
+ * record per kind and pid of all of them, so they sum to the footer's
+ * and the session's totals.  The task ids still queued stay the ended
+ * capture's (agent_floor): a later session of the pid does not take them.
  */
 void
 session_dev_join_flush(struct session *s)
@@ -574,43 +682,49 @@ session_dev_join_flush(struct session *s)
 	TAILQ_FOREACH(sa, &s->agents, entry) {
 		struct join_stats st;
 		struct rec_loss r;
-		uint64_t lost, kinds[REC_TYPE_MAX];
+		uint64_t lost;
 		bool silent;
 
 		if (sa->join == NULL)
 			continue;
-		memset(kinds, 0, sizeof(kinds));
-		join_host_foreach(sa->join, session_dev_count_kind, kinds);
+		if (sa->agent != NULL)
+			join_host_foreach(sa->join, session_dev_floor_note,
+			    sa->agent);
+		join_flush_at(sa->join, now, SESS_INFLIGHT_NS);
 		for (unsigned k = 0; k < REC_TYPE_MAX && s->w != NULL; k++) {
-			if (kinds[k] == 0)
+			if (sa->dev_lost_kind[k] == 0)
 				continue;
 			REC_INIT(&r, REC_LOSS, 0);
 			r.timestamp = now;
-			r.count = kinds[k];
+			r.count = sa->dev_lost_kind[k];
 			r.stage = LOSS_DEVICE_UNMATCHED;
 			r.pid = (uint32_t)sa->pid;
 			r.lost_type = k;
 			session_sink_emit(s, &r);
 		}
-		join_flush_at(sa->join, now, SESS_INFLIGHT_NS);
 		join_get_stats(sa->join, &st);
 		lost = st.host_only + st.host_evicted + st.host_inflight;
+		if (lost != sa->dev_unmatched)
+			log_warnx("session %llu pid %ld: join counted %llu "
+			    "launches lost, its drops %llu",
+			    (unsigned long long)s->id, (long)sa->pid,
+			    (unsigned long long)lost,
+			    (unsigned long long)sa->dev_unmatched);
 		silent = session_dev_silent(&st);
-		sa->dev_unmatched = lost;
 		log_info("session %llu pid %ld: %llu device tasks joined, %llu "
 		    "alone, %llu launches without a device task (%llu of "
 		    "them launched in the last %llu ms)",
 		    (unsigned long long)s->id, (long)sa->pid,
 		    (unsigned long long)st.matched,
 		    (unsigned long long)(st.dev_unmatched + st.dev_evicted),
-		    (unsigned long long)lost,
+		    (unsigned long long)sa->dev_unmatched,
 		    (unsigned long long)st.host_inflight,
 		    (unsigned long long)(SESS_INFLIGHT_NS / 1000000));
-		if (lost > 0)
+		if (sa->dev_unmatched > 0)
 			log_warnx("session %llu pid %ld: %llu launches have no "
 			    "device timing (device_unmatched)%s",
 			    (unsigned long long)s->id, (long)sa->pid,
-			    (unsigned long long)lost, silent ?
+			    (unsigned long long)sa->dev_unmatched, silent ?
 			    ": the device channel gave no task of this "
 			    "process (is NPUSIM_SHM_PREFIX/the device "
 			    "visible to msptid?)" : st.host_inflight > 0 ?
@@ -646,6 +760,7 @@ session_dev_start(struct sess_agent *sa, struct agent *a)
 
 	memset(&jc, 0, sizeof(jc));
 	jc.dev_size = sizeof(struct devcol_task);
+	jc.drop = session_dev_join_drop;
 	if (sa->join == NULL)
 		sa->join = join_new(&jc, session_dev_join_emit, sa);
 	if (s->d->metrics != NULL && !sa->watched &&

@@ -266,6 +266,15 @@ join_free(struct join *j)
 	free(j);
 }
 
+/* A launch task leaves without its device task: counted in *stat. */
+static void
+join_drop(struct join *j, const struct join_launch *l, uint64_t *stat)
+{
+	(*stat)++;
+	if (j->cfg.drop != NULL)
+		j->cfg.drop(l, j->arg);
+}
+
 /* Emits and frees a waiting device task with launch l (NULL: alone). */
 static void
 join_emit_dev(struct join *j, struct jent *e, const struct join_launch *l)
@@ -304,7 +313,10 @@ join_add_one(struct join *j, const struct join_launch *l, uint32_t task,
 	}
 	pp = jtable_slot(&j->host, l->device, l->stream, task);
 	if (*pp != NULL) {
-		/* Task ids wrapped, or the same launch twice: keep the new one. */
+		/* Task ids wrapped, or the same launch twice: keep the new one
+		 * (a different launch lost its device task). */
+		if ((*pp)->launch.correlation_id != l->correlation_id)
+			join_drop(j, &(*pp)->launch, &j->st.host_only);
 		(*pp)->launch = *l;
 		(*pp)->added = now;
 		TAILQ_REMOVE(&j->host.ages, *pp, age);
@@ -315,8 +327,8 @@ join_add_one(struct join *j, const struct join_launch *l, uint32_t task,
 	if (j->host.n >= j->host.max) {
 		e = TAILQ_FIRST(&j->host.ages);
 		jtable_unlink(&j->host, e);
+		join_drop(j, &e->launch, &j->st.host_evicted);
 		free(e);
-		j->st.host_evicted++;
 		pp = jtable_slot(&j->host, l->device, l->stream, task);
 	}
 	if ((e = jent_new(0, l->device, l->stream, task, now)) == NULL)
@@ -400,8 +412,8 @@ join_expire(struct join *j, uint64_t now)
 	while ((e = TAILQ_FIRST(&j->host.ages)) != NULL &&
 	    now >= e->added && now - e->added >= j->cfg.host_timeout_ns) {
 		jtable_unlink(&j->host, e);
+		join_drop(j, &e->launch, &j->st.host_only);
 		free(e);
-		j->st.host_only++;
 	}
 }
 
@@ -413,12 +425,10 @@ join_flush_at(struct join *j, uint64_t now, uint64_t inflight_ns)
 	while ((e = TAILQ_FIRST(&j->dev.ages)) != NULL)
 		join_emit_alone(j, e, &j->st.dev_unmatched, true);
 	while ((e = TAILQ_FIRST(&j->host.ages)) != NULL) {
-		if (inflight_ns > 0 && e->added <= now &&
-		    now - e->added < inflight_ns)
-			j->st.host_inflight++;
-		else
-			j->st.host_only++;
 		jtable_unlink(&j->host, e);
+		join_drop(j, &e->launch, inflight_ns > 0 && e->added <= now &&
+		    now - e->added < inflight_ns ? &j->st.host_inflight :
+		    &j->st.host_only);
 		free(e);
 	}
 }
@@ -445,4 +455,33 @@ join_host_foreach(const struct join *j,
 
 	TAILQ_FOREACH(e, &j->host.ages, age)
 		cb(&e->launch, arg);
+}
+
+int
+join_has_launch(const struct join *j, uint32_t device, uint32_t stream,
+    uint32_t task_id)
+{
+	return *jtable_slot((struct jtable *)&j->host, device, stream,
+	    task_id) != NULL;
+}
+
+int
+join_in_window(const struct join *j, uint32_t device, uint32_t stream,
+    uint32_t task_id)
+{
+	const struct jstream *e = *join_stream_slot((struct join *)j, device,
+	    stream);
+
+	return e != NULL && (int32_t)(task_id - e->first) >= 0 &&
+	    (int32_t)(task_id - e->last) <= 0;
+}
+
+void
+join_stream_foreach(const struct join *j,
+    void (*cb)(uint32_t, uint32_t, uint32_t, uint32_t, void *), void *arg)
+{
+	for (size_t i = 0; i < JOIN_STREAM_BUCKETS; i++)
+		for (const struct jstream *e = j->streams[i]; e != NULL;
+		    e = e->next)
+			cb(e->device, e->stream, e->first, e->last, arg);
 }

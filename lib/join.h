@@ -48,8 +48,15 @@ struct join_launch {
 	uint64_t	user;		/* opaque to join */
 };
 
+/* Called for each launch task that leaves the join without its device
+ * task (the host timeout, an eviction, a replacement by another launch of
+ * the key, a flush): every one counted in host_only, host_evicted or
+ * host_inflight goes through it once, so a caller can count per kind. */
+typedef void (*join_drop_cb)(const struct join_launch *launch, void *arg);
+
 struct join_config {
 	size_t		dev_size;	/* bytes per device task (required) */
+	join_drop_cb	drop;		/* optional; gets join_new's arg */
 	uint64_t	dev_timeout_ns;	/* 0: JOIN_DEV_TIMEOUT_NS */
 	uint64_t	host_timeout_ns;	/* 0: JOIN_HOST_TIMEOUT_NS */
 	size_t		max_dev;	/* 0: JOIN_MAX_DEV */
@@ -71,7 +78,9 @@ struct join_stats {
 					   likely still queued on the device
 					   (not in host_only) */
 	uint64_t	host_evicted;	/* launch tasks dropped: max_host reached */
-	uint64_t	host_replaced;	/* a new launch reused a waiting key */
+	uint64_t	host_replaced;	/* a new launch reused a waiting key
+					   (another correlation id: the old
+					   one is also counted host_only) */
 	uint64_t	dev_duplicate;	/* a device task reused a waiting key */
 	uint64_t	dev_outside;	/* alone, and outside the launches of
 					   its stream: not emitted */
@@ -115,5 +124,16 @@ void		 join_get_stats(const struct join *, struct join_stats *out);
  * oldest first (what a flush would drop); cb must not change the join. */
 void		 join_host_foreach(const struct join *,
 		     void (*cb)(const struct join_launch *, void *), void *arg);
+/* Whether a launch of the key waits for its device task. */
+int		 join_has_launch(const struct join *, uint32_t device,
+		     uint32_t stream, uint32_t task_id);
+/* Whether task_id lies within the launches seen on (device, stream):
+ * from the first to the last (ids compare modulo 2^32). */
+int		 join_in_window(const struct join *, uint32_t device,
+		     uint32_t stream, uint32_t task_id);
+/* Calls cb with the first and last task id launched on every stream. */
+void		 join_stream_foreach(const struct join *,
+		     void (*cb)(uint32_t device, uint32_t stream, uint32_t first,
+		     uint32_t last, void *), void *arg);
 
 #endif

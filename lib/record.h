@@ -335,10 +335,12 @@ struct rec_step {
  * each time that changes.  Its records' timestamps are CLOCK_REALTIME ns
  * either way; with HOST_CLOCK_TSC they were computed from the TSC as
  * base_ns + ((tsc - base_tsc) * mult >> 32), for tsc from base_tsc on,
- * until the next record of the pid.  timestamp is the CLOCK_REALTIME read
- * the mapping was fitted to (bracket_ns wide), correction_ns how far the
- * mapping before it was off at that point (ref - old mapping): the error
- * of that mapping's last records, at most.  aux: enum rec_host_clock_src.
+ * until the next record of the pid.  timestamp is the agent's clock when
+ * the record was written into the capture (so within the session's
+ * window), bracket_ns the width of the CLOCK_REALTIME reference the
+ * mapping was fitted to, correction_ns how far the mapping before it was
+ * off at the refit (ref - old mapping): the error of that mapping's last
+ * records, at most.  aux: enum rec_host_clock_src.
  */
 enum rec_host_clock_src {
 	HOST_CLOCK_REALTIME	= 1,	/* clock_gettime; TSC fields 0 */

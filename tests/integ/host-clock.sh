@@ -57,6 +57,12 @@ assert len(batches) == 150, len(batches)
 clocks = [r for r in recs if r["type"] == "host_clock"]
 assert clocks and all(c["pid"] == pid for c in clocks), clocks[:3]
 srcs = collections.Counter(c["source"] for c in clocks)
+# Every HOST_CLOCK lies in the session's window (SESSION start to stop),
+# like every other record of the capture.
+sess = {r["event"]: r["ts"] for r in recs if r["type"] == "session"}
+for c in clocks:
+    assert sess[1] <= c["ts"] <= sess[2], ("HOST_CLOCK outside the session",
+        c["ts"] - sess[1], sess[2] - c["ts"], c)
 if want == "tsc":
     # The calibration's clock_gettime spell, then one mapping per refit.
     assert srcs["tsc"] >= 5, srcs

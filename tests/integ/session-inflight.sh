@@ -4,6 +4,8 @@
 # delivers them joined; what is still missing after the wait is counted
 # lost (device_unmatched) in stop --json, sessions, the trace footer (and
 # a per-kind loss record) and report's banner - never silently absent.
+# A back-to-back session of the same pid, started while the first still
+# waits, takes none of the first one's tasks.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/session-lib.sh"
 
@@ -101,6 +103,60 @@ $CTL report "$T/long.mspti" >/dev/null 2>"$T/long.rep" ||
 grep -q "INCOMPLETE INPUT.*1 records lost" "$T/long.rep" ||
 	fail "no banner: $(cat "$T/long.rep")"
 ok "sessions and report's banner show it"
+kill -9 $APPPID
+
+# Back to back: session B of the same pid starts while A still waits for
+# A's queued kernels.  Each of them is A's: delivered in A (joined) or
+# counted lost in A, never written into B (B launched nothing).
+try_start_b() {
+	$CTL --json start --pid $APPPID --kinds api,kernel \
+	    --output "$T/b2b-b.mspti" >"$T/b2b-b.start" 2>&1 &&
+	    [ "$(json "$T/b2b-b.start" 'j["acks"][0]["ok"]')" = True ]
+}
+rm -f "$T/b2b.go" "$T/b2b.done"
+$WITH_AGENT "$INFLIGHT" --go "$T/b2b.go" --done "$T/b2b.done" \
+    --kernels 6 --kernel-ms 700 >"$T/b2b.out" 2>&1 &
+APPPID=$!; PIDS="$PIDS $APPPID"
+wait_until 20 app_registered $APPPID || fail "b2b: app did not register"
+$CTL --json start --pid $APPPID --kinds api,kernel \
+    --output "$T/b2b-a.mspti" >"$T/b2b-a.start" 2>&1 ||
+	fail "b2b: start A: $(cat "$T/b2b-a.start")"
+sida=$(json "$T/b2b-a.start" 'j["session"]')
+touch "$T/b2b.go"
+wait_until 20 test -f "$T/b2b.done" || fail "b2b: no launches: $(cat "$T/b2b.out")"
+# 6 x 700 ms queued: A's stop waits its 3 s while B captures the pid.
+$CTL --json stop "$sida" >"$T/b2b-a.stop" 2>&1 &
+STOPA=$!
+wait_until 20 try_start_b || fail "b2b: start B: $(cat "$T/b2b-b.start")"
+sidb=$(json "$T/b2b-b.start" 'j["session"]')
+wait $STOPA || fail "b2b: stop A: $(cat "$T/b2b-a.stop")"
+# The queue is done 4.2 s after the launches; B sees whatever comes late.
+sleep 2
+$CTL --json stop "$sidb" >"$T/b2b-b.stop" 2>&1 || fail "b2b: stop B: $(cat "$T/b2b-b.stop")"
+"$DUMP" "$T/b2b-a.mspti" >"$T/b2b-a.jsonl" || fail "b2b: A unreadable"
+"$DUMP" "$T/b2b-b.mspti" >"$T/b2b-b.jsonl" || fail "b2b: B unreadable"
+python3 - "$T/b2b-a.jsonl" "$T/b2b-a.stop" "$T/b2b-b.jsonl" "$T/b2b-b.stop" <<'PY' >"$T/b2b.py" 2>&1 ||
+import json, sys
+def load(f):
+    recs = [json.loads(l) for l in open(f)]
+    return recs[:-1], recs[-1]
+ra, enda = load(sys.argv[1]); rb, endb = load(sys.argv[3])
+sa, sb = json.load(open(sys.argv[2])), json.load(open(sys.argv[4]))
+api = {r["corr"] for r in ra if r["type"] == "api" and r["name"] == "aclrtLaunchKernel"}
+ka = [r for r in ra if r["type"] == "kernel" and r["name"] == "inflight"]
+kb = [r for r in rb if r["type"] == "kernel" and r["name"] == "inflight"]
+joined = {k["corr"] for k in ka if k["flags"] & 8 and k["corr"] in api}
+lost = enda["footer"]["losses"][5]
+assert len(api) == 7, "launches in A: %d" % len(api)
+assert not kb, "%d of A's kernels written into B: %s" % (len(kb), kb[:2])
+assert len(ka) == len(joined), "A: %d kernels, %d joined" % (len(ka), len(joined))
+assert len(joined) + lost == 6, "A: %d joined + %d lost != 6" % (len(joined), lost)
+assert sa["losses"]["device_unmatched"] == lost, sa["losses"]
+assert endb["footer"]["losses"][5] == 0 and sb["losses"]["device_unmatched"] == 0, sb
+print("A: %d joined, %d lost; B: none" % (len(joined), lost))
+PY
+	fail "back to back: $(cat "$T/b2b.py")"
+ok "back to back: kernels queued in A stay A's ($(cat "$T/b2b.py"))"
 kill -9 $APPPID
 
 echo "session-inflight: all passed"

@@ -16,14 +16,12 @@
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
+#include "api-collect.h"
 
 /* Buffers: malloc'd on request, records copied out on completion. */
 static size_t buf_size = 64 * 1024;
 static size_t buf_maxrec;
 static bool buf_refuse;
-static pthread_mutex_t got_mtx = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *got;		/* every record delivered, back to back */
-static size_t got_len, got_cap;
 static _Atomic int requests, completes, empty_completes;
 
 static void
@@ -44,14 +42,7 @@ static void
 done_cb(uint8_t *buffer, size_t size, size_t valid)
 {
 	ck_assert_uint_le(valid, size);
-	pthread_mutex_lock(&got_mtx);
-	if (got_len + valid > got_cap) {
-		got_cap = (got_len + valid) * 2;
-		got = realloc(got, got_cap);
-	}
-	memcpy(got + got_len, buffer, valid);
-	got_len += valid;
-	pthread_mutex_unlock(&got_mtx);
+	api_collect_append(buffer, valid);
 	free(buffer);
 	/* Counted last, so a waiter that sees the count also sees the records. */
 	if (valid == 0)

@@ -25,41 +25,14 @@
 #include <npusim/npusim.h>
 
 #include "mspti/mspti.h"
+#include "api-collect.h"
 #include "sim-prefix.h"
-
-static pthread_mutex_t got_mtx = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *got;
-static size_t got_len, got_cap;
-
-static void
-req_cb(uint8_t **buffer, size_t *size, size_t *maxrec)
-{
-	/* Small buffers: many hand-overs while the launches go on. */
-	*size = 16 * 1024;
-	*buffer = aligned_alloc(8, *size);
-	*maxrec = 0;
-}
-
-static void
-done_cb(uint8_t *buffer, size_t size, size_t valid)
-{
-	(void)size;
-	pthread_mutex_lock(&got_mtx);
-	if (got_len + valid > got_cap) {
-		got_cap = (got_len + valid) * 2;
-		got = realloc(got, got_cap);
-	}
-	memcpy(got + got_len, buffer, valid);
-	got_len += valid;
-	pthread_mutex_unlock(&got_mtx);
-	free(buffer);
-}
 
 static void
 setup(void)
 {
 	sim_prefix_set("dj");
-	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
+	ck_assert_int_eq(api_collect_register(16 * 1024),
 	    MSPTI_SUCCESS);
 	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
@@ -68,14 +41,9 @@ setup(void)
 static void
 teardown(void)
 {
-	char name[NPUSIM_SHM_NAME_MAX];
-
 	aclrtResetDevice(0);
 	aclFinalize();
-	if (npusimShmName(name, sizeof(name), 0, "chan") >= 0)
-		shm_unlink(name);
-	if (npusimShmName(name, sizeof(name), 0, "metrics") >= 0)
-		shm_unlink(name);
+	sim_device_unlink(0);
 }
 
 /* ---- every copy, set and kernel once ---- */

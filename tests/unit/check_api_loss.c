@@ -22,41 +22,10 @@
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
+#include "api-collect.h"
 #include "sim-prefix.h"
 
 #define BUF_SIZE	(64u * 1024u * 1024u)
-
-static pthread_mutex_t got_mtx = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *got;
-static size_t got_len, got_cap;
-static _Atomic int give_none;	/* the tool has no buffer to give */
-
-static void
-req_cb(uint8_t **buffer, size_t *size, size_t *maxrec)
-{
-	*maxrec = 0;
-	if (atomic_load(&give_none)) {
-		*buffer = NULL;
-		*size = 0;
-		return;
-	}
-	*size = BUF_SIZE;
-	*buffer = aligned_alloc(8, *size);
-}
-
-static void
-done_cb(uint8_t *buffer, size_t size, size_t valid)
-{
-	pthread_mutex_lock(&got_mtx);
-	if (got_len + valid > got_cap) {
-		got_cap = (got_len + valid) * 2;
-		got = realloc(got, got_cap);
-	}
-	memcpy(got + got_len, buffer, valid);
-	got_len += valid;
-	pthread_mutex_unlock(&got_mtx);
-	free(buffer);
-}
 
 static size_t
 count_kind(msptiActivityKind kind)
@@ -76,7 +45,7 @@ static void
 setup(void)
 {
 	sim_prefix_set("loss");
-	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
+	ck_assert_int_eq(api_collect_register(BUF_SIZE),
 	    MSPTI_SUCCESS);
 	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
@@ -86,15 +55,10 @@ setup(void)
 static void
 teardown(void)
 {
-	char name[NPUSIM_SHM_NAME_MAX];
-
 	aclrtDestroyStream(stream);
 	aclrtResetDevice(0);
 	aclFinalize();
-	if (npusimShmName(name, sizeof(name), 0, "chan") >= 0)
-		shm_unlink(name);
-	if (npusimShmName(name, sizeof(name), 0, "metrics") >= 0)
-		shm_unlink(name);
+	sim_device_unlink(0);
 }
 
 /*
@@ -404,11 +368,11 @@ START_TEST(test_dropped_counted)
 	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_API),
 	    MSPTI_SUCCESS);
 	ck_assert_int_eq(msptiActivityFlushAll(1), MSPTI_SUCCESS);
-	atomic_store(&give_none, 1);
+	atomic_store(&api_collect_none, 1);
 	for (i = 0; i < 10; i++)
 		ck_assert_int_eq(aclrtGetMemInfo(ACL_HBM_MEM, &free_b,
 		    &total_b), ACL_SUCCESS);
-	atomic_store(&give_none, 0);
+	atomic_store(&api_collect_none, 0);
 	ck_assert_int_eq(msptiActivityGetNumDroppedRecords(
 	    MSPTI_ACTIVITY_KIND_API, &after), MSPTI_SUCCESS);
 	ck_assert_int_eq(msptiActivityGetNumDroppedRecords(

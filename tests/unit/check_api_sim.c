@@ -26,33 +26,8 @@
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
+#include "api-collect.h"
 #include "sim-prefix.h"
-
-static pthread_mutex_t got_mtx = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *got;
-static size_t got_len, got_cap;
-
-static void
-req_cb(uint8_t **buffer, size_t *size, size_t *maxrec)
-{
-	*size = 64 * 1024;
-	*buffer = aligned_alloc(8, *size);
-	*maxrec = 0;
-}
-
-static void
-done_cb(uint8_t *buffer, size_t size, size_t valid)
-{
-	pthread_mutex_lock(&got_mtx);
-	if (got_len + valid > got_cap) {
-		got_cap = (got_len + valid) * 2;
-		got = realloc(got, got_cap);
-	}
-	memcpy(got + got_len, buffer, valid);
-	got_len += valid;
-	pthread_mutex_unlock(&got_mtx);
-	free(buffer);
-}
 
 /* Records of one kind, in delivery order; *n gets how many. */
 static msptiActivity **
@@ -87,7 +62,7 @@ static void
 setup(void)
 {
 	sim_prefix_set("chk");
-	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
+	ck_assert_int_eq(api_collect_register(64 * 1024),
 	    MSPTI_SUCCESS);
 	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
@@ -98,16 +73,10 @@ setup(void)
 static void
 teardown(void)
 {
-	char name[NPUSIM_SHM_NAME_MAX];
-
 	aclrtDestroyStream(stream);
 	aclrtResetDevice(0);
 	aclFinalize();
-	/* The prefix is this test's own. */
-	if (npusimShmName(name, sizeof(name), 0, "chan") >= 0)
-		shm_unlink(name);
-	if (npusimShmName(name, sizeof(name), 0, "metrics") >= 0)
-		shm_unlink(name);
+	sim_device_unlink(0);
 }
 
 START_TEST(test_kernels)
@@ -623,7 +592,7 @@ hccl_rank(uint32_t rank, const HcclRootInfo *root)
 	size_t n, i;
 	uint32_t peer = 1 - rank;
 
-	RANK_CHECK(msptiActivityRegisterCallbacks(req_cb, done_cb) ==
+	RANK_CHECK(api_collect_register(64 * 1024) ==
 	    MSPTI_SUCCESS);
 	RANK_CHECK(msptiActivityEnable(MSPTI_ACTIVITY_KIND_ACL_API) == 0);
 	RANK_CHECK(msptiActivityEnable(MSPTI_ACTIVITY_KIND_NODE_API) == 0);
@@ -711,14 +680,8 @@ START_TEST(test_hccl_batch)
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			bad = 1;
 	}
-	for (i = 0; i < 2; i++) {
-		char name[NPUSIM_SHM_NAME_MAX];
-
-		if (npusimShmName(name, sizeof(name), i, "chan") >= 0)
-			shm_unlink(name);
-		if (npusimShmName(name, sizeof(name), i, "metrics") >= 0)
-			shm_unlink(name);
-	}
+	for (i = 0; i < 2; i++)
+		sim_device_unlink((uint32_t)i);
 	ck_assert_msg(!bad, "a rank failed (see its stderr)");
 }
 END_TEST

@@ -11,6 +11,8 @@
 
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,38 +23,13 @@
 
 #include "mspti/mspti.h"
 #include "mstx/ms_tools_ext.h"
+#include "api-collect.h"
 
 /* Stated bound on |mapped TSC - CLOCK_REALTIME|: loose on purpose (a
  * preempted read widens the bracket, not the error). */
 #define HC_BOUND_NS	1000000ull
 #define HC_MARKS	3000
-
-static pthread_mutex_t got_mtx = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *got;
-static size_t got_len, got_cap;
-
-static void
-req_cb(uint8_t **buffer, size_t *size, size_t *maxrec)
-{
-	*buffer = aligned_alloc(8, 1 << 20);
-	*size = 1 << 20;
-	*maxrec = 0;
-}
-
-static void
-done_cb(uint8_t *buffer, size_t size, size_t valid)
-{
-	(void)size;
-	pthread_mutex_lock(&got_mtx);
-	if (got_len + valid > got_cap) {
-		got_cap = (got_len + valid) * 2;
-		got = realloc(got, got_cap);
-	}
-	memcpy(got + got_len, buffer, valid);
-	got_len += valid;
-	pthread_mutex_unlock(&got_mtx);
-	free(buffer);
-}
+#define nitems_(a)	(sizeof(a) / sizeof((a)[0]))
 
 static uint64_t
 realtime(void)
@@ -80,7 +57,7 @@ static void
 start(void)
 {
 	got_len = 0;
-	ck_assert_int_eq(msptiActivityRegisterCallbacks(req_cb, done_cb),
+	ck_assert_int_eq(api_collect_register(1 << 20),
 	    MSPTI_SUCCESS);
 	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_MARKER),
 	    MSPTI_SUCCESS);
@@ -190,6 +167,68 @@ START_TEST(test_handoff_order)
 }
 END_TEST
 
+/* Threads read the clock as fast as they can (marks) across many refits
+ * (every 20 ms): each thread's timestamps never go back, whether a read
+ * meets a refit in progress, a mapping past its period or the switch to
+ * the next one. */
+#define HAMMER_THREADS	3
+#define HAMMER_MARKS	50000		/* ~5 us apart: ~15 refits */
+#define HAMMER_GAP_NS	5000
+
+/* Marks a few us apart, all threads at once: a refit (200 us with the
+ * test's delay) comes while the others read. */
+static void *
+hammer(void *arg)
+{
+	char name[8];
+
+	snprintf(name, sizeof(name), "h%d", (int)(intptr_t)arg);
+	for (int i = 0; i < HAMMER_MARKS; i++) {
+		uint64_t until = realtime() + HAMMER_GAP_NS;
+
+		mstxMarkA(name, NULL);
+		while (realtime() < until)
+			;
+	}
+	return NULL;
+}
+
+START_TEST(test_hammer_refits)
+{
+	static msptiActivityMarker *m[HAMMER_THREADS * HAMMER_MARKS + 16];
+	uint64_t last[HAMMER_THREADS] = { 0 }, back = 0, worst = 0;
+	size_t n, per[HAMMER_THREADS] = { 0 };
+	pthread_t t[HAMMER_THREADS];
+
+	start();
+	for (int i = 0; i < HAMMER_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, hammer,
+		    (void *)(intptr_t)i), 0);
+	for (int i = 0; i < HAMMER_THREADS; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(msptiActivityFlushAll(1), MSPTI_SUCCESS);
+	n = markers(m, nitems_(m));
+	ck_assert_uint_eq(n, HAMMER_THREADS * HAMMER_MARKS);
+	for (size_t i = 0; i < n; i++) {
+		int k = m[i]->name[1] - '0';
+
+		ck_assert(k >= 0 && k < HAMMER_THREADS);
+		per[k]++;
+		if (m[i]->timestamp < last[k]) {
+			back++;
+			if (last[k] - m[i]->timestamp > worst)
+				worst = last[k] - m[i]->timestamp;
+		} else
+			last[k] = m[i]->timestamp;
+	}
+	for (int k = 0; k < HAMMER_THREADS; k++)
+		ck_assert_uint_eq(per[k], HAMMER_MARKS);
+	ck_assert_msg(back == 0, "%llu marks went back in their thread, by "
+	    "up to %llu ns", (unsigned long long)back,
+	    (unsigned long long)worst);
+}
+END_TEST
+
 static int
 run_suite(void)
 {
@@ -201,6 +240,7 @@ run_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_bound_and_order);
 	tcase_add_test(tc, test_handoff_order);
+	tcase_add_test(tc, test_hammer_refits);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
@@ -227,6 +267,12 @@ main(int argc, char **argv)
 		if (pid == 0) {
 			setenv("CHECK_HOSTCLOCK_CHILD", "1", 1);
 			setenv("MSPTI_CLOCK_REFIT_MS", "20", 1);
+			/* The mapping 300 us ahead of CLOCK_REALTIME: a read
+			 * that falls back to clock_gettime shows. */
+			setenv("MSPTI_TEST_TSC_OFFSET_NS", "300000", 1);
+			/* Each refit takes 200 us (preempted): the other
+			 * threads read the clock meanwhile. */
+			setenv("MSPTI_TEST_REFIT_DELAY_US", "200", 1);
 			if (modes[i] != NULL)
 				setenv("MSPTI_CLOCK", modes[i], 1);
 			else

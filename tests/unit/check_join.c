@@ -368,6 +368,80 @@ START_TEST(capture_window)
 }
 END_TEST
 
+/* Every launch task that leaves without its device task reaches the drop
+ * callback once, with its kind: timeout, eviction, replacement by another
+ * launch of the key, flush; the calls sum to the stats. */
+static uint64_t drops[8];
+
+static void
+drop(const struct join_launch *l, void *arg)
+{
+	(void)arg;
+	ck_assert_uint_lt(l->kind, 8);
+	drops[l->kind]++;
+}
+
+START_TEST(drop_per_kind)
+{
+	struct join_config cfg = {
+		.dev_size = sizeof(struct dtask),
+		.dev_timeout_ns = 100,
+		.host_timeout_ns = 1000,
+		.max_host = 4,
+		.drop = drop,
+	};
+	struct out o;
+	struct join *j;
+	struct join_launch l;
+	struct join_stats st;
+	uint64_t sum = 0;
+
+	memset(&o, 0, sizeof(o));
+	memset(drops, 0, sizeof(drops));
+	j = join_new(&cfg, emit, &o);
+	ck_assert_ptr_nonnull(j);
+	/* Two of kind 2 expire (host timeout). */
+	for (uint32_t t = 0; t < 2; t++) {
+		l = launch(0, 1, t, t + 1);
+		l.kind = 2;
+		ck_assert_int_eq(join_add_launch(j, &l, 0), 0);
+	}
+	join_expire(j, 5000);
+	ck_assert_uint_eq(drops[2], 2);
+	/* Six of kind 7 in a join of 4: two evicted. */
+	for (uint32_t t = 10; t < 16; t++) {
+		l = launch(0, 1, t, t + 1);
+		l.kind = 7;
+		ck_assert_int_eq(join_add_launch(j, &l, 6000), 0);
+	}
+	ck_assert_uint_eq(drops[7], 2);
+	/* Another launch (kind 3) on a waiting key: the old one is lost; the
+	 * same launch again is not. */
+	l = launch(0, 1, 15, 99);
+	l.kind = 3;
+	ck_assert_int_eq(join_add_launch(j, &l, 6000), 0);
+	ck_assert_int_eq(join_add_launch(j, &l, 6000), 0);
+	ck_assert_uint_eq(drops[7], 3);
+	ck_assert(join_has_launch(j, 0, 1, 15));
+	ck_assert(!join_has_launch(j, 0, 1, 9));
+	ck_assert(join_in_window(j, 0, 1, 9));
+	ck_assert(!join_in_window(j, 0, 1, 16));
+	ck_assert(!join_in_window(j, 0, 2, 9));
+	/* One matched: no drop.  The rest go at the flush. */
+	add_task(j, 0, 1, 14, 0, 6000);
+	join_flush_at(j, 6000, 10);
+	ck_assert_uint_eq(drops[7], 5);
+	ck_assert_uint_eq(drops[3], 1);
+	join_get_stats(j, &st);
+	for (size_t i = 0; i < 8; i++)
+		sum += drops[i];
+	ck_assert_uint_eq(sum, st.host_only + st.host_evicted +
+	    st.host_inflight);
+	ck_assert_uint_eq(st.matched, 1);
+	join_free(j);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -386,6 +460,7 @@ main(void)
 	tcase_add_test(tc, many);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, capture_window);
+	tcase_add_test(tc, drop_per_kind);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -32,6 +32,7 @@
 
 #include "msptid.h"
 #include "ring.h"
+#include "join.h"
 #include "trace.h"
 #include "daemon-harness.h"
 
@@ -981,6 +982,111 @@ START_TEST(test_session_agent_exits)
 }
 END_TEST
 
+/* A host launch of type (KERNEL or MEMCPY) on device 0, stream 7. */
+static void
+fake_launch(struct fake *f, uint16_t type, uint32_t task)
+{
+	uint64_t buf[REC_FIXED_MAX / 8];
+
+	memset(buf, 0, sizeof(buf));
+	if (type == REC_KERNEL) {
+		struct rec_kernel *k = (void *)buf;
+
+		REC_INIT(k, REC_KERNEL, REC_F_HOST_LAUNCH);
+		k->start = f->ts++;
+		k->end = f->ts;
+		k->correlation_id = task + 1;
+		k->pid = k->tid = (uint32_t)f->pid;
+		k->stream = 7;
+		k->task_id = task;
+	} else {
+		struct rec_memcpy *m = (void *)buf;
+
+		REC_INIT(m, REC_MEMCPY, REC_F_HOST_LAUNCH);
+		m->start = f->ts++;
+		m->end = f->ts;
+		m->correlation_id = task + 1;
+		m->bytes = 64;
+		m->pid = m->tid = (uint32_t)f->pid;
+		m->stream = 7;
+		m->task_id = task;
+		m->copy_kind = 1;
+	}
+	while (ring_write(f->ring, buf) != 0)
+		fake_flush(f);
+}
+
+/*
+ * Launches whose device task never comes are device_unmatched, each in
+ * one per-kind loss record, whichever way the join lost it: evicted from
+ * a full join (beyond JOIN_MAX_HOST waiting) or still waiting at the end.
+ * The loss records sum to the footer's and the session's totals.
+ */
+START_TEST(test_session_unmatched_per_kind)
+{
+	enum { EVICT = 40, COPIES = 10 };
+	struct dh_conn ctl, ctl2;
+	Mspti__SessionConfig cfg = MSPTI__SESSION_CONFIG__INIT;
+	struct trace_reader *rd;
+	const struct rec_hdr *r;
+	struct fake f;
+	Mspti__SessionInfo *info;
+	uint64_t kinds[REC_TYPE_MAX] = { 0 }, sum = 0;
+	uint32_t pid, task = 0;
+	char *k[] = { "kernel", "memcpy" };
+	int rc;
+
+	fake_register(&f, "job", 0);
+	pid = (uint32_t)f.pid;
+	ck_assert_ptr_nonnull(dh_connect(&ctl, PEER_CTL, 0, false));
+	ck_assert_ptr_nonnull(dh_connect(&ctl2, PEER_CTL, 0, false));
+	cfg.kinds = k;
+	cfg.n_kinds = 2;
+	cfg.buffer_size = 1 << 20;
+	ctl_start(&ctl, &pid, 1, &cfg);
+	fake_start(&f);
+	free_msg(ctl_start_reply(&ctl));
+	for (uint32_t i = 0; i < COPIES; i++)
+		fake_launch(&f, REC_MEMCPY, task++);
+	for (uint32_t i = 0; i < JOIN_MAX_HOST + EVICT - COPIES; i++)
+		fake_launch(&f, REC_KERNEL, task++);
+	fake_flush(&f);
+	ctl_stop(&ctl, f.sid);
+	fake_stop(&f);
+	info = ctl_info(&ctl);
+	ck_assert_str_eq(info->state, "finalized");
+	ck_assert_uint_eq(info->losses[LOSS_DEVICE_UNMATCHED], task);
+	ck_assert_uint_eq(info->targets[0]->losses[LOSS_DEVICE_UNMATCHED],
+	    task);
+	free_msg(info);
+
+	ck_assert_int_eq(trace_reader_open(out_path, &rd), 0);
+	ck_assert_ptr_nonnull(trace_reader_footer(rd));
+	ck_assert_uint_eq(trace_reader_footer(rd)->losses[LOSS_DEVICE_UNMATCHED],
+	    task);
+	while ((rc = trace_reader_next(rd, &r)) == 1) {
+		const struct rec_loss *l = (const void *)r;
+
+		if (r->type != REC_LOSS || l->stage != LOSS_DEVICE_UNMATCHED)
+			continue;
+		ck_assert_uint_eq(l->pid, pid);
+		ck_assert_uint_lt(l->lost_type, REC_TYPE_MAX);
+		ck_assert_uint_eq(kinds[l->lost_type], 0);	/* one per kind */
+		kinds[l->lost_type] = l->count;
+		sum += l->count;
+	}
+	ck_assert_int_eq(rc, 0);
+	trace_reader_close(rd);
+	/* The evicted ones were the oldest: the copies and 30 kernels. */
+	ck_assert_uint_eq(kinds[REC_MEMCPY], COPIES);
+	ck_assert_uint_eq(kinds[REC_KERNEL], task - COPIES);
+	ck_assert_uint_eq(sum, task);
+	fake_close(&f);
+	dh_close(&ctl);
+	dh_close(&ctl2);
+}
+END_TEST
+
 /* ---- hostile agents and requesters (issue 13) ---- */
 
 /* StartCapture for f, with the ring's shared header mapped at *shp too
@@ -1480,6 +1586,7 @@ session_suite(void)
 	tcase_add_test(tm, test_session_steps);
 	tcase_add_test(tm, test_session_max_size);
 	tcase_add_test(tm, test_session_agent_exits);
+	tcase_add_test(tm, test_session_unmatched_per_kind);
 	tcase_add_test(tm, test_session_forged_records);
 	tcase_add_test(tm, test_session_corrupt_ring_counted);
 	tcase_add_test(tm, test_session_requester_gone);

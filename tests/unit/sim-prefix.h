@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+
+#include <npusim/npusim.h>
 
 static inline void
 sim_prefix_set(const char *tag)
@@ -22,6 +25,18 @@ sim_prefix_set(const char *tag)
 	    base != NULL && *base != '\0' && strlen(base) < 32 ? base : "mspti",
 	    tag, (int)getpid());
 	setenv("NPUSIM_SHM_PREFIX", prefix, 1);
+}
+
+/* Removes device dev's channel and metrics objects (under our prefix). */
+static inline void
+sim_device_unlink(uint32_t dev)
+{
+	char name[NPUSIM_SHM_NAME_MAX];
+
+	if (npusimShmName(name, sizeof(name), dev, "chan") >= 0)
+		shm_unlink(name);
+	if (npusimShmName(name, sizeof(name), dev, "metrics") >= 0)
+		shm_unlink(name);
 }
 
 #endif
