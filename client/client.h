@@ -84,6 +84,7 @@ void	client_print_session(const struct client *, const Mspti__SessionInfo *);
 void	client_print_acks(const struct client *, Mspti__TargetAck **, size_t);
 void	client_json_session(const Mspti__SessionInfo *);
 void	client_json_acks(Mspti__TargetAck **, size_t);
+const char *client_step_source(Mspti__TargetAck **, size_t);
 int	client_parse_session(const struct cmd_entry *, const char *arg,
 	    uint64_t *id);
 int	client_parse_pids(const char *arg, uint32_t **pids, size_t *n);

@@ -487,9 +487,10 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		    rep->session->mode, *kinds ? ", kinds " : "", kinds, started,
 		    started + failed + notfound);
 		if (cfg.steps > 0 && rep->session->step_from >= 0)
-			printf("  steps [%lld, %lld) on every rank\n",
+			printf("  steps [%lld, %lld) on every rank%s\n",
 			    (long long)rep->session->step_from,
-			    (long long)(rep->session->step_from + cfg.steps));
+			    (long long)(rep->session->step_from + cfg.steps),
+			    client_step_source(rep->acks, rep->n_acks));
 		client_print_acks(c, rep->acks, rep->n_acks);
 		printf("  output: %s\n", path);
 	}

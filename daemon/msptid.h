@@ -255,6 +255,7 @@ struct sess_agent {
 	bool			 win_sent;	/* it was told k */
 	uint32_t		 win_steps;
 	uint64_t		 win_open_ns, win_close_ns;
+	uint32_t		 step_src;	/* SESS_STEPS_SRC_*: its index */
 	uint64_t		 capture_ns;	/* realtime its start ack came */
 	bool			 win_done;
 	char			*win_note;	/* what it missed, or NULL */
@@ -469,7 +470,14 @@ bool		 session_steps_choose(struct session *s);
 bool		 session_steps_set(struct session *s, int64_t k);
 int64_t		 session_steps_now(const struct sess_agent *sa);
 void		 session_steps_ack(struct sess_agent *sa, int64_t step,
-		     uint64_t period_ns, int64_t first, bool start);
+		     uint64_t period_ns, int64_t first, uint32_t src,
+		     bool start);
+/* Where a rank's step indices come from (CaptureAck.step_source). */
+#define SESS_STEPS_SRC_NONE	0
+#define SESS_STEPS_SRC_MSTX	1
+#define SESS_STEPS_SRC_SYNC	2
+#define SESS_STEPS_SYNC_DOMAIN	"mspti.sync"	/* their ranges' domain */
+const char	*session_steps_source(uint32_t src);
 bool		 session_steps_marker(struct sess_agent *sa,
 		     const struct rec_marker *m);
 bool		 session_steps_skip(const struct sess_agent *sa);

@@ -51,6 +51,7 @@ session_ctl_ack_info(Mspti__TargetAck *t, const struct sess_agent *sa,
 	t->step_now = session_steps_now(sa);
 	t->step_period_ns = sa->step_period_ns;
 	t->capture_start_ns = sa->capture_ns;
+	t->step_source = (char *)session_steps_source(sa->step_src);
 	if (losses != NULL) {
 		session_drain_agent_losses(sa, losses);
 		t->losses = losses;

@@ -891,7 +891,7 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 			    (uint32_t)sa->pid, "capturing");
 			sa->fork_lost = ack->fork_lost;
 			session_steps_ack(sa, ack->step, ack->step_period_ns,
-			    ack->first_step, true);
+			    ack->first_step, ack->step_source, true);
 		}
 		if (sa->pending && !session_done(s)) {
 			sa->pending = false;
@@ -901,7 +901,7 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 	case MSPTI__CAPTURE_OP__CAPTURE_UPDATE:
 		if (ack->code == 0)
 			session_steps_ack(sa, ack->step, ack->step_period_ns,
-			    ack->first_step, false);
+			    ack->first_step, ack->step_source, false);
 		if (s->stop_reason != NULL && s->state == SESS_ACTIVE &&
 		    !sa->pending) {
 			session_stop(s, s->stop_reason);
