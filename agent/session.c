@@ -79,6 +79,7 @@ struct agent_session {
 	uint32_t		 win_n;
 	int64_t			 win_from;	/* -1: not chosen yet */
 	uint64_t		 win_last_id;	/* range id of the last step */
+	bool			 win_blind;	/* set before any step was seen */
 	/* hostclock.gen of the last REC_HOST_CLOCK written (0: none). */
 	_Atomic uint32_t	 clock_gen;
 	struct sess_string	 strings[SESS_STRINGS];
@@ -755,6 +756,19 @@ session_step_sync(uint64_t idx, bool boundary)
 	pthread_mutex_lock(&step_lock);
 	if (step_src == SESSION_STEPS_MSTX)
 		goto out;
+	if (step_src == SESSION_STEPS_NONE) {
+		/* A window set before the pattern was found (k 0 under
+		 * msptictl run) had no index to go by: it starts with the
+		 * first whole step from now. */
+		int64_t next = boundary ? (int64_t)idx : (int64_t)idx + 1;
+
+		if ((s = session_enter(&t)) != NULL && s->win_n != 0 &&
+		    s->win_blind && s->win_from >= 0 &&
+		    s->win_from < next &&
+		    atomic_load(&s->win) == SESS_WIN_BEFORE)
+			s->win_from = next;
+		session_leave(t);
+	}
 	step_src = SESSION_STEPS_SYNC;
 	step_starts = idx + 1;
 	if (!boundary)
@@ -800,6 +814,7 @@ session_win_set(struct agent_session *s, int64_t from,
 		return;
 	}
 	s->win_from = from;
+	s->win_blind = step_src == SESSION_STEPS_NONE;
 	/* A step already under way is not recorded: the next one is the
 	 * first, and the steps before it are missed. */
 	si->first = (int64_t)step_starts > from ? (int64_t)step_starts : from;
@@ -1047,8 +1062,12 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		    "%s", sc->step_name);
 		atomic_store(&step_name, step_names[step_name_slot]);
 		api_mstx_step_char((unsigned char)sc->step_name[0]);
-		step_starts = 0;
-		step_last_ns = step_period_ns = 0;
+		/* Synchronize steps keep their count: only the name of
+		 * their ranges changes. */
+		if (step_src != SESSION_STEPS_SYNC) {
+			step_starts = 0;
+			step_last_ns = step_period_ns = 0;
+		}
 	}
 	session_win_set(s, sc != NULL ? sc->step_from : -1, si);
 	si->fork_lost = atomic_exchange(&sess_fork_lost, 0);

@@ -123,6 +123,18 @@ timeout 60 $CTL --json wait "$sid" >"$T/forced-wait.json" || fail "wait forced"
 check_window "$T/forced.mspti" 2 9
 ok "--start-step 9 --steps 2 before the loop: iterations [9, 11)"
 
+# msptictl run --steps 2: the window is set (k 0) before the process has
+# shown any step; it starts with the first whole step after the pattern
+# is found (in iteration 3 of --mode two: the sync of its forward pass
+# completes three periods), so iterations [4, 6), and the session ends by
+# steps.
+$CTL --json run --steps 2 --output "$T/run.mspti" -- "$SYNC" --mode two \
+    --iters 40 >"$T/run.json" 2>"$T/run.err" || fail "run: $(cat "$T/run.err")"
+[ "$(json "$T/run.json" 'j["session"]["stop_reason"]')" = steps ] ||
+	fail "run did not stop by steps: $(cat "$T/run.json")"
+check_window "$T/run.mspti" 2 4
+ok "run --steps 2 from the first call: iterations [4, 6), the first whole ones after the pattern"
+
 # MSTX steps win: npusim-train marks its steps and also synchronizes.
 $WITH_AGENT "$TRAIN" --steps 0 >/dev/null 2>&1 &
 P4=$!
@@ -141,4 +153,6 @@ ok "a process with MSTX steps: steps from MSTX, none from synchronize"
 
 : >"$T/stop-one"; : >"$T/stop-two"; : >"$T/stop-forced"
 kill "$P4" 2>/dev/null
+for p in $PIDS; do wait "$p" 2>/dev/null; done
+PIDS=""
 echo "sync-steps: all passed"
