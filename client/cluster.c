@@ -60,6 +60,7 @@ struct cluster_node {
 	int		 task;		/* srun task id, -1 until "@node" */
 	bool		 open;		/* out holds a reply cut short (srun) */
 	bool		 cut;		/* raw: the last piece was a cut one */
+	bool		 k_failed;	/* did not take the common k */
 	/* The node read node_ns on its CLOCK_REALTIME after we launched at
 	 * launch_ns and before its line reached us at recv_ns (both ours):
 	 * its offset to us lies in [node - recv, node - launch]. */
@@ -1103,12 +1104,6 @@ cluster_start_steps(const struct cluster *cl, const struct jval *rep)
 			    "ranks were at most at step %lld, asked in %lld ms)\n",
 			    cl->k, cl->k + cl->steps, cl->max_step,
 			    (long long)cl->ask_ms);
-		for (size_t i = 0; i < cl->nnodes; i++)
-			if (cl->nodes[i].rc != 0 && json_get(&rep[i],
-			    "step_from") != NULL)
-				printf("  %s: FAILED to set the window: %s\n",
-				    cl->nodes[i].name, node_why(cl,
-				    &cl->nodes[i]));
 		return;
 	}
 	if (!any)
@@ -1255,16 +1250,81 @@ cluster_set_window(struct jval *r, long long k, long long n)
 }
 
 /*
+ * The nodes that did not take k hold a session whose window no rank
+ * reaches: `stop` them (one more fan-out step), so nothing stays held,
+ * and say so in each node's reason.
+ */
+static void
+cluster_rollback(struct cluster *cl)
+{
+	struct cluster sub = *cl;
+	char *map = NULL, *argv[5], why[640];
+	size_t maplen = 0;
+
+	sub.fanerr[0] = '\0';
+	if ((sub.nodes = calloc(cl->nnodes, sizeof(*sub.nodes))) == NULL)
+		return;
+	sub.nnodes = 0;
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		char kv[320];
+
+		if (!cl->nodes[i].k_failed || cl->nodes[i].session == 0)
+			continue;
+		sub.nodes[sub.nnodes].name = cl->nodes[i].name;
+		sub.nodes[sub.nnodes].rc = -1;
+		sub.nodes[sub.nnodes].task = -1;
+		sub.nnodes++;
+		snprintf(kv, sizeof(kv), "%s%s=%llu", maplen ? " " : "",
+		    cl->nodes[i].name, (unsigned long long)cl->nodes[i].session);
+		buf_add(&map, &maplen, kv, strlen(kv));
+		map[--maplen] = '\0';
+	}
+	argv[0] = (char *)self_exe();
+	argv[1] = "--json";
+	argv[2] = "stop";
+	argv[3] = "@S";
+	argv[4] = NULL;
+	if (sub.nnodes > 0 && map != NULL)
+		cluster_fanout(&sub, argv, map);
+	for (size_t j = 0; j < sub.nnodes; j++) {
+		struct cluster_node *sn = &sub.nodes[j];
+
+		for (size_t i = 0; i < cl->nnodes; i++) {
+			struct cluster_node *n = &cl->nodes[i];
+
+			if (n->name != sn->name)
+				continue;
+			if (sn->rc == 0)
+				snprintf(why, sizeof(why), "%s; its session %llu "
+				    "was stopped (rolled back)", node_why(cl, n),
+				    (unsigned long long)n->session);
+			else
+				snprintf(why, sizeof(why), "%s; its session %llu "
+				    "is still held at no step (stop failed: %s; "
+				    "stop --output-dir ends it)", node_why(cl, n),
+				    (unsigned long long)n->session,
+				    node_why(&sub, sn));
+			free(n->err);
+			n->err = strdup(why);
+		}
+		free(sn->out);
+		free(sn->err);
+	}
+	free(sub.nodes);
+	free(map);
+}
+
+/*
  * Second round of a common-k start: `retarget --start-step k` on every
  * node that started (through the same fan-out, one step); a node that
- * could not take it fails the start.
+ * could not take it fails the start, and its session is rolled back.
  */
 static void
 cluster_set_k(struct cluster *cl, struct jval *rep)
 {
 	struct cluster sub = *cl;
 	char *map = NULL, kbuf[32];
-	size_t maplen = 0, m = 0;
+	size_t maplen = 0, m = 0, nfailed = 0;
 	char *argv[8];
 
 	if ((cl->k = cluster_choose_k(cl, rep)) < 0)
@@ -1320,6 +1380,8 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 			if (ok)
 				cluster_set_window(&rep[i], cl->k, cl->steps);
 			else {
+				n->k_failed = true;
+				nfailed++;
 				n->rc = sn->rc != 0 ? sn->rc : 1;
 				free(n->err);
 				n->err = sn->err != NULL ? sn->err :
@@ -1334,6 +1396,8 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 	}
 	free(sub.nodes);
 	free(map);
+	if (nfailed > 0)
+		cluster_rollback(cl);
 }
 
 static int
@@ -1351,7 +1415,9 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 			if (json_int(&acks->kids[k], "pid", 0) == 0)
 				continue;
 			rall++;
-			if (json_int(&acks->kids[k], "code", 1) == 0)
+			/* A rolled-back node's ranks capture nothing. */
+			if (json_int(&acks->kids[k], "code", 1) == 0 &&
+			    !cl->nodes[i].k_failed)
 				good++;
 		}
 		rok += good;
@@ -1412,7 +1478,7 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 
 			const struct jval *st = json_get(&rep[i], "started");
 
-			if (st == NULL) {
+			if (st == NULL || n->k_failed) {
 				printf("  %s: FAILED: %s\n", n->name,
 				    node_why(cl, n));
 				continue;
