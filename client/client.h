@@ -22,6 +22,8 @@ struct client {
 	const char	*rundir;
 	bool		 json;
 	int		 sock;
+	bool		 quiet_timeout;	/* the verb words a reply timeout */
+	bool		 timed_out;	/* the last request's reply timed out */
 };
 
 struct cmd_entry {

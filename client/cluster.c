@@ -33,6 +33,7 @@
 #define CLUSTER_TIMEOUT_MS	60000
 #define CLUSTER_MAX_NODES	4096
 #define CLUSTER_MAX_REPLY	(16u << 20)
+#define CLUSTER_WAIT_GRACE_MS	10000	/* wait --timeout: reaching nodes */
 
 /*
  * Runs on each node: $1 is the node->session map ("-" when none), the
@@ -90,6 +91,7 @@ struct cluster {
 	uint64_t	 start_at;
 	int64_t		 probe_ms;	/* the fan-out that measured the lead */
 	int64_t		 lead_ms;	/* start_at's lead over the choice */
+	const char	*wait_timeout;	/* wait --timeout D, as given */
 };
 
 /* ---- a small JSON reader for the node-local replies and the manifest ---- */
@@ -1644,6 +1646,34 @@ cluster_sessions_report(struct client *c, struct cluster *cl)
 	return nok == cl->nnodes ? EXIT_OK : EXIT_FAIL;
 }
 
+/* wait --timeout: one line naming the nodes whose sessions were not
+ * finalized in time (their wait gave up, or they did not answer). */
+static void
+cluster_wait_expired(const struct cluster *cl)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const char *why = node_why(cl, &cl->nodes[i]);
+
+		if (cl->nodes[i].rc != 0 && (strstr(why, "not finalized within") ||
+		    strstr(why, "no reply within")))
+			n++;
+	}
+	if (n == 0)
+		return;
+	fprintf(stderr, "msptictl wait: %zu of %zu nodes not finalized within "
+	    "%s:", n, cl->nnodes, cl->wait_timeout);
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const char *why = node_why(cl, &cl->nodes[i]);
+
+		if (cl->nodes[i].rc != 0 && (strstr(why, "not finalized within") ||
+		    strstr(why, "no reply within")))
+			fprintf(stderr, " %s", cl->nodes[i].name);
+	}
+	fprintf(stderr, "\n");
+}
+
 /* Frees *p on every return (cleanup attribute). */
 static void
 cluster_free_ptr(void *p)
@@ -1661,7 +1691,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	char outdir[PATH_MAX], stamp[32];
 	size_t m = 0, maplen = 0;
 	bool session_arg = false, is_start = strcmp(verb, "start") == 0;
-	bool start_step = false, duration = false;
+	bool start_step = false, duration = false, timeout_set = false;
 	char atbuf[32];
 	int64_t t0;
 	struct jval *rep = NULL;
@@ -1708,6 +1738,16 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 				    "option '--timeout' needs a value" :
 				    "bad --timeout '%s'", val);
 			cl.timeout_ms = (int)(d / 1000000 > 0 ? d / 1000000 : 1);
+			timeout_set = true;
+			if (strcmp(verb, "wait") == 0) {
+				/* Each node's wait gives up with its own line;
+				 * the fan-out allows for reaching the nodes. */
+				cl.wait_timeout = val;
+				margv[m++] = "--timeout";
+				margv[m++] = (char *)val;
+				if (cl.timeout_ms < INT_MAX - CLUSTER_WAIT_GRACE_MS)
+					cl.timeout_ms += CLUSTER_WAIT_GRACE_MS;
+			}
 		} else if (strcmp(a, "--allow-partial") == 0) {
 			cl.allow_partial = true;
 		} else if (strcmp(a, "--json") == 0) {
@@ -1818,7 +1858,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	margv[m] = NULL;
 	if (cl.raw && !c->json)		/* sessions: the nodes' own tables */
 		memmove(&margv[1], &margv[2], (m - 1) * sizeof(*margv));
-	if (strcmp(verb, "wait") == 0 && cl.timeout_ms == CLUSTER_TIMEOUT_MS)
+	if (strcmp(verb, "wait") == 0 && !timeout_set)
 		cl.timeout_ms = INT_MAX;	/* wait: as long as the sessions run */
 	if (cl.nnodes == 0 && (rc = cluster_resolve(&cl)) != EXIT_OK)
 		return rc;
@@ -1861,6 +1901,8 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			manifest_write(&cl, verb, rep);
 		rc = is_start ? cluster_start_report(c, &cl, rep) :
 		    cluster_session_report(c, &cl, rep, verb);
+		if (cl.wait_timeout != NULL)
+			cluster_wait_expired(&cl);
 	}
 	for (size_t i = 0; i < cl.nnodes; i++) {
 		json_free(&rep[i]);
