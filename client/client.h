@@ -99,6 +99,8 @@ int	client_split_signed(const char *arg, char ***on, size_t *non,
 
 /* cmd-start.c: the session config options start and run share. */
 #define CLIENT_CONFIG_OPTSTRING	"k:d:s:N:K:o:b:m:D:M:F:"
+/* start's short options (cmd-start.c; the cluster fan-out reads them). */
+#define CLIENT_START_OPTSTRING	"p:J:R:a" CLIENT_CONFIG_OPTSTRING "wA:j"
 #define CLIENT_CONFIG_OPTIONS						\
 	{ "kinds", required_argument, NULL, 'k' },			\
 	{ "duration", required_argument, NULL, 'd' },			\

@@ -1060,6 +1060,35 @@ cluster_opt(const char *arg, const char *name, int argc, char **argv, int *i,
 	return true;
 }
 
+/*
+ * A word of start's short options as getopt reads it ("-s3", "-s 3",
+ * "-js3"): true when one of them takes a value, with its letter in *opt
+ * and the value in *val (the next word, *i moved past it, when the word
+ * ends with the letter; NULL when there is none).
+ */
+static bool
+cluster_short(const char *arg, int argc, char **argv, int *i, char *opt,
+    const char **val)
+{
+	const char *p, *o;
+
+	if (arg[0] != '-' || arg[1] == '-' || arg[1] == '\0')
+		return false;
+	for (p = arg + 1; *p != '\0'; p++) {
+		if ((o = strchr(CLIENT_START_OPTSTRING, *p)) == NULL || *p == ':')
+			return false;	/* getopt refuses it on the node */
+		if (o[1] != ':')
+			continue;
+		*opt = *p;
+		if (p[1] != '\0')
+			*val = p + 1;
+		else
+			*val = *i + 1 < argc ? argv[++*i] : NULL;
+		return true;
+	}
+	return false;
+}
+
 /* Parses each node's JSON reply into rep[i]; false when a node has none. */
 static void
 cluster_parse_replies(struct cluster *cl, struct jval *rep)
@@ -1692,6 +1721,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	size_t m = 0, maplen = 0;
 	bool session_arg = false, is_start = strcmp(verb, "start") == 0;
 	bool start_step = false, duration = false, timeout_set = false;
+	char sopt;
 	char atbuf[32];
 	int64_t t0;
 	struct jval *rep = NULL;
@@ -1756,6 +1786,28 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		    strcmp(a, "-o") == 0) {
 			return client_usage_error(e, "a cluster capture takes "
 			    "--output-dir DIR, not --output");
+		} else if (is_start && cluster_short(a, argc, argv, &i, &sopt,
+		    &val)) {
+			/* -J ID, -s N, -d D, -K K, -o: as the long forms. */
+			if (val == NULL)
+				return client_usage_error(e, "option '-%c' needs "
+				    "a value", sopt);
+			if (sopt == 'o')
+				return client_usage_error(e, "a cluster capture "
+				    "takes --output-dir DIR, not --output");
+			if (sopt == 'J') {
+				cl.job = val;
+				margv[m++] = "--job";
+				margv[m++] = (char *)val;
+				continue;
+			}
+			if (sopt == 's')
+				cl.steps = atoll(val);
+			start_step |= sopt == 'K';
+			duration |= sopt == 'd';
+			margv[m++] = (char *)a;
+			if (val != a + strlen(a) - strlen(val))
+				margv[m++] = (char *)val;	/* its own word */
 		} else {
 			if (cluster_opt(a, "--job", argc, argv, &i, &val)) {
 				if (val == NULL)

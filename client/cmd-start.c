@@ -321,8 +321,8 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 	size_t started = 0, failed = 0, notfound = 0, elastic = 0;
 	int ch, rc, fd, ntargets = 0;
 
-	while ((ch = client_getopt(e, argc, argv, "p:J:R:a"
-	    CLIENT_CONFIG_OPTSTRING "wA:j", opts)) != -1) {
+	while ((ch = client_getopt(e, argc, argv, CLIENT_START_OPTSTRING,
+	    opts)) != -1) {
 		if ((rc = client_config_option(e, ch, optarg, &cfg, &output,
 		    kinds, sizeof(kinds))) != 1) {
 			if (rc != 0)
