@@ -534,6 +534,15 @@ void		 session_ctl_acks_free(struct sess_acks *k);
 void		 session_ctl_reply_pending(struct session *s);
 void		 session_ctl_snap_free(struct sess_snap *sn);
 int		 session_ctl_start(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_start_fd(struct peer *p,
+		     const Mspti__StartSession *req, int fd);
+
+/* session-at.c: starts deferred to an instant (StartSession.start_at_ns) */
+#define SESS_START_AT_MAX_NS	(600ull * 1000000000ull)	/* 10 min */
+int		 session_at_defer(struct peer *p,
+		     const Mspti__StartSession *req, int fd);
+void		 session_at_peer_gone(struct peer *p);
+void		 session_at_shutdown(void);
 int		 session_ctl_stop(struct peer *p, const ProtobufCMessage *m);
 int		 session_ctl_wait(struct peer *p, const ProtobufCMessage *m);
 int		 session_ctl_list(struct peer *p, const ProtobufCMessage *m);

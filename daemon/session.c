@@ -986,6 +986,7 @@ session_peer_gone(struct daemon *d, struct peer *p)
 {
 	struct session *s;
 
+	session_at_peer_gone(p);
 	TAILQ_FOREACH(s, &d->sessions, entry) {
 		struct sess_snap *sn;
 
@@ -1006,6 +1007,7 @@ session_shutdown(struct daemon *d)
 {
 	struct session *s;
 
+	session_at_shutdown();
 	TAILQ_FOREACH(s, &d->sessions, entry) {
 		if (session_done(s))
 			continue;

@@ -29,7 +29,7 @@ chmod +x "$T/fakessh"
 export MSPTI_SSH="$T/fakessh"
 for h in hA hB; do
 	mkdir -p "$T/$h"
-	"$MSPTID" --foreground --runtime-dir "$T/$h" >>"$T/daemon.log" 2>&1 &
+	"$MSPTID" --foreground --runtime-dir "$T/$h" -v >>"$T/daemon.log" 2>&1 &
 	PIDS="$PIDS $!"
 done
 r=0
@@ -124,6 +124,38 @@ timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir caps2 >/dev/null 2>&1 || 
 grep -q '^  started together: 4 ranks' s3.out || fail "-d not seen: $(cat s3.out)"
 timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir caps3 >/dev/null 2>&1 || fail "wait caps3"
 ok "start -J, -s, -K, -d through the fan-out: as their long forms"
+
+# start --start-at: the daemon keeps the start on a timer until its clock
+# reaches the instant (its loop answers meanwhile); the session starts
+# then, not before; a requester that goes away takes its start (and its
+# temporary file) with it.
+at=$(($(now_ns) + 30000000000))
+"$MSPTICTL" -r "$T/hA" --json start --job rj --duration 1s --start-at "$at" \
+    --output "$T/far.mspti" >far.json 2>far.err &
+FAR=$!
+PIDS="$PIDS $FAR"
+wait_until 20 grep -q "deferred to $at" "$T/daemon.log" || fail "the start was not deferred"
+"$MSPTICTL" -r "$T/hA" --json sessions >far-s.json || fail "sessions while a start waits"
+[ "$(active_sessions hA)" = 0 ] || fail "a deferred start began early"
+kill -TERM "$FAR"
+wait "$FAR" 2>/dev/null
+wait_until 20 grep -q "deferred start by uid [0-9]* dropped" "$T/daemon.log" ||
+	fail "the deferred start was not dropped with its requester"
+! ls -a "$T" | grep -q '^\.far\.mspti\.' || fail "temporary output left behind: $(ls -a "$T")"
+[ ! -e "$T/far.mspti" ] || fail "output of a start that never began"
+at=$(($(now_ns) + 400000000))
+"$MSPTICTL" -r "$T/hA" --json start --job rj --duration 300ms --start-at "$at" \
+    --output "$T/near.mspti" >near.json || fail "start --start-at: $(cat near.json)"
+python3 - near.json "$at" <<'PY' || fail "start --start-at: $(cat near.json)"
+import json, sys
+d, at = json.load(open(sys.argv[1])), int(sys.argv[2])
+assert d["start_at_ns"] == at and d["start_ns"] >= at, d
+caps = [a["capture_start_ns"] for a in d["acks"] if a["pid"]]
+assert len(caps) == 2 and min(caps) >= at, caps
+PY
+timeout 30 "$MSPTICTL" -r "$T/hA" wait "$(json near.json 'j["session"]')" >/dev/null ||
+	fail "wait near"
+ok "start --start-at: held by the daemon's timer, started at the instant; dropped with its requester"
 
 : >"$T/stop"
 echo "cluster-robust: all passed"
