@@ -224,6 +224,9 @@ session_ctl_acks_final(struct session *s, struct sess_acks *k)
 				k->v[i].message = sa->error ? sa->error :
 				    (char *)"done";
 			}
+			/* A short session may be stopping by the time the
+			 * reply goes out: its capture began all the same. */
+			k->v[i].capture_start_ns = sa->capture_ns;
 		}
 	}
 }
