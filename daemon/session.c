@@ -872,12 +872,15 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 	case MSPTI__CAPTURE_OP__CAPTURE_START:
 		if (sa->state != SA_STARTING && sa->state != SA_STOPPING)
 			break;
+		if (ack->code == 0 && fd >= 0 && sa->capture_ns == 0)
+			/* Its capture began now, even if the session is
+			 * already stopping (a short --duration). */
+			sa->capture_ns = util_realtime_ns();
 		if (ack->code != 0 || fd < 0) {
 			session_agent_finish(sa, ack->message && *ack->message ?
 			    ack->message : "agent refused the capture");
 		} else if (sa->state == SA_STARTING) {
 			sa->state = SA_ACTIVE;
-			sa->capture_ns = util_realtime_ns();
 			sa->evfd = fd;
 			fd = -1;
 			sa->ev = event_new(p->d->base, sa->evfd,

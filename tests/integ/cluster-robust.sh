@@ -157,5 +157,17 @@ timeout 30 "$MSPTICTL" -r "$T/hA" wait "$(json near.json 'j["session"]')" >/dev/
 	fail "wait near"
 ok "start --start-at: held by the daemon's timer, started at the instant; dropped with its requester"
 
+# A session so short that it is stopping before the start's reply goes
+# out: each target still says when its capture began (the skew of a
+# cluster --duration start is measured from these).
+for i in 1 2 3; do
+	"$MSPTICTL" -r "$T/hA" --json start --job rj --duration 1ms \
+	    --output "$T/short$i.mspti" >short.json || fail "short start: $(cat short.json)"
+	[ "$(json short.json 'all(a["capture_start_ns"] > 0 for a in j["acks"] if a["pid"])')" = True ] ||
+		fail "a capture start not stated: $(cat short.json)"
+	timeout 30 "$MSPTICTL" -r "$T/hA" wait "$(json short.json 'j["session"]')" >/dev/null 2>&1
+done
+ok "start --duration 1ms: every target's capture start is stated though the session stops first"
+
 : >"$T/stop"
 echo "cluster-robust: all passed"
