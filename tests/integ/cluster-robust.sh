@@ -169,5 +169,46 @@ for i in 1 2 3; do
 done
 ok "start --duration 1ms: every target's capture start is stated though the session stops first"
 
+# Ranks that mark no MSTX step (sync-ranks: steps from the synchronize
+# pattern) on both nodes: one k for all, each rank recording exactly
+# those iterations.
+SYNC="$top_builddir/tests/integ/sync-ranks"
+r=0
+for h in hA hB; do
+	for _ in 0 1; do
+		MSPTID_RUNTIME_DIR="$T/$h" MSPTI_JOB_ID=sy RANK=$r WORLD_SIZE=4 \
+		    LD_PRELOAD="$AGENT_PRELOAD" "$SYNC" --mode two \
+		    --period-us $((2000 + 1000 * r)) --until "$T/stop-sy" >/dev/null 2>&1 &
+		PIDS="$PIDS $!"
+		r=$((r + 1))
+	done
+	wait_until 20 sh -c "[ \"\$('$MSPTICTL' -r '$T/$h' --json list | python3 -c 'import json,sys; print(len([a for a in json.load(sys.stdin) if a[\"job\"] == \"sy\" and \"sync-ranks\" in a[\"exe\"]]))')\" = 2 ]" ||
+		fail "$h: sync ranks did not register"
+done
+sleep 0.3
+"$MSPTICTL" start --hosts hosts --job sy --steps 2 --output-dir capsy >sy.out 2>&1 ||
+	fail "start: $(cat sy.out)"
+k=$(sed -n 's/^  steps \[\([0-9]*\), \([0-9]*\)) on every node (one k for all.*/\1/p' sy.out)
+[ -n "$k" ] || fail "no common window: $(cat sy.out)"
+timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir capsy >syw.out 2>&1 || fail "wait: $(cat syw.out)"
+for h in hA hB; do
+	"$DUMP" "capsy/$h.mspti" | python3 -c '
+import json, sys
+k = int(sys.argv[1])
+recs = [json.loads(l) for l in sys.stdin][:-1]
+pids = {r["pid"] for r in recs if r["type"] == "process" and r["rank"] >= 0}
+assert len(pids) == 2, pids
+for p in pids:
+    st = sorted(r["id"] - (1 << 62) for r in recs if r["type"] == "marker" and
+        r["pid"] == p and r["flag"] == 2 and r["domain"] == "mspti.sync")
+    tags = sorted(r["name"] for r in recs if r["type"] == "kernel" and
+        r["pid"] == p and r["name"].startswith("it"))
+    assert st == [k, k + 1], (p, st, k)
+    assert tags == sorted("it%d" % (i % 256) for i in (k, k + 1)), (p, tags)
+' "$k" || fail "$h: window of the sync ranks"
+done
+: >"$T/stop-sy"
+ok "ranks without MSTX on both nodes: one k ($k), iterations [k, k+2) on all four"
+
 : >"$T/stop"
 echo "cluster-robust: all passed"
