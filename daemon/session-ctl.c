@@ -323,8 +323,11 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 			return peer_send_error(p, 2, "start: the start instant "
 			    "is more than 10 minutes ahead");
 		}
-		if (fd >= 0 && session_ctl_start_check(p, req, fd) == 0)
-			return session_at_defer(p, req, fd);
+		if (fd < 0)
+			return session_ctl_start_fd(p, req, fd);
+		if (session_ctl_start_check(p, req, fd) != 0)
+			return 0;	/* refused, fd closed */
+		return session_at_defer(p, req, fd);
 	}
 	return session_ctl_start_fd(p, req, fd);
 }

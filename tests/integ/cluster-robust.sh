@@ -143,6 +143,12 @@ wait_until 20 grep -q "deferred start by uid [0-9]* dropped" "$T/daemon.log" ||
 	fail "the deferred start was not dropped with its requester"
 ! ls -a "$T" | grep -q '^\.far\.mspti\.' || fail "temporary output left behind: $(ls -a "$T")"
 [ ! -e "$T/far.mspti" ] || fail "output of a start that never began"
+# Checked at once: a bad request is refused now, not at the instant.
+"$MSPTICTL" -r "$T/hA" start --job rj --kinds bogus --start-at $(($(now_ns) + 300000000000)) \
+    --output "$T/bad.mspti" >bad.out 2>&1; rc=$?
+[ "$rc" = 2 ] && [ "$(wc -l <bad.out)" = 1 ] && grep -q "bogus" bad.out ||
+	fail "a bad deferred start: exit $rc: $(cat bad.out)"
+"$MSPTICTL" -r "$T/hA" status >/dev/null || fail "msptid hA after a refused deferred start"
 at=$(($(now_ns) + 400000000))
 "$MSPTICTL" -r "$T/hA" --json start --job rj --duration 300ms --start-at "$at" \
     --output "$T/near.mspti" >near.json || fail "start --start-at: $(cat near.json)"
