@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
 #include "analysis.h"
 #include "clockalign.h"
@@ -435,23 +437,42 @@ START_TEST(empty_and_bad)
 }
 END_TEST
 
-/* MSPTI_TEST_CLOCK_SKEW_NS moves util_realtime_ns() and nothing else. */
-START_TEST(skew_hook)
+/* MSPTI_TEST_CLOCK_SKEW_NS moves util_realtime_ns() and nothing else.  It
+ * is read when the program loads (lib/util.h), so the check runs in this
+ * program started again with the variable set (skew_child). */
+static int
+skew_child(void)
 {
 	struct timespec ts;
 	uint64_t before, got, after;
 
-	setenv("MSPTI_TEST_CLOCK_SKEW_NS", "-7000000000", 1);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	before = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	got = util_realtime_ns();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	after = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	ck_assert_uint_ge(got, before - 7000000000ull);
-	ck_assert_uint_le(got, after - 7000000000ull);
+	if (got < before - 7000000000ull || got > after - 7000000000ull)
+		return 1;
 	/* Read once: a later change does not move it. */
 	setenv("MSPTI_TEST_CLOCK_SKEW_NS", "0", 1);
-	ck_assert_uint_lt(util_realtime_ns(), after);
+	return util_realtime_ns() < after ? 0 : 2;
+}
+
+START_TEST(skew_hook)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("MSPTI_TEST_CLOCK_SKEW_NS", "-7000000000", 1);
+		execl("/proc/self/exe", "check_clockalign", "--skew-child",
+		    (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "skew child: status 0x%x (1: not skewed, 2: read again)", status);
 }
 END_TEST
 
@@ -710,13 +731,17 @@ START_TEST(analysis_seq_apart)
 END_TEST
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	Suite *s = suite_create("clockalign");
-	TCase *tc = tcase_create("clockalign");
+	Suite *s;
+	TCase *tc;
 	SRunner *sr;
 	int failed;
 
+	if (argc == 2 && strcmp(argv[1], "--skew-child") == 0)
+		return skew_child();
+	s = suite_create("clockalign");
+	tc = tcase_create("clockalign");
 	tcase_add_test(tc, two_hosts);
 	tcase_add_test(tc, no_skew);
 	tcase_add_test(tc, four_hosts_any_order);
