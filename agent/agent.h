@@ -64,7 +64,12 @@ struct session_step_info {		/* what CaptureAck says of steps */
 	uint64_t	 period_ns;	/* recent step time, 0: unknown */
 	int64_t		 first;		/* first step recorded, -1: none */
 	uint64_t	 fork_lost;	/* records of a fork child, dropped */
+	uint32_t	 src;		/* SESSION_STEPS_* */
 };
+/* Where a process's step index comes from (CaptureAck.step_source). */
+#define SESSION_STEPS_NONE	0
+#define SESSION_STEPS_MSTX	1	/* MSTX ranges named the step name */
+#define SESSION_STEPS_SYNC	2	/* the synchronize pattern (steps.c) */
 int		session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		    size_t ndomains_off, const struct session_step_cfg *sc,
 		    int ringfd, int *wakefdp, const char **why,
@@ -82,6 +87,9 @@ void		session_after_fork_child(void);
 void		session_step_begin(const char *msg, uint64_t id);
 void		session_step_end(const char *name, uint64_t id);
 void		session_mark_wait(void);
+/* steps.c: the synchronize pattern gave step idx (a boundary: it starts
+ * now; else the count found when the pattern was first seen). */
+void		session_step_sync(uint64_t idx, bool boundary);
 struct sess_forkpage {			/* session.c: wiped in a fork child */
 	void *_Atomic	 live;		/* struct agent_session * */
 	_Atomic int	 mine;		/* 0: a child not yet on its own */
@@ -95,5 +103,29 @@ session_mark_ready(void)
 	    memory_order_relaxed) == 1, 1) &&
 	    !atomic_load_explicit(&gate_closed, memory_order_relaxed);
 }
+
+/* stepdet.c: the period detector over synchronize calls (pure). */
+#define STEPDET_HIST	64	/* tokens remembered */
+#define STEPDET_PMAX	8	/* longest period (synchronizes per step) */
+#define STEPDET_LOST	32	/* syncs without a boundary: pattern dropped */
+#define STEPDET_STEP	1	/* stepdet_feed: this sync closed a step */
+#define STEPDET_LOCKED	2	/* the pattern was just found */
+struct stepdet_tok {
+	uint64_t	 site;		/* call site (module offset, kind) */
+	uint32_t	 launches;	/* launches since the previous sync */
+};
+struct stepdet {
+	struct stepdet_tok hist[STEPDET_HIST];	/* ring of the latest */
+	uint64_t	 n;		/* syncs fed */
+	uint64_t	 steps;		/* boundaries counted: the step index */
+	uint64_t	 last_bound;	/* n just after the last boundary */
+	unsigned	 period;	/* 0: no pattern */
+	unsigned	 ctx;		/* tokens that identify the boundary */
+	bool		 by_site;	/* the boundary is its site alone */
+	struct stepdet_tok pat[STEPDET_PMAX];	/* the period, boundary last */
+};
+void		stepdet_init(struct stepdet *d);
+int		stepdet_feed(struct stepdet *d, uint64_t site,
+		    uint32_t launches);
 
 #endif

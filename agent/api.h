@@ -439,4 +439,16 @@ bool		mstx_marker_take(uint64_t id, uint32_t flag, const char **name,
 		    const char **domain, uint64_t *host_ts);
 int		mstx_domain_set_enabled(const char *name, bool enabled);
 
+/* steps.c: the synchronize hooks (intercept-acl.c), any thread. */
+#define STEPS_SYNC_STREAM	1
+#define STEPS_SYNC_DEVICE	2
+void		steps_sync(const void *site, unsigned kind);
+void		steps_after_fork_child(void);
+extern API_TLS uint32_t steps_launches;	/* this thread's, since its sync */
+static inline void
+steps_launch(void)
+{
+	steps_launches++;
+}
+
 #endif

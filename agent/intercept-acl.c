@@ -326,16 +326,34 @@ aclrtDestroyStream(aclrtStream stream)
 	    (stream), stream);
 }
 
+/* Synchronizes also feed the step detector (steps.c), after their
+ * record: a step's closing synchronize belongs to that step. */
 ACL_FUNC_VISIBILITY aclError
 aclrtSynchronizeStream(aclrtStream stream)
 {
-	SIMPLE_CALL(aclrtSynchronizeStream,
-	    MSPTI_CBID_RUNTIME_STREAM_SYNCHRONIZED, (stream), stream);
+	const void *site = __builtin_return_address(0);
+	struct aclrtSynchronizeStream_params p = { stream };
+	REAL(aclrtSynchronizeStream);
+	struct icall c;
+	aclError ret;
+
+	if (API_LIKELY(!icall_enter(&c, RT,
+	    MSPTI_CBID_RUNTIME_STREAM_SYNCHRONIZED, "aclrtSynchronizeStream",
+	    &p, NULL)))
+		ret = real(stream);
+	else {
+		ret = real(stream);
+		icall_done(&c);
+		icall_exit(&c, &ret);
+	}
+	steps_sync(site, STEPS_SYNC_STREAM);
+	return ret;
 }
 
 ACL_FUNC_VISIBILITY aclError
 aclrtSynchronizeDevice(void)
 {
+	const void *site = __builtin_return_address(0);
 	REAL(aclrtSynchronizeDevice);
 	struct icall c;
 	aclError ret;
@@ -343,10 +361,13 @@ aclrtSynchronizeDevice(void)
 	/* No callback id of its own; API record only. */
 	if (API_LIKELY(!icall_enter(&c, RT, MSPTI_CBID_RUNTIME_INVALID,
 	    "aclrtSynchronizeDevice", NULL, NULL)))
-		return real();
-	ret = real();
-	icall_done(&c);
-	icall_exit(&c, &ret);
+		ret = real();
+	else {
+		ret = real();
+		icall_done(&c);
+		icall_exit(&c, &ret);
+	}
+	steps_sync(site, STEPS_SYNC_DEVICE);
 	return ret;
 }
 
@@ -411,6 +432,7 @@ ACL_FUNC_VISIBILITY aclError
 aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
     aclrtMemcpyKind kind, aclrtStream stream)
 {
+	steps_launch();
 	ACL_BEGIN(aclrtMemcpyAsync, MSPTI_CBID_RUNTIME_MEMCPY_ASYNC, NULL,
 	    (dst, destMax, src, count, kind, stream),
 	    dst, destMax, src, count, kind, stream);
@@ -433,6 +455,7 @@ ACL_FUNC_VISIBILITY aclError
 aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
     aclrtStream stream)
 {
+	steps_launch();
 	ACL_BEGIN(aclrtMemsetAsync, MSPTI_CBID_RUNTIME_MEM_SET_ASYNC, NULL,
 	    (devPtr, maxCount, value, count, stream),
 	    devPtr, maxCount, value, count, stream);
@@ -447,6 +470,7 @@ aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t blockDim,
 {
 	struct pending pd;
 
+	steps_launch();
 	ACL_BEGIN(aclrtLaunchKernel, MSPTI_CBID_RUNTIME_LAUNCH,
 	    callback_wanted(RT, MSPTI_CBID_RUNTIME_LAUNCH) ?
 	    kernel_name(funcHandle) : NULL,

@@ -390,6 +390,7 @@ register_ack(int sock, uint64_t id, Mspti__CaptureOp op, int code,
 		ack.step_period_ns = si->period_ns;
 		ack.first_step = si->first;
 		ack.fork_lost = si->fork_lost;
+		ack.step_source = si->src;
 	}
 	(void)frame_send(sock, MSPTI__MSG_TYPE__MSG_CAPTURE_ACK, &ack.base, fd);
 }

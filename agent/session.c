@@ -79,6 +79,7 @@ struct agent_session {
 	uint32_t		 win_n;
 	int64_t			 win_from;	/* -1: not chosen yet */
 	uint64_t		 win_last_id;	/* range id of the last step */
+	bool			 win_blind;	/* set before any step was seen */
 	/* hostclock.gen of the last REC_HOST_CLOCK written (0: none). */
 	_Atomic uint32_t	 clock_gen;
 	struct sess_string	 strings[SESS_STRINGS];
@@ -104,6 +105,12 @@ static _Atomic(const char *) step_name = step_names[0];
 static unsigned step_name_slot;
 static uint64_t step_starts;		/* under step_lock */
 static uint64_t step_last_ns, step_period_ns;
+/* SESSION_STEPS_*: MSTX steps, once the process marked one, always win
+ * over the synchronize pattern (steps.c). */
+static uint32_t step_src;
+/* A synchronize step's range open in session gen step_sync_gen. */
+static uint64_t step_sync_open, step_sync_gen;
+#define STEP_SYNC_ID	(1ull << 62)	/* its marker ids: no MSTX id's */
 
 /* A producing thread's fence slot (see the top); kept for the life of the
  * process, reused by a later thread once its thread has exited. */
@@ -678,6 +685,12 @@ session_step_begin(const char *msg, uint64_t id)
 		return;
 	now = api_now();
 	pthread_mutex_lock(&step_lock);
+	if (step_src != SESSION_STEPS_MSTX) {
+		/* The first MSTX step: the synchronize count is dropped. */
+		step_src = SESSION_STEPS_MSTX;
+		step_starts = 0;
+		step_last_ns = step_period_ns = 0;
+	}
 	idx = step_starts++;
 	if (step_last_ns != 0 && now > step_last_ns)
 		step_period_ns = step_period_ns == 0 ? now - step_last_ns :
@@ -707,6 +720,86 @@ session_step_end(const char *name, uint64_t id)
 	pthread_mutex_unlock(&step_lock);
 }
 
+/* A synchronize step's range record (START or END), written into s's
+ * ring whatever the kinds: the daemon counts the window by them, and
+ * report's step breakdown reads them (domain mspti.sync says whence). */
+static void
+session_sync_marker(struct agent_session *s, struct sess_thread *t,
+    msptiActivityFlag flag, uint64_t idx, uint64_t ts)
+{
+	msptiActivityMarker m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = MSPTI_ACTIVITY_KIND_MARKER;
+	m.flag = flag;
+	m.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_HOST;
+	m.timestamp = ts;
+	m.id = STEP_SYNC_ID + idx;
+	m.objectId.pt.processId = s->pid;
+	m.objectId.pt.threadId = api_tid();
+	m.name = api_intern(atomic_load(&step_name));
+	m.domain = api_intern("mspti.sync");
+	if (m.name == NULL || m.domain == NULL)
+		return;
+	session_marker(s, session_prod(s, t), &m);
+}
+
+/*
+ * steps.c: the synchronize pattern says step idx starts now (boundary),
+ * or, when it was just found, that the process is in step idx.  Ignored
+ * once the process marked an MSTX step.
+ */
+void
+session_step_sync(uint64_t idx, bool boundary)
+{
+	struct sess_thread *t;
+	struct agent_session *s;
+	uint64_t now = api_now();
+
+	pthread_mutex_lock(&step_lock);
+	if (step_src == SESSION_STEPS_MSTX)
+		goto out;
+	if (step_src == SESSION_STEPS_NONE) {
+		/* A window set before the pattern was found (k 0 under
+		 * msptictl run) had no index to go by: it starts with the
+		 * first whole step from now. */
+		int64_t next = boundary ? (int64_t)idx : (int64_t)idx + 1;
+
+		if ((s = session_enter(&t)) != NULL && s->win_n != 0 &&
+		    s->win_blind && s->win_from >= 0 &&
+		    s->win_from < next &&
+		    atomic_load(&s->win) == SESS_WIN_BEFORE)
+			s->win_from = next;
+		session_leave(t);
+	}
+	step_src = SESSION_STEPS_SYNC;
+	step_starts = idx + 1;
+	if (!boundary)
+		goto out;
+	if (step_last_ns != 0 && now > step_last_ns)
+		step_period_ns = step_period_ns == 0 ? now - step_last_ns :
+		    (step_period_ns * 3 + (now - step_last_ns)) / 4;
+	step_last_ns = now;
+	if ((s = session_enter(&t)) != NULL) {
+		/* The step that ends, then the one that starts. */
+		if (step_sync_open != 0 && step_sync_gen == s->gen &&
+		    atomic_load(&s->win) == SESS_WIN_OPEN)
+			session_sync_marker(s, t, MSPTI_ACTIVITY_FLAG_MARKER_END,
+			    step_sync_open - 1, now);
+		step_sync_open = 0;
+		session_win_step(s, idx, 0);
+		if (atomic_load(&s->win) == SESS_WIN_OPEN) {
+			session_sync_marker(s, t,
+			    MSPTI_ACTIVITY_FLAG_MARKER_START, idx, now);
+			step_sync_open = idx + 1;
+			step_sync_gen = s->gen;
+		}
+	}
+	session_leave(t);
+out:
+	pthread_mutex_unlock(&step_lock);
+}
+
 /* Sets s's window start (step_lock held) and says where this process is:
  * its step count, recent step time and the first step it will record. */
 static void
@@ -716,6 +809,7 @@ session_win_set(struct agent_session *s, int64_t from,
 	si->step = (int64_t)step_starts;
 	si->period_ns = step_period_ns;
 	si->first = -1;
+	si->src = step_src;
 	if (s->win_n == 0)
 		return;
 	if (from < 0) {
@@ -723,6 +817,7 @@ session_win_set(struct agent_session *s, int64_t from,
 		return;
 	}
 	s->win_from = from;
+	s->win_blind = step_src == SESSION_STEPS_NONE;
 	/* A step already under way is not recorded: the next one is the
 	 * first, and the steps before it are missed. */
 	si->first = (int64_t)step_starts > from ? (int64_t)step_starts : from;
@@ -970,8 +1065,12 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		    "%s", sc->step_name);
 		atomic_store(&step_name, step_names[step_name_slot]);
 		api_mstx_step_char((unsigned char)sc->step_name[0]);
-		step_starts = 0;
-		step_last_ns = step_period_ns = 0;
+		/* Synchronize steps keep their count: only the name of
+		 * their ranges changes. */
+		if (step_src != SESSION_STEPS_SYNC) {
+			step_starts = 0;
+			step_last_ns = step_period_ns = 0;
+		}
 	}
 	session_win_set(s, sc != NULL ? sc->step_from : -1, si);
 	si->fork_lost = atomic_exchange(&sess_fork_lost, 0);
@@ -1006,6 +1105,7 @@ session_update(uint64_t id, uint32_t kinds, char **domains_off,
 		si->step = (int64_t)step_starts;
 		si->period_ns = step_period_ns;
 		si->first = -1;
+		si->src = step_src;
 		cur->win_from = -1;
 	} else if (step_from >= 0 && cur->win_n != 0 &&
 	    atomic_load(&cur->win) == SESS_WIN_BEFORE)
@@ -1015,6 +1115,7 @@ session_update(uint64_t id, uint32_t kinds, char **domains_off,
 		si->period_ns = step_period_ns;
 		si->first = cur->win_n != 0 && cur->win_from >= 0 ?
 		    cur->win_from : -1;
+		si->src = step_src;
 	}
 	pthread_mutex_unlock(&step_lock);
 	old = atomic_exchange(&cur->domains_off,
@@ -1082,6 +1183,9 @@ session_after_fork_child(void)
 	pthread_mutex_init(&step_lock, NULL);
 	step_starts = 0;
 	step_last_ns = step_period_ns = 0;
+	step_src = SESSION_STEPS_NONE;
+	step_sync_open = 0;
+	steps_after_fork_child();
 	atomic_store(&sess_fp->live, NULL);
 	if (atomic_load(&sess_fp->mine) == 0)
 		atomic_store(&sess_fp->mine, 2);	/* set to 1 below */

@@ -22,6 +22,8 @@ struct client {
 	const char	*rundir;
 	bool		 json;
 	int		 sock;
+	bool		 quiet_timeout;	/* the verb words a reply timeout */
+	bool		 timed_out;	/* the last request's reply timed out */
 };
 
 struct cmd_entry {
@@ -84,6 +86,7 @@ void	client_print_session(const struct client *, const Mspti__SessionInfo *);
 void	client_print_acks(const struct client *, Mspti__TargetAck **, size_t);
 void	client_json_session(const Mspti__SessionInfo *);
 void	client_json_acks(Mspti__TargetAck **, size_t);
+const char *client_step_source(Mspti__TargetAck **, size_t);
 int	client_parse_session(const struct cmd_entry *, const char *arg,
 	    uint64_t *id);
 int	client_parse_pids(const char *arg, uint32_t **pids, size_t *n);
@@ -96,6 +99,8 @@ int	client_split_signed(const char *arg, char ***on, size_t *non,
 
 /* cmd-start.c: the session config options start and run share. */
 #define CLIENT_CONFIG_OPTSTRING	"k:d:s:N:K:o:b:m:D:M:F:"
+/* start's short options (cmd-start.c; the cluster fan-out reads them). */
+#define CLIENT_START_OPTSTRING	"p:J:R:a" CLIENT_CONFIG_OPTSTRING "wA:j"
 #define CLIENT_CONFIG_OPTIONS						\
 	{ "kinds", required_argument, NULL, 'k' },			\
 	{ "duration", required_argument, NULL, 'd' },			\

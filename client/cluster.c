@@ -33,6 +33,7 @@
 #define CLUSTER_TIMEOUT_MS	60000
 #define CLUSTER_MAX_NODES	4096
 #define CLUSTER_MAX_REPLY	(16u << 20)
+#define CLUSTER_WAIT_GRACE_MS	10000	/* wait --timeout: reaching nodes */
 
 /*
  * Runs on each node: $1 is the node->session map ("-" when none), the
@@ -60,6 +61,7 @@ struct cluster_node {
 	int		 task;		/* srun task id, -1 until "@node" */
 	bool		 open;		/* out holds a reply cut short (srun) */
 	bool		 cut;		/* raw: the last piece was a cut one */
+	bool		 k_failed;	/* did not take the common k */
 	/* The node read node_ns on its CLOCK_REALTIME after we launched at
 	 * launch_ns and before its line reached us at recv_ns (both ours):
 	 * its offset to us lies in [node - recv, node - launch]. */
@@ -89,6 +91,7 @@ struct cluster {
 	uint64_t	 start_at;
 	int64_t		 probe_ms;	/* the fan-out that measured the lead */
 	int64_t		 lead_ms;	/* start_at's lead over the choice */
+	const char	*wait_timeout;	/* wait --timeout D, as given */
 };
 
 /* ---- a small JSON reader for the node-local replies and the manifest ---- */
@@ -1057,6 +1060,35 @@ cluster_opt(const char *arg, const char *name, int argc, char **argv, int *i,
 	return true;
 }
 
+/*
+ * A word of start's short options as getopt reads it ("-s3", "-s 3",
+ * "-js3"): true when one of them takes a value, with its letter in *opt
+ * and the value in *val (the next word, *i moved past it, when the word
+ * ends with the letter; NULL when there is none).
+ */
+static bool
+cluster_short(const char *arg, int argc, char **argv, int *i, char *opt,
+    const char **val)
+{
+	const char *p, *o;
+
+	if (arg[0] != '-' || arg[1] == '-' || arg[1] == '\0')
+		return false;
+	for (p = arg + 1; *p != '\0'; p++) {
+		if ((o = strchr(CLIENT_START_OPTSTRING, *p)) == NULL || *p == ':')
+			return false;	/* getopt refuses it on the node */
+		if (o[1] != ':')
+			continue;
+		*opt = *p;
+		if (p[1] != '\0')
+			*val = p + 1;
+		else
+			*val = *i + 1 < argc ? argv[++*i] : NULL;
+		return true;
+	}
+	return false;
+}
+
 /* Parses each node's JSON reply into rep[i]; false when a node has none. */
 static void
 cluster_parse_replies(struct cluster *cl, struct jval *rep)
@@ -1103,12 +1135,6 @@ cluster_start_steps(const struct cluster *cl, const struct jval *rep)
 			    "ranks were at most at step %lld, asked in %lld ms)\n",
 			    cl->k, cl->k + cl->steps, cl->max_step,
 			    (long long)cl->ask_ms);
-		for (size_t i = 0; i < cl->nnodes; i++)
-			if (cl->nodes[i].rc != 0 && json_get(&rep[i],
-			    "step_from") != NULL)
-				printf("  %s: FAILED to set the window: %s\n",
-				    cl->nodes[i].name, node_why(cl,
-				    &cl->nodes[i]));
 		return;
 	}
 	if (!any)
@@ -1255,16 +1281,81 @@ cluster_set_window(struct jval *r, long long k, long long n)
 }
 
 /*
+ * The nodes that did not take k hold a session whose window no rank
+ * reaches: `stop` them (one more fan-out step), so nothing stays held,
+ * and say so in each node's reason.
+ */
+static void
+cluster_rollback(struct cluster *cl)
+{
+	struct cluster sub = *cl;
+	char *map = NULL, *argv[5], why[640];
+	size_t maplen = 0;
+
+	sub.fanerr[0] = '\0';
+	if ((sub.nodes = calloc(cl->nnodes, sizeof(*sub.nodes))) == NULL)
+		return;
+	sub.nnodes = 0;
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		char kv[320];
+
+		if (!cl->nodes[i].k_failed || cl->nodes[i].session == 0)
+			continue;
+		sub.nodes[sub.nnodes].name = cl->nodes[i].name;
+		sub.nodes[sub.nnodes].rc = -1;
+		sub.nodes[sub.nnodes].task = -1;
+		sub.nnodes++;
+		snprintf(kv, sizeof(kv), "%s%s=%llu", maplen ? " " : "",
+		    cl->nodes[i].name, (unsigned long long)cl->nodes[i].session);
+		buf_add(&map, &maplen, kv, strlen(kv));
+		map[--maplen] = '\0';
+	}
+	argv[0] = (char *)self_exe();
+	argv[1] = "--json";
+	argv[2] = "stop";
+	argv[3] = "@S";
+	argv[4] = NULL;
+	if (sub.nnodes > 0 && map != NULL)
+		cluster_fanout(&sub, argv, map);
+	for (size_t j = 0; j < sub.nnodes; j++) {
+		struct cluster_node *sn = &sub.nodes[j];
+
+		for (size_t i = 0; i < cl->nnodes; i++) {
+			struct cluster_node *n = &cl->nodes[i];
+
+			if (n->name != sn->name)
+				continue;
+			if (sn->rc == 0)
+				snprintf(why, sizeof(why), "%s; its session %llu "
+				    "was stopped (rolled back)", node_why(cl, n),
+				    (unsigned long long)n->session);
+			else
+				snprintf(why, sizeof(why), "%s; its session %llu "
+				    "is still held at no step (stop failed: %s; "
+				    "stop --output-dir ends it)", node_why(cl, n),
+				    (unsigned long long)n->session,
+				    node_why(&sub, sn));
+			free(n->err);
+			n->err = strdup(why);
+		}
+		free(sn->out);
+		free(sn->err);
+	}
+	free(sub.nodes);
+	free(map);
+}
+
+/*
  * Second round of a common-k start: `retarget --start-step k` on every
  * node that started (through the same fan-out, one step); a node that
- * could not take it fails the start.
+ * could not take it fails the start, and its session is rolled back.
  */
 static void
 cluster_set_k(struct cluster *cl, struct jval *rep)
 {
 	struct cluster sub = *cl;
 	char *map = NULL, kbuf[32];
-	size_t maplen = 0, m = 0;
+	size_t maplen = 0, m = 0, nfailed = 0;
 	char *argv[8];
 
 	if ((cl->k = cluster_choose_k(cl, rep)) < 0)
@@ -1320,6 +1411,8 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 			if (ok)
 				cluster_set_window(&rep[i], cl->k, cl->steps);
 			else {
+				n->k_failed = true;
+				nfailed++;
 				n->rc = sn->rc != 0 ? sn->rc : 1;
 				free(n->err);
 				n->err = sn->err != NULL ? sn->err :
@@ -1334,6 +1427,8 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 	}
 	free(sub.nodes);
 	free(map);
+	if (nfailed > 0)
+		cluster_rollback(cl);
 }
 
 static int
@@ -1351,7 +1446,9 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 			if (json_int(&acks->kids[k], "pid", 0) == 0)
 				continue;
 			rall++;
-			if (json_int(&acks->kids[k], "code", 1) == 0)
+			/* A rolled-back node's ranks capture nothing. */
+			if (json_int(&acks->kids[k], "code", 1) == 0 &&
+			    !cl->nodes[i].k_failed)
 				good++;
 		}
 		rok += good;
@@ -1412,7 +1509,7 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 
 			const struct jval *st = json_get(&rep[i], "started");
 
-			if (st == NULL) {
+			if (st == NULL || n->k_failed) {
 				printf("  %s: FAILED: %s\n", n->name,
 				    node_why(cl, n));
 				continue;
@@ -1578,6 +1675,34 @@ cluster_sessions_report(struct client *c, struct cluster *cl)
 	return nok == cl->nnodes ? EXIT_OK : EXIT_FAIL;
 }
 
+/* wait --timeout: one line naming the nodes whose sessions were not
+ * finalized in time (their wait gave up, or they did not answer). */
+static void
+cluster_wait_expired(const struct cluster *cl)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const char *why = node_why(cl, &cl->nodes[i]);
+
+		if (cl->nodes[i].rc != 0 && (strstr(why, "not finalized within") ||
+		    strstr(why, "no reply within")))
+			n++;
+	}
+	if (n == 0)
+		return;
+	fprintf(stderr, "msptictl wait: %zu of %zu nodes not finalized within "
+	    "%s:", n, cl->nnodes, cl->wait_timeout);
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		const char *why = node_why(cl, &cl->nodes[i]);
+
+		if (cl->nodes[i].rc != 0 && (strstr(why, "not finalized within") ||
+		    strstr(why, "no reply within")))
+			fprintf(stderr, " %s", cl->nodes[i].name);
+	}
+	fprintf(stderr, "\n");
+}
+
 /* Frees *p on every return (cleanup attribute). */
 static void
 cluster_free_ptr(void *p)
@@ -1595,7 +1720,8 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	char outdir[PATH_MAX], stamp[32];
 	size_t m = 0, maplen = 0;
 	bool session_arg = false, is_start = strcmp(verb, "start") == 0;
-	bool start_step = false, duration = false;
+	bool start_step = false, duration = false, timeout_set = false;
+	char sopt;
 	char atbuf[32];
 	int64_t t0;
 	struct jval *rep = NULL;
@@ -1642,6 +1768,16 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 				    "option '--timeout' needs a value" :
 				    "bad --timeout '%s'", val);
 			cl.timeout_ms = (int)(d / 1000000 > 0 ? d / 1000000 : 1);
+			timeout_set = true;
+			if (strcmp(verb, "wait") == 0) {
+				/* Each node's wait gives up with its own line;
+				 * the fan-out allows for reaching the nodes. */
+				cl.wait_timeout = val;
+				margv[m++] = "--timeout";
+				margv[m++] = (char *)val;
+				if (cl.timeout_ms < INT_MAX - CLUSTER_WAIT_GRACE_MS)
+					cl.timeout_ms += CLUSTER_WAIT_GRACE_MS;
+			}
 		} else if (strcmp(a, "--allow-partial") == 0) {
 			cl.allow_partial = true;
 		} else if (strcmp(a, "--json") == 0) {
@@ -1650,6 +1786,28 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		    strcmp(a, "-o") == 0) {
 			return client_usage_error(e, "a cluster capture takes "
 			    "--output-dir DIR, not --output");
+		} else if (is_start && cluster_short(a, argc, argv, &i, &sopt,
+		    &val)) {
+			/* -J ID, -s N, -d D, -K K, -o: as the long forms. */
+			if (val == NULL)
+				return client_usage_error(e, "option '-%c' needs "
+				    "a value", sopt);
+			if (sopt == 'o')
+				return client_usage_error(e, "a cluster capture "
+				    "takes --output-dir DIR, not --output");
+			if (sopt == 'J') {
+				cl.job = val;
+				margv[m++] = "--job";
+				margv[m++] = (char *)val;
+				continue;
+			}
+			if (sopt == 's')
+				cl.steps = atoll(val);
+			start_step |= sopt == 'K';
+			duration |= sopt == 'd';
+			margv[m++] = (char *)a;
+			if (val != a + strlen(a) - strlen(val))
+				margv[m++] = (char *)val;	/* its own word */
 		} else {
 			if (cluster_opt(a, "--job", argc, argv, &i, &val)) {
 				if (val == NULL)
@@ -1752,7 +1910,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	margv[m] = NULL;
 	if (cl.raw && !c->json)		/* sessions: the nodes' own tables */
 		memmove(&margv[1], &margv[2], (m - 1) * sizeof(*margv));
-	if (strcmp(verb, "wait") == 0 && cl.timeout_ms == CLUSTER_TIMEOUT_MS)
+	if (strcmp(verb, "wait") == 0 && !timeout_set)
 		cl.timeout_ms = INT_MAX;	/* wait: as long as the sessions run */
 	if (cl.nnodes == 0 && (rc = cluster_resolve(&cl)) != EXIT_OK)
 		return rc;
@@ -1795,6 +1953,8 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			manifest_write(&cl, verb, rep);
 		rc = is_start ? cluster_start_report(c, &cl, rep) :
 		    cluster_session_report(c, &cl, rep, verb);
+		if (cl.wait_timeout != NULL)
+			cluster_wait_expired(&cl);
 	}
 	for (size_t i = 0; i < cl.nnodes; i++) {
 		json_free(&rep[i]);

@@ -37,6 +37,9 @@ client_json_acks(Mspti__TargetAck **acks, size_t n)
 		    "\"capture_start_ns\":%llu", (long long)acks[i]->step_now,
 		    (unsigned long long)acks[i]->step_period_ns,
 		    (unsigned long long)acks[i]->capture_start_ns);
+		printf(",\"step_source\":");
+		util_json_str(stdout, acks[i]->step_source ?
+		    acks[i]->step_source : "");
 		if (acks[i]->n_losses > 0) {
 			printf(",\"losses\":{");
 			for (size_t k = 0; k < acks[i]->n_losses &&
@@ -70,6 +73,23 @@ client_print_target_losses(Mspti__TargetAck **t, size_t n)
 				    (unsigned long long)t[i]->losses[k]);
 		printf("\n");
 	}
+}
+
+/* ", steps from MSTX" (or synchronize, or both) for the ranks' sources;
+ * "" when none said. */
+const char *
+client_step_source(Mspti__TargetAck **t, size_t n)
+{
+	bool mstx = false, sync = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (t[i]->step_source == NULL)
+			continue;
+		mstx |= strcmp(t[i]->step_source, "mstx") == 0;
+		sync |= strcmp(t[i]->step_source, "synchronize") == 0;
+	}
+	return mstx && sync ? ", steps from MSTX and synchronize" :
+	    mstx ? ", steps from MSTX" : sync ? ", steps from synchronize" : "";
 }
 
 void
@@ -135,8 +155,9 @@ client_print_session(const struct client *c, const Mspti__SessionInfo *i)
 	printf("\n");
 	if (i->step_from >= 0 && i->steps)
 		printf("  step window from %lld, start skew %.3f ms across "
-		    "ranks\n", (long long)i->step_from,
-		    (double)i->step_skew_ns / 1e6);
+		    "ranks%s\n", (long long)i->step_from,
+		    (double)i->step_skew_ns / 1e6,
+		    client_step_source(i->targets, i->n_targets));
 	/* Only a file the session actually wrote is named. */
 	if (i->output != NULL && *i->output && (strcmp(i->state, "finalized") == 0 ||
 	    strcmp(i->state, "failed") == 0 || strcmp(i->state, "active") == 0 ||
@@ -330,9 +351,15 @@ cmd_sessions_exec(struct client *c, int argc, char **argv)
 		/* Each session's row, then its targets' losses. */
 		client_table_print_row(t, 0, stdout);
 		for (size_t i = 0; i < rep->n_sessions; i++) {
+			const Mspti__SessionInfo *s = rep->sessions[i];
+
 			client_table_print_row(t, i + 1, stdout);
-			client_print_target_losses(rep->sessions[i]->targets,
-			    rep->sessions[i]->n_targets);
+			if (s->step_from >= 0)
+				printf("    step window from %lld%s\n",
+				    (long long)s->step_from,
+				    client_step_source(s->targets,
+				    s->n_targets));
+			client_print_target_losses(s->targets, s->n_targets);
 		}
 		client_table_free(t);
 	}

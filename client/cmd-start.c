@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,49 @@ client_output_open(struct client_output *o, const char *output)
 	return fd;
 }
 
+/* While a start waits for its instant in the daemon: SIGINT, SIGTERM
+ * and SIGHUP remove the temporary output before they end us (path NULL:
+ * the default actions again). */
+static const char *volatile start_tmp_path;
+
+static void
+start_tmp_signal(int sig)
+{
+	const char *p = start_tmp_path;
+
+	if (p != NULL)
+		(void)unlink(p);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void
+start_tmp_guard(const char *path)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	static struct sigaction old[3];
+	static bool set[3];
+	struct sigaction sa;
+
+	start_tmp_path = path;
+	for (size_t i = 0; i < nitems(sigs); i++) {
+		if (path == NULL) {
+			if (set[i])
+				sigaction(sigs[i], &old[i], NULL);
+			set[i] = false;
+			continue;
+		}
+		/* A signal the caller ignores stays ignored. */
+		if (sigaction(sigs[i], NULL, &old[i]) != 0 ||
+		    old[i].sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = start_tmp_signal;
+		sigemptyset(&sa.sa_mask);
+		set[i] = sigaction(sigs[i], &sa, NULL) == 0;
+	}
+}
+
 /* What the option parsers allocated; freed on every return (cleanup). */
 void
 client_free_strv(char **v, size_t n)
@@ -321,8 +365,8 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 	size_t started = 0, failed = 0, notfound = 0, elastic = 0;
 	int ch, rc, fd, ntargets = 0;
 
-	while ((ch = client_getopt(e, argc, argv, "p:J:R:a"
-	    CLIENT_CONFIG_OPTSTRING "wA:j", opts)) != -1) {
+	while ((ch = client_getopt(e, argc, argv, CLIENT_START_OPTSTRING,
+	    opts)) != -1) {
 		if ((rc = client_config_option(e, ch, optarg, &cfg, &output,
 		    kinds, sizeof(kinds))) != 1) {
 			if (rc != 0)
@@ -397,26 +441,24 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		client_usage_error(e, "--start-at is more than 10 minutes ahead");
 		return EXIT_USAGE;
 	}
-	/* A common wall-clock start (a cluster's --duration): the request
-	 * goes out at start_at on this node's clock; one already past goes
-	 * out now.  The output opens after the wait, so a start killed
-	 * while it waits leaves no temporary file behind. */
-	for (uint64_t now; start_at != 0 && (now = util_realtime_ns()) <
-	    start_at;) {
-		uint64_t d = start_at - now;
-		struct timespec ts = { (time_t)(d / 1000000000ull),
-		    (long)(d % 1000000000ull) };
-
-		nanosleep(&ts, NULL);
-	}
+	/* A common wall-clock start (a cluster's --duration): the daemon
+	 * starts the session when its clock reaches start_at (one already
+	 * past starts now); the reply comes after.  Killed by a signal
+	 * meanwhile, we take the temporary file with us (and the daemon
+	 * drops the start when our connection closes). */
 	if ((fd = client_output_open(&out, output)) < 0)
 		return EXIT_FAIL;
 	sent_ns = util_realtime_ns();
 	req.target = &tg;
 	req.config = &cfg;
 	req.output = out.path;
+	req.start_at_ns = start_at;
+	if (start_at > sent_ns)
+		start_tmp_guard(out.tmp);
 	rc = client_request_fd(c, MSPTI__MSG_TYPE__MSG_START_SESSION, &req.base,
-	    fd, MSPTI__MSG_TYPE__MSG_START_SESSION_REP, &msg, 30000);
+	    fd, MSPTI__MSG_TYPE__MSG_START_SESSION_REP, &msg, 30000 +
+	    (int)(start_at > sent_ns ? (start_at - sent_ns) / 1000000 : 0));
+	start_tmp_guard(NULL);
 	close(fd);
 	if (rc != EXIT_OK) {
 		client_output_abort(&out);
@@ -487,9 +529,10 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		    rep->session->mode, *kinds ? ", kinds " : "", kinds, started,
 		    started + failed + notfound);
 		if (cfg.steps > 0 && rep->session->step_from >= 0)
-			printf("  steps [%lld, %lld) on every rank\n",
+			printf("  steps [%lld, %lld) on every rank%s\n",
 			    (long long)rep->session->step_from,
-			    (long long)(rep->session->step_from + cfg.steps));
+			    (long long)(rep->session->step_from + cfg.steps),
+			    client_step_source(rep->acks, rep->n_acks));
 		client_print_acks(c, rep->acks, rep->n_acks);
 		printf("  output: %s\n", path);
 	}

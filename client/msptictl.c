@@ -321,9 +321,12 @@ client_request_fd(struct client *c, uint16_t type, const ProtobufCMessage *req,
 		    frame_strerror(rc));
 		return EXIT_FAIL;
 	}
+	c->timed_out = false;
 	if ((rc = frame_recv(c->sock, timeout_ms, &h, &msg, NULL)) != 0) {
-		fprintf(stderr, "msptictl: no reply from msptid: %s\n",
-		    frame_strerror(rc));
+		c->timed_out = rc == -ETIMEDOUT;
+		if (!c->timed_out || !c->quiet_timeout)
+			fprintf(stderr, "msptictl: no reply from msptid: %s\n",
+			    frame_strerror(rc));
 		return EXIT_FAIL;
 	}
 	if (h.type == MSPTI__MSG_TYPE__MSG_ERROR) {

@@ -275,6 +275,7 @@ struct sess_agent {
 	bool			 win_sent;	/* it was told k */
 	uint32_t		 win_steps;
 	uint64_t		 win_open_ns, win_close_ns;
+	uint32_t		 step_src;	/* SESS_STEPS_SRC_*: its index */
 	uint64_t		 capture_ns;	/* realtime its start ack came */
 	bool			 win_done;
 	char			*win_note;	/* what it missed, or NULL */
@@ -489,7 +490,14 @@ bool		 session_steps_choose(struct session *s);
 bool		 session_steps_set(struct session *s, int64_t k);
 int64_t		 session_steps_now(const struct sess_agent *sa);
 void		 session_steps_ack(struct sess_agent *sa, int64_t step,
-		     uint64_t period_ns, int64_t first, bool start);
+		     uint64_t period_ns, int64_t first, uint32_t src,
+		     bool start);
+/* Where a rank's step indices come from (CaptureAck.step_source). */
+#define SESS_STEPS_SRC_NONE	0
+#define SESS_STEPS_SRC_MSTX	1
+#define SESS_STEPS_SRC_SYNC	2
+#define SESS_STEPS_SYNC_DOMAIN	"mspti.sync"	/* their ranges' domain */
+const char	*session_steps_source(uint32_t src);
 bool		 session_steps_marker(struct sess_agent *sa,
 		     const struct rec_marker *m);
 bool		 session_steps_skip(const struct sess_agent *sa);
@@ -548,6 +556,15 @@ void		 session_ctl_acks_free(struct sess_acks *k);
 void		 session_ctl_reply_pending(struct session *s);
 void		 session_ctl_snap_free(struct sess_snap *sn);
 int		 session_ctl_start(struct peer *p, const ProtobufCMessage *m);
+int		 session_ctl_start_fd(struct peer *p,
+		     const Mspti__StartSession *req, int fd);
+
+/* session-at.c: starts deferred to an instant (StartSession.start_at_ns) */
+#define SESS_START_AT_MAX_NS	(600ull * 1000000000ull)	/* 10 min */
+int		 session_at_defer(struct peer *p,
+		     const Mspti__StartSession *req, int fd);
+void		 session_at_peer_gone(struct peer *p);
+void		 session_at_shutdown(void);
 int		 session_ctl_stop(struct peer *p, const ProtobufCMessage *m);
 int		 session_ctl_wait(struct peer *p, const ProtobufCMessage *m);
 int		 session_ctl_list(struct peer *p, const ProtobufCMessage *m);

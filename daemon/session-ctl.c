@@ -51,6 +51,7 @@ session_ctl_ack_info(Mspti__TargetAck *t, const struct sess_agent *sa,
 	t->step_now = session_steps_now(sa);
 	t->step_period_ns = sa->step_period_ns;
 	t->capture_start_ns = sa->capture_ns;
+	t->step_source = (char *)session_steps_source(sa->step_src);
 	if (losses != NULL) {
 		session_drain_agent_losses(sa, losses);
 		t->losses = losses;
@@ -223,6 +224,9 @@ session_ctl_acks_final(struct session *s, struct sess_acks *k)
 				k->v[i].message = sa->error ? sa->error :
 				    (char *)"done";
 			}
+			/* A short session may be stopping by the time the
+			 * reply goes out: its capture began all the same. */
+			k->v[i].capture_start_ns = sa->capture_ns;
 		}
 	}
 }
@@ -301,10 +305,66 @@ session_ctl_add_pids(struct session *s, struct peer *p, uint32_t *pids,
 	}
 }
 
+static int	session_ctl_start_check(struct peer *p,
+		    const Mspti__StartSession *req, int fd);
+
 int
 session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 {
 	const Mspti__StartSession *req = (const Mspti__StartSession *)m;
+	int fd = peer_take_fd(p);
+	uint64_t now = util_realtime_ns();
+
+	/* At an instant (start --start-at): checked now, started then. */
+	if (req->start_at_ns > now) {
+		if (req->start_at_ns - now > SESS_START_AT_MAX_NS) {
+			if (fd >= 0)
+				close(fd);
+			return peer_send_error(p, 2, "start: the start instant "
+			    "is more than 10 minutes ahead");
+		}
+		if (fd < 0)
+			return session_ctl_start_fd(p, req, fd);
+		if (session_ctl_start_check(p, req, fd) != 0)
+			return 0;	/* refused, fd closed */
+		return session_at_defer(p, req, fd);
+	}
+	return session_ctl_start_fd(p, req, fd);
+}
+
+/*
+ * What a start can refuse before it starts: 0, or -1 with the error
+ * sent to p (fd is then closed).
+ */
+static int
+session_ctl_start_check(struct peer *p, const Mspti__StartSession *req,
+    int fd)
+{
+	const Mspti__SessionConfig *cfg = req->config;
+	const Mspti__SessionTarget *tg = req->target;
+	uint32_t kinds = 0;
+	struct stat st;
+	char bad[256];
+	int fl;
+
+	if (tg == NULL || (tg->n_pids == 0 && !tg->all && tg->n_ranks == 0 &&
+	    (tg->job_id == NULL || *tg->job_id == '\0')) ||
+	    tg->n_pids > SESS_MAX_TARGETS || tg->n_ranks > SESS_MAX_TARGETS ||
+	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_ACCMODE) == O_RDONLY ||
+	    (cfg != NULL && session_parse_kinds(cfg->kinds, cfg->n_kinds,
+	    &kinds, bad, sizeof(bad)) != 0)) {
+		/* The start proper says why. */
+		(void)session_ctl_start_fd(p, req, fd);
+		return -1;
+	}
+	return 0;
+}
+
+/* A start, now; takes fd (-1: none came). */
+int
+session_ctl_start_fd(struct peer *p, const Mspti__StartSession *req, int fd)
+{
 	const Mspti__SessionConfig *cfg = req->config;
 	const Mspti__SessionTarget *tg = req->target;
 	struct daemon *d = p->d;
@@ -313,11 +373,10 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 	struct agent *a;
 	char bad[256], tt[256];
 	struct stat st;
-	int fd, fl, rc;
+	int fl, rc;
 	uint32_t kinds = 0;
 	const char *why;
 
-	fd = peer_take_fd(p);
 	if (tg == NULL || (tg->n_pids == 0 && !tg->all && tg->n_ranks == 0 &&
 	    (tg->job_id == NULL || *tg->job_id == '\0'))) {
 		if (fd >= 0)

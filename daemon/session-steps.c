@@ -225,10 +225,12 @@ session_steps_maybe_done(struct sess_agent *sa)
  */
 void
 session_steps_ack(struct sess_agent *sa, int64_t step, uint64_t period_ns,
-    int64_t first, bool start)
+    int64_t first, uint32_t src, bool start)
 {
 	struct session *s = sa->s;
 
+	if (src == SESS_STEPS_SRC_MSTX || src == SESS_STEPS_SRC_SYNC)
+		sa->step_src = src;
 	if (s->steps_max == 0)
 		return;
 	sa->step_at_ack = step;
@@ -264,6 +266,11 @@ session_steps_marker(struct sess_agent *sa, const struct rec_marker *m)
 	    (name = sa->strs[m->name_id]) == NULL ||
 	    strcmp(name, s->step_name) != 0)
 		return false;
+	/* The agent's synchronize steps are ranges of domain mspti.sync. */
+	sa->step_src = m->domain_id != 0 && m->domain_id <= SESS_STRINGS &&
+	    sa->strs[m->domain_id] != NULL &&
+	    strcmp(sa->strs[m->domain_id], SESS_STEPS_SYNC_DOMAIN) == 0 ?
+	    SESS_STEPS_SRC_SYNC : SESS_STEPS_SRC_MSTX;
 	if (m->flag & MARK_START) {
 		if (sa->win_open_ns == 0)
 			sa->win_open_ns = m->timestamp;
@@ -274,6 +281,14 @@ session_steps_marker(struct sess_agent *sa, const struct rec_marker *m)
 		session_steps_maybe_done(sa);
 	}
 	return false;
+}
+
+/* "mstx", "synchronize", or "" when the rank has shown no step yet. */
+const char *
+session_steps_source(uint32_t src)
+{
+	return src == SESS_STEPS_SRC_MSTX ? "mstx" :
+	    src == SESS_STEPS_SRC_SYNC ? "synchronize" : "";
 }
 
 /* Records of sa after its window ended (a thread racing the close). */
@@ -351,7 +366,7 @@ void
 session_steps_describe(const struct session *s, char *buf, size_t len)
 {
 	const struct sess_agent *sa;
-	unsigned n = 0, late = 0;
+	unsigned n = 0, late = 0, srcs = 0;
 
 	*buf = '\0';
 	if (s->steps_max == 0)
@@ -360,16 +375,20 @@ session_steps_describe(const struct session *s, char *buf, size_t len)
 		snprintf(buf, len, "steps: no window chosen");
 		return;
 	}
+
 	TAILQ_FOREACH(sa, &s->agents, entry) {
 		if (sa->first_known && sa->first_step == s->step_from &&
 		    sa->win_open_ns != 0)
 			n++;
 		else if (sa->win_note != NULL)
 			late++;
+		srcs |= 1u << sa->step_src;
 	}
-	snprintf(buf, len, "steps [%lld, %lld) on %u rank(s), start skew %llu "
-	    "ns%s", (long long)s->step_from,
+	snprintf(buf, len, "steps [%lld, %lld) on %u rank(s)%s, start skew "
+	    "%llu ns%s", (long long)s->step_from,
 	    (long long)(s->step_from + s->steps_max), n,
+	    (srcs & 6) == 6 ? " from MSTX and synchronize" :
+	    (srcs & 4) ? " from synchronize" : (srcs & 2) ? " from MSTX" : "",
 	    (unsigned long long)session_steps_skew(s),
 	    late ? ", some ranks joined late" : "");
 }

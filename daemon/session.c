@@ -872,12 +872,15 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 	case MSPTI__CAPTURE_OP__CAPTURE_START:
 		if (sa->state != SA_STARTING && sa->state != SA_STOPPING)
 			break;
+		if (ack->code == 0 && fd >= 0 && sa->capture_ns == 0)
+			/* Its capture began now, even if the session is
+			 * already stopping (a short --duration). */
+			sa->capture_ns = util_realtime_ns();
 		if (ack->code != 0 || fd < 0) {
 			session_agent_finish(sa, ack->message && *ack->message ?
 			    ack->message : "agent refused the capture");
 		} else if (sa->state == SA_STARTING) {
 			sa->state = SA_ACTIVE;
-			sa->capture_ns = util_realtime_ns();
 			sa->evfd = fd;
 			fd = -1;
 			sa->ev = event_new(p->d->base, sa->evfd,
@@ -891,7 +894,7 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 			    (uint32_t)sa->pid, "capturing");
 			sa->fork_lost = ack->fork_lost;
 			session_steps_ack(sa, ack->step, ack->step_period_ns,
-			    ack->first_step, true);
+			    ack->first_step, ack->step_source, true);
 		}
 		if (sa->pending && !session_done(s)) {
 			sa->pending = false;
@@ -901,7 +904,7 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 	case MSPTI__CAPTURE_OP__CAPTURE_UPDATE:
 		if (ack->code == 0)
 			session_steps_ack(sa, ack->step, ack->step_period_ns,
-			    ack->first_step, false);
+			    ack->first_step, ack->step_source, false);
 		if (s->stop_reason != NULL && s->state == SESS_ACTIVE &&
 		    !sa->pending) {
 			session_stop(s, s->stop_reason);
@@ -986,6 +989,7 @@ session_peer_gone(struct daemon *d, struct peer *p)
 {
 	struct session *s;
 
+	session_at_peer_gone(p);
 	TAILQ_FOREACH(s, &d->sessions, entry) {
 		struct sess_snap *sn;
 
@@ -1006,6 +1010,7 @@ session_shutdown(struct daemon *d)
 {
 	struct session *s;
 
+	session_at_shutdown();
 	TAILQ_FOREACH(s, &d->sessions, entry) {
 		if (session_done(s))
 			continue;

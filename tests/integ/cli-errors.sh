@@ -114,7 +114,7 @@ ok "bad numbers and choices"
 
 # Options of a cluster capture, without --cluster or --hosts.
 usage_err start start --pid 1 --output-dir "$T/d"
-usage_err wait wait --timeout 10s 1
+usage_err wait wait --output-dir "$T/d" 1
 usage_err stop stop --allow-partial 1
 usage_err start start --cluster pbs --job 1
 want "--cluster takes 'slurm'"

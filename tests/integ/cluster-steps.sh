@@ -99,7 +99,9 @@ assert d["nodes_ok"] == 2 and d["ranks_capturing"] == 4, d
 for n in d["nodes"]:
     r = n["reply"]
     assert r["start_at_ns"] == at, (n["node"], r["start_at_ns"], at)
-    assert r["sent_ns"] >= at and r["start_ns"] >= at, (n["node"], r, at)
+    # The daemon started the session at the instant, not before (the
+    # request itself went out at once).
+    assert r["start_ns"] >= at, (n["node"], r, at)
     # every rank's capture began after the instant, on its node's clock
     caps = [a["capture_start_ns"] for a in r["acks"] if a["pid"]]
     assert len(caps) == 2 and min(caps) >= at, (n["node"], caps, at)

@@ -68,7 +68,7 @@ got=$(step_window "$T/four.mspti" 4 "$k") || exit 1
 [ "$(json "$T/four-wait.json" 'j["step_from"]')" = "$k" ] || fail "sessions: step_from"
 json "$T/four-wait.json" 'j["step_skew_ns"]' | grep -Eq '^[0-9]+$' ||
 	fail "no skew: $(cat "$T/four-wait.json")"
-"$DUMP" "$T/four.mspti" | grep -q "steps \[$k, $((k + 4))) on 4 rank(s), start skew" ||
+"$DUMP" "$T/four.mspti" | grep -q "steps \[$k, $((k + 4))) on 4 rank(s) from MSTX, start skew" ||
 	fail "the trace does not record the window"
 ok "four ranks at four speeds: steps [$k, $((k + 4))) on every rank, skew stated"
 

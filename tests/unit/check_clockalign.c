@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
 #include "analysis.h"
 #include "clockalign.h"
@@ -95,6 +97,66 @@ shuffle(struct gen *g)
 	}
 }
 
+/* The start of every synthetic capture. */
+#define T0	1700000000000000000ll
+
+/* count all-reduces on "world" over ranks 0..nr-1 (rank r on hosts[r])
+ * from T0, as gen_coll makes them. */
+static void
+gen_world(struct gen *g, const uint32_t *hosts, size_t nr,
+    const int64_t *skew, size_t count, int64_t jitter, int64_t endnoise)
+{
+	uint32_t ranks[64];
+	int64_t t = T0;
+
+	for (size_t i = 0; i < nr; i++)
+		ranks[i] = (uint32_t)i;
+	gen_coll(g, "world", ranks, hosts, nr, skew, count, jitter, endnoise,
+	    &t);
+}
+
+/* A capture window: the samples of a host (or of a rank, by_rank) keep
+ * collectives [from, to) only, renumbered from 0 as that capture would
+ * count them. */
+static void
+gen_window(struct gen *g, bool by_rank, uint32_t who, uint64_t from,
+    uint64_t to)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < g->n; i++) {
+		struct clockalign_sample x = g->s[i];
+
+		if ((by_rank ? x.rank : x.host) == who) {
+			if (x.seq < from || x.seq >= to)
+				continue;
+			x.seq -= from;
+		}
+		g->s[w++] = x;
+	}
+	g->n = w;
+}
+
+/* Estimates over g's samples for nhosts (reference ref, -1: the
+ * default) into *ca; 0 expected. */
+static void
+estimate(const struct gen *g, uint32_t nhosts, int ref,
+    struct clockalign *ca)
+{
+	ck_assert_int_eq(clockalign_estimate(g->s, g->n, nhosts, ref, ca), 0);
+}
+
+static void
+done(struct gen *g, struct clockalign *ca)
+{
+	clockalign_free(ca);
+	free(g->s);
+}
+
+/* Two hosts of two ranks, host 1 3.2 ms ahead. */
+static const uint32_t hosts22[] = { 0, 0, 1, 1 };
+static const int64_t skew22[] = { 0, 0, 3200000, 3200000 };
+
 /* The true offset to add to host h is -(skew(h) - skew(ref)). */
 static void
 check_host(const struct clockalign *ca, uint32_t h, int64_t want,
@@ -123,14 +185,13 @@ check_host(const struct clockalign *ca, uint32_t h, int64_t want,
  * the bracket; every rank gets the host's offset. */
 START_TEST(two_hosts)
 {
-	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
-	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	const uint32_t *hosts = hosts22;
+	const int64_t *skew = skew22;
 	struct gen g = { 0 };
 	struct clockalign ca;
-	int64_t t = 1700000000000000000ll;
 
-	gen_coll(&g, "world", ranks, hosts, 4, skew, 500, 1000000, 2000, &t);
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	gen_world(&g, hosts, 4, skew, 500, 1000000, 2000);
+	estimate(&g, 2, -1, &ca);
 	ck_assert_uint_eq(ca.reference, 0);
 	ck_assert_int_eq(ca.host[0].status, CLOCKALIGN_REFERENCE);
 	ck_assert_int_eq(ca.host[0].offset_ns, 0);
@@ -149,25 +210,22 @@ START_TEST(two_hosts)
 	}
 	ck_assert_ptr_null(clockalign_rank(&ca, 4));
 	ck_assert(!ca.host_split[0] && !ca.host_split[1]);
-	clockalign_free(&ca);
-	free(g.s);
+	done(&g, &ca);
 }
 END_TEST
 
 /* No skew: offsets about 0, within the noise. */
 START_TEST(no_skew)
 {
-	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
+	const uint32_t hosts[] = { 0, 0, 1, 1 };
 	const int64_t skew[] = { 0, 0, 0, 0 };
 	struct gen g = { 0 };
 	struct clockalign ca;
-	int64_t t = 1700000000000000000ll;
 
-	gen_coll(&g, "world", ranks, hosts, 4, skew, 200, 500000, 1000, &t);
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	gen_world(&g, hosts, 4, skew, 200, 500000, 1000);
+	estimate(&g, 2, -1, &ca);
 	check_host(&ca, 1, 0, 1000);
-	clockalign_free(&ca);
-	free(g.s);
+	done(&g, &ca);
 }
 END_TEST
 
@@ -175,18 +233,16 @@ END_TEST
  * each host's offset recovered; a reference given by the caller. */
 START_TEST(four_hosts_any_order)
 {
-	const uint32_t ranks[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 	const uint32_t hosts[] = { 0, 0, 1, 1, 2, 2, 3, 3 };
 	const int64_t skew[] = { 0, 0, -4000000, -4000000, 7000000, 7000000,
 	    123456, 123456 };
 	struct gen g = { 0 };
 	struct clockalign a, b, c;
-	int64_t t = 1700000000000000000ll;
 
-	gen_coll(&g, "world", ranks, hosts, 8, skew, 300, 2000000, 3000, &t);
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 4, -1, &a), 0);
+	gen_world(&g, hosts, 8, skew, 300, 2000000, 3000);
+	estimate(&g, 4, -1, &a);
 	shuffle(&g);
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 4, -1, &b), 0);
+	estimate(&g, 4, -1, &b);
 	for (uint32_t h = 0; h < 4; h++) {
 		check_host(&a, h, -skew[2 * h], 3000);
 		ck_assert_int_eq(a.host[h].offset_ns, b.host[h].offset_ns);
@@ -194,15 +250,14 @@ START_TEST(four_hosts_any_order)
 		    b.host[h].uncertainty_ns);
 	}
 	/* Host 2 as the reference: offsets relative to its clock. */
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 4, 2, &c), 0);
+	estimate(&g, 4, 2, &c);
 	ck_assert_uint_eq(c.reference, 2);
 	ck_assert_int_eq(c.host[2].status, CLOCKALIGN_REFERENCE);
 	for (uint32_t h = 0; h < 4; h++)
 		check_host(&c, h, skew[4] - skew[2 * h], 3000);
 	clockalign_free(&a);
 	clockalign_free(&b);
-	clockalign_free(&c);
-	free(g.s);
+	done(&g, &c);
 }
 END_TEST
 
@@ -210,22 +265,20 @@ END_TEST
  * before it logged the end): the median does not move. */
 START_TEST(outliers)
 {
-	const uint32_t ranks[] = { 0, 1 }, hosts[] = { 0, 1 };
+	const uint32_t hosts[] = { 0, 1 };
 	const int64_t skew[] = { 0, -2500000 };
 	struct gen g = { 0 };
 	struct clockalign ca;
-	int64_t t = 1700000000000000000ll;
 
-	gen_coll(&g, "world", ranks, hosts, 2, skew, 400, 300000, 1000, &t);
+	gen_world(&g, hosts, 2, skew, 400, 300000, 1000);
 	for (size_t i = 0; i < g.n; i++)
 		if (g.s[i].rank == 1 && rnd() % 10 == 0)
 			g.s[i].end_ns += 1000000 + rnd() % 4000000;
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	estimate(&g, 2, -1, &ca);
 	ck_assert(llabs(ca.host[1].offset_ns - 2500000) <= 2000);
 	ck_assert(llabs(ca.host[1].offset_ns - 2500000) <=
 	    ca.host[1].uncertainty_ns);
-	clockalign_free(&ca);
-	free(g.s);
+	done(&g, &ca);
 }
 END_TEST
 
@@ -240,7 +293,7 @@ START_TEST(chain_and_unlinked)
 	    0, 500000, 500000 };
 	struct gen g = { 0 };
 	struct clockalign ca;
-	int64_t t = 1700000000000000000ll;
+	int64_t t = T0;
 
 	gen_coll(&g, "a", (const uint32_t[]){ 0, 1 },
 	    (const uint32_t[]){ 0, 1 }, 2, skew, 200, 400000, 1000, &t);
@@ -255,7 +308,7 @@ START_TEST(chain_and_unlinked)
 	/* A rank alone on its communicator. */
 	gen_coll(&g, "e", (const uint32_t[]){ 10 },
 	    (const uint32_t[]){ 6 }, 1, skew, 50, 400000, 1000, &t);
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 8, -1, &ca), 0);
+	estimate(&g, 8, -1, &ca);
 	check_host(&ca, 1, -1000000, 2000);
 	ck_assert_int_eq(ca.host[2].status, CLOCKALIGN_ESTIMATED);
 	ck_assert(llabs(ca.host[2].offset_ns - 3000000) <= 4000);
@@ -283,8 +336,7 @@ START_TEST(chain_and_unlinked)
 	ck_assert(clockalign_rank(&ca, 3)->applied);
 	ck_assert_int_eq(clockalign_rank(&ca, 3)->applied_ns,
 	    ca.host[2].offset_ns);
-	clockalign_free(&ca);
-	free(g.s);
+	done(&g, &ca);
 }
 END_TEST
 
@@ -292,14 +344,13 @@ END_TEST
  * host is split and every rank gets its own offset, relative to rank 0. */
 START_TEST(split_host)
 {
-	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 0, 0 };
+	const uint32_t hosts[] = { 0, 0, 0, 0 };
 	const int64_t skew[] = { 0, 0, 4000000, 4000000 };
 	struct gen g = { 0 };
 	struct clockalign ca;
-	int64_t t = 1700000000000000000ll;
 
-	gen_coll(&g, "world", ranks, hosts, 4, skew, 300, 500000, 1000, &t);
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 1, -1, &ca), 0);
+	gen_world(&g, hosts, 4, skew, 300, 500000, 1000);
+	estimate(&g, 1, -1, &ca);
 	ck_assert(ca.host_split[0]);
 	for (uint32_t r = 0; r < 4; r++) {
 		const struct clockalign_rank *cr = clockalign_rank(&ca, r);
@@ -311,8 +362,7 @@ START_TEST(split_host)
 		    (long long)cr->applied_ns);
 		ck_assert(err <= cr->applied_unc_ns || r == 0);
 	}
-	clockalign_free(&ca);
-	free(g.s);
+	done(&g, &ca);
 }
 END_TEST
 
@@ -322,36 +372,20 @@ END_TEST
  * finds the shift, and the offset is right. */
 START_TEST(windows_apart)
 {
-	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
-	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	const uint32_t *hosts = hosts22;
+	const int64_t *skew = skew22;
 	struct gen g = { 0 };
 	struct clockalign ca;
-	int64_t t = 1700000000000000000ll;
-	size_t w = 0;
 
-	gen_coll(&g, "world", ranks, hosts, 4, skew, 200, 1000000, 1000, &t);
-	for (size_t i = 0; i < g.n; i++) {
-		struct clockalign_sample x = g.s[i];
-
-		if (x.host == 1 && x.seq < 3)
-			continue;
-		if (x.rank == 1 && x.seq < 1)
-			continue;
-		if (x.host == 0 && x.seq >= 198)
-			continue;
-		if (x.host == 1)
-			x.seq -= 3;
-		if (x.rank == 1)
-			x.seq -= 1;
-		g.s[w++] = x;
-	}
-	g.n = w;
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	gen_world(&g, hosts, 4, skew, 200, 1000000, 1000);
+	gen_window(&g, false, 0, 0, 198);
+	gen_window(&g, false, 1, 3, UINT64_MAX);
+	gen_window(&g, true, 1, 1, UINT64_MAX);
+	estimate(&g, 2, -1, &ca);
 	check_host(&ca, 1, -3200000, 2000);
 	ck_assert(!ca.host_split[0] && !ca.host_split[1]);
 	ck_assert(llabs(clockalign_rank(&ca, 1)->est.offset_ns) <= 2000);
-	clockalign_free(&ca);
-	free(g.s);
+	done(&g, &ca);
 }
 END_TEST
 
@@ -360,34 +394,21 @@ END_TEST
  * host 1 is not estimable rather than off by 100 steps. */
 START_TEST(windows_disjoint)
 {
-	const uint32_t ranks[] = { 0, 1, 2, 3 }, hosts[] = { 0, 0, 1, 1 };
-	const int64_t skew[] = { 0, 0, 3200000, 3200000 };
+	const uint32_t *hosts = hosts22;
+	const int64_t *skew = skew22;
 	struct gen g = { 0 };
 	struct clockalign ca;
-	int64_t t = 1700000000000000000ll;
-	size_t w = 0;
 
-	gen_coll(&g, "world", ranks, hosts, 4, skew, 120, 1000000, 1000, &t);
-	for (size_t i = 0; i < g.n; i++) {
-		struct clockalign_sample x = g.s[i];
-
-		if (x.host == 0 && x.seq >= 8)
-			continue;
-		if (x.host == 1 && (x.seq < 100 || x.seq >= 108))
-			continue;
-		if (x.host == 1)
-			x.seq -= 100;
-		g.s[w++] = x;
-	}
-	g.n = w;
-	ck_assert_int_eq(clockalign_estimate(g.s, g.n, 2, -1, &ca), 0);
+	gen_world(&g, hosts, 4, skew, 120, 1000000, 1000);
+	gen_window(&g, false, 0, 0, 8);
+	gen_window(&g, false, 1, 100, 108);
+	estimate(&g, 2, -1, &ca);
 	ck_assert_int_eq(ca.host[1].status, CLOCKALIGN_NOT_ESTIMABLE);
 	ck_assert_ptr_nonnull(strstr(ca.host[1].reason, "do not agree"));
 	ck_assert(!clockalign_rank(&ca, 2)->applied);
 	ck_assert(clockalign_rank(&ca, 1)->est.status !=
 	    CLOCKALIGN_NOT_ESTIMABLE);
-	clockalign_free(&ca);
-	free(g.s);
+	done(&g, &ca);
 }
 END_TEST
 
@@ -416,23 +437,42 @@ START_TEST(empty_and_bad)
 }
 END_TEST
 
-/* MSPTI_TEST_CLOCK_SKEW_NS moves util_realtime_ns() and nothing else. */
-START_TEST(skew_hook)
+/* MSPTI_TEST_CLOCK_SKEW_NS moves util_realtime_ns() and nothing else.  It
+ * is read when the program loads (lib/util.h), so the check runs in this
+ * program started again with the variable set (skew_child). */
+static int
+skew_child(void)
 {
 	struct timespec ts;
 	uint64_t before, got, after;
 
-	setenv("MSPTI_TEST_CLOCK_SKEW_NS", "-7000000000", 1);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	before = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	got = util_realtime_ns();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	after = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	ck_assert_uint_ge(got, before - 7000000000ull);
-	ck_assert_uint_le(got, after - 7000000000ull);
+	if (got < before - 7000000000ull || got > after - 7000000000ull)
+		return 1;
 	/* Read once: a later change does not move it. */
 	setenv("MSPTI_TEST_CLOCK_SKEW_NS", "0", 1);
-	ck_assert_uint_lt(util_realtime_ns(), after);
+	return util_realtime_ns() < after ? 0 : 2;
+}
+
+START_TEST(skew_hook)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("MSPTI_TEST_CLOCK_SKEW_NS", "-7000000000", 1);
+		execl("/proc/self/exe", "check_clockalign", "--skew-child",
+		    (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "skew child: status 0x%x (1: not skewed, 2: read again)", status);
 }
 END_TEST
 
@@ -691,13 +731,17 @@ START_TEST(analysis_seq_apart)
 END_TEST
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	Suite *s = suite_create("clockalign");
-	TCase *tc = tcase_create("clockalign");
+	Suite *s;
+	TCase *tc;
 	SRunner *sr;
 	int failed;
 
+	if (argc == 2 && strcmp(argv[1], "--skew-child") == 0)
+		return skew_child();
+	s = suite_create("clockalign");
+	tc = tcase_create("clockalign");
 	tcase_add_test(tc, two_hosts);
 	tcase_add_test(tc, no_skew);
 	tcase_add_test(tc, four_hosts_any_order);

@@ -1,0 +1,158 @@
+#!/bin/sh
+# Step indices from the synchronize pattern: processes that mark no MSTX
+# step (tests/integ/sync-ranks: one or two synchronizes per iteration,
+# from one or two call sites, a warm-up iteration that differs, setup
+# synchronizes before the loop) still get step indices, so `msptictl start
+# --steps N` (real msptid, real agents, the real msptictl) captures exactly
+# N whole iterations [k, k+N), the same k on every rank, and says the
+# steps come from the synchronize pattern; report's step breakdown reads
+# them.  A process that marks MSTX steps keeps them.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/session-lib.sh"
+
+SYNC="$top_builddir/tests/integ/sync-ranks"
+start_daemon
+cd "$T" || fail "cd"
+
+# sync_agents JOB N: N agents of JOB run sync-ranks itself.
+sync_agents() {
+	[ "$($CTL --json list 2>/dev/null | python3 -c '
+import json, sys
+print(len([a for a in json.load(sys.stdin)
+    if a["job"] == sys.argv[1] and "sync-ranks" in a["exe"]]))' "$1")" -ge "$2" ]
+}
+
+# check_window TRACE N K: every ranked process of TRACE recorded exactly
+# the iterations [K, K+N): N synchronize step ranges with those indices,
+# the tag kernels it<i % 256> of those iterations once each, and every
+# other kernel of exactly N iterations (no warm-up, no partial one).
+check_window() {
+	"$DUMP" "$1" >"$T/w.jsonl" 2>"$T/w.err" || fail "trace: $(cat "$T/w.err")"
+	python3 - "$T/w.jsonl" "$2" "$3" <<'PY' >"$T/w.out" 2>&1 ||
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])][:-1]
+n, k = int(sys.argv[2]), int(sys.argv[3])
+ranks = {r["pid"]: r["rank"] for r in recs if r["type"] == "process"}
+pids = sorted(p for p in ranks if any(r["pid"] == p and r["type"] == "kernel"
+    for r in recs))
+assert pids, "no kernel in the trace"
+for p in pids:
+    mk = [r for r in recs if r["pid"] == p and r["type"] == "marker"
+        and r["source"] == 0 and r["name"] == "step"]
+    assert all(r["domain"] == "mspti.sync" for r in mk), mk
+    st = sorted(r["id"] - (1 << 62) for r in mk if r["flag"] == 2)
+    en = sorted(r["id"] - (1 << 62) for r in mk if r["flag"] == 4)
+    want = list(range(k, k + n))
+    assert st == want and en == want, (p, st, en, want)
+    names = {}
+    for r in recs:
+        if r["pid"] == p and r["type"] == "kernel":
+            names[r["name"]] = names.get(r["name"], 0) + 1
+    tags = {t: c for t, c in names.items() if t.startswith("it")}
+    assert tags == {"it%d" % (i % 256): 1 for i in want}, (p, tags, want)
+    rest = {t: c for t, c in names.items() if not t.startswith("it")}
+    assert rest == {"fwd": 3 * n, "bwd": 5 * n, "opt": n}, (p, rest)
+print("ok")
+PY
+	fail "window of $1: $(tail -3 "$T/w.out")"
+}
+
+# One process, two synchronizes per step from two call sites: --pid with
+# --steps 3, the daemon choosing k.
+MSPTI_JOB_ID=one $WITH_AGENT "$SYNC" --mode two --period-us 3000 \
+    --until "$T/stop-one" >/dev/null 2>&1 &
+P1=$!
+PIDS="$PIDS $P1"
+wait_until 20 sync_agents one 1 || fail "sync-ranks did not register"
+sleep 0.3
+$CTL --json start --pid "$P1" --steps 3 --output "$T/one.mspti" >"$T/one.json" ||
+	fail "start: $(cat "$T/one.json")"
+sid=$(json "$T/one.json" 'j["session"]')
+k=$(json "$T/one.json" 'j["step_from"]')
+[ "$k" -gt 0 ] || fail "no window: $(cat "$T/one.json")"
+timeout 60 $CTL --json wait "$sid" >"$T/one-wait.json" || fail "wait"
+[ "$(json "$T/one-wait.json" 'j["stop_reason"]')" = steps ] ||
+	fail "did not stop by steps: $(cat "$T/one-wait.json")"
+[ "$(json "$T/one-wait.json" '[(t["first_step"], t["steps"], t["step_source"]) for t in j["targets"]]')" = \
+    "[($k, 3, 'synchronize')]" ] || fail "targets: $(cat "$T/one-wait.json")"
+check_window "$T/one.mspti" 3 "$k"
+"$DUMP" "$T/one.mspti" | grep -q "steps \[$k, $((k + 3))) on 1 rank(s) from synchronize" ||
+	fail "the trace does not say where the steps came from"
+$CTL sessions >"$T/sessions.txt" || fail "sessions"
+grep -q "steps from synchronize" "$T/sessions.txt" ||
+	fail "sessions does not say where the steps came from: $(cat "$T/sessions.txt")"
+$CTL report --json "$T/one.mspti" >"$T/one-report.json" || fail "report"
+# Each step of the breakdown holds one iteration's ten 20 us kernels.
+[ "$(json "$T/one-report.json" '[r["Computing(us)"] for r in j["steps"]]')" = \
+    "[200.0, 200.0, 200.0]" ] ||
+	fail "report's steps: $(json "$T/one-report.json" 'j["steps"]')"
+ok "--pid --steps 3, two syncs a step: iterations [$k, $((k + 3))) exactly, from synchronize"
+
+# Two ranks at two speeds, both synchronizes through one helper (one call
+# site): the same k on both, each recording those 3 iterations.
+for r in 0 1; do
+	RANK=$r WORLD_SIZE=2 MSPTI_JOB_ID=two $WITH_AGENT "$SYNC" --mode helper \
+	    --period-us $((2000 + 3000 * r)) --until "$T/stop-two" >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+done
+wait_until 20 sync_agents two 2 || fail "ranks of two did not register"
+sleep 0.4
+$CTL --json start --job two --steps 3 --output "$T/two.mspti" >"$T/two.json" ||
+	fail "start: $(cat "$T/two.json")"
+sid=$(json "$T/two.json" 'j["session"]')
+k=$(json "$T/two.json" 'j["step_from"]')
+timeout 60 $CTL --json wait "$sid" >"$T/two-wait.json" || fail "wait two"
+[ "$(json "$T/two-wait.json" 'sorted((t["rank"], t["first_step"], t["steps"], t["step_source"]) for t in j["targets"])')" = \
+    "[(0, $k, 3, 'synchronize'), (1, $k, 3, 'synchronize')]" ] ||
+	fail "targets: $(cat "$T/two-wait.json")"
+check_window "$T/two.mspti" 3 "$k"
+ok "two ranks at two speeds, one sync site: iterations [$k, $((k + 3))) on both"
+
+# --start-step: a forced window on a process that is not stepping yet
+# (waits for a go file): exactly those iterations.
+MSPTI_JOB_ID=forced $WITH_AGENT "$SYNC" --mode one --go "$T/go" \
+    --until "$T/stop-forced" >/dev/null 2>&1 &
+P3=$!
+PIDS="$PIDS $P3"
+wait_until 20 sync_agents forced 1 || fail "forced did not register"
+$CTL --json start --pid "$P3" --steps 2 --start-step 9 \
+    --output "$T/forced.mspti" >"$T/forced.json" || fail "start forced"
+: >"$T/go"
+sid=$(json "$T/forced.json" 'j["session"]')
+timeout 60 $CTL --json wait "$sid" >"$T/forced-wait.json" || fail "wait forced"
+check_window "$T/forced.mspti" 2 9
+ok "--start-step 9 --steps 2 before the loop: iterations [9, 11)"
+
+# msptictl run --steps 2: the window is set (k 0) before the process has
+# shown any step; it starts with the first whole step after the pattern
+# is found (in iteration 3 of --mode two: the sync of its forward pass
+# completes three periods), so iterations [4, 6), and the session ends by
+# steps.
+$CTL --json run --steps 2 --output "$T/run.mspti" -- "$SYNC" --mode two \
+    --iters 40 >"$T/run.json" 2>"$T/run.err" || fail "run: $(cat "$T/run.err")"
+[ "$(json "$T/run.json" 'j["session"]["stop_reason"]')" = steps ] ||
+	fail "run did not stop by steps: $(cat "$T/run.json")"
+check_window "$T/run.mspti" 2 4
+ok "run --steps 2 from the first call: iterations [4, 6), the first whole ones after the pattern"
+
+# MSTX steps win: npusim-train marks its steps and also synchronizes.
+$WITH_AGENT "$TRAIN" --steps 0 >/dev/null 2>&1 &
+P4=$!
+PIDS="$PIDS $P4"
+wait_until 20 is_registered "$P4" || fail "npusim-train did not register"
+sleep 0.3
+$CTL --json start --pid "$P4" --steps 2 --output "$T/mstx.mspti" >"$T/mstx.json" ||
+	fail "start mstx"
+sid=$(json "$T/mstx.json" 'j["session"]')
+timeout 60 $CTL --json wait "$sid" >"$T/mstx-wait.json" || fail "wait mstx"
+[ "$(json "$T/mstx-wait.json" '[(t["steps"], t["step_source"]) for t in j["targets"]]')" = \
+    "[(2, 'mstx')]" ] || fail "npusim-train: $(cat "$T/mstx-wait.json")"
+! "$DUMP" "$T/mstx.mspti" | grep -q '"domain":"mspti.sync"' ||
+	fail "synchronize steps written beside MSTX ones"
+ok "a process with MSTX steps: steps from MSTX, none from synchronize"
+
+: >"$T/stop-one"; : >"$T/stop-two"; : >"$T/stop-forced"
+kill "$P4" 2>/dev/null
+for p in $PIDS; do wait "$p" 2>/dev/null; done
+PIDS=""
+echo "sync-steps: all passed"
