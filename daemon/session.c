@@ -57,6 +57,8 @@ static const struct {
 	 * 13 (MSPTI_ACTIVITY_KIND_COUNT) tells the job's mspti package to
 	 * install its observer (msptiExtSessionKinds). */
 	{ "op", (1u << 13) | (1u << 1) | (1u << 8) },
+	/* op with each op's input shapes and dtypes (bit 14). */
+	{ "shapes", (1u << 14) | (1u << 13) | (1u << 1) | (1u << 8) },
 };
 
 const char *const session_state_names[] = {

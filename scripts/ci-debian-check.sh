@@ -190,6 +190,21 @@ assert mspti.__file__.startswith("/usr/lib/python3/dist-packages/"), mspti.__fil
 ' || fail "python3 -c 'import mspti'"
 ok "python3 imports mspti from /usr/lib/python3/dist-packages"
 
+# doc/torch.md: the packaged ResNet-50 example on Debian's PyTorch, run and
+# reported as README says; Conv2D is the top kernel.
+ex=/usr/share/doc/python3-mspti/examples/resnet50_infer.py
+[ -f "$ex" ] || fail "no $ex"
+if /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
+	(cd /tmp && msptictl run --output /tmp/torch.mspti --report -- \
+	    /usr/bin/python3 "$ex" --steps 2) >/tmp/torch.out 2>&1 ||
+		{ cat /tmp/torch.out; fail "msptictl run --report -- python3 $ex"; }
+	top=$(sed -n '/^== Top kernels/{n;n;p;}' /tmp/torch.out | awk '{print $2}')
+	[ "$top" = Conv2D ] || { cat /tmp/torch.out; fail "top kernel '$top', not Conv2D"; }
+	ok "msptictl run --report -- python3 resnet50_infer.py: Conv2D on top"
+else
+	echo "skip - python3-torch/python3-torchvision not installed: no ResNet-50 run"
+fi
+
 cat >/tmp/cann.c <<'EOF'
 #include <acl/acl.h>
 #include <hccl/hccl.h>
