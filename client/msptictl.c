@@ -331,8 +331,16 @@ client_request_fd(struct client *c, uint16_t type, const ProtobufCMessage *req,
 	}
 	if (h.type == MSPTI__MSG_TYPE__MSG_ERROR) {
 		Mspti__Error *e = (Mspti__Error *)msg;
+		size_t vl = strspn(e->message, "abcdefghijklmnopqrstuvwxyz");
 
-		fprintf(stderr, "msptictl: %s\n", e->message);
+		/* The daemon's usage errors ("VERB: what") read as ours. */
+		if (e->code == EXIT_USAGE && vl > 0 &&
+		    strncmp(e->message + vl, ": ", 2) == 0)
+			fprintf(stderr, "msptictl %.*s: %s (see msptictl %.*s "
+			    "--help)\n", (int)vl, e->message,
+			    e->message + vl + 2, (int)vl, e->message);
+		else
+			fprintf(stderr, "msptictl: %s\n", e->message);
 		rc = e->code >= 1 && e->code <= 3 ? e->code : EXIT_FAIL;
 		protobuf_c_message_free_unpacked(msg, NULL);
 		return rc;

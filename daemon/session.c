@@ -57,6 +57,8 @@ static const struct {
 	 * 13 (MSPTI_ACTIVITY_KIND_COUNT) tells the job's mspti package to
 	 * install its observer (msptiExtSessionKinds). */
 	{ "op", (1u << 13) | (1u << 1) | (1u << 8) },
+	/* op with each op's input shapes and dtypes (bit 14). */
+	{ "shapes", (1u << 14) | (1u << 13) | (1u << 1) | (1u << 8) },
 };
 
 const char *const session_state_names[] = {
@@ -801,10 +803,16 @@ session_parse_kinds(char **names, size_t n, uint32_t *mask, char *bad,
 		uint32_t m = session_kind_mask(names[i]);
 
 		if (m == 0) {
-			snprintf(bad, badlen, "unknown kind '%.64s' (kinds: "
-			    "api, kernel, memcpy, memset, memory, hccl, "
-			    "communication, marker, correlation, op)",
-			    names[i]);
+			int o = snprintf(bad, badlen, "unknown kind '%.64s' "
+			    "(kinds:", names[i]);
+
+			/* The list from the table, so a new kind is named. */
+			for (size_t k = 0; k < nitems(sess_kinds) && o > 0 &&
+			    (size_t)o < badlen; k++)
+				o += snprintf(bad + o, badlen - (size_t)o,
+				    "%s %s", k ? "," : "", sess_kinds[k].name);
+			if (o > 0 && (size_t)o < badlen)
+				snprintf(bad + o, badlen - (size_t)o, ")");
 			return -1;
 		}
 		*mask |= m;

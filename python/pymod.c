@@ -28,7 +28,9 @@ PyInit__mspti(void)
 	 * only the loader's own dependencies.  Interposition needs LD_PRELOAD.
 	 */
 	if (pyact_init(m) < 0 || pyutil_add_methods(m, pymstx_methods) < 0 ||
-	    pyprof_init(m) < 0) {
+	    pyprof_init(m) < 0 ||
+	    /* mspti.__version__: the release's, as every program's --version. */
+	    PyModule_AddStringConstant(m, "version", PACKAGE_VERSION) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -50,7 +50,8 @@ as_user=""
 [ -z "$user" ] || as_user="setpriv --reuid=$user --regid=$user --init-groups"
 # shellcheck disable=SC2086
 systemd-socket-activate $listen $as_user $exec_start >/tmp/msptid.log 2>&1 &
-PIDS="$PIDS $!"
+DP=$!
+PIDS="$PIDS $DP"
 n=0
 until [ -S "$rundir/ctl.sock" ] && [ -S "$rundir/agent.sock" ]; do
 	n=$((n + 1)); [ $n -lt 200 ] || fail "sockets not bound"; sleep 0.05
@@ -84,11 +85,125 @@ msptictl report /tmp/run.mspti >/tmp/report2.out 2>&1 ||
 	{ cat /tmp/report2.out; fail "report of msptictl run's capture"; }
 ok "msptictl run -- npusim-train captures from the first call"
 
+# doc/export.md: a two-rank job exported for msprof-analyze, one
+# <name>_ascend_pt tree per rank with the files cluster analysis reads.
+msptictl run --output /tmp/dist.mspti -- npusim-dist --ranks 2 --steps 3 \
+    >/tmp/dist.out 2>&1 || { cat /tmp/dist.out; fail "msptictl run -- npusim-dist"; }
+msptictl export /tmp/dist.mspti --format ascend-pt -o /tmp/apt \
+    >/tmp/apt.out 2>&1 || { cat /tmp/apt.out; fail "export --format ascend-pt"; }
+for r in 0 1; do
+	d=$(ls -d /tmp/apt/*_ascend_pt/profiler_info_$r.json 2>/dev/null) ||
+		fail "no rank $r in the ascend-pt tree: $(ls /tmp/apt)"
+	d=${d%/*}
+	for f in step_trace_time.csv communication.json communication_matrix.json \
+	    kernel_details.csv trace_view.json op_statistic.csv; do
+		[ -s "$d/ASCEND_PROFILER_OUTPUT/$f" ] || fail "rank $r: no $f"
+	done
+	[ -s "$d/profiler_metadata.json" ] || fail "rank $r: no profiler_metadata.json"
+done
+ok "export --format ascend-pt writes a tree per rank for msprof-analyze"
+
+# doc/metrics.md: the package's drop-in turns the Prometheus endpoint on.
+# Start the service as its unit and the drop-in say (the drop-in's
+# ExecStart=), and scrape it: with Debian's prometheus where installed.
+dropin=/usr/share/doc/msptid/examples/msptid-metrics.conf
+[ -f "$dropin" ] || fail "no $dropin (doc/metrics.md)"
+mkdir -p /etc/systemd/system/msptid.service.d
+cp "$dropin" /etc/systemd/system/msptid.service.d/metrics.conf
+systemd-analyze security --offline=true --no-pager msptid.service \
+    >/tmp/sec.out 2>&1 || { cat /tmp/sec.out; fail "systemd-analyze security"; }
+grep -q '^✗ RestrictAddressFamilies=~AF_(INET|INET6) ' /tmp/sec.out ||
+	fail "with the drop-in msptid.service still cannot open inet sockets"
+grep -q '^✗ PrivateNetwork= ' /tmp/sec.out ||
+	fail "with the drop-in msptid.service is still off the host network"
+kill "$DP" 2>/dev/null; wait "$DP" 2>/dev/null || true
+rm -f "$rundir"/*.sock
+mexec=$(sed -n 's/^ExecStart=\(..*\)$/\1/p' "$dropin")
+# shellcheck disable=SC2086
+systemd-socket-activate $listen $as_user $mexec >/tmp/msptid.log 2>&1 &
+DP=$!
+PIDS="$PIDS $DP"
+n=0
+until [ -S "$rundir/ctl.sock" ]; do
+	n=$((n + 1)); [ $n -lt 200 ] || fail "sockets not bound again"; sleep 0.05
+done
+msptictl status >/dev/null 2>&1 || fail "msptid with the drop-in did not start"
+scrape() {
+	/usr/bin/python3 - "$@" <<'PY'
+import sys, time, urllib.request
+want = sys.argv[1:]
+deadline = time.time() + 30
+while True:
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:9464/metrics", timeout=5) as r:
+            body = r.read().decode()
+        if all(any(l.startswith(w) and not l.endswith(" 0") for l in body.splitlines())
+               for w in want):
+            sys.exit(0)
+    except OSError:
+        pass
+    if time.time() > deadline:
+        sys.exit("metrics: %s not all there" % " ".join(want))
+    time.sleep(0.2)
+PY
+}
+# The training job registers again with the restarted daemon.
+scrape "mspti_agents " 'mspti_device_utilization_ratio{device="0"}' ||
+	fail "scrape of http://127.0.0.1:9464/metrics"
+ok "the drop-in's msptid serves http://127.0.0.1:9464/metrics (agents, device utilization)"
+if [ -x /usr/bin/prometheus ]; then
+	cat >/tmp/prometheus.yml <<'YML'
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: msptid
+    static_configs:
+      - targets: ['127.0.0.1:9464']
+YML
+	/usr/bin/prometheus --config.file=/tmp/prometheus.yml \
+	    --storage.tsdb.path=/tmp/tsdb --web.listen-address=127.0.0.1:9090 \
+	    >/tmp/prom.log 2>&1 &
+	PIDS="$PIDS $!"
+	/usr/bin/python3 - <<'PY' || { tail -n 20 /tmp/prom.log; fail "prometheus query"; }
+import json, sys, time, urllib.parse, urllib.request
+deadline = time.time() + 60
+q = "http://127.0.0.1:9090/api/v1/query?" + urllib.parse.urlencode(
+    {"query": 'mspti_device_utilization_ratio{device="0"}'})
+while True:
+    try:
+        with urllib.request.urlopen(q, timeout=5) as r:
+            if json.load(r)["data"]["result"]:
+                sys.exit(0)
+    except OSError:
+        pass
+    if time.time() > deadline:
+        sys.exit("no mspti_device_utilization_ratio series in prometheus")
+    time.sleep(0.5)
+PY
+	ok "Debian's prometheus scrapes it: mspti_device_utilization_ratio{device=\"0\"}"
+fi
+rm -rf /etc/systemd/system/msptid.service.d
+
 LD_PRELOAD=libmspti.so /usr/bin/python3 -c '
 import mspti, sys
 assert mspti.__file__.startswith("/usr/lib/python3/dist-packages/"), mspti.__file__
 ' || fail "python3 -c 'import mspti'"
 ok "python3 imports mspti from /usr/lib/python3/dist-packages"
+
+# doc/torch.md: the packaged ResNet-50 example on Debian's PyTorch, run and
+# reported as README says; Conv2D is the top kernel.
+ex=/usr/share/doc/python3-mspti/examples/resnet50_infer.py
+[ -f "$ex" ] || fail "no $ex"
+if /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
+	(cd /tmp && msptictl run --output /tmp/torch.mspti --report -- \
+	    /usr/bin/python3 "$ex" --steps 2) >/tmp/torch.out 2>&1 ||
+		{ cat /tmp/torch.out; fail "msptictl run --report -- python3 $ex"; }
+	top=$(sed -n '/^== Top kernels/{n;n;p;}' /tmp/torch.out | awk '{print $2}')
+	[ "$top" = Conv2D ] || { cat /tmp/torch.out; fail "top kernel '$top', not Conv2D"; }
+	ok "msptictl run --report -- python3 resnet50_infer.py: Conv2D on top"
+else
+	echo "skip - python3-torch/python3-torchvision not installed: no ResNet-50 run"
+fi
 
 cat >/tmp/cann.c <<'EOF'
 #include <acl/acl.h>

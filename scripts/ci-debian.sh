@@ -11,7 +11,9 @@
 #     activation as msptid.socket and msptid.service describe it, an agent
 #     preloaded by name registering, a capture and its report, the Python
 #     package, a CANN-style program built from the -dev packages, the
-#     bash completion; then purges them and checks nothing is left.
+#     bash completion, a two-rank job exported as ascend-pt, the metrics
+#     drop-in (msptid restarted with it, scraped, by Debian's prometheus
+#     where installed); then purges them and checks nothing is left.
 # Nothing of it reaches the host: the check kills what it starts by pid,
 # and the mount and pid namespaces take their mounts and any straggler
 # with them when they end.
@@ -68,8 +70,11 @@ for d in "$W"/debs/*.deb; do
 	    grep -v '/$' >>"$W/debs/files" || true
 done
 cp scripts/ci-debian-check.sh "$W/debs/check.sh"
-timeout 600 unshare -m -p -f --kill-child --propagation private sh -eu -c '
+# Its own network namespace too: the metrics check listens on the
+# drop-in's fixed port 9464, Prometheus on 9090.
+timeout 600 unshare -m -p -n -f --kill-child --propagation private sh -eu -c '
 W=$1
+ip link set lo up
 m="$W/root"
 mkdir "$W/ovl" "$m"
 mount -t tmpfs mspti-ovl "$W/ovl"

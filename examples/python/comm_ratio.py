@@ -83,6 +83,8 @@ def rank_main(rank, nranks, steps, root, results):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s " + mspti.__version__)
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--steps", type=int, default=5)
     args = ap.parse_args()

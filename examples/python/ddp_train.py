@@ -72,6 +72,8 @@ def rank_main(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s " + mspti.__version__)
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--slow-rank", type=int,
                     help="this rank computes NPUSIM_SLOW_FACTOR times slower")

@@ -19,6 +19,8 @@ from mspti import MsptiActivitySourceKind as Source
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s " + mspti.__version__)
     ap.add_argument("--steps", type=int, default=3)
     args = ap.parse_args()
 

@@ -18,6 +18,8 @@ import mspti.npusim as sim
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s " + mspti.__version__)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--chrome", help="write a Chrome trace JSON here")
     ap.add_argument("--trace", help="keep the trace file here")

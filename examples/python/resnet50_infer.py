@@ -26,6 +26,8 @@ import mspti.npusim.torch as npu
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s " + mspti.__version__)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--top", type=int, default=0,

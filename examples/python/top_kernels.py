@@ -44,6 +44,8 @@ def train(steps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s " + mspti.__version__)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--top", type=int, default=5)
     args = ap.parse_args()

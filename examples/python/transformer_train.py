@@ -38,6 +38,8 @@ class Seq2Seq(torch.nn.Module):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s " + mspti.__version__)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq", type=int, default=64)

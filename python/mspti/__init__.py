@@ -28,7 +28,7 @@ from ._profile import (Profile, ProfilerAction, ProfilerActivity, Schedule,
                        Table, profile, record_function, schedule, start,
                        stop, tensorboard_trace_handler)
 
-__version__ = "0.1"
+from ._mspti import version as __version__
 
 # Daemon sessions asking for framework ops (msptictl start --kinds op):
 # a watcher polls libmspti's flag; started when PyTorch is in use.

@@ -18,6 +18,7 @@ number, so backward ops link to their forward as in torch.profiler.
 """
 
 import itertools
+import json
 import os
 import sys
 import threading
@@ -37,6 +38,12 @@ def _skew_ns():
 
 
 _SKEW_NS = _skew_ns()
+
+# Daemon sessions' range messages with shapes (_shapes_message): libmspti's
+# MSTX limit (a message is under 255 bytes) and how many distinct ones a
+# process sends.
+MSTX_MSG_MAX = 255
+MAX_SHAPE_MESSAGES = 4096
 if _SKEW_NS:
     def _now():
         return time.time_ns() + _SKEW_NS
@@ -157,6 +164,7 @@ class Observer:
         # For daemon sessions (_session.py): each op is an MSTX range of
         # domain "framework" whose id is the external correlation id.
         self.emit_mstx = emit_mstx
+        self._shape_msgs = set()
         self._domain = _mspti.mstx_domain_create("framework") \
             if emit_mstx else None
         obs = self
@@ -234,6 +242,31 @@ class Observer:
             _mspti.ext_pop()
 
     # -- the op ------------------------------------------------------------
+    def _shapes_message(self, name, args, kwargs):
+        """A daemon session's range message with shapes: the name, a TAB,
+        {"Input Dims": [...], "Input type": [...]} as JSON.  MSTX messages
+        are under 255 bytes and libmspti keeps each distinct one for the
+        life of the process: a longer one drops the types, then the
+        shapes; after MAX_SHAPE_MESSAGES distinct ones, new signatures get
+        the name alone (dynamic shapes cannot grow the job's memory)."""
+        dims, types = [], []
+        for a in list(args) + list(kwargs.values()):
+            s, d = _shape_of(a, self.torch)
+            dims.append(s)
+            types.append(d)
+        msgs = self._shape_msgs
+        for extra in ({"Input Dims": dims, "Input type": types},
+                      {"Input Dims": dims}):
+            m = name + "\t" + json.dumps(extra, separators=(", ", ": "))
+            if len(m.encode()) < MSTX_MSG_MAX:
+                if m in msgs:
+                    return m
+                if len(msgs) < MAX_SHAPE_MESSAGES:
+                    msgs.add(m)
+                    return m
+                break
+        return name
+
     def _dispatch(self, func, args, kwargs):
         t = self._tls
         if t.pending is not None:
@@ -251,7 +284,9 @@ class Observer:
         if not name or t.quiet:
             return func(*args, **kwargs)
         if self.emit_mstx:
-            rid = _mspti.mstx_domain_range_start(self._domain, name, None)
+            msg = self._shapes_message(name, args, kwargs) \
+                if self.record_shapes else name
+            rid = _mspti.mstx_domain_range_start(self._domain, msg, None)
             _mspti.ext_push(rid)
             try:
                 return func(*args, **kwargs)

@@ -6,7 +6,9 @@ started when PyTorch is in use with libmspti interposing, polls that
 flag (a load and a sleep, every 0.2 s).  While it is set, a global module
 forward pre-hook pushes an observer on each thread that calls a module;
 the observer records every aten op as an MSTX range of domain
-"framework" (host start and end, thread) and pushes the range id as
+"framework" (host start and end, thread; with "shapes", bit 14, the
+message is the name, a TAB and the input shapes and dtypes as JSON) and
+pushes the range id as
 external correlation id around it, so the session's trace links each
 launch, and so each kernel, to the op.  When the session ends the
 observer stands aside and each thread pops it at its next module call;
@@ -21,6 +23,7 @@ import threading
 from . import _mspti
 
 OP_BIT = 1 << 13
+SHAPES_BIT = 1 << 14    # --kinds shapes: op, with input shapes and dtypes
 POLL_S = 0.2
 
 _lock = threading.Lock()
@@ -39,10 +42,12 @@ _st = _State()
 
 
 def _wanted():
+    """(ops wanted, shapes wanted)."""
     try:
-        return bool(_mspti.session_kinds() & OP_BIT)
+        k = _mspti.session_kinds()
     except Exception:   # noqa: BLE001 - an old libmspti: never wanted
-        return False
+        return False, False
+    return bool(k & OP_BIT), bool(k & SHAPES_BIT)
 
 
 def _attach(module, inputs):
@@ -60,15 +65,17 @@ def _attach(module, inputs):
     return None
 
 
-def _set(on):
+def _set(on, shapes=False):
     st = _st
+    if st.obs is not None:
+        st.obs.record_shapes = shapes
     if on == st.on:
         return
     import torch.nn.modules.module as mm
     if on:
         if st.obs is None:
             from ._observer import Observer
-            st.obs = Observer(emit_mstx=True)
+            st.obs = Observer(emit_mstx=True, record_shapes=shapes)
         st.obs.active = True
         st.on = True
         if st.hook is None:
@@ -89,9 +96,9 @@ def _loop():
         time.sleep(POLL_S)
         if "torch" not in sys.modules:
             continue
-        want = _wanted()
+        want, shapes = _wanted()
         with _lock:
-            _set(want)
+            _set(want, shapes)
             st = _st
             if not st.on and not st.threads and st.hook is not None:
                 st.hook.remove()

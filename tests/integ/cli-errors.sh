@@ -121,4 +121,16 @@ want "--cluster takes 'slurm'"
 usage_err start start --cluster slurm
 usage_err stop stop --hosts "$T/hosts" --cluster slurm --job 1
 ok "cluster options: one line too"
+# Usage errors only the daemon can find (a kind name it does not know)
+# look the same: one line, msptictl VERB: ..., see VERB --help, exit 2.
+start_daemon
+NOD=$RT
+usage_err start start --all --kinds kernel,bogus --output "$T/k.mspti"
+case $msg in
+"unknown kind 'bogus' (kinds: "*) ;;
+*) fail "start --kinds bogus: '$msg'";;
+esac
+[ ! -e "$T/k.mspti" ] || fail "a refused start left its output file"
+usage_err start start --all --kinds op,shapes,nokind --output "$T/k.mspti"
+ok "daemon-side usage errors: one line, msptictl VERB: ..., exit 2"
 echo "cli-errors: all passed"

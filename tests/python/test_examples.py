@@ -48,3 +48,40 @@ def test_profile_training(srcdir, tmp_path):
     assert "# of Calls" in p.stdout and "Self NPU time total" in p.stdout
     with open(out) as f:
         json.load(f)
+
+
+def package_version(builddir):
+    with open(os.path.join(builddir, "config.h")) as f:
+        for line in f:
+            if line.startswith("#define PACKAGE_VERSION "):
+                return line.split('"')[1]
+    raise AssertionError("no PACKAGE_VERSION in config.h")
+
+
+def test_package_version(builddir):
+    # mspti.__version__ is the release's, as every program's --version.
+    p = run_python("import mspti; print(mspti.__version__)")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == package_version(builddir)
+
+
+EXAMPLES = sorted(n for n in os.listdir(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+    "python")) if n.endswith(".py"))
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_version_and_help(builddir, srcdir, name):
+    # Programs that take options answer --version ("NAME VERSION" on
+    # stdout, exit 0) and --help, the example workloads included.
+    src = open(example(srcdir, name)).read()
+    if "import torch" in src:
+        pytest.importorskip("torch")
+    p = run_python([example(srcdir, name), "--version"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout == "%s %s\n" % (name, package_version(builddir)), \
+        p.stdout + p.stderr
+    p = run_python([example(srcdir, name), "--help"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.startswith("usage: %s" % name), p.stdout
+    assert "--version" in p.stdout

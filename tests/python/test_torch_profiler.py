@@ -489,3 +489,25 @@ def test_doc_snippets_run(srcdir, tmp_path, name):
         top = body[body.index(first[0]) + 1]
         assert top.split()[0] == "Conv2D", p.stdout
         assert "op_share" in p.stdout
+
+
+def torch_md_blocks(srcdir):
+    text = open(os.path.join(srcdir, "doc", "torch.md")).read()
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+@pytest.mark.parametrize("i", [0, 1])
+def test_torch_md_snippets_run(srcdir, tmp_path, i):
+    # doc/torch.md's code, copied as a new user copies it, runs as it is.
+    blocks = torch_md_blocks(srcdir)
+    assert len(blocks) == 2, "doc/torch.md: %d python blocks" % len(blocks)
+    path = tmp_path / ("torch_md_%d.py" % i)
+    path.write_text(blocks[i])
+    p = subprocess.run([sys.executable, str(path)], capture_output=True,
+                       text=True, timeout=240, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    if i == 1:
+        ops = [l for l in p.stdout.splitlines() if l.startswith("Op Type")]
+        assert ops, p.stdout
+        body = p.stdout.splitlines()
+        assert body[body.index(ops[0]) + 1].split()[0] == "Conv2D", p.stdout

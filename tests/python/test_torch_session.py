@@ -88,7 +88,8 @@ def wait_for(pred, timeout=60):
     return False
 
 
-def test_session_records_framework_ops(builddir, tmp_path):
+@pytest.mark.parametrize("kinds", ["op,kernel,api", "op,shapes,kernel,api"])
+def test_session_records_framework_ops(builddir, tmp_path, kinds):
     msptid = os.path.join(builddir, "daemon", "msptid")
     ctl = os.path.join(builddir, "client", "msptictl")
     dump = os.path.join(builddir, "tests", "integ", "trace-dump")
@@ -120,7 +121,7 @@ def test_session_records_framework_ops(builddir, tmp_path):
         assert wait_for(registered)
         trace = str(tmp_path / "ops.mspti")
         p = subprocess.run([ctl, "-r", str(rt), "--json", "start", "--pid",
-                            str(job.pid), "--kinds", "op,kernel,api",
+                            str(job.pid), "--kinds", kinds,
                             "--output", trace], capture_output=True,
                            text=True)
         assert p.returncode == 0, p.stdout + p.stderr
@@ -155,7 +156,20 @@ def test_session_records_framework_ops(builddir, tmp_path):
     recs = [json.loads(l) for l in p.stdout.splitlines()]
     ranges = [r for r in recs if r.get("type") == "marker" and
               r.get("domain") == "framework"]
-    starts = {r["id"]: r["name"] for r in ranges if r["flag"] == 2}
+    # With "shapes" a range's message is the op name, a TAB and its input
+    # shapes and dtypes as JSON (torch.profiler's "Input Dims", "Input
+    # type"); without, the name alone.
+    starts, shapes = {}, {}
+    for r in ranges:
+        if r["flag"] != 2:
+            continue
+        name, tab, extra = r["name"].partition("\t")
+        starts[r["id"]] = name
+        if "shapes" in kinds:
+            if tab:
+                shapes.setdefault(name, json.loads(extra))
+        else:
+            assert not tab, r
     names = collections.Counter(starts.values())
     assert names["aten::convolution"] == 3 and names["aten::relu"] == 3, \
         names
@@ -169,3 +183,9 @@ def test_session_records_framework_ops(builddir, tmp_path):
     relu = [k for k in kernels if k["name"] == "Relu"]
     assert relu and all(starts[ext[k["corr"]]] == "aten::relu"
                         for k in relu)
+    if "shapes" in kinds:
+        conv = shapes["aten::convolution"]
+        assert conv["Input Dims"][:3] == [[1, 3, 8, 8], [4, 3, 3, 3], [4]], \
+            conv
+        assert conv["Input type"][:3] == ["float32"] * 3, conv
+        assert shapes["aten::relu"]["Input Dims"] == [[1, 4, 6, 6]], shapes
