@@ -232,10 +232,10 @@ rmdir_csv(const char *dir)
 static void
 null_slice(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
-    uint64_t flow_in, const char *args)
+    uint64_t flow_in, const struct ex_arg *args, unsigned nargs)
 {
 	(void)t, (void)name, (void)cat, (void)ts, (void)dur, (void)flow_out;
-	(void)flow_in, (void)args;
+	(void)flow_in, (void)args, (void)nargs;
 	x->events++;
 }
 

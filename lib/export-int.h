@@ -17,10 +17,28 @@ struct ex_track {
 
 struct ex;
 
+/* One argument of a slice: the walk hands them over as values, each
+ * emitter encodes them its way (no JSON text made for Perfetto to parse
+ * back).  key is a literal "name" (stable pointer); a string value is
+ * any bytes (JSON-escaped by the Chrome writer). */
+enum { EX_ARG_U64, EX_ARG_STR, EX_ARG_DBL3 };	/* DBL3: printed %.3f */
+struct ex_arg {
+	const char	*key;
+	uint8_t		 klen, kind;
+	uint32_t	 slen;
+	union {
+		uint64_t	 u;
+		double		 d;
+		const char	*s;
+	}		 v;
+};
+#define EX_ARGS_MAX	4
+
 struct ex_emit {
 	void	(*slice)(struct ex *, const struct ex_track *, const char *name,
 		    const char *cat, uint64_t ts, uint64_t dur,
-		    uint64_t flow_out, uint64_t flow_in, const char *args);
+		    uint64_t flow_out, uint64_t flow_in,
+		    const struct ex_arg *args, unsigned nargs);
 	void	(*instant)(struct ex *, const struct ex_track *,
 		    const char *name, uint64_t ts);
 	/* unit: "bytes", or a free-form unit name ("%", "W"), or NULL. */

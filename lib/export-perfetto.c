@@ -393,16 +393,18 @@ pf_strhash(const char *s, size_t n)
  * The iid of string s (len bytes) in field f, defined in this packet's
  * InternedData (p->in) if sequence seq has not had it yet.
  */
-static uint32_t
-pf_intern_n(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
+static inline uint32_t
+pf_intern_x(struct pf *p, uint32_t seq, int f, const char *s, size_t len,
+    bool lit)
 {
 	struct pf_strtab *t = &p->str[f];
 	struct pf_str *e;
 	size_t i, pci = ((uintptr_t)s * 0x9e3779b97f4a7c15ull >> 58);
 	uint64_t h;
 
+	/* A literal's pointer is its content: no compare. */
 	if (t->pc[pci].p == s && (e = &t->v[t->pc[pci].i])->len == len &&
-	    memcmp(e->s, s, len) == 0) {
+	    (lit || memcmp(e->s, s, len) == 0)) {
 		if (e->seq[0] == seq || e->seq[1] == seq)
 			return e->iid;
 		goto found;
@@ -457,6 +459,19 @@ found:
 		pf_bytes(&p->in, pf_ifield[f], d.b, d.n);
 	}
 	return e->iid;
+}
+
+static uint32_t
+pf_intern_n(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
+{
+	return pf_intern_x(p, seq, f, s, len, false);
+}
+
+/* s is a string literal (or text that never changes while we run). */
+static uint32_t
+pf_intern_lit(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
+{
+	return pf_intern_x(p, seq, f, s, len, true);
 }
 
 static uint32_t
@@ -645,83 +660,57 @@ pf_event(struct pf *p, struct pf_seq *s, uint64_t ts, const struct pf_buf *ev)
 	p->nout = (size_t)(o + ev->n - p->out);
 }
 
-static uint64_t
-pf_atou(const char *s, size_t n, bool *ok)
-{
-	uint64_t v = 0;
-
-	*ok = n > 0 && n <= 19;
-	for (size_t i = 0; i < n && *ok; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			*ok = false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	return v;
-}
-
 /*
- * The slice's args (the walk's JSON fragment: "key":number or
- * "key":"string", comma-separated, no nesting) as DebugAnnotations, so
- * both formats carry the same arguments (correlation_id, bytes, ...).
- * Names and string values are interned.
+ * The slice's args as DebugAnnotations, so both formats carry the same
+ * arguments (correlation_id, bytes, ...).  Names and string values are
+ * interned; a %.3f double is the value Chrome's text says.
  */
 static void
-pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev, const char *args)
+pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev,
+    const struct ex_arg *a, unsigned na)
 {
-	const char *q = args, *k, *v;
-	char val[128];
-	size_t kn, vn;
+	for (unsigned i = 0; i < na; i++) {
+		uint8_t *o, *lenp;
+		char num[400];
 
-	while (*q == '"') {
-		bool str, ok;
-
-		k = ++q;
-		while (*q && *q != '"')
-			q++;
-		kn = (size_t)(q - k);
-		if (*q++ != '"' || *q++ != ':')
+		if (ev->n + 32 > sizeof(ev->b))
 			return;
-		if ((str = *q == '"')) {
-			v = ++q;
-			while (*q && *q != '"')
-				q++;
-			vn = (size_t)(q - v);
-			if (*q == '"')
-				q++;
+		/* debug_annotations (4) { name_iid = 1; value }: the body
+		 * is under 128 bytes, so its length is one byte. */
+		o = ev->b + ev->n;
+		*o++ = 4 << 3 | 2;
+		lenp = o++;
+		*o++ = 1 << 3;
+		o = pf_put_varint(o, pf_intern_lit(p, seq, PF_I_ANAME,
+		    a[i].key, a[i].klen));
+		if (a[i].kind == EX_ARG_U64) {
+			*o++ = 3 << 3;
+			o = pf_put_varint(o, a[i].v.u);
+		} else if (a[i].kind == EX_ARG_STR) {
+			*o++ = (uint8_t)(0x80 | ((17 << 3) & 0x7f));
+			*o++ = (17 << 3) >> 7;
+			o = pf_put_varint(o, pf_intern_n(p, seq, PF_I_SVAL,
+			    a[i].v.s, a[i].slen));
 		} else {
-			v = q;
-			while (*q && *q != ',')
-				q++;
-			vn = (size_t)(q - v);
-		}
-		if (kn < 64 && vn < sizeof(val)) {
-			struct pf_buf d;
-			uint64_t u;
-			char *end;
+			double d;
+			uint64_t v;
 
-			d.n = 0;
-			pf_uint(&d, 1, pf_intern_n(p, seq, PF_I_ANAME, k, kn));
-			if (str)
-				pf_uint(&d, 17, pf_intern_n(p, seq, PF_I_SVAL,
-				    v, vn));
-			else if ((u = pf_atou(v, vn, &ok)), ok)
-				pf_uint(&d, 3, u);
-			else {
-				memcpy(val, v, vn);
-				val[vn] = '\0';
-				pf_double(&d, 5, strtod(val, &end));
-			}
-			pf_bytes(ev, 4, d.b, d.n);
+			snprintf(num, sizeof(num), "%.3f", a[i].v.d);
+			d = strtod(num, NULL);
+			memcpy(&v, &d, sizeof(v));
+			*o++ = 5 << 3 | 1;
+			for (int k = 0; k < 8; k++)
+				*o++ = (uint8_t)(v >> (8 * k));
 		}
-		if (*q == ',')
-			q++;
+		*lenp = (uint8_t)(o - lenp - 1);
+		ev->n = (size_t)(o - ev->b);
 	}
 }
 
 static void
 pf_slice(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
-    uint64_t flow_in, const char *args)
+    uint64_t flow_in, const struct ex_arg *args, unsigned na)
 {
 	struct pf *p = x->priv;
 	struct pf_seq *s = pf_seq_of(p, t, NULL, NULL, ts);
@@ -729,9 +718,10 @@ pf_slice(struct ex *x, const struct ex_track *t, const char *name,
 
 	ev.n = 0;
 	pf_uint(&ev, 9, 1);
-	pf_uint(&ev, 3, pf_intern(p, s->seq, PF_I_CAT, cat));
+	pf_uint(&ev, 3, pf_intern_lit(p, s->seq, PF_I_CAT, cat,
+	    strlen(cat)));
 	pf_uint(&ev, 10, pf_intern(p, s->seq, PF_I_NAME, name));
-	pf_args(p, s->seq, &ev, args);
+	pf_args(p, s->seq, &ev, args, na);
 	if (flow_out) {
 		pf_fixed64(&ev, 47, flow_out);
 		x->flows++;

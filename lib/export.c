@@ -245,17 +245,9 @@ ex_lit(char *o, const char *s)
 	return o + n;
 }
 
-/* args = "key":v[,"key2":v2] (the caller's buffer holds 256 bytes). */
-static void
-ex_args2(char *args, const char *k1, uint64_t v1, const char *k2,
-    uint64_t v2)
-{
-	char *o = ex_u64(ex_lit(args, k1), v1);
-
-	if (k2 != NULL)
-		o = ex_u64(ex_lit(o, k2), v2);
-	*o = '\0';
-}
+/* A numeric argument; key is a string literal. */
+#define EX_ARG_NUM(a, k, val) ((a)->key = (k), (a)->klen = sizeof(k) - 1, \
+	(a)->kind = EX_ARG_U64, (a)->v.u = (val))
 
 static void
 ex_grow(void **v, size_t *cap, size_t n, size_t size)
@@ -308,7 +300,7 @@ ex_marker(struct ex *x, struct analysis_source *src, struct trace_reader *r,
 			ex_track_host(x, p, o.tid, &t);
 			x->em->slice(x, &t, n ? n : "range", "marker",
 			    ex_ts(p, o.ts), m->timestamp > o.ts ?
-			    m->timestamp - o.ts : 0, 0, 0, "");
+			    m->timestamp - o.ts : 0, 0, 0, NULL, 0);
 			break;
 		}
 		return;
@@ -358,7 +350,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 	struct trace_reader *r;
 	const struct rec_hdr *h;
 	struct ex_track t;
-	char args[256];
+	struct ex_arg args[EX_ARGS_MAX];
 	int rc;
 
 	if ((rc = trace_reader_open(src->path, &r)) != 0)
@@ -381,12 +373,12 @@ ex_file(struct ex *x, struct analysis_source *src)
 
 			p = an_proc_find(src, k->pid);
 			ex_track_host(x, p, k->tid, &t);
-			ex_args2(args, "\"correlation_id\":",
-			    k->correlation_id, NULL, 0);
+			EX_ARG_NUM(&args[0], "correlation_id",
+			    k->correlation_id);
 			x->em->slice(x, &t, n ? n : "?", "api",
 			    ex_ts(p, k->start), k->end - k->start,
 			    n && ex_is_launch(n) ? ex_flow(p,
-			    k->correlation_id) : 0, 0, args);
+			    k->correlation_id) : 0, 0, args, 1);
 			break;
 		}
 		case REC_KERNEL: {
@@ -399,20 +391,17 @@ ex_file(struct ex *x, struct analysis_source *src)
 			    k->stream, &s, &e, &p, &t))
 				break;
 			ty = ty ? ty : "";
-			if (strlen(ty) < 128) {
-				char *o = ex_u64(ex_lit(args,
-				    "\"correlation_id\":"), k->correlation_id);
-
-				o = ex_lit(ex_lit(ex_lit(o, ",\"type\":\""), ty),
-				    "\",\"task_id\":");
-				*ex_u64(o, k->task_id) = '\0';
-			} else
-				snprintf(args, sizeof(args), "\"correlation_id"
-				    "\":%" PRIu64 ",\"type\":\"%s\",\"task_id\":"
-				    "%u", k->correlation_id, ty, k->task_id);
+			EX_ARG_NUM(&args[0], "correlation_id",
+			    k->correlation_id);
+			args[1].key = "type";
+			args[1].klen = 4;
+			args[1].kind = EX_ARG_STR;
+			args[1].v.s = ty;
+			args[1].slen = (uint32_t)strlen(ty);
+			EX_ARG_NUM(&args[2], "task_id", k->task_id);
 			x->em->slice(x, &t, n ? n : "?", "kernel", ex_ts(p, s),
 			    e > s ? e - s : 0, 0, ex_flow(p,
-			    k->correlation_id), args);
+			    k->correlation_id), args, 3);
 			break;
 		}
 		case REC_MEMCPY: {
@@ -425,11 +414,12 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (!ex_device_work(x, src, h, k->pid, k->device,
 			    k->stream, &s, &e, &p, &t))
 				break;
-			ex_args2(args, "\"bytes\":", k->bytes,
-			    ",\"correlation_id\":", k->correlation_id);
+			EX_ARG_NUM(&args[0], "bytes", k->bytes);
+			EX_ARG_NUM(&args[1], "correlation_id",
+			    k->correlation_id);
 			x->em->slice(x, &t, kinds[k->copy_kind % 6], "memcpy",
 			    ex_ts(p, s), e > s ? e - s : 0, 0,
-			    ex_flow(p, k->correlation_id), args);
+			    ex_flow(p, k->correlation_id), args, 2);
 			break;
 		}
 		case REC_MEMSET: {
@@ -439,11 +429,12 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (!ex_device_work(x, src, h, k->pid, k->device,
 			    k->stream, &s, &e, &p, &t))
 				break;
-			ex_args2(args, "\"bytes\":", k->bytes,
-			    ",\"correlation_id\":", k->correlation_id);
+			EX_ARG_NUM(&args[0], "bytes", k->bytes);
+			EX_ARG_NUM(&args[1], "correlation_id",
+			    k->correlation_id);
 			x->em->slice(x, &t, "Memset", "memset", ex_ts(p, s),
 			    e > s ? e - s : 0, 0, ex_flow(p,
-			    k->correlation_id), args);
+			    k->correlation_id), args, 2);
 			break;
 		}
 		case REC_HCCL:
@@ -471,16 +462,17 @@ ex_file(struct ex *x, struct analysis_source *src)
 			}
 			ex_track_dev(x, p, dev, 0xfffffff0u, "Communication",
 			    &t);
-			if (is_h)
-				snprintf(args, sizeof(args), "\"bandwidth_gbps\":"
-				    "%.3f,\"correlation_id\":%" PRIu64,
-				    hc->bandwidth, corr);
-			else
-				ex_args2(args, "\"count\":", k->count,
-				    ",\"correlation_id\":", corr);
+			if (is_h) {
+				args[0].key = "bandwidth_gbps";
+				args[0].klen = 14;
+				args[0].kind = EX_ARG_DBL3;
+				args[0].v.d = hc->bandwidth;
+			} else
+				EX_ARG_NUM(&args[0], "count", k->count);
+			EX_ARG_NUM(&args[1], "correlation_id", corr);
 			x->em->slice(x, &t, n ? n : "hccl", "communication",
 			    ex_ts(p, s), e > s ? e - s : 0, 0,
-			    ex_flow(p, corr), args);
+			    ex_flow(p, corr), args, 2);
 			break;
 		}
 		case REC_MARKER:
@@ -535,7 +527,7 @@ ex_overlap(struct ex *x, struct an_proc *p)
 	snprintf(t.pname, sizeof(t.pname), "%s Overlap Analysis", who);
 	for (size_t i = 0; i < p->u_comp.n; i++)
 		x->em->slice(x, &t, "Computing", "overlap", p->u_comp.s[i],
-		    p->u_comp.e[i] - p->u_comp.s[i], 0, 0, "");
+		    p->u_comp.e[i] - p->u_comp.s[i], 0, 0, NULL, 0);
 	t.tid = 0xfffffff2u;
 	snprintf(t.tname, sizeof(t.tname), "Communication");
 	for (size_t i = 0; i < p->u_comm.n; i++) {
@@ -544,7 +536,7 @@ ex_overlap(struct ex *x, struct an_proc *p)
 
 		x->em->slice(x, &t, ov == 0 ? "Communication(Not Overlapped)" :
 		    ov < e - s ? "Communication(Partly Overlapped)" :
-		    "Communication", "overlap", s, e - s, 0, 0, "");
+		    "Communication", "overlap", s, e - s, 0, 0, NULL, 0);
 	}
 	t.tid = 0xfffffff3u;
 	snprintf(t.tname, sizeof(t.tname), "Free");
@@ -559,7 +551,7 @@ ex_overlap(struct ex *x, struct an_proc *p)
 			snprintf(name, sizeof(name), "Step %" PRId64
 			    " (free %.1f us)", r->step, (double)r->free / 1e3);
 		x->em->slice(x, &t, name, "step", r->start, r->end - r->start,
-		    0, 0, "");
+		    0, 0, NULL, 0);
 	}
 }
 
@@ -810,10 +802,32 @@ ch_meta(struct ex *x, const struct ex_track *t)
 	}
 }
 
+/* The args' JSON members, escaped where they need it. */
+static void
+ch_args(struct ch *c, const struct ex_arg *a, unsigned na)
+{
+	char num[400];
+
+	for (unsigned i = 0; i < na; i++) {
+		if (i)
+			CH_LIT(c, ",");
+		CH_LIT(c, "\"");
+		ch_put(c, a[i].key, a[i].klen);
+		CH_LIT(c, "\":");
+		if (a[i].kind == EX_ARG_U64)
+			ch_u64(c, a[i].v.u);
+		else if (a[i].kind == EX_ARG_STR)
+			ch_jstr(c, a[i].v.s);
+		else
+			ch_put(c, num, (size_t)snprintf(num, sizeof(num),
+			    "%.3f", a[i].v.d));
+	}
+}
+
 static void
 ch_slice_slow(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
-    uint64_t flow_in, const char *args)
+    uint64_t flow_in, const struct ex_arg *args, unsigned na)
 {
 	struct ch *c = x->priv;
 
@@ -829,7 +843,7 @@ ch_slice_slow(struct ex *x, const struct ex_track *t, const char *name,
 	CH_LIT(c, ",\"dur\":");
 	ch_us(c, dur);
 	CH_LIT(c, ",\"args\":{");
-	ch_put(c, args, strlen(args));
+	ch_args(c, args, na);
 	CH_LIT(c, "}}");
 	x->events++;
 	/*
@@ -924,24 +938,36 @@ ch_put_flow(struct ch *c, char *o, bool start, uint64_t id, uint64_t base,
 static void
 ch_slice(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
-    uint64_t flow_in, const char *args)
+    uint64_t flow_in, const struct ex_arg *args, unsigned na)
 {
 	static const char h0[] = ",\n{\"ph\":\"X\",\"name\":\"",
 	    h1[] = "\",\"cat\":\"", h2[] = ",\"dur\":", h3[] = ",\"args\":{";
 	struct ch *c = x->priv;
 	uint64_t base = x->a->base_ts;
 	ssize_t nn = ch_clean_len(name);
-	size_t cn = strlen(cat), an = strlen(args), need;
+	size_t cn = strlen(cat), an = 0, need;
 	unsigned f;
 	char *o;
 
 	ch_meta(x, t);
+	/* Per arg: the key, quotes, colon, comma and a 20-digit number or
+	 * a clean string; a %.3f double under 1e15 is under 24 bytes. */
+	for (unsigned i = 0; i < na && nn >= 0; i++) {
+		an += args[i].klen + 24u;
+		if (args[i].kind == EX_ARG_STR) {
+			if (ch_clean_len(args[i].v.s) < 0)
+				nn = -1;
+			an += args[i].slen;
+		} else if (args[i].kind == EX_ARG_DBL3 &&
+		    !(args[i].v.d > -1e15 && args[i].v.d < 1e15))
+			nn = -1;
+	}
 	/* 512: the fixed text of a slice with both flows and 20-digit
 	 * numbers is under 420 bytes. */
 	need = (nn < 0 ? 0 : (size_t)nn) + cn + an + 512;
 	if (nn < 0 || need > CH_BUF_SIZE / 2) {
 		ch_slice_slow(x, t, name, cat, ts, dur, flow_out, flow_in,
-		    args);
+		    args, na);
 		return;
 	}
 	/* The common case in one reservation: no per-field room checks. */
@@ -969,8 +995,26 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 	o += 4;
 	memcpy(o, h3, sizeof(h3) - 1);
 	o += sizeof(h3) - 1;
-	memcpy(o, args, an);
-	o += an;
+	for (unsigned i = 0; i < na; i++) {
+		const struct ex_arg *g = &args[i];
+
+		if (i)
+			*o++ = ',';
+		*o++ = '"';
+		memcpy(o, g->key, g->klen);
+		o += g->klen;
+		*o++ = '"';
+		*o++ = ':';
+		if (g->kind == EX_ARG_U64)
+			o = ex_u64(o, g->v.u);
+		else if (g->kind == EX_ARG_STR) {
+			*o++ = '"';
+			memcpy(o, g->v.s, g->slen);
+			o += g->slen;
+			*o++ = '"';
+		} else
+			o += snprintf(o, 32, "%.3f", g->v.d);
+	}
 	*o++ = '}';
 	*o++ = '}';
 	x->events++;
