@@ -56,6 +56,16 @@ enum { PF_I_CAT, PF_I_NAME, PF_I_ANAME, PF_I_SVAL, PF_I_N };
 static const unsigned pf_ifield[PF_I_N] = { 1, 2, 3, 29 };
 
 #define PF_OUT_SIZE	(1u << 18)
+/* Deflate workers at most, and batches in flight per worker. */
+#define PF_WORKERS_MAX	8
+#define PF_SLOTS_PER	2
+
+/* One batch of packets and its deflated form. */
+struct pf_slot {
+	uint8_t		*in, *z;
+	size_t		 nin, nz;
+	enum { PF_FREE, PF_FILLED, PF_BUSY, PF_DONE } st;
+};
 
 struct pf_buf {
 	uint8_t	b[4096];
@@ -111,21 +121,23 @@ struct pf {
 	size_t		 nseq, cseq;
 	uint32_t	 nextseq;
 	struct pf_buf	 in;		/* this packet's InternedData */
-	uint8_t		*out;		/* buffered output */
+	uint8_t		*out;		/* buffered output (out0 or a slot) */
+	uint8_t		*out0;
 	size_t		 nout;
-	/* Deflate, one batch at a time (NULL: plain).  With more than one
-	 * CPU a worker deflates and writes a batch while the walk fills the
-	 * other buffer (spare); job is the batch handed over, under zmtx. */
+	/* Deflate (zc NULL: plain).  With more than one CPU, nz workers
+	 * deflate batches while the walk fills the next: a ring of PF_SLOTS
+	 * batches (bounded memory), filled at fill, taken by the workers at
+	 * take, written here in order at wr once deflated. */
 	struct libdeflate_compressor *zc;
 	uint8_t		*zout;
 	size_t		 zcap;
-	bool		 worker;
-	pthread_t	 zthr;
+	unsigned	 nz;
+	pthread_t	 zthr[PF_WORKERS_MAX];
 	pthread_mutex_t	 zmtx;
-	pthread_cond_t	 zcv;
-	uint8_t		*spare, *job;
-	size_t		 njob;
-	bool		 zstop;
+	pthread_cond_t	 zwork, zdone;
+	struct pf_slot	*slot;
+	unsigned	 nslot, fill, take, wr;
+	bool		 zstop, zinit;
 };
 
 static inline void
@@ -210,17 +222,24 @@ pf_varint_len(uint64_t v)
 	return n;
 }
 
-/* Writes n bytes of packets at b, deflated into one compressed_packets
- * packet (on the worker, if there is one). */
+/* n bytes of packets at b deflated into z (zcap bytes): its length, 0
+ * if it does not fit (it always does: zcap is the bound). */
+static size_t
+pf_deflate(struct libdeflate_compressor *zc, const uint8_t *b, size_t n,
+    uint8_t *z, size_t zcap)
+{
+	return libdeflate_zlib_compress(zc, b, n, z, zcap);
+}
+
+/* Writes a batch: deflated (zn bytes at z) as one compressed_packets
+ * packet, or plain. */
 static void
-pf_write(struct pf *p, const uint8_t *b, size_t n)
+pf_write(struct pf *p, const uint8_t *b, size_t n, const uint8_t *z,
+    size_t zn)
 {
 	uint8_t hdr[24], *o;
-	size_t zn;
 
-	if (p->zc == NULL || (zn = libdeflate_zlib_compress(p->zc, b, n,
-	    p->zout, p->zcap)) == 0) {
-		/* Plain (zcap is the bound: a failure cannot happen). */
+	if (zn == 0) {
 		fwrite(b, 1, n, p->x->out);
 		return;
 	}
@@ -232,72 +251,144 @@ pf_write(struct pf *p, const uint8_t *b, size_t n)
 	*o++ = (uint8_t)((50 << 3 | 2) >> 7);
 	o = pf_put_varint(o, zn);
 	fwrite(hdr, 1, (size_t)(o - hdr), p->x->out);
-	fwrite(p->zout, 1, zn, p->x->out);
+	fwrite(z, 1, zn, p->x->out);
 }
 
+/* A deflate worker: takes the filled batches in ring order, each with
+ * its own compressor. */
 static void *
 pf_worker(void *arg)
 {
 	struct pf *p = arg;
+	struct libdeflate_compressor *zc = libdeflate_alloc_compressor(1);
 
 	pthread_mutex_lock(&p->zmtx);
 	for (;;) {
-		while (p->job == NULL && !p->zstop)
-			pthread_cond_wait(&p->zcv, &p->zmtx);
-		if (p->job == NULL)
+		struct pf_slot *sl = &p->slot[p->take];
+
+		while (sl->st != PF_FILLED && !p->zstop) {
+			pthread_cond_wait(&p->zwork, &p->zmtx);
+			sl = &p->slot[p->take];
+		}
+		if (sl->st != PF_FILLED)
 			break;
+		sl->st = PF_BUSY;
+		p->take = (p->take + 1) % p->nslot;
 		pthread_mutex_unlock(&p->zmtx);
-		pf_write(p, p->job, p->njob);
+		/* No compressor of our own (out of memory): plain. */
+		sl->nz = zc != NULL ? pf_deflate(zc, sl->in, sl->nin, sl->z,
+		    p->zcap) : 0;
 		pthread_mutex_lock(&p->zmtx);
-		p->spare = p->job;
-		p->job = NULL;
-		pthread_cond_broadcast(&p->zcv);
+		sl->st = PF_DONE;
+		pthread_cond_broadcast(&p->zdone);
 	}
 	pthread_mutex_unlock(&p->zmtx);
+	if (zc != NULL)
+		libdeflate_free_compressor(zc);
 	return NULL;
 }
 
-/* Hands the batch to the worker (once it took the last one) and goes on
- * in the other buffer; without a worker, writes it here. */
+/* Writes the deflated batches at wr, in order; with until, waits until
+ * that slot is free.  Called with zmtx held. */
+static void
+pf_drain(struct pf *p, struct pf_slot *until)
+{
+	for (;;) {
+		struct pf_slot *sl = &p->slot[p->wr];
+
+		while (sl->st == PF_DONE) {
+			pthread_mutex_unlock(&p->zmtx);
+			pf_write(p, sl->in, sl->nin, sl->z, sl->nz);
+			pthread_mutex_lock(&p->zmtx);
+			sl->st = PF_FREE;
+			p->wr = (p->wr + 1) % p->nslot;
+			sl = &p->slot[p->wr];
+		}
+		if (until == NULL ? sl->st == PF_FREE : until->st == PF_FREE)
+			return;
+		pthread_cond_wait(&p->zdone, &p->zmtx);
+	}
+}
+
+/* Hands the batch to the workers and goes on in the next free slot;
+ * without workers, deflates and writes it here. */
 static void
 pf_flush(struct pf *p)
 {
 	if (p->nout == 0)
 		return;
-	if (!p->worker) {
-		pf_write(p, p->out, p->nout);
+	if (p->nz == 0) {
+		pf_write(p, p->out, p->nout, p->zout, p->zc == NULL ? 0 :
+		    pf_deflate(p->zc, p->out, p->nout, p->zout, p->zcap));
 		p->nout = 0;
 		return;
 	}
 	pthread_mutex_lock(&p->zmtx);
-	while (p->job != NULL)
-		pthread_cond_wait(&p->zcv, &p->zmtx);
-	p->job = p->out;
-	p->njob = p->nout;
-	p->out = p->spare;
-	p->spare = NULL;
-	pthread_cond_broadcast(&p->zcv);
+	p->slot[p->fill].nin = p->nout;
+	p->slot[p->fill].st = PF_FILLED;
+	pthread_cond_signal(&p->zwork);
+	p->fill = (p->fill + 1) % p->nslot;
+	pf_drain(p, &p->slot[p->fill]);
 	pthread_mutex_unlock(&p->zmtx);
+	p->out = p->slot[p->fill].in;
 	p->nout = 0;
 }
 
-/* The last batch written, the worker gone. */
+/* The last batch written, the workers gone. */
 static void
 pf_finish(struct pf *p)
 {
 	pf_flush(p);
-	if (!p->worker)
+	if (p->nz == 0)
 		return;
 	pthread_mutex_lock(&p->zmtx);
-	while (p->job != NULL)
-		pthread_cond_wait(&p->zcv, &p->zmtx);
+	pf_drain(p, NULL);
 	p->zstop = true;
-	pthread_cond_broadcast(&p->zcv);
+	pthread_cond_broadcast(&p->zwork);
 	pthread_mutex_unlock(&p->zmtx);
-	pthread_join(p->zthr, NULL);
-	p->worker = false;
-	pthread_mutex_destroy(&p->zmtx);
-	pthread_cond_destroy(&p->zcv);
+	for (unsigned i = 0; i < p->nz; i++)
+		pthread_join(p->zthr[i], NULL);
+	p->nz = 0;
+}
+
+/* Deflate workers: MSPTI_PERFETTO_THREADS, else one per online CPU but
+ * the walk's, at most PF_WORKERS_MAX (0: deflate on the walk's thread). */
+static unsigned
+pf_nworkers(void)
+{
+	const char *v = getenv("MSPTI_PERFETTO_THREADS");
+	long n;
+
+	if (v != NULL && *v != '\0')
+		n = strtol(v, NULL, 10);
+	else
+		n = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	return n <= 0 ? 0 : n > PF_WORKERS_MAX ? PF_WORKERS_MAX : (unsigned)n;
+}
+
+/* Starts n workers and their slots; false (none started) without
+ * memory or threads. */
+static bool
+pf_start_workers(struct pf *p, unsigned n)
+{
+	p->nslot = n * PF_SLOTS_PER + 1;
+	if ((p->slot = calloc(p->nslot, sizeof(*p->slot))) == NULL)
+		return false;
+	for (unsigned i = 0; i < p->nslot; i++)
+		if ((p->slot[i].in = malloc(PF_OUT_SIZE)) == NULL ||
+		    (p->slot[i].z = malloc(p->zcap)) == NULL)
+			return false;
+	pthread_mutex_init(&p->zmtx, NULL);
+	pthread_cond_init(&p->zwork, NULL);
+	pthread_cond_init(&p->zdone, NULL);
+	p->zinit = true;
+	for (p->nz = 0; p->nz < n; p->nz++)
+		if (pthread_create(&p->zthr[p->nz], NULL, pf_worker, p) != 0)
+			break;
+	if (p->nz == 0)
+		return false;
+	p->out = p->slot[0].in;
+	return true;
 }
 
 /* Writes one TracePacket (body in pkt) as Trace.packet (field 1). */
@@ -793,14 +884,16 @@ export_perfetto(struct analysis *a, FILE *out)
 	struct pf *p;
 	struct ex x;
 	const char *v;
+	unsigned n;
 	int rc;
 
 	memset(&x, 0, sizeof(x));
 	if ((p = calloc(1, sizeof(*p))) == NULL ||
-	    (p->out = malloc(PF_OUT_SIZE)) == NULL) {
+	    (p->out0 = malloc(PF_OUT_SIZE)) == NULL) {
 		free(p);
 		return -ENOMEM;
 	}
+	p->out = p->out0;
 	p->x = &x;
 	p->nextseq = PF_SEQ + 1;
 	/* Level 1: higher levels cost 2x the CPU for a few percent. */
@@ -810,22 +903,14 @@ export_perfetto(struct analysis *a, FILE *out)
 		p->zcap = libdeflate_zlib_compress_bound(p->zc, PF_OUT_SIZE);
 		if ((p->zout = malloc(p->zcap)) == NULL) {
 			libdeflate_free_compressor(p->zc);
-			free(p->out);
+			free(p->out0);
 			free(p);
 			return -ENOMEM;
 		}
 	}
-	/* A worker for the deflate where a second CPU can run it. */
-	if (p->zc != NULL && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
-	    (p->spare = malloc(PF_OUT_SIZE)) != NULL) {
-		pthread_mutex_init(&p->zmtx, NULL);
-		pthread_cond_init(&p->zcv, NULL);
-		p->worker = pthread_create(&p->zthr, NULL, pf_worker, p) == 0;
-		if (!p->worker) {
-			pthread_mutex_destroy(&p->zmtx);
-			pthread_cond_destroy(&p->zcv);
-		}
-	}
+	if (p->zc != NULL && (n = pf_nworkers()) > 0 &&
+	    !pf_start_workers(p, n) && p->nz == 0)
+		p->out = p->out0;	/* deflate here */
 	x.a = a;
 	x.out = out;
 	x.em = &pf_emit;
@@ -841,8 +926,19 @@ export_perfetto(struct analysis *a, FILE *out)
 	free(p->seen.v);
 	free(p->defined.v);
 	free(p->seqs);
-	free(p->out);
-	free(p->spare);
+	free(p->out0);
+	if (p->slot != NULL) {
+		for (unsigned i = 0; i < p->nslot; i++) {
+			free(p->slot[i].in);
+			free(p->slot[i].z);
+		}
+		free(p->slot);
+	}
+	if (p->zinit) {
+		pthread_mutex_destroy(&p->zmtx);
+		pthread_cond_destroy(&p->zwork);
+		pthread_cond_destroy(&p->zdone);
+	}
 	if (p->zc != NULL)
 		libdeflate_free_compressor(p->zc);
 	free(p->zout);
