@@ -114,6 +114,12 @@ struct pf {
 	bool		 lt_counter;
 	char		 lt_cname[128];
 	struct pf_seq	*lt_seq;
+	/* Thread and stream tracks by (pid, tid), direct-mapped: the walk
+	 * alternates a host and a device track record by record. */
+	struct {
+		uint32_t	 pid, tid;
+		struct pf_seq	*s;
+	}		 tc[16];
 	struct pf_set	 seen;		/* track uuids declared */
 	struct pf_set	 defined;	/* (sequence, field, iid) defined */
 	struct pf_strtab str[PF_I_N];
@@ -651,6 +657,7 @@ pf_seq(struct pf *p, uint64_t uid, uint64_t ts)
 		p->seqs = nv;
 		p->cseq = nc;
 		p->lt_seq = NULL;
+		memset(p->tc, 0, sizeof(p->tc));
 	}
 	for (i = pf_slot(uid, p->cseq); (s = &p->seqs[i])->uid;
 	    i = (i + 1) & (p->cseq - 1))
@@ -693,6 +700,19 @@ pf_seq_of(struct pf *p, const struct ex_track *t, const char *counter,
 {
 	struct pf_seq *s;
 
+	if (counter == NULL) {
+		unsigned i = (t->pid * 31u + t->tid) & 15u;
+
+		if (p->tc[i].s != NULL && p->tc[i].pid == t->pid &&
+		    p->tc[i].tid == t->tid)
+			return p->tc[i].s;
+		s = pf_seq(p, pf_track(p, t, NULL, NULL), ts);
+		/* pf_seq may have moved every sequence (and cleared tc). */
+		p->tc[i].pid = t->pid;
+		p->tc[i].tid = t->tid;
+		p->tc[i].s = s;
+		return s;
+	}
 	if (p->lt_seq != NULL && p->lt_pid == t->pid && p->lt_tid == t->tid &&
 	    p->lt_counter == (counter != NULL) && (counter == NULL ||
 	    strcmp(counter, p->lt_cname) == 0))

@@ -56,14 +56,15 @@ ex_sort(const struct an_proc *p, uint32_t side)
 	    (p->pid & 0xfffff)) * 2 + side;
 }
 
-static void
-ex_track_host(struct ex *x, struct an_proc *p, uint32_t tid,
-    struct ex_track *t)
+/* The host track of (p, tid): the walk's own copy, valid until the next
+ * call (a pointer, not a copy of ~180 bytes per record). */
+static const struct ex_track *
+ex_track_host(struct ex *x, struct an_proc *p, uint32_t tid)
 {
-	if (x->tc_hp == p && x->tc_htid == tid) {
-		*t = x->tc_host;
-		return;
-	}
+	struct ex_track *t = &x->tc_host;
+
+	if (x->tc_hp == p && x->tc_htid == tid)
+		return t;
 	memset(t, 0, sizeof(*t));
 	t->pid = p->pid;
 	t->tid = tid;
@@ -76,22 +77,22 @@ ex_track_host(struct ex *x, struct an_proc *p, uint32_t tid,
 		    p->src->host);
 	snprintf(t->tname, sizeof(t->tname), "Thread %u", tid);
 	t->sort = ex_sort(p, 0);
-	x->tc_host = *t;
 	x->tc_hp = p;
 	x->tc_htid = tid;
+	return t;
 }
 
-static void
+/* The device track of (p, device, stream), as ex_track_host. */
+static const struct ex_track *
 ex_track_dev(struct ex *x, struct an_proc *p, uint32_t device,
-    uint32_t stream, const char *what, struct ex_track *t)
+    uint32_t stream, const char *what)
 {
+	struct ex_track *t = &x->tc_dev;
 	char who[32];
 
 	if (x->tc_dp == p && x->tc_ddev == device && x->tc_dstream == stream &&
-	    x->tc_dwhat == what) {
-		*t = x->tc_dev;
-		return;
-	}
+	    x->tc_dwhat == what)
+		return t;
 	memset(t, 0, sizeof(*t));
 	ex_who(p, who, sizeof(who));
 	t->pid = ex_dev_pid(p, device);
@@ -102,11 +103,11 @@ ex_track_dev(struct ex *x, struct an_proc *p, uint32_t device,
 	else
 		snprintf(t->tname, sizeof(t->tname), "Stream %u", stream);
 	t->sort = ex_sort(p, 1);
-	x->tc_dev = *t;
 	x->tc_dp = p;
 	x->tc_ddev = device;
 	x->tc_dstream = stream;
 	x->tc_dwhat = what;
+	return t;
 }
 
 /* The track of a device's own metrics (utilisation, power, ...). */
@@ -188,7 +189,8 @@ ex_is_launch(const char *api)
 static bool
 ex_device_work(struct ex *x, struct analysis_source *src,
     const struct rec_hdr *h, uint32_t pid, uint32_t device, uint32_t stream,
-    uint64_t *s, uint64_t *e, struct an_proc **pp, struct ex_track *t)
+    uint64_t *s, uint64_t *e, struct an_proc **pp,
+    const struct ex_track **t)
 {
 	if (h->aux & REC_F_HOST_LAUNCH)
 		return false;
@@ -197,7 +199,7 @@ ex_device_work(struct ex *x, struct analysis_source *src,
 		*e = an_dev_time(src, device, *e);
 	}
 	*pp = an_proc_find(src, pid);
-	ex_track_dev(x, *pp, device, stream, NULL, t);
+	*t = ex_track_dev(x, *pp, device, stream, NULL);
 	return true;
 }
 
@@ -270,7 +272,7 @@ ex_marker(struct ex *x, struct analysis_source *src, struct trace_reader *r,
     const struct rec_marker *m)
 {
 	struct an_proc *p;
-	struct ex_track t;
+	const struct ex_track *t;
 	const char *n;
 
 	if (m->source_kind != 0)
@@ -297,8 +299,8 @@ ex_marker(struct ex *x, struct analysis_source *src, struct trace_reader *r,
 				continue;
 			x->open[i] = x->open[--x->nopen];
 			n = trace_reader_string(r, o.name);
-			ex_track_host(x, p, o.tid, &t);
-			x->em->slice(x, &t, n ? n : "range", "marker",
+			t = ex_track_host(x, p, o.tid);
+			x->em->slice(x, t, n ? n : "range", "marker",
 			    ex_ts(p, o.ts), m->timestamp > o.ts ?
 			    m->timestamp - o.ts : 0, 0, 0, NULL, 0);
 			break;
@@ -306,8 +308,8 @@ ex_marker(struct ex *x, struct analysis_source *src, struct trace_reader *r,
 		return;
 	}
 	n = trace_reader_string(r, m->name_id);
-	ex_track_host(x, p, m->tid, &t);
-	x->em->instant(x, &t, n ? n : "mark", ex_ts(p, m->timestamp));
+	t = ex_track_host(x, p, m->tid);
+	x->em->instant(x, t, n ? n : "mark", ex_ts(p, m->timestamp));
 }
 
 /* Memory in use per (process, device); pinned host memory (no device)
@@ -317,7 +319,7 @@ ex_memory(struct ex *x, struct analysis_source *src,
     const struct rec_memory *mm)
 {
 	struct an_proc *p = an_proc_find(src, mm->pid);
-	struct ex_track t;
+	const struct ex_track *t;
 	size_t i;
 
 	for (i = 0; i < x->nmem && (x->mem[i].pid != mm->pid ||
@@ -333,12 +335,12 @@ ex_memory(struct ex *x, struct analysis_source *src,
 	x->mem[i].cur += mm->op == 0 ? (int64_t)mm->bytes :
 	    -(int64_t)mm->bytes;
 	if (mm->device == REC_NONE) {
-		ex_track_host(x, p, 0, &t);
-		x->em->counter(x, &t, "Pinned Host Memory", "bytes",
+		t = ex_track_host(x, p, 0);
+		x->em->counter(x, t, "Pinned Host Memory", "bytes",
 		    ex_ts(p, mm->end), (double)x->mem[i].cur);
 	} else {
-		ex_track_dev(x, p, mm->device, 0, NULL, &t);
-		x->em->counter(x, &t, "Device Memory", "bytes",
+		t = ex_track_dev(x, p, mm->device, 0, NULL);
+		x->em->counter(x, t, "Device Memory", "bytes",
 		    ex_ts(p, mm->end), (double)x->mem[i].cur);
 	}
 }
@@ -349,7 +351,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 {
 	struct trace_reader *r;
 	const struct rec_hdr *h;
-	struct ex_track t;
+	const struct ex_track *t;
+	struct ex_track nt;
 	struct ex_arg args[EX_ARGS_MAX];
 	int rc;
 
@@ -372,10 +375,10 @@ ex_file(struct ex *x, struct analysis_source *src)
 			const char *n = trace_reader_string(r, k->name_id);
 
 			p = an_proc_find(src, k->pid);
-			ex_track_host(x, p, k->tid, &t);
+			t = ex_track_host(x, p, k->tid);
 			EX_ARG_NUM(&args[0], "correlation_id",
 			    k->correlation_id);
-			x->em->slice(x, &t, n ? n : "?", "api",
+			x->em->slice(x, t, n ? n : "?", "api",
 			    ex_ts(p, k->start), k->end - k->start,
 			    n && ex_is_launch(n) ? ex_flow(p,
 			    k->correlation_id) : 0, 0, args, 1);
@@ -399,7 +402,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 			args[1].v.s = ty;
 			args[1].slen = (uint32_t)strlen(ty);
 			EX_ARG_NUM(&args[2], "task_id", k->task_id);
-			x->em->slice(x, &t, n ? n : "?", "kernel", ex_ts(p, s),
+			x->em->slice(x, t, n ? n : "?", "kernel", ex_ts(p, s),
 			    e > s ? e - s : 0, 0, ex_flow(p,
 			    k->correlation_id), args, 3);
 			break;
@@ -417,7 +420,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 			EX_ARG_NUM(&args[0], "bytes", k->bytes);
 			EX_ARG_NUM(&args[1], "correlation_id",
 			    k->correlation_id);
-			x->em->slice(x, &t, kinds[k->copy_kind % 6], "memcpy",
+			x->em->slice(x, t, kinds[k->copy_kind % 6], "memcpy",
 			    ex_ts(p, s), e > s ? e - s : 0, 0,
 			    ex_flow(p, k->correlation_id), args, 2);
 			break;
@@ -432,7 +435,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 			EX_ARG_NUM(&args[0], "bytes", k->bytes);
 			EX_ARG_NUM(&args[1], "correlation_id",
 			    k->correlation_id);
-			x->em->slice(x, &t, "Memset", "memset", ex_ts(p, s),
+			x->em->slice(x, t, "Memset", "memset", ex_ts(p, s),
 			    e > s ? e - s : 0, 0, ex_flow(p,
 			    k->correlation_id), args, 2);
 			break;
@@ -460,8 +463,8 @@ ex_file(struct ex *x, struct analysis_source *src)
 				s = an_dev_time(src, dev, s);
 				e = an_dev_time(src, dev, e);
 			}
-			ex_track_dev(x, p, dev, 0xfffffff0u, "Communication",
-			    &t);
+			t = ex_track_dev(x, p, dev, 0xfffffff0u,
+			    "Communication");
 			if (is_h) {
 				args[0].key = "bandwidth_gbps";
 				args[0].klen = 14;
@@ -470,7 +473,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 			} else
 				EX_ARG_NUM(&args[0], "count", k->count);
 			EX_ARG_NUM(&args[1], "correlation_id", corr);
-			x->em->slice(x, &t, n ? n : "hccl", "communication",
+			x->em->slice(x, t, n ? n : "hccl", "communication",
 			    ex_ts(p, s), e > s ? e - s : 0, 0,
 			    ex_flow(p, corr), args, 2);
 			break;
@@ -486,18 +489,18 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (c->pid == 0) {
 				/* A device's metric: its own track. */
 				ex_track_npu(x, src, c->device == REC_NONE ?
-				    0 : c->device, &t);
-				x->em->counter(x, &t, n, ex_metric_unit(n),
+				    0 : c->device, &nt);
+				x->em->counter(x, &nt, n, ex_metric_unit(n),
 				    c->timestamp + (uint64_t)src->offset,
 				    c->value);
 				break;
 			}
 			p = an_proc_find(src, c->pid);
 			if (c->device == REC_NONE)
-				ex_track_host(x, p, 0, &t);
+				t = ex_track_host(x, p, 0);
 			else
-				ex_track_dev(x, p, c->device, 0, NULL, &t);
-			x->em->counter(x, &t, n, ex_metric_unit(n),
+				t = ex_track_dev(x, p, c->device, 0, NULL);
+			x->em->counter(x, t, n, ex_metric_unit(n),
 			    ex_ts(p, c->timestamp), c->value);
 			break;
 		}
@@ -522,7 +525,7 @@ ex_overlap(struct ex *x, struct an_proc *p)
 
 	if (p->nres == 0)
 		return;
-	ex_track_dev(x, p, 0xff, 0xfffffff1u, "Overlap Analysis", &t);
+	t = *ex_track_dev(x, p, 0xff, 0xfffffff1u, "Overlap Analysis");
 	ex_who(p, who, sizeof(who));
 	snprintf(t.pname, sizeof(t.pname), "%s Overlap Analysis", who);
 	for (size_t i = 0; i < p->u_comp.n; i++)
