@@ -729,46 +729,65 @@ pf_seq_of(struct pf *p, const struct ex_track *t, const char *counter,
 	return s;
 }
 
+/* Copies n bytes; up to 64 as one fixed-size copy (inlined: both
+ * buffers have 64 bytes of slack past n), else memcpy. */
+static inline uint8_t *
+pf_copy(uint8_t *o, const uint8_t *b, size_t n)
+{
+	if (n <= 64)
+		memcpy(o, b, 64);
+	else
+		memcpy(o, b, n);
+	return o + n;
+}
+
 /* One event packet on sequence s: body ev (a TrackEvent), with the
  * InternedData gathered in p->in; written straight into the output. */
 static void
 pf_event(struct pf *p, struct pf_seq *s, uint64_t ts, const struct pf_buf *ev)
 {
-	struct pf_buf h;
+	uint64_t tv;
 	size_t total;
 	uint8_t *o;
+	bool abs = ts < s->last;
 
-	h.n = 0;
-	if (ts >= s->last) {
-		pf_uint(&h, 8, ts - s->last);
+	if (abs)
+		tv = ts;
+	else {
+		tv = ts - s->last;
 		s->last = ts;
-	} else {
-		pf_uint(&h, 8, ts);
-		pf_uint(&h, 58, PF_CLOCK_REALTIME);
 	}
-	pf_uint(&h, 10, s->seq);
-	pf_uint(&h, 13, PF_SEQ_NEEDS);
-	total = h.n + 1 + pf_varint_len(ev->n) + ev->n;
+	/* timestamp (8), [clock 58], sequence id (10), flags (13). */
+	total = 1 + pf_varint_len(tv) + (abs ? 3 : 0) + 1 +
+	    pf_varint_len(s->seq) + 2 + 1 + pf_varint_len(ev->n) + ev->n;
 	if (p->in.n > 0)
 		total += 1 + pf_varint_len(p->in.n) + p->in.n;
-	if (p->nout + total + 16 > PF_OUT_SIZE)
+	if (p->nout + total + 16 + 64 > PF_OUT_SIZE)
 		pf_flush(p);
 	o = p->out + p->nout;
 	*o++ = 1 << 3 | 2;
 	o = pf_put_varint(o, total);
-	memcpy(o, h.b, h.n);
-	o += h.n;
+	*o++ = 8 << 3;
+	o = pf_put_varint(o, tv);
+	if (abs) {
+		*o++ = (uint8_t)(0x80 | ((58 << 3) & 0x7f));
+		*o++ = (58 << 3) >> 7;
+		*o++ = PF_CLOCK_REALTIME;
+	}
+	*o++ = 10 << 3;
+	o = pf_put_varint(o, s->seq);
+	*o++ = 13 << 3;
+	*o++ = PF_SEQ_NEEDS;
 	if (p->in.n > 0) {
 		*o++ = 12 << 3 | 2;
 		o = pf_put_varint(o, p->in.n);
-		memcpy(o, p->in.b, p->in.n);
-		o += p->in.n;
+		o = pf_copy(o, p->in.b, p->in.n);
 		p->in.n = 0;
 	}
 	*o++ = 11 << 3 | 2;
 	o = pf_put_varint(o, ev->n);
-	memcpy(o, ev->b, ev->n);
-	p->nout = (size_t)(o + ev->n - p->out);
+	o = pf_copy(o, ev->b, ev->n);
+	p->nout = (size_t)(o - p->out);
 }
 
 /*
