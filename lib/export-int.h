@@ -58,6 +58,11 @@ struct ex {
 	const struct ex_emit	*em;
 	void			*priv;
 	uint64_t		 events, flows;
+	/* While stable, the names and string args handed to the emitter
+	 * stay at their address, unchanged, as long as gen does (string
+	 * literals, the trace reader's strings of the file being walked). */
+	unsigned		 gen;
+	bool			 stable;
 	struct {
 		uint32_t	 pid, device;
 		int64_t		 cur;

@@ -97,6 +97,8 @@ struct pf_strtab {
 	struct {
 		const char	*p;
 		size_t		 i;
+		unsigned	 gen;	/* ex.gen when p was a walk's stable
+					   string (0: checked by content) */
 	}		 pc[64];
 };
 
@@ -174,9 +176,15 @@ pf_uint(struct pf_buf *b, unsigned field, uint64_t v)
 static void
 pf_fixed64(struct pf_buf *b, unsigned field, uint64_t v)
 {
+	uint8_t le[8];
+
 	pf_tag(b, field, 1);
-	for (int i = 0; i < 8 && b->n < sizeof(b->b); i++)
-		b->b[b->n++] = (uint8_t)(v >> (8 * i));
+	if (b->n + 8 > sizeof(b->b))
+		return;
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	memcpy(b->b + b->n, le, 8);
+	b->n += 8;
 }
 
 static void
@@ -540,6 +548,7 @@ pf_intern_x(struct pf *p, uint32_t seq, int f, const char *s, size_t len,
 found:
 	t->pc[pci].p = s;
 	t->pc[pci].i = (size_t)(e - t->v);
+	t->pc[pci].gen = p->x->stable ? p->x->gen : 0;
 	if (e->seq[0] != seq) {
 		e->seq[1] = e->seq[0];
 		e->seq[0] = seq;
@@ -558,12 +567,6 @@ found:
 	return e->iid;
 }
 
-static uint32_t
-pf_intern_n(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
-{
-	return pf_intern_x(p, seq, f, s, len, false);
-}
-
 /* s is a string literal (or text that never changes while we run). */
 static uint32_t
 pf_intern_lit(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
@@ -571,10 +574,34 @@ pf_intern_lit(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
 	return pf_intern_x(p, seq, f, s, len, true);
 }
 
+/*
+ * As pf_intern_n, for a string the walk hands over: while it says its
+ * strings are stable (ex.stable: the trace reader's, which stay where
+ * they are until its file is done), a pointer seen in this file is its
+ * string, neither measured nor compared again.
+ */
+static inline uint32_t
+pf_intern_walk(struct pf *p, uint32_t seq, int f, const char *s,
+    size_t len)
+{
+	struct pf_strtab *t = &p->str[f];
+	size_t pci = ((uintptr_t)s * 0x9e3779b97f4a7c15ull >> 58);
+
+	if (p->x->stable && t->pc[pci].p == s && t->pc[pci].gen == p->x->gen) {
+		struct pf_str *e = &t->v[t->pc[pci].i];
+
+		if (e->seq[0] == seq || e->seq[1] == seq)
+			return e->iid;
+		len = e->len;
+	} else if (len == SIZE_MAX)
+		len = strlen(s);
+	return pf_intern_x(p, seq, f, s, len, false);
+}
+
 static uint32_t
 pf_intern(struct pf *p, uint32_t seq, int f, const char *s)
 {
-	return pf_intern_n(p, seq, f, s, strlen(s));
+	return pf_intern_walk(p, seq, f, s, SIZE_MAX);
 }
 
 /* The uuid of t (declaring it and its process on first use). */
@@ -819,7 +846,7 @@ pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev,
 		} else if (a[i].kind == EX_ARG_STR) {
 			*o++ = (uint8_t)(0x80 | ((17 << 3) & 0x7f));
 			*o++ = (17 << 3) >> 7;
-			o = pf_put_varint(o, pf_intern_n(p, seq, PF_I_SVAL,
+			o = pf_put_varint(o, pf_intern_walk(p, seq, PF_I_SVAL,
 			    a[i].v.s, a[i].slen));
 		} else {
 			double d;
@@ -845,12 +872,20 @@ pf_slice(struct ex *x, const struct ex_track *t, const char *name,
 	struct pf *p = x->priv;
 	struct pf_seq *s = pf_seq_of(p, t, NULL, NULL, ts);
 	struct pf_buf ev;
+	uint8_t *o = ev.b;
 
-	ev.n = 0;
-	pf_uint(&ev, 9, 1);
-	pf_uint(&ev, 3, pf_intern_lit(p, s->seq, PF_I_CAT, cat,
+	/* TrackEvent { type (9) = SLICE_BEGIN, category_iids (3),
+	 * name_iid (10), debug_annotations (4), flow_ids (47, fixed64),
+	 * terminating_flow_ids (48, fixed64) }, written without the
+	 * bounds checks of pf_uint: it is far below the buffer's size. */
+	*o++ = 9 << 3;
+	*o++ = 1;
+	*o++ = 3 << 3;
+	o = pf_put_varint(o, pf_intern_lit(p, s->seq, PF_I_CAT, cat,
 	    strlen(cat)));
-	pf_uint(&ev, 10, pf_intern(p, s->seq, PF_I_NAME, name));
+	*o++ = 10 << 3;
+	o = pf_put_varint(o, pf_intern(p, s->seq, PF_I_NAME, name));
+	ev.n = (size_t)(o - ev.b);
 	pf_args(p, s->seq, &ev, args, na);
 	if (flow_out) {
 		pf_fixed64(&ev, 47, flow_out);
@@ -860,8 +895,9 @@ pf_slice(struct ex *x, const struct ex_track *t, const char *name,
 		pf_fixed64(&ev, 48, flow_in);
 	pf_event(p, s, ts, &ev);
 	x->events++;
-	ev.n = 0;
-	pf_uint(&ev, 9, 2);
+	ev.b[0] = 9 << 3;
+	ev.b[1] = 2;		/* SLICE_END */
+	ev.n = 2;
 	pf_event(p, s, ts + dur, &ev);
 }
 

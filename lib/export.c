@@ -358,6 +358,10 @@ ex_file(struct ex *x, struct analysis_source *src)
 
 	if ((rc = trace_reader_open(src->path, &r)) != 0)
 		return rc;
+	/* Names are literals or the reader's strings: stable until it is
+	 * closed (export-int.h). */
+	x->gen++;
+	x->stable = true;
 	if (x->a->o.jobs > 1)
 		trace_reader_set_threads(r, x->a->o.jobs - 1);
 	x->nopen = 0;
@@ -511,6 +515,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 			break;
 		}
 	}
+	x->stable = false;
 	trace_reader_close(r);
 	return rc < 0 && rc != -EBADMSG ? rc : 0;
 }
