@@ -20,7 +20,8 @@ struct ex;
 /* One argument of a slice: the walk hands them over as values, each
  * emitter encodes them its way (no JSON text made for Perfetto to parse
  * back).  key is a literal "name" (stable pointer); a string value is
- * any bytes (JSON-escaped by the Chrome writer). */
+ * NUL-terminated, slen its length or EX_SLEN_UNKNOWN (JSON-escaped by
+ * the Chrome writer). */
 enum { EX_ARG_U64, EX_ARG_STR, EX_ARG_DBL3 };	/* DBL3: printed %.3f */
 struct ex_arg {
 	const char	*key;
@@ -33,6 +34,7 @@ struct ex_arg {
 	}		 v;
 };
 #define EX_ARGS_MAX	4
+#define EX_SLEN_UNKNOWN	UINT32_MAX	/* slen: NUL-terminated, not measured */
 
 struct ex_emit {
 	void	(*slice)(struct ex *, const struct ex_track *, const char *name,

@@ -847,7 +847,8 @@ pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev,
 			*o++ = (uint8_t)(0x80 | ((17 << 3) & 0x7f));
 			*o++ = (17 << 3) >> 7;
 			o = pf_put_varint(o, pf_intern_walk(p, seq, PF_I_SVAL,
-			    a[i].v.s, a[i].slen));
+			    a[i].v.s, a[i].slen == EX_SLEN_UNKNOWN ? SIZE_MAX :
+			    a[i].slen));
 		} else {
 			double d;
 			uint64_t v;

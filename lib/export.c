@@ -203,17 +203,31 @@ ex_device_work(struct ex *x, struct analysis_source *src,
 	return true;
 }
 
+static const char ex_dd[] =
+    "00010203040506070809101112131415161718192021222324252627282930"
+    "31323334353637383940414243444546474849505152535455565758596061"
+    "62636465666768697071727374757677787980818283848586878889909192"
+    "93949596979899";
+
+/* The 8 digits of v < 10^8 at q, in 32-bit arithmetic. */
+static inline void
+ex_8digits(char *q, uint32_t v)
+{
+	uint32_t hi = v / 10000, lo = v % 10000;
+
+	memcpy(q, ex_dd + 2 * (hi / 100), 2);
+	memcpy(q + 2, ex_dd + 2 * (hi % 100), 2);
+	memcpy(q + 4, ex_dd + 2 * (lo / 100), 2);
+	memcpy(q + 6, ex_dd + 2 * (lo % 100), 2);
+}
+
 /* Appends the decimal digits of v at o; returns the new end.  The length
- * first (from the bit length), then two digits per division, written in
- * place from the end: no copy. */
+ * first (from the bit length), then written in place from the end: no
+ * copy; 8 digits per 64-bit division, the rest two at a time in 32-bit
+ * arithmetic (timestamps and ids mostly fit in it). */
 static inline char *
 ex_u64(char *o, uint64_t v)
 {
-	static const char dd[] =
-	    "00010203040506070809101112131415161718192021222324252627282930"
-	    "31323334353637383940414243444546474849505152535455565758596061"
-	    "62636465666768697071727374757677787980818283848586878889909192"
-	    "93949596979899";
 	static const uint64_t p10[20] = { 1ull, 10ull, 100ull, 1000ull,
 	    10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
 	    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
@@ -222,19 +236,26 @@ ex_u64(char *o, uint64_t v)
 	    1000000000000000000ull, 10000000000000000000ull };
 	unsigned t = ((64u - (unsigned)__builtin_clzll(v | 1)) * 1233u) >> 12;
 	char *end = o + t + ((v | 1) >= p10[t]), *q = end;
+	uint32_t w;
 
-	while (v >= 100) {
-		unsigned r = (unsigned)(v % 100);
-
-		v /= 100;
-		q -= 2;
-		memcpy(q, dd + 2 * r, 2);
+	while (v >= 100000000) {
+		q -= 8;
+		ex_8digits(q, (uint32_t)(v % 100000000));
+		v /= 100000000;
 	}
-	if (v >= 10) {
+	w = (uint32_t)v;
+	while (w >= 100) {
+		unsigned r = w % 100;
+
+		w /= 100;
 		q -= 2;
-		memcpy(q, dd + 2 * v, 2);
+		memcpy(q, ex_dd + 2 * r, 2);
+	}
+	if (w >= 10) {
+		q -= 2;
+		memcpy(q, ex_dd + 2 * w, 2);
 	} else
-		*--q = (char)('0' + v);
+		*--q = (char)('0' + w);
 	return end;
 }
 
@@ -404,7 +425,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 			args[1].klen = 4;
 			args[1].kind = EX_ARG_STR;
 			args[1].v.s = ty;
-			args[1].slen = (uint32_t)strlen(ty);
+			args[1].slen = EX_SLEN_UNKNOWN;
 			EX_ARG_NUM(&args[2], "task_id", k->task_id);
 			x->em->slice(x, t, n ? n : "?", "kernel", ex_ts(p, s),
 			    e > s ? e - s : 0, 0, ex_flow(p,
@@ -648,6 +669,19 @@ struct ch {
 	bool		 pt_ok;
 	char		 pt[48];
 	size_t		 ptn;
+	/* Tracks whose metadata is written, by (pid, tid), direct-mapped
+	 * in front of seen[] (a host and a device track alternate). */
+	struct {
+		uint32_t	 pid, tid;
+		bool		 ok;
+	}		 mc[16];
+	/* ch_clean_len of the walk's stable strings (ex.stable) by
+	 * pointer, for this ex.gen. */
+	struct {
+		const char	*p;
+		unsigned	 gen;
+		int32_t		 len;
+	}		 lc[64];
 };
 
 static inline void
@@ -788,7 +822,13 @@ static void
 ch_meta(struct ex *x, const struct ex_track *t)
 {
 	struct ch *c = x->priv;
+	unsigned mi = (t->pid * 31u + t->tid) & 15u;
 
+	if (c->mc[mi].ok && c->mc[mi].pid == t->pid && c->mc[mi].tid == t->tid)
+		return;
+	c->mc[mi].ok = true;
+	c->mc[mi].pid = t->pid;
+	c->mc[mi].tid = t->tid;
 	if (ex_seen_add(&c->seen[0], t->pid)) {
 		CH_LIT(c, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
 		ch_u64(c, t->pid);
@@ -894,6 +934,24 @@ ch_clean_len(const char *s)
 	return p - s;
 }
 
+/* ch_clean_len, remembered by pointer for the walk's stable strings. */
+static inline ssize_t
+ch_clean_len_walk(struct ex *x, struct ch *c, const char *s)
+{
+	size_t i = (uintptr_t)s * 0x9e3779b97f4a7c15ull >> 58;
+	ssize_t n;
+
+	if (x->stable && c->lc[i].p == s && c->lc[i].gen == x->gen)
+		return c->lc[i].len;
+	n = ch_clean_len(s);
+	if (x->stable && n < INT32_MAX) {
+		c->lc[i].p = s;
+		c->lc[i].gen = x->gen;
+		c->lc[i].len = (int32_t)n;
+	}
+	return n;
+}
+
 /* ",\"ts\":" and the µs since baseTimeNanoseconds at o (<= 32 bytes). */
 static inline char *
 ch_put_ts(char *o, uint64_t base, uint64_t t)
@@ -952,8 +1010,8 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 	    h1[] = "\",\"cat\":\"", h2[] = ",\"dur\":", h3[] = ",\"args\":{";
 	struct ch *c = x->priv;
 	uint64_t base = x->a->base_ts;
-	ssize_t nn = ch_clean_len(name);
-	size_t cn = strlen(cat), an = 0, need;
+	ssize_t nn = ch_clean_len_walk(x, c, name), sl[EX_ARGS_MAX];
+	size_t cn = (size_t)ch_clean_len_walk(x, c, cat), an = 0, need;
 	unsigned f;
 	char *o;
 
@@ -963,9 +1021,10 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 	for (unsigned i = 0; i < na && nn >= 0; i++) {
 		an += args[i].klen + 24u;
 		if (args[i].kind == EX_ARG_STR) {
-			if (ch_clean_len(args[i].v.s) < 0)
+			if ((sl[i] = ch_clean_len_walk(x, c, args[i].v.s)) < 0)
 				nn = -1;
-			an += args[i].slen;
+			else
+				an += (size_t)sl[i];
 		} else if (args[i].kind == EX_ARG_DBL3 &&
 		    !(args[i].v.d > -1e15 && args[i].v.d < 1e15))
 			nn = -1;
@@ -1017,8 +1076,8 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 			o = ex_u64(o, g->v.u);
 		else if (g->kind == EX_ARG_STR) {
 			*o++ = '"';
-			memcpy(o, g->v.s, g->slen);
-			o += g->slen;
+			memcpy(o, g->v.s, (size_t)sl[i]);
+			o += sl[i];
 			*o++ = '"';
 		} else
 			o += snprintf(o, 32, "%.3f", g->v.d);
