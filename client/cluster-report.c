@@ -21,6 +21,7 @@
 
 #include "analysis.h"
 #include "client.h"
+#include "util.h"
 
 #define CLUSTER_REPORT_TIMEOUT_MS	(30 * 60 * 1000)
 
@@ -113,13 +114,6 @@ cr_cmp(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-static uint32_t
-cr_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
 /* The node's reply: {"mspti_partial":1,...,"ranks":R,...}, then lines
  * {"d":"B64"} and {"end":1} (cmd-report.c). */
 static void
@@ -171,11 +165,11 @@ cr_split(struct cr_node *cn, size_t node, struct cr_part **parts,
 		struct cr_part *np;
 
 		if (cn->len - off < 4 ||
-		    (p.namelen = cr_le32(cn->bundle + off)) > cn->len - off - 4)
+		    (p.namelen = util_get_le32(cn->bundle + off)) > cn->len - off - 4)
 			return -1;
 		p.name = (const char *)cn->bundle + off + 4;
 		off += 4 + p.namelen;
-		if (cn->len - off < 4 || (p.len = cr_le32(cn->bundle + off)) >
+		if (cn->len - off < 4 || (p.len = util_get_le32(cn->bundle + off)) >
 		    cn->len - off - 4)
 			return -1;
 		p.data = cn->bundle + off + 4;

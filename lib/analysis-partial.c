@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "analysis-int.h"
+#include "util.h"
 
 #define AN_ATTR	__attribute__((visibility("default")))
 
@@ -528,16 +529,8 @@ static void
 pt_u(struct pt_w *w, uint64_t v)
 {
 	unsigned char t[10];
-	size_t n = 0;
 
-	do {
-		t[n] = (unsigned char)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			t[n] |= 0x80;
-		n++;
-	} while (v);
-	pt_put(w, t, n);
+	pt_put(w, t, (size_t)(util_varint_put(t, v) - t));
 }
 
 static void
@@ -582,22 +575,6 @@ pt_stat(struct pt_w *w, const struct an_stat *s)
 	pt_u(w, (uint64_t)(s->sumsq >> 64));
 }
 
-static uint64_t
-pt_fnv(const unsigned char *p, size_t n)
-{
-	uint64_t h = 14695981039346656037ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
-}
-
-static void
-pt_le(unsigned char *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
 
 static void
 pt_proc(struct pt_w *w, const struct an_proc *p)
@@ -819,8 +796,9 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 		return -E2BIG;
 	}
 	w.b[8] = PT_VERSION;
-	pt_le(w.b + 9, w.n - PT_HDR, 4);
-	pt_le(tail, pt_fnv(w.b + PT_HDR, w.n - PT_HDR), 8);
+	util_put_le(w.b + 9, w.n - PT_HDR, 4);
+	util_put_le(tail, util_fnv64(UTIL_FNV64_INIT, w.b + PT_HDR,
+	    w.n - PT_HDR), 8);
 	pt_put(&w, tail, 8);
 	*out = w.b;
 	*outlen = w.n;
@@ -1266,16 +1244,14 @@ analysis_partial_decode(struct analysis *a, const void *buf, size_t len,
 		    "msptictl reads %u)", p[8], PT_VERSION);
 		return -EBADMSG;
 	}
-	for (int i = 3; i >= 0; i--)
-		plen = plen << 8 | p[9 + i];
+	plen = util_get_le32(p + 9);
 	if (plen > PT_MAX || plen > len - PT_HDR - 8) {
 		snprintf(err, errlen, "truncated partial result (%zu of %llu "
 		    "bytes)", len, (unsigned long long)(plen + PT_HDR + 8));
 		return -EBADMSG;
 	}
-	for (int i = 7; i >= 0; i--)
-		sum = sum << 8 | p[PT_HDR + plen + (size_t)i];
-	if (sum != pt_fnv(p + PT_HDR, plen)) {
+	sum = util_get_le64(p + PT_HDR + plen);
+	if (sum != util_fnv64(UTIL_FNV64_INIT, p + PT_HDR, plen)) {
 		snprintf(err, errlen, "corrupt partial result (checksum)");
 		return -EBADMSG;
 	}

@@ -38,6 +38,7 @@
 
 #include "export.h"
 #include "export-int.h"
+#include "util.h"
 
 #define PF_ATTR	__attribute__((visibility("default")))
 #define PF_SEQ	1		/* descriptors; tracks count from 2 */
@@ -213,28 +214,6 @@ pf_str(struct pf_buf *b, unsigned field, const char *s)
 	pf_bytes(b, field, s, strlen(s));
 }
 
-static inline uint8_t *
-pf_put_varint(uint8_t *o, uint64_t v)
-{
-	while (v >= 0x80) {
-		*o++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*o++ = (uint8_t)v;
-	return o;
-}
-
-static inline size_t
-pf_varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
 
 /* n bytes of packets at b deflated into z (zcap bytes): its length, 0
  * if it does not fit (it always does: zcap is the bound). */
@@ -260,10 +239,10 @@ pf_write(struct pf *p, const uint8_t *b, size_t n, const uint8_t *z,
 	/* Trace.packet { compressed_packets = 50 (bytes) }. */
 	o = hdr;
 	*o++ = 1 << 3 | 2;
-	o = pf_put_varint(o, 2 + pf_varint_len(zn) + zn);
+	o = util_varint_put(o, 2 + util_varint_len(zn) + zn);
 	*o++ = (uint8_t)(0x80 | ((50 << 3 | 2) & 0x7f));
 	*o++ = (uint8_t)((50 << 3 | 2) >> 7);
-	o = pf_put_varint(o, zn);
+	o = util_varint_put(o, zn);
 	fwrite(hdr, 1, (size_t)(o - hdr), p->x->out);
 	fwrite(z, 1, zn, p->x->out);
 }
@@ -423,14 +402,6 @@ pf_packet(struct pf *p, const struct pf_buf *pkt)
 	*o++ = (uint8_t)v;
 	memcpy(o, pkt->b, pkt->n);
 	p->nout = (size_t)(o - p->out) + pkt->n;
-}
-
-static uint64_t
-pf_hash(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
 }
 
 static inline size_t
@@ -610,8 +581,8 @@ pf_track(struct pf *p, const struct ex_track *t, const char *counter,
     const char *unit)
 {
 	uint64_t puid = (0x5000000000000000ull | t->pid) * 0x100000001b3ull;
-	uint64_t uid = pf_hash(puid ^ ((uint64_t)t->tid << 1),
-	    counter ? counter : "");
+	uint64_t uid = util_fnv64(puid ^ ((uint64_t)t->tid << 1), counter,
+	    counter ? strlen(counter) : 0);
 	struct pf_buf b, d, pd;
 
 	puid |= 1;
@@ -785,34 +756,34 @@ pf_event(struct pf *p, struct pf_seq *s, uint64_t ts, const struct pf_buf *ev)
 		s->last = ts;
 	}
 	/* timestamp (8), [clock 58], sequence id (10), flags (13). */
-	total = 1 + pf_varint_len(tv) + (abs ? 3 : 0) + 1 +
-	    pf_varint_len(s->seq) + 2 + 1 + pf_varint_len(ev->n) + ev->n;
+	total = 1 + util_varint_len(tv) + (abs ? 3 : 0) + 1 +
+	    util_varint_len(s->seq) + 2 + 1 + util_varint_len(ev->n) + ev->n;
 	if (p->in.n > 0)
-		total += 1 + pf_varint_len(p->in.n) + p->in.n;
+		total += 1 + util_varint_len(p->in.n) + p->in.n;
 	if (p->nout + total + 16 + 64 > PF_OUT_SIZE)
 		pf_flush(p);
 	o = p->out + p->nout;
 	*o++ = 1 << 3 | 2;
-	o = pf_put_varint(o, total);
+	o = util_varint_put(o, total);
 	*o++ = 8 << 3;
-	o = pf_put_varint(o, tv);
+	o = util_varint_put(o, tv);
 	if (abs) {
 		*o++ = (uint8_t)(0x80 | ((58 << 3) & 0x7f));
 		*o++ = (58 << 3) >> 7;
 		*o++ = PF_CLOCK_REALTIME;
 	}
 	*o++ = 10 << 3;
-	o = pf_put_varint(o, s->seq);
+	o = util_varint_put(o, s->seq);
 	*o++ = 13 << 3;
 	*o++ = PF_SEQ_NEEDS;
 	if (p->in.n > 0) {
 		*o++ = 12 << 3 | 2;
-		o = pf_put_varint(o, p->in.n);
+		o = util_varint_put(o, p->in.n);
 		o = pf_copy(o, p->in.b, p->in.n);
 		p->in.n = 0;
 	}
 	*o++ = 11 << 3 | 2;
-	o = pf_put_varint(o, ev->n);
+	o = util_varint_put(o, ev->n);
 	o = pf_copy(o, ev->b, ev->n);
 	p->nout = (size_t)(o - p->out);
 }
@@ -838,15 +809,15 @@ pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev,
 		*o++ = 4 << 3 | 2;
 		lenp = o++;
 		*o++ = 1 << 3;
-		o = pf_put_varint(o, pf_intern_lit(p, seq, PF_I_ANAME,
+		o = util_varint_put(o, pf_intern_lit(p, seq, PF_I_ANAME,
 		    a[i].key, a[i].klen));
 		if (a[i].kind == EX_ARG_U64) {
 			*o++ = 3 << 3;
-			o = pf_put_varint(o, a[i].v.u);
+			o = util_varint_put(o, a[i].v.u);
 		} else if (a[i].kind == EX_ARG_STR) {
 			*o++ = (uint8_t)(0x80 | ((17 << 3) & 0x7f));
 			*o++ = (17 << 3) >> 7;
-			o = pf_put_varint(o, pf_intern_walk(p, seq, PF_I_SVAL,
+			o = util_varint_put(o, pf_intern_walk(p, seq, PF_I_SVAL,
 			    a[i].v.s, a[i].slen == EX_SLEN_UNKNOWN ? SIZE_MAX :
 			    a[i].slen));
 		} else {
@@ -882,10 +853,10 @@ pf_slice(struct ex *x, const struct ex_track *t, const char *name,
 	*o++ = 9 << 3;
 	*o++ = 1;
 	*o++ = 3 << 3;
-	o = pf_put_varint(o, pf_intern_lit(p, s->seq, PF_I_CAT, cat,
+	o = util_varint_put(o, pf_intern_lit(p, s->seq, PF_I_CAT, cat,
 	    strlen(cat)));
 	*o++ = 10 << 3;
-	o = pf_put_varint(o, pf_intern(p, s->seq, PF_I_NAME, name));
+	o = util_varint_put(o, pf_intern(p, s->seq, PF_I_NAME, name));
 	ev.n = (size_t)(o - ev.b);
 	pf_args(p, s->seq, &ev, args, na);
 	if (flow_out) {
