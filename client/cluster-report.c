@@ -89,6 +89,7 @@ struct cr_part {
 	const unsigned char	*data;
 	size_t			 len;
 	size_t			 node, seq;
+	struct analysis		*dec;	/* decoded, until merged into the result */
 };
 
 struct cr_node {
@@ -247,18 +248,18 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 		}
 	}
 	/* Every partial checked before any is merged: a bad one fails its
-	 * node, not the merge. */
+	 * node, not the merge.  Each is decoded once, kept for the merge
+	 * (merging moves its contents into the result: no more memory than
+	 * merging as it is decoded). */
+	if ((a = analysis_new(o)) == NULL) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
 	for (size_t k = 0; k < nparts; k++) {
-		struct analysis *t;
-
 		if (cn[parts[k].node].why != NULL)
 			continue;
-		if ((t = analysis_new(o)) == NULL) {
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		if (analysis_partial_decode(t, parts[k].data, parts[k].len,
-		    NULL, err, sizeof(err)) != 0) {
+		if (analysis_partial_read(a, parts[k].data, parts[k].len,
+		    NULL, &parts[k].dec, err, sizeof(err)) != 0) {
 			char why[400];
 
 			snprintf(why, sizeof(why), "%.*s: %s",
@@ -266,7 +267,6 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 			    parts[k].namelen), parts[k].name, err);
 			cn[parts[k].node].why = strdup(why);
 		}
-		analysis_free(t);
 	}
 	for (size_t i = 0; i < nrep; i++) {
 		if (cn[i].why != NULL)
@@ -302,10 +302,6 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 	 * several nodes see (a shared DIR) counts once: same name, same
 	 * partial.  Two nodes' own files of one name both count. */
 	qsort(parts, nparts, sizeof(*parts), cr_cmp);
-	if ((a = analysis_new(o)) == NULL) {
-		rc = EXIT_FAIL;
-		goto out;
-	}
 	for (size_t k = 0, last = SIZE_MAX; k < nparts; k++) {
 		if (cn[parts[k].node].why != NULL)
 			continue;
@@ -316,9 +312,9 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 		    parts[last].data, parts[k].len) == 0)
 			continue;
 		last = k;
-		if (analysis_partial_decode(a, parts[k].data, parts[k].len,
-		    NULL, err, sizeof(err)) != 0) {
-			fprintf(stderr, "msptictl report: %s\n", err);
+		if ((rc = analysis_merge(a, parts[k].dec)) != 0) {
+			fprintf(stderr, "msptictl report: %s\n",
+			    analysis_strerror(rc));
 			rc = EXIT_FAIL;
 			goto out;
 		}
@@ -339,6 +335,8 @@ out:
 	}
 	free(rep);
 	free(cn);
+	for (size_t k = 0; k < nparts; k++)
+		analysis_free(parts[k].dec);
 	free(parts);
 	return rc;
 }

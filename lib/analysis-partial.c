@@ -1041,7 +1041,7 @@ pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 
 /* Reads one partial's payload into b (new, same options as a). */
 static void
-pt_read(struct pt_r *r, struct analysis *a, struct analysis *b)
+pt_read(struct pt_r *r, const struct analysis *a, struct analysis *b)
 {
 	uint32_t *map = NULL;
 	size_t n;
@@ -1226,15 +1226,15 @@ pt_read(struct pt_r *r, struct analysis *a, struct analysis *b)
 }
 
 AN_ATTR int
-analysis_partial_decode(struct analysis *a, const void *buf, size_t len,
-    size_t *used, char *err, size_t errlen)
+analysis_partial_read(const struct analysis *a, const void *buf, size_t len,
+    size_t *used, struct analysis **part, char *err, size_t errlen)
 {
 	const unsigned char *p = buf;
 	struct pt_r r = { 0 };
 	struct analysis *b;
 	uint64_t plen = 0, sum = 0;
-	int rc;
 
+	*part = NULL;
 	if (len < PT_HDR + 8 || memcmp(p, PT_MAGIC, 8) != 0) {
 		snprintf(err, errlen, "not a partial result (bad magic)");
 		return -EBADMSG;
@@ -1268,14 +1268,28 @@ analysis_partial_decode(struct analysis *a, const void *buf, size_t len,
 		analysis_free(b);
 		return -EBADMSG;
 	}
+	if (used != NULL)
+		*used = PT_HDR + (size_t)plen + 8;
+	*part = b;
+	return 0;
+}
+
+AN_ATTR int
+analysis_partial_decode(struct analysis *a, const void *buf, size_t len,
+    size_t *used, char *err, size_t errlen)
+{
+	struct analysis *b;
+	int rc;
+
+	if ((rc = analysis_partial_read(a, buf, len, used, &b, err,
+	    errlen)) != 0)
+		return rc;
 	rc = analysis_merge(a, b);
 	analysis_free(b);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s", analysis_strerror(rc));
 		return rc;
 	}
-	if (used != NULL)
-		*used = PT_HDR + (size_t)plen + 8;
 	return 0;
 }
 
