@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -576,6 +577,86 @@ pt_stat(struct pt_w *w, const struct an_stat *s)
 }
 
 
+/*
+ * Fields of a struct as the wire carries them, in order: the encoder and
+ * the decoder walk the same table, so the two cannot drift apart.
+ */
+enum pt_kind { PT_U32, PT_U64, PT_I64, PT_ID, PT_RANK, PT_STAT };
+struct pt_field {
+	size_t		off;
+	enum pt_kind	kind;
+};
+#define PT_F(t, m, k)	{ offsetof(t, m), k }
+
+static const struct pt_field pt_dev_f[] = {
+	PT_F(struct an_dev, device, PT_U32),
+	PT_F(struct an_dev, allocs, PT_U64),
+	PT_F(struct an_dev, frees, PT_U64),
+	PT_F(struct an_dev, alloc_bytes, PT_U64),
+	PT_F(struct an_dev, free_bytes, PT_U64),
+	PT_F(struct an_dev, cur, PT_I64),
+	PT_F(struct an_dev, peak, PT_I64),
+	PT_F(struct an_dev, peak_ts, PT_U64),
+};
+/* The launch statistics of struct analysis. */
+static const struct pt_field pt_launch_f[] = {
+	PT_F(struct analysis, launches, PT_U64),
+	PT_F(struct analysis, l_runtime, PT_STAT),
+	PT_F(struct analysis, l_dur, PT_STAT),
+	PT_F(struct analysis, l_delay, PT_STAT),
+	PT_F(struct analysis, l_slow_runtime, PT_U64),
+	PT_F(struct analysis, l_slow_delay, PT_U64),
+	PT_F(struct analysis, l_short, PT_U64),
+};
+static const struct pt_field pt_lout_f[] = {
+	PT_F(struct an_launch_out, corr, PT_U64),
+	PT_F(struct an_launch_out, api, PT_ID),
+	PT_F(struct an_launch_out, kernel, PT_ID),
+	PT_F(struct an_launch_out, runtime, PT_U64),
+	PT_F(struct an_launch_out, dur, PT_U64),
+	PT_F(struct an_launch_out, delay, PT_U64),
+	PT_F(struct an_launch_out, rank, PT_RANK),
+};
+
+static void
+pt_fields(struct pt_w *w, const void *base, const struct pt_field *f,
+    size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *p = (const char *)base + f[i].off;
+		uint32_t u32;
+		uint64_t u64;
+		int64_t i64;
+		int32_t i32;
+
+		switch (f[i].kind) {
+		case PT_U32:
+			memcpy(&u32, p, sizeof(u32));
+			pt_u(w, u32);
+			break;
+		case PT_U64:
+			memcpy(&u64, p, sizeof(u64));
+			pt_u(w, u64);
+			break;
+		case PT_I64:
+			memcpy(&i64, p, sizeof(i64));
+			pt_i(w, i64);
+			break;
+		case PT_ID:
+			memcpy(&u32, p, sizeof(u32));
+			pt_id(w, u32);
+			break;
+		case PT_RANK:
+			memcpy(&i32, p, sizeof(i32));
+			pt_i(w, i32);
+			break;
+		case PT_STAT:
+			pt_stat(w, (const struct an_stat *)(const void *)p);
+			break;
+		}
+	}
+}
+
 static void
 pt_proc(struct pt_w *w, const struct an_proc *p)
 {
@@ -736,37 +817,12 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 		pt_u(&w, a->memcpy_misaligned[k]);
 	}
 	pt_u(&w, a->ndevs);
-	for (size_t i = 0; i < a->ndevs; i++) {
-		const struct an_dev *d = &a->devs[i];
-
-		pt_u(&w, d->device);
-		pt_u(&w, d->allocs);
-		pt_u(&w, d->frees);
-		pt_u(&w, d->alloc_bytes);
-		pt_u(&w, d->free_bytes);
-		pt_i(&w, d->cur);
-		pt_i(&w, d->peak);
-		pt_u(&w, d->peak_ts);
-	}
-	pt_u(&w, a->launches);
-	pt_stat(&w, &a->l_runtime);
-	pt_stat(&w, &a->l_dur);
-	pt_stat(&w, &a->l_delay);
-	pt_u(&w, a->l_slow_runtime);
-	pt_u(&w, a->l_slow_delay);
-	pt_u(&w, a->l_short);
+	for (size_t i = 0; i < a->ndevs; i++)
+		pt_fields(&w, &a->devs[i], pt_dev_f, nitems(pt_dev_f));
+	pt_fields(&w, a, pt_launch_f, nitems(pt_launch_f));
 	pt_u(&w, a->nl_top);
-	for (size_t i = 0; i < a->nl_top; i++) {
-		const struct an_launch_out *l = &a->l_top[i];
-
-		pt_u(&w, l->corr);
-		pt_id(&w, l->api);
-		pt_id(&w, l->kernel);
-		pt_u(&w, l->runtime);
-		pt_u(&w, l->dur);
-		pt_u(&w, l->delay);
-		pt_i(&w, l->rank);
-	}
+	for (size_t i = 0; i < a->nl_top; i++)
+		pt_fields(&w, &a->l_top[i], pt_lout_f, nitems(pt_lout_f));
 	pt_u(&w, a->nsrc);
 	for (size_t i = 0; i < a->nsrc; i++) {
 		const struct analysis_source *s = a->src[i];
@@ -932,6 +988,47 @@ pt_rstat(struct pt_r *r, struct an_stat *s)
 	s->sumsq = (unsigned __int128)hi << 64 | lo;
 	if (s->count && s->min > s->max)
 		pt_bad(r, "bad statistics");
+}
+
+/* Reads the fields of table f (pt_fields wrote them) into base; string
+ * ids through map. */
+static void
+pt_rfields(struct pt_r *r, void *base, const struct pt_field *f, size_t n,
+    const uint32_t *map)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *p = (char *)base + f[i].off;
+		uint32_t u32;
+		uint64_t u64;
+		int64_t i64;
+		int32_t i32;
+
+		switch (f[i].kind) {
+		case PT_U32:
+			u32 = (uint32_t)pt_ru(r);
+			memcpy(p, &u32, sizeof(u32));
+			break;
+		case PT_U64:
+			u64 = pt_ru(r);
+			memcpy(p, &u64, sizeof(u64));
+			break;
+		case PT_I64:
+			i64 = pt_ri(r);
+			memcpy(p, &i64, sizeof(i64));
+			break;
+		case PT_ID:
+			u32 = map[pt_rid(r)];
+			memcpy(p, &u32, sizeof(u32));
+			break;
+		case PT_RANK:
+			i32 = pt_rint(r);
+			memcpy(p, &i32, sizeof(i32));
+			break;
+		case PT_STAT:
+			pt_rstat(r, (struct an_stat *)(void *)p);
+			break;
+		}
+	}
 }
 
 static bool
@@ -1139,36 +1236,15 @@ pt_read(struct pt_r *r, const struct analysis *a, struct analysis *b)
 	}
 	n = pt_rn(r, 8, 65);
 	for (size_t i = 0; i < n && r->err == NULL; i++) {
-		struct an_dev *d = &b->devs[i];
-
-		d->device = (uint32_t)pt_ru(r);
-		d->allocs = pt_ru(r);
-		d->frees = pt_ru(r);
-		d->alloc_bytes = pt_ru(r);
-		d->free_bytes = pt_ru(r);
-		d->cur = pt_ri(r);
-		d->peak = pt_ri(r);
-		d->peak_ts = pt_ru(r);
+		pt_rfields(r, &b->devs[i], pt_dev_f, nitems(pt_dev_f), map);
 		b->ndevs = i + 1;
 	}
-	b->launches = pt_ru(r);
-	pt_rstat(r, &b->l_runtime);
-	pt_rstat(r, &b->l_dur);
-	pt_rstat(r, &b->l_delay);
-	b->l_slow_runtime = pt_ru(r);
-	b->l_slow_delay = pt_ru(r);
-	b->l_short = pt_ru(r);
+	pt_rfields(r, b, pt_launch_f, nitems(pt_launch_f), map);
 	n = pt_rn(r, 7, 32);
 	for (size_t i = 0; i < n && r->err == NULL; i++) {
 		struct an_launch_out *l = &b->l_top[i];
 
-		l->corr = pt_ru(r);
-		l->api = map[pt_rid(r)];
-		l->kernel = map[pt_rid(r)];
-		l->runtime = pt_ru(r);
-		l->dur = pt_ru(r);
-		l->delay = pt_ru(r);
-		l->rank = pt_rint(r);
+		pt_rfields(r, l, pt_lout_f, nitems(pt_lout_f), map);
 		if (i > 0 && l->delay > l[-1].delay)
 			pt_bad(r, "launch outliers out of order");
 		b->nl_top = i + 1;
