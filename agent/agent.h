@@ -29,6 +29,10 @@ struct agent_config {
 extern struct agent_config agent_config;
 uint64_t	agent_start_ns(void);
 
+/* env.c: the environment as our threads read it (setenv and friends are
+ * interposed and locked against it). */
+bool		env_get(const char *name, char *buf, size_t len);
+
 /* register.c: the background thread that keeps us registered. */
 int		register_start(void);
 void		register_after_fork_child(void);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "util.h"
 
 #define API_ABSENT	((void *)1)
 #define API_RUNTIME_LIBS \
@@ -188,13 +189,12 @@ api_interposed(const char *name)
 int
 api_thread_start(void *(*fn)(void *), void *arg)
 {
-	sigset_t all, old;
+	sigset_t old;
 	pthread_attr_t a;
 	pthread_t t;
 	int rc;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	util_block_async_signals(&old);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	rc = pthread_create(&t, &a, fn, arg);

@@ -203,12 +203,12 @@ devtime_queue(void)
 {
 	struct qcell *q = atomic_load_explicit(&dt_queue, memory_order_acquire),
 	    *none = NULL;
-	const char *v;
+	char v[16];
 	size_t i;
 
 	if (API_LIKELY(q != NULL))
 		return q;
-	if ((v = getenv("MSPTI_TEST_DEVTIME_PUBLISH_DELAY_MS")) != NULL)
+	if (env_get("MSPTI_TEST_DEVTIME_PUBLISH_DELAY_MS", v, sizeof(v)))
 		dt_publish_delay_ms = atoi(v) > 0 && atoi(v) < 60000 ?
 		    atoi(v) : 0;
 	q = malloc(DEVTIME_QUEUE * sizeof(*q));

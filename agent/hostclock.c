@@ -44,6 +44,7 @@
 #include "log.h"
 #include "record.h"
 #include "util.h"
+#include "agent.h"
 #include "api.h"
 #if API_HAVE_TSC
 #include <cpuid.h>
@@ -152,15 +153,17 @@ hostclock_set_rec(unsigned src, uint64_t ref_ns, uint32_t bracket,
 static void
 hostclock_decide(void)
 {
-	const char *v, *why = "MSPTI_CLOCK=realtime";
+	const char *why = "MSPTI_CLOCK=realtime";
+	char v[32];
 	uint64_t ms;
 
-	if ((v = getenv("MSPTI_CLOCK_REFIT_MS")) != NULL &&
+	/* On the registration thread: env_get, never getenv. */
+	if (env_get("MSPTI_CLOCK_REFIT_MS", v, sizeof(v)) &&
 	    (ms = strtoull(v, NULL, 10)) >= 10 && ms <= 3600000)
 		hc_refit_ns = ms * 1000000ull;
-	v = getenv("MSPTI_CLOCK");
+	env_get("MSPTI_CLOCK", v, sizeof(v));
 #if API_HAVE_TSC
-	if ((v == NULL || strcmp(v, "realtime") != 0) &&
+	if (strcmp(v, "realtime") != 0 &&
 	    hostclock_tsc_usable(&why)) {
 		unsigned aux;
 

@@ -178,11 +178,10 @@ register_devices(uint32_t *out)
 static int32_t
 env_int(const char *name)
 {
-	const char *v = getenv(name);
-	char *end;
+	char v[32], *end;
 	long l;
 
-	if (v == NULL || *v == '\0')
+	if (!env_get(name, v, sizeof(v)) || *v == '\0')
 		return -1;
 	l = strtol(v, &end, 10);
 	if (*end != '\0' || l < 0 || l > INT32_MAX)
@@ -203,24 +202,23 @@ env_int2(const char *name, const char *slurm)
 	return v >= 0 ? v : env_int(slurm);
 }
 
-static const char *
-env_job(void)
+static void
+env_job(char *job, size_t len)
 {
 	static const char *vars[] = { "MSPTI_JOB_ID", "SLURM_JOB_ID",
 	    "TORCHELASTIC_RUN_ID" };
-	const char *v;
 
 	for (size_t i = 0; i < nitems(vars); i++)
-		if ((v = getenv(vars[i])) != NULL && *v != '\0')
-			return v;
-	return "";
+		if (env_get(vars[i], job, len) && *job != '\0')
+			return;
+	job[0] = '\0';
 }
 
 static void
 register_identity(struct reg_identity *id)
 {
 	memset(id, 0, sizeof(*id));
-	snprintf(id->job, sizeof(id->job), "%s", env_job());
+	env_job(id->job, sizeof(id->job));
 	id->rank = env_int2("RANK", "SLURM_PROCID");
 	id->local_rank = env_int2("LOCAL_RANK", "SLURM_LOCALID");
 	id->world_size = env_int2("WORLD_SIZE", "SLURM_NTASKS");
@@ -571,12 +569,10 @@ register_wait(int timeout_ms)
 static void *
 register_main(void *arg)
 {
-	sigset_t all;
 	int backoff = REG_BACKOFF_MIN_MS;
 	bool first = true;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	util_block_async_signals(NULL);
 	/* The clock's checks (CPUID, sysfs) here, not on an app thread. */
 	hostclock_init();
 	gate_hold_hello(REG_FORK_HOLD_MS);

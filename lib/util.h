@@ -2,6 +2,8 @@
 #ifndef MSPTI_UTIL_H
 #define MSPTI_UTIL_H
 
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +41,15 @@ util_clock_skew_ns(void)
 		__atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
 	}
 	return __atomic_load_n(&skew, __ATOMIC_RELAXED);
+}
+
+/* Each file's copy is loaded when the program or library is loaded, so no
+ * thread of ours reads the environment later (another thread's setenv may
+ * be freeing it; see agent/env.c). */
+__attribute__((constructor)) static void
+util_clock_skew_load(void)
+{
+	(void)util_clock_skew_ns();
 }
 
 /* CLOCK_REALTIME in ns, plus the test skew. */
@@ -115,6 +126,28 @@ util_varint_len(uint64_t v)
 		n++;
 	}
 	return n;
+}
+
+/*
+ * The mask for threads we start inside somebody else's process (the
+ * agent's, the simulator's runtime): every signal the application may
+ * want delivered to its own threads is blocked, the synchronous faults
+ * are not.  A fault raised while blocked kills the process at once, with
+ * no handler run: the application's crash handler (or a sanitizer) would
+ * never say where.  Call with the set to restore afterwards in old.
+ */
+static inline void
+util_block_async_signals(sigset_t *old)
+{
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+	    SIGTRAP, SIGSYS, SIGABRT };
+	sigset_t	set;
+	size_t		i;
+
+	sigfillset(&set);
+	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		sigdelset(&set, faults[i]);
+	pthread_sigmask(SIG_SETMASK, &set, old);
 }
 
 /* The runtime dir: arg if given, else $MSPTID_RUNTIME_DIR, else

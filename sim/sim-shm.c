@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "sim.h"
+#include "util.h"
 
 /*
  * Open or create a shared-memory object of (at least) size bytes and map
@@ -502,7 +503,7 @@ int
 sim_shm_device_open(struct sim_device *d)
 {
 	pthread_condattr_t	ca;
-	sigset_t		all, old;
+	sigset_t		old;
 
 	d->chan = sim_shm_channel_map(d->id, &d->chan_size);
 	if (d->chan != NULL)
@@ -523,8 +524,7 @@ sim_shm_device_open(struct sim_device *d)
 	d->sampler_stop = 0;
 	sim_shm_clock_sample(d, &(unsigned){ 0 });
 	/* Runtime threads must not take the application's signals. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	util_block_async_signals(&old);
 	if (pthread_create(&d->sampler, NULL, sim_shm_sampler_main, d) != 0)
 		d->sampler_stop = -1;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "sim.h"
+#include "util.h"
 
 /* Copies and sets up to this size run in the submitter; larger ones on
  * the worker, so the host's real memmove never delays its next launch. */
@@ -340,7 +341,7 @@ struct sim_stream *
 sim_stream_create(struct sim_device *d, int is_default)
 {
 	struct sim_stream	*s;
-	sigset_t		 all, old;
+	sigset_t		 old;
 	int			 rc;
 
 	if ((s = calloc(1, sizeof *s)) == NULL)
@@ -353,8 +354,7 @@ sim_stream_create(struct sim_device *d, int is_default)
 	pthread_cond_init(&s->wake, NULL);
 	pthread_cond_init(&s->done, NULL);
 	TAILQ_INIT(&s->queue);
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	util_block_async_signals(&old);
 	rc = pthread_create(&s->thread, NULL, sim_stream_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {

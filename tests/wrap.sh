@@ -26,7 +26,12 @@ if [ -n "${MSPTI_ASAN_RUNTIME:-}" ]; then
 		MSPTI_ASAN_RUNTIME="$MSPTI_ASAN_RUNTIME:$MSPTI_ASAN_FORK"
 		export LD_PRELOAD MSPTI_ASAN_RUNTIME
 	fi
-	LSAN_OPTIONS="suppressions=${MSPTI_LSAN_SUPP:-$(dirname "$0")/lsan.supp}${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+	# An absolute path: a relative one is looked up from each process's
+	# working directory, then its executable's, and a process that finds
+	# neither (a test's programs run in its temporary directory) dies in
+	# its leak check with "failed to read suppressions file".
+	supp=${MSPTI_LSAN_SUPP:-$(cd "$(dirname "$0")" && pwd)/lsan.supp}
+	LSAN_OPTIONS="suppressions=$supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 	export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 fi
 "$@"
@@ -37,8 +42,17 @@ if [ -n "$sandir" ]; then
 	for f in "$sandir"/*; do
 		[ -f "$f" ] || continue
 		# LSan's "thread was not suspended" note in a forked child is
-		# no finding; a report always has an ERROR or runtime error.
-		grep -q 'ERROR: \|runtime error: \|SUMMARY: ' "$f" || continue
+		# no finding.  Anything else is shown: a report has an ERROR or
+		# runtime error, but a process the runtime could not report on
+		# (a fault in its own handler, a failed start) leaves only a
+		# line or two, and a test that fails for it must say why.
+		if ! grep -q 'ERROR: \|runtime error: \|SUMMARY: ' "$f"; then
+			if grep -qv 'was not suspended. False leaks are possible' "$f"; then
+				echo "== sanitizer output ${f##*/} (not counted)"
+				cat "$f"
+			fi
+			continue
+		fi
 		# A child forked from a threaded process holds the parent's
 		# heap but not its other threads' stacks: what only those
 		# stacks referenced looks leaked, and LSan says so.  Its leak
