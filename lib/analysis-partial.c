@@ -387,6 +387,7 @@ AN_ATTR size_t
 analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 {
 	struct pt_job j;
+	sigset_t old;
 	pthread_t th[256];
 	size_t nth, started = 0, ok = 0;
 	unsigned jobs = a->o.jobs ? a->o.jobs : 1;
@@ -413,9 +414,13 @@ analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 	}
 	pthread_mutex_init(&j.mu, NULL);
 	pthread_cond_init(&j.cv, NULL);
+	/* Inside an application (the Python extension) its signals stay
+	 * with its own threads. */
+	util_block_async_signals(&old);
 	for (size_t t = 0; nth > 1 && t < nth; t++)
 		if (pthread_create(&th[started], NULL, pt_worker, &j) == 0)
 			started++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* Alone, this thread reads the files one by one. */
 	if (started == 0) {
 		struct analysis_opts o = a->o;
@@ -457,6 +462,7 @@ analysis_encode_files(const struct analysis_opts *o, char *const *paths,
 {
 	struct analysis *a = analysis_new(o);
 	struct pt_job j;
+	sigset_t old;
 	pthread_t th[256];
 	size_t nth, started = 0;
 	unsigned jobs;
@@ -488,9 +494,13 @@ analysis_encode_files(const struct analysis_opts *o, char *const *paths,
 	}
 	pthread_mutex_init(&j.mu, NULL);
 	pthread_cond_init(&j.cv, NULL);
+	/* Inside an application (the Python extension) its signals stay
+	 * with its own threads. */
+	util_block_async_signals(&old);
 	for (size_t t = 0; nth > 1 && t < nth; t++)
 		if (pthread_create(&th[started], NULL, pt_worker, &j) == 0)
 			started++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (started == 0)
 		pt_worker(&j);
 	for (size_t t = 0; t < started; t++)

@@ -448,6 +448,8 @@ pf_nworkers(void)
 static bool
 pf_start_workers(struct pf *p, unsigned n)
 {
+	sigset_t old;
+
 	p->nslot = n * PF_SLOTS_PER + 1;
 	if ((p->slot = calloc(p->nslot, sizeof(*p->slot))) == NULL)
 		return false;
@@ -459,9 +461,13 @@ pf_start_workers(struct pf *p, unsigned n)
 	pthread_cond_init(&p->zwork, NULL);
 	pthread_cond_init(&p->zdone, NULL);
 	p->zinit = true;
+	/* The Python extension runs us inside an application: its signals
+	 * stay with its own threads. */
+	util_block_async_signals(&old);
 	for (p->nz = 0; p->nz < n; p->nz++)
 		if (pthread_create(&p->zthr[p->nz], NULL, pf_worker, p) != 0)
 			break;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (p->nz == 0)
 		return false;
 	p->out = p->slot[0].in;
