@@ -265,7 +265,8 @@ inflate_all(const char *z, size_t n, size_t *outn)
 }
 
 /*
- * Many batches (100k launches: ~50 of 256 KiB): deflated on the walk's
+ * Many batches (30k launches: ~12 of 256 KiB, more than the ring of 3
+ * workers holds): deflated on the walk's
  * thread, on 1 worker and on 3, the file is the same bytes, and its
  * batches inflated in order are the plain export.
  */
@@ -277,7 +278,7 @@ START_TEST(test_perfetto_workers)
 	struct analysis *a;
 
 	snprintf(trace, sizeof(trace), "%s/t.trace", dir);
-	write_trace(trace, 100000, "AI_CORE");
+	write_trace(trace, 30000, "AI_CORE");
 	a = analyse(trace);
 	setenv("MSPTI_PERFETTO_DEFLATE", "0", 1);
 	plain = export_to(a, false, "plain.pb", &pn);
@@ -287,7 +288,7 @@ START_TEST(test_perfetto_workers)
 		z[i] = export_to(a, false, "z.pb", &zn[i]);
 	}
 	unsetenv("MSPTI_PERFETTO_THREADS");
-	ck_assert_msg(pn > 20 * (1 << 18), "plain export of %zu bytes", pn);
+	ck_assert_msg(pn > 8 * (1 << 18), "plain export of %zu bytes", pn);
 	ck_assert_uint_lt(zn[0] * 3, pn);
 	for (int i = 1; i < 3; i++) {
 		ck_assert_uint_eq(zn[i], zn[0]);
