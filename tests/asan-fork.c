@@ -13,7 +13,18 @@
  * process of a test.  Where the ASan runtime is loaded it installs fork
  * handlers that take the runtime's thread registry and allocator locks
  * before fork and release them after, in parent and child,
- * as newer runtimes do themselves.  The runtime does not export these
+ * as newer runtimes do themselves.
+ *
+ * The stack depot (the table of allocation stacks, a spin lock in the top
+ * bit of each of its 2^20 buckets) is not locked before fork: in this
+ * runtime a thread may hold a bucket while it waits for the allocator.
+ * So a child can inherit a bucket held by a thread it does not have, and
+ * every thread of the child that records a stack hashing there spins
+ * forever (seen: a rank of capture-inproc, five threads in
+ * StackDepotBase::lock, for 36 minutes).  In the child alone, where no
+ * other thread exists, every bucket is released (the runtime's
+ * StackDepotUnlockAll): a bucket's word keeps its list head while it is
+ * held, and an insertion the lost thread had not linked yet is lost.  The runtime does not export these
  * functions; they are found in its symbol table (Debian ships it
  * unstripped).  Our prepare handler must run after every other one (they
  * may allocate), so it is registered before any other: __register_atfork,
@@ -43,7 +54,12 @@ static const char *const names[] = {
 	"_ZN6__lsan13LockAllocatorEv",
 	"_ZN6__lsan15UnlockAllocatorEv",
 	"_ZN6__lsan20UnlockThreadRegistryEv",
+	"_ZN11__sanitizer19StackDepotUnlockAllEv",
+	"_ZN11__sanitizerL8theDepotE",
 };
+#define NLOCK	4	/* names[0..NLOCK): before fork, then after */
+#define DEPOT_UNLOCK	4
+#define DEPOT_TABLE	5
 #define NFN	(sizeof(names) / sizeof(names[0]))
 static fn_t fns[NFN];
 static int found;	/* 1: every function found */
@@ -123,15 +139,31 @@ resolve(void)
 static void
 before(void)
 {
-	for (unsigned k = 0; k < NFN / 2; k++)
+	for (unsigned k = 0; k < NLOCK / 2; k++)
 		fns[k]();
 }
 
 static void
 after(void)
 {
-	for (unsigned k = NFN / 2; k < NFN; k++)
+	for (unsigned k = NLOCK / 2; k < NLOCK; k++)
 		fns[k]();
+}
+
+static void
+after_child(void)
+{
+	fns[DEPOT_UNLOCK]();
+	after();
+}
+
+/* For tests/unit/check_asan_fork: the depot's bucket words, or NULL. */
+__attribute__((visibility("default"))) void *asan_fork_depot_table(void);
+
+void *
+asan_fork_depot_table(void)
+{
+	return found ? (void *)fns[DEPOT_TABLE] : NULL;
 }
 
 static void
@@ -142,7 +174,7 @@ install(void)
 	done = 1;
 	resolve();
 	if (found)
-		__register_atfork(before, after, after, __dso_handle);
+		__register_atfork(before, after, after_child, __dso_handle);
 }
 
 int
@@ -161,7 +193,7 @@ __register_atfork(void (*prepare)(void), void (*parent)(void),
 		done = 1;
 		resolve();
 		if (found)
-			real(before, after, after, __dso_handle);
+			real(before, after, after_child, __dso_handle);
 	}
 	return real(prepare, parent, child, dso);
 }
