@@ -171,6 +171,15 @@ struct analysis	*client_analyse(const struct cmd_entry *,
 	    const struct analysis_opts *, int argc, char **argv);
 /* Prints the INCOMPLETE INPUT banner and the warnings of a (run). */
 void	client_analyse_warn(const struct cmd_entry *, struct analysis *a);
+/* The options report and export share: --world-size N (w), --align
+ * auto|always|never (a), --no-align (N); client_analysis_opt applies
+ * one (0), refuses its value (an exit code) or is not one (-1). */
+#define CLIENT_ANALYSIS_OPTS \
+	{ "world-size", required_argument, NULL, 'w' }, \
+	{ "align", required_argument, NULL, 'a' }, \
+	{ "no-align", no_argument, NULL, 'N' }
+int	client_analysis_opt(const struct cmd_entry *, int ch, const char *arg,
+	    struct analysis_opts *o);
 
 extern const struct cmd_entry cmd_start_entry;
 extern const struct cmd_entry cmd_stop_entry;

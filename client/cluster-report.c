@@ -21,6 +21,7 @@
 
 #include "analysis.h"
 #include "client.h"
+#include "util.h"
 
 #define CLUSTER_REPORT_TIMEOUT_MS	(30 * 60 * 1000)
 
@@ -88,6 +89,7 @@ struct cr_part {
 	const unsigned char	*data;
 	size_t			 len;
 	size_t			 node, seq;
+	struct analysis		*dec;	/* decoded, until merged into the result */
 };
 
 struct cr_node {
@@ -111,13 +113,6 @@ cr_cmp(const void *x, const void *y)
 	if (a->node != b->node)
 		return a->node < b->node ? -1 : 1;
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-static uint32_t
-cr_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
 }
 
 /* The node's reply: {"mspti_partial":1,...,"ranks":R,...}, then lines
@@ -171,11 +166,11 @@ cr_split(struct cr_node *cn, size_t node, struct cr_part **parts,
 		struct cr_part *np;
 
 		if (cn->len - off < 4 ||
-		    (p.namelen = cr_le32(cn->bundle + off)) > cn->len - off - 4)
+		    (p.namelen = util_get_le32(cn->bundle + off)) > cn->len - off - 4)
 			return -1;
 		p.name = (const char *)cn->bundle + off + 4;
 		off += 4 + p.namelen;
-		if (cn->len - off < 4 || (p.len = cr_le32(cn->bundle + off)) >
+		if (cn->len - off < 4 || (p.len = util_get_le32(cn->bundle + off)) >
 		    cn->len - off - 4)
 			return -1;
 		p.data = cn->bundle + off + 4;
@@ -253,18 +248,18 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 		}
 	}
 	/* Every partial checked before any is merged: a bad one fails its
-	 * node, not the merge. */
+	 * node, not the merge.  Each is decoded once, kept for the merge
+	 * (merging moves its contents into the result: no more memory than
+	 * merging as it is decoded). */
+	if ((a = analysis_new(o)) == NULL) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
 	for (size_t k = 0; k < nparts; k++) {
-		struct analysis *t;
-
 		if (cn[parts[k].node].why != NULL)
 			continue;
-		if ((t = analysis_new(o)) == NULL) {
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		if (analysis_partial_decode(t, parts[k].data, parts[k].len,
-		    NULL, err, sizeof(err)) != 0) {
+		if (analysis_partial_read(a, parts[k].data, parts[k].len,
+		    NULL, &parts[k].dec, err, sizeof(err)) != 0) {
 			char why[400];
 
 			snprintf(why, sizeof(why), "%.*s: %s",
@@ -272,7 +267,6 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 			    parts[k].namelen), parts[k].name, err);
 			cn[parts[k].node].why = strdup(why);
 		}
-		analysis_free(t);
 	}
 	for (size_t i = 0; i < nrep; i++) {
 		if (cn[i].why != NULL)
@@ -308,10 +302,6 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 	 * several nodes see (a shared DIR) counts once: same name, same
 	 * partial.  Two nodes' own files of one name both count. */
 	qsort(parts, nparts, sizeof(*parts), cr_cmp);
-	if ((a = analysis_new(o)) == NULL) {
-		rc = EXIT_FAIL;
-		goto out;
-	}
 	for (size_t k = 0, last = SIZE_MAX; k < nparts; k++) {
 		if (cn[parts[k].node].why != NULL)
 			continue;
@@ -322,9 +312,9 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 		    parts[last].data, parts[k].len) == 0)
 			continue;
 		last = k;
-		if (analysis_partial_decode(a, parts[k].data, parts[k].len,
-		    NULL, err, sizeof(err)) != 0) {
-			fprintf(stderr, "msptictl report: %s\n", err);
+		if ((rc = analysis_merge(a, parts[k].dec)) != 0) {
+			fprintf(stderr, "msptictl report: %s\n",
+			    analysis_strerror(rc));
 			rc = EXIT_FAIL;
 			goto out;
 		}
@@ -345,6 +335,8 @@ out:
 	}
 	free(rep);
 	free(cn);
+	for (size_t k = 0; k < nparts; k++)
+		analysis_free(parts[k].dec);
 	free(parts);
 	return rc;
 }

@@ -148,11 +148,9 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "world-size", required_argument, NULL, 'w' },
+		CLIENT_ANALYSIS_OPTS,
 		{ "strict", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
-		{ "align", required_argument, NULL, 'a' },
-		{ "no-align", no_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *e = &cmd_export_entry;
@@ -161,7 +159,6 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 	const char *fmt = "chrome", *out = NULL;
 	struct analysis_totals tot;
 	struct export_files before = { 0 }, after = { 0 };
-	unsigned long num;
 	bool strict = false, dir;
 	FILE *f;
 	int ch, rc;
@@ -176,33 +173,18 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
-		case 'w':
-			if (client_parse_uint(e, "--world-size", optarg,
-			    1 << 20, &num) != 0)
-				return EXIT_USAGE;
-			o.world_size = (int)num;
-			break;
 		case 'S':
 			strict = true;
 			break;
 		case 'j':
 			c->json = true;
 			break;
-		case 'a':
-			if (strcmp(optarg, "auto") != 0 &&
-			    strcmp(optarg, "always") != 0 &&
-			    strcmp(optarg, "never") != 0)
-				return client_usage_error(e, "bad --align '%s' "
-				    "(auto, always or never)", optarg);
-			o.align = strcmp(optarg, "always") == 0 ?
-			    ANALYSIS_ALIGN_ALWAYS : strcmp(optarg, "never") ==
-			    0 ? ANALYSIS_ALIGN_NEVER : ANALYSIS_ALIGN_AUTO;
-			break;
-		case 'N':
-			o.align = ANALYSIS_ALIGN_NEVER;
-			break;
 		default:
-			return client_opt_exit(e, ch);
+			if ((rc = client_analysis_opt(e, ch, optarg, &o)) < 0)
+				return client_opt_exit(e, ch);
+			if (rc > 0)
+				return rc;
+			break;
 		}
 	}
 	if (strcmp(fmt, "chrome") && strcmp(fmt, "perfetto") &&

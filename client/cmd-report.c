@@ -172,13 +172,6 @@ report_paths_free(char **v, size_t n)
 	free(v);
 }
 
-static void
-report_le32(unsigned char *p, size_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
 /*
  * --partial-out FILE|-: each file's partial result, framed with its name
  * ([u32le n][name][u32le n][partial]...), to FILE, or for a distributed
@@ -221,10 +214,10 @@ report_partial_out(const struct cmd_entry *e, const struct analysis_opts *o,
 			break;
 		}
 		bundle = realloc(bundle, len + 8 + nl + lens[i]);
-		report_le32(hdr, nl);
+		util_put_le(hdr, nl, 4);
 		memcpy(bundle + len, hdr, 4);
 		memcpy(bundle + len + 4, paths[i], nl);
-		report_le32(hdr, lens[i]);
+		util_put_le(hdr, lens[i], 4);
 		memcpy(bundle + len + 4 + nl, hdr, 4);
 		memcpy(bundle + len + 8 + nl, bufs[i], lens[i]);
 		len += 8 + nl + lens[i];
@@ -268,6 +261,41 @@ report_partial_out(const struct cmd_entry *e, const struct analysis_opts *o,
 	return EXIT_OK;
 }
 
+/*
+ * The analysis options report and export share (CLIENT_ANALYSIS_OPTS):
+ * 0 when ch was one and is applied to o, an exit code when its value is
+ * bad, -1 when ch is none of them.
+ */
+int
+client_analysis_opt(const struct cmd_entry *e, int ch, const char *arg,
+    struct analysis_opts *o)
+{
+	unsigned long num;
+
+	switch (ch) {
+	case 'w':
+		if (client_parse_uint(e, "--world-size", arg, 1 << 20,
+		    &num) != 0)
+			return EXIT_USAGE;
+		o->world_size = (int)num;
+		return 0;
+	case 'a':
+		if (strcmp(arg, "auto") != 0 && strcmp(arg, "always") != 0 &&
+		    strcmp(arg, "never") != 0)
+			return client_usage_error(e, "bad --align '%s' (auto, "
+			    "always or never)", arg);
+		o->align = strcmp(arg, "always") == 0 ? ANALYSIS_ALIGN_ALWAYS :
+		    strcmp(arg, "never") == 0 ? ANALYSIS_ALIGN_NEVER :
+		    ANALYSIS_ALIGN_AUTO;
+		return 0;
+	case 'N':
+		o->align = ANALYSIS_ALIGN_NEVER;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 static int
 cmd_report_exec(struct client *c, int argc, char **argv)
 {
@@ -276,10 +304,8 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 		{ "csv", no_argument, NULL, 'c' },
 		{ "section", required_argument, NULL, 's' },
 		{ "top", required_argument, NULL, 't' },
-		{ "world-size", required_argument, NULL, 'w' },
+		CLIENT_ANALYSIS_OPTS,
 		{ "step-marker", required_argument, NULL, 'm' },
-		{ "align", required_argument, NULL, 'a' },
-		{ "no-align", no_argument, NULL, 'N' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "steps-all", no_argument, NULL, 'A' },
 		{ "jobs", required_argument, NULL, 'J' },
@@ -302,7 +328,7 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	bool all_steps = false, allow_partial = false;
 	const char *kind = NULL, *hosts = NULL, *job = NULL, *pout = NULL;
 	const char *node = NULL;
-	int ch, n = 0, timeout_ms = 0;
+	int ch, n = 0, timeout_ms = 0, orc;
 	char **paths;
 	size_t npaths;
 
@@ -342,27 +368,8 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 				return EXIT_USAGE;
 			o.top_n = (unsigned)num;
 			break;
-		case 'w':
-			if (client_parse_uint(e, "--world-size", optarg,
-			    1 << 20, &num) != 0)
-				return EXIT_USAGE;
-			o.world_size = (int)num;
-			break;
 		case 'm':
 			o.step_marker = optarg;
-			break;
-		case 'a':
-			if (strcmp(optarg, "auto") != 0 &&
-			    strcmp(optarg, "always") != 0 &&
-			    strcmp(optarg, "never") != 0)
-				return client_usage_error(e, "bad --align '%s' "
-				    "(auto, always or never)", optarg);
-			o.align = strcmp(optarg, "always") == 0 ?
-			    ANALYSIS_ALIGN_ALWAYS : strcmp(optarg, "never") ==
-			    0 ? ANALYSIS_ALIGN_NEVER : ANALYSIS_ALIGN_AUTO;
-			break;
-		case 'N':
-			o.align = ANALYSIS_ALIGN_NEVER;
 			break;
 		case 'S':
 			strict = true;
@@ -410,7 +417,11 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 			node = optarg;
 			break;
 		default:
-			return client_opt_exit(e, ch);
+			if ((orc = client_analysis_opt(e, ch, optarg, &o)) < 0)
+				return client_opt_exit(e, ch);
+			if (orc > 0)
+				return orc;
+			break;
 		}
 	}
 	if (optind >= argc) {

@@ -188,6 +188,7 @@ struct an_proc {
 	uint64_t	 gap_from[AN_G_MAX];	/* where it started */
 	struct an_seg	*pq;			/* pending segments */
 	size_t		 pq_head, pq_n, pq_cap;
+	uint64_t	 pq_moved;	/* segments moved to compact pq */
 	uint64_t	 forced;		/* attributed before safe */
 	uint64_t	 safe_static;		/* no step opened before */
 	bool		 step_recs;		/* REC_STEP seen */

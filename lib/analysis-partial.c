@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include <string.h>
 
 #include "analysis-int.h"
+#include "util.h"
 
 #define AN_ATTR	__attribute__((visibility("default")))
 
@@ -385,6 +387,7 @@ AN_ATTR size_t
 analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 {
 	struct pt_job j;
+	sigset_t old;
 	pthread_t th[256];
 	size_t nth, started = 0, ok = 0;
 	unsigned jobs = a->o.jobs ? a->o.jobs : 1;
@@ -411,9 +414,13 @@ analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 	}
 	pthread_mutex_init(&j.mu, NULL);
 	pthread_cond_init(&j.cv, NULL);
+	/* Inside an application (the Python extension) its signals stay
+	 * with its own threads. */
+	util_block_async_signals(&old);
 	for (size_t t = 0; nth > 1 && t < nth; t++)
 		if (pthread_create(&th[started], NULL, pt_worker, &j) == 0)
 			started++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* Alone, this thread reads the files one by one. */
 	if (started == 0) {
 		struct analysis_opts o = a->o;
@@ -455,6 +462,7 @@ analysis_encode_files(const struct analysis_opts *o, char *const *paths,
 {
 	struct analysis *a = analysis_new(o);
 	struct pt_job j;
+	sigset_t old;
 	pthread_t th[256];
 	size_t nth, started = 0;
 	unsigned jobs;
@@ -486,9 +494,13 @@ analysis_encode_files(const struct analysis_opts *o, char *const *paths,
 	}
 	pthread_mutex_init(&j.mu, NULL);
 	pthread_cond_init(&j.cv, NULL);
+	/* Inside an application (the Python extension) its signals stay
+	 * with its own threads. */
+	util_block_async_signals(&old);
 	for (size_t t = 0; nth > 1 && t < nth; t++)
 		if (pthread_create(&th[started], NULL, pt_worker, &j) == 0)
 			started++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (started == 0)
 		pt_worker(&j);
 	for (size_t t = 0; t < started; t++)
@@ -528,16 +540,8 @@ static void
 pt_u(struct pt_w *w, uint64_t v)
 {
 	unsigned char t[10];
-	size_t n = 0;
 
-	do {
-		t[n] = (unsigned char)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			t[n] |= 0x80;
-		n++;
-	} while (v);
-	pt_put(w, t, n);
+	pt_put(w, t, (size_t)(util_varint_put(t, v) - t));
 }
 
 static void
@@ -582,21 +586,85 @@ pt_stat(struct pt_w *w, const struct an_stat *s)
 	pt_u(w, (uint64_t)(s->sumsq >> 64));
 }
 
-static uint64_t
-pt_fnv(const unsigned char *p, size_t n)
-{
-	uint64_t h = 14695981039346656037ull;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
-}
+/*
+ * Fields of a struct as the wire carries them, in order: the encoder and
+ * the decoder walk the same table, so the two cannot drift apart.
+ */
+enum pt_kind { PT_U32, PT_U64, PT_I64, PT_ID, PT_RANK, PT_STAT };
+struct pt_field {
+	size_t		off;
+	enum pt_kind	kind;
+};
+#define PT_F(t, m, k)	{ offsetof(t, m), k }
+
+static const struct pt_field pt_dev_f[] = {
+	PT_F(struct an_dev, device, PT_U32),
+	PT_F(struct an_dev, allocs, PT_U64),
+	PT_F(struct an_dev, frees, PT_U64),
+	PT_F(struct an_dev, alloc_bytes, PT_U64),
+	PT_F(struct an_dev, free_bytes, PT_U64),
+	PT_F(struct an_dev, cur, PT_I64),
+	PT_F(struct an_dev, peak, PT_I64),
+	PT_F(struct an_dev, peak_ts, PT_U64),
+};
+/* The launch statistics of struct analysis. */
+static const struct pt_field pt_launch_f[] = {
+	PT_F(struct analysis, launches, PT_U64),
+	PT_F(struct analysis, l_runtime, PT_STAT),
+	PT_F(struct analysis, l_dur, PT_STAT),
+	PT_F(struct analysis, l_delay, PT_STAT),
+	PT_F(struct analysis, l_slow_runtime, PT_U64),
+	PT_F(struct analysis, l_slow_delay, PT_U64),
+	PT_F(struct analysis, l_short, PT_U64),
+};
+static const struct pt_field pt_lout_f[] = {
+	PT_F(struct an_launch_out, corr, PT_U64),
+	PT_F(struct an_launch_out, api, PT_ID),
+	PT_F(struct an_launch_out, kernel, PT_ID),
+	PT_F(struct an_launch_out, runtime, PT_U64),
+	PT_F(struct an_launch_out, dur, PT_U64),
+	PT_F(struct an_launch_out, delay, PT_U64),
+	PT_F(struct an_launch_out, rank, PT_RANK),
+};
 
 static void
-pt_le(unsigned char *p, uint64_t v, int n)
+pt_fields(struct pt_w *w, const void *base, const struct pt_field *f,
+    size_t n)
 {
-	for (int i = 0; i < n; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
+	for (size_t i = 0; i < n; i++) {
+		const char *p = (const char *)base + f[i].off;
+		uint32_t u32;
+		uint64_t u64;
+		int64_t i64;
+		int32_t i32;
+
+		switch (f[i].kind) {
+		case PT_U32:
+			memcpy(&u32, p, sizeof(u32));
+			pt_u(w, u32);
+			break;
+		case PT_U64:
+			memcpy(&u64, p, sizeof(u64));
+			pt_u(w, u64);
+			break;
+		case PT_I64:
+			memcpy(&i64, p, sizeof(i64));
+			pt_i(w, i64);
+			break;
+		case PT_ID:
+			memcpy(&u32, p, sizeof(u32));
+			pt_id(w, u32);
+			break;
+		case PT_RANK:
+			memcpy(&i32, p, sizeof(i32));
+			pt_i(w, i32);
+			break;
+		case PT_STAT:
+			pt_stat(w, (const struct an_stat *)(const void *)p);
+			break;
+		}
+	}
 }
 
 static void
@@ -759,37 +827,12 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 		pt_u(&w, a->memcpy_misaligned[k]);
 	}
 	pt_u(&w, a->ndevs);
-	for (size_t i = 0; i < a->ndevs; i++) {
-		const struct an_dev *d = &a->devs[i];
-
-		pt_u(&w, d->device);
-		pt_u(&w, d->allocs);
-		pt_u(&w, d->frees);
-		pt_u(&w, d->alloc_bytes);
-		pt_u(&w, d->free_bytes);
-		pt_i(&w, d->cur);
-		pt_i(&w, d->peak);
-		pt_u(&w, d->peak_ts);
-	}
-	pt_u(&w, a->launches);
-	pt_stat(&w, &a->l_runtime);
-	pt_stat(&w, &a->l_dur);
-	pt_stat(&w, &a->l_delay);
-	pt_u(&w, a->l_slow_runtime);
-	pt_u(&w, a->l_slow_delay);
-	pt_u(&w, a->l_short);
+	for (size_t i = 0; i < a->ndevs; i++)
+		pt_fields(&w, &a->devs[i], pt_dev_f, nitems(pt_dev_f));
+	pt_fields(&w, a, pt_launch_f, nitems(pt_launch_f));
 	pt_u(&w, a->nl_top);
-	for (size_t i = 0; i < a->nl_top; i++) {
-		const struct an_launch_out *l = &a->l_top[i];
-
-		pt_u(&w, l->corr);
-		pt_id(&w, l->api);
-		pt_id(&w, l->kernel);
-		pt_u(&w, l->runtime);
-		pt_u(&w, l->dur);
-		pt_u(&w, l->delay);
-		pt_i(&w, l->rank);
-	}
+	for (size_t i = 0; i < a->nl_top; i++)
+		pt_fields(&w, &a->l_top[i], pt_lout_f, nitems(pt_lout_f));
 	pt_u(&w, a->nsrc);
 	for (size_t i = 0; i < a->nsrc; i++) {
 		const struct analysis_source *s = a->src[i];
@@ -819,8 +862,9 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 		return -E2BIG;
 	}
 	w.b[8] = PT_VERSION;
-	pt_le(w.b + 9, w.n - PT_HDR, 4);
-	pt_le(tail, pt_fnv(w.b + PT_HDR, w.n - PT_HDR), 8);
+	util_put_le(w.b + 9, w.n - PT_HDR, 4);
+	util_put_le(tail, util_fnv64(UTIL_FNV64_INIT, w.b + PT_HDR,
+	    w.n - PT_HDR), 8);
 	pt_put(&w, tail, 8);
 	*out = w.b;
 	*outlen = w.n;
@@ -956,6 +1000,47 @@ pt_rstat(struct pt_r *r, struct an_stat *s)
 		pt_bad(r, "bad statistics");
 }
 
+/* Reads the fields of table f (pt_fields wrote them) into base; string
+ * ids through map. */
+static void
+pt_rfields(struct pt_r *r, void *base, const struct pt_field *f, size_t n,
+    const uint32_t *map)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *p = (char *)base + f[i].off;
+		uint32_t u32;
+		uint64_t u64;
+		int64_t i64;
+		int32_t i32;
+
+		switch (f[i].kind) {
+		case PT_U32:
+			u32 = (uint32_t)pt_ru(r);
+			memcpy(p, &u32, sizeof(u32));
+			break;
+		case PT_U64:
+			u64 = pt_ru(r);
+			memcpy(p, &u64, sizeof(u64));
+			break;
+		case PT_I64:
+			i64 = pt_ri(r);
+			memcpy(p, &i64, sizeof(i64));
+			break;
+		case PT_ID:
+			u32 = map[pt_rid(r)];
+			memcpy(p, &u32, sizeof(u32));
+			break;
+		case PT_RANK:
+			i32 = pt_rint(r);
+			memcpy(p, &i32, sizeof(i32));
+			break;
+		case PT_STAT:
+			pt_rstat(r, (struct an_stat *)(void *)p);
+			break;
+		}
+	}
+}
+
 static bool
 pt_rflag(struct pt_r *r)
 {
@@ -1063,7 +1148,7 @@ pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 
 /* Reads one partial's payload into b (new, same options as a). */
 static void
-pt_read(struct pt_r *r, struct analysis *a, struct analysis *b)
+pt_read(struct pt_r *r, const struct analysis *a, struct analysis *b)
 {
 	uint32_t *map = NULL;
 	size_t n;
@@ -1161,36 +1246,15 @@ pt_read(struct pt_r *r, struct analysis *a, struct analysis *b)
 	}
 	n = pt_rn(r, 8, 65);
 	for (size_t i = 0; i < n && r->err == NULL; i++) {
-		struct an_dev *d = &b->devs[i];
-
-		d->device = (uint32_t)pt_ru(r);
-		d->allocs = pt_ru(r);
-		d->frees = pt_ru(r);
-		d->alloc_bytes = pt_ru(r);
-		d->free_bytes = pt_ru(r);
-		d->cur = pt_ri(r);
-		d->peak = pt_ri(r);
-		d->peak_ts = pt_ru(r);
+		pt_rfields(r, &b->devs[i], pt_dev_f, nitems(pt_dev_f), map);
 		b->ndevs = i + 1;
 	}
-	b->launches = pt_ru(r);
-	pt_rstat(r, &b->l_runtime);
-	pt_rstat(r, &b->l_dur);
-	pt_rstat(r, &b->l_delay);
-	b->l_slow_runtime = pt_ru(r);
-	b->l_slow_delay = pt_ru(r);
-	b->l_short = pt_ru(r);
+	pt_rfields(r, b, pt_launch_f, nitems(pt_launch_f), map);
 	n = pt_rn(r, 7, 32);
 	for (size_t i = 0; i < n && r->err == NULL; i++) {
 		struct an_launch_out *l = &b->l_top[i];
 
-		l->corr = pt_ru(r);
-		l->api = map[pt_rid(r)];
-		l->kernel = map[pt_rid(r)];
-		l->runtime = pt_ru(r);
-		l->dur = pt_ru(r);
-		l->delay = pt_ru(r);
-		l->rank = pt_rint(r);
+		pt_rfields(r, l, pt_lout_f, nitems(pt_lout_f), map);
 		if (i > 0 && l->delay > l[-1].delay)
 			pt_bad(r, "launch outliers out of order");
 		b->nl_top = i + 1;
@@ -1248,15 +1312,15 @@ pt_read(struct pt_r *r, struct analysis *a, struct analysis *b)
 }
 
 AN_ATTR int
-analysis_partial_decode(struct analysis *a, const void *buf, size_t len,
-    size_t *used, char *err, size_t errlen)
+analysis_partial_read(const struct analysis *a, const void *buf, size_t len,
+    size_t *used, struct analysis **part, char *err, size_t errlen)
 {
 	const unsigned char *p = buf;
 	struct pt_r r = { 0 };
 	struct analysis *b;
 	uint64_t plen = 0, sum = 0;
-	int rc;
 
+	*part = NULL;
 	if (len < PT_HDR + 8 || memcmp(p, PT_MAGIC, 8) != 0) {
 		snprintf(err, errlen, "not a partial result (bad magic)");
 		return -EBADMSG;
@@ -1266,16 +1330,14 @@ analysis_partial_decode(struct analysis *a, const void *buf, size_t len,
 		    "msptictl reads %u)", p[8], PT_VERSION);
 		return -EBADMSG;
 	}
-	for (int i = 3; i >= 0; i--)
-		plen = plen << 8 | p[9 + i];
+	plen = util_get_le32(p + 9);
 	if (plen > PT_MAX || plen > len - PT_HDR - 8) {
 		snprintf(err, errlen, "truncated partial result (%zu of %llu "
 		    "bytes)", len, (unsigned long long)(plen + PT_HDR + 8));
 		return -EBADMSG;
 	}
-	for (int i = 7; i >= 0; i--)
-		sum = sum << 8 | p[PT_HDR + plen + (size_t)i];
-	if (sum != pt_fnv(p + PT_HDR, plen)) {
+	sum = util_get_le64(p + PT_HDR + plen);
+	if (sum != util_fnv64(UTIL_FNV64_INIT, p + PT_HDR, plen)) {
 		snprintf(err, errlen, "corrupt partial result (checksum)");
 		return -EBADMSG;
 	}
@@ -1292,14 +1354,28 @@ analysis_partial_decode(struct analysis *a, const void *buf, size_t len,
 		analysis_free(b);
 		return -EBADMSG;
 	}
+	if (used != NULL)
+		*used = PT_HDR + (size_t)plen + 8;
+	*part = b;
+	return 0;
+}
+
+AN_ATTR int
+analysis_partial_decode(struct analysis *a, const void *buf, size_t len,
+    size_t *used, char *err, size_t errlen)
+{
+	struct analysis *b;
+	int rc;
+
+	if ((rc = analysis_partial_read(a, buf, len, used, &b, err,
+	    errlen)) != 0)
+		return rc;
 	rc = analysis_merge(a, b);
 	analysis_free(b);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s", analysis_strerror(rc));
 		return rc;
 	}
-	if (used != NULL)
-		*used = PT_HDR + (size_t)plen + 8;
 	return 0;
 }
 

@@ -131,12 +131,17 @@ sw_emit(struct analysis *a, struct an_proc *p, uint32_t g, uint64_t s,
 		p->pq_n--;
 	}
 	if (p->pq_head + p->pq_n == p->pq_cap) {
-		if (p->pq_head > 0) {
+		/* Compact only when that frees at least as much as it moves
+		 * (amortized O(1) a push), else grow: at most 2 x
+		 * AN_PENDING_MAX.  Moving a full queue for each push made a
+		 * long step quadratic. */
+		if (p->pq_head > 0 && p->pq_head >= p->pq_n) {
 			memmove(p->pq, p->pq + p->pq_head,
 			    p->pq_n * sizeof(*p->pq));
+			p->pq_moved += p->pq_n;
 			p->pq_head = 0;
 		}
-		if (p->pq_n == p->pq_cap) {
+		if (p->pq_head + p->pq_n == p->pq_cap) {
 			p->pq_cap = p->pq_cap ? p->pq_cap * 2 : 256;
 			p->pq = sw_realloc(p->pq, p->pq_cap * sizeof(*p->pq));
 		}

@@ -160,6 +160,13 @@ int	analysis_partial_encode(struct analysis *a, void **buf, size_t *len);
  * options.  0, or -EBADMSG with a one-line reason in err. */
 int	analysis_partial_decode(struct analysis *a, const void *buf,
 	    size_t len, size_t *used, char *err, size_t errlen);
+/* The same checks, the partial decoded into *part (a new analysis with
+ * a's options, to analysis_merge into a later, then free) and not
+ * merged: a caller that must check every partial before merging any
+ * decodes each once. */
+int	analysis_partial_read(const struct analysis *a, const void *buf,
+	    size_t len, size_t *used, struct analysis **part, char *err,
+	    size_t errlen);
 /* Each file's partial result, encoded, in opts->jobs threads: bufs[i]
  * (malloc'd, lens[i] bytes; NULL when it could not be encoded), ranks[i]
  * its ranks, rcs[i] analysis_add_file's result.  0 or -ENOMEM. */

@@ -17,10 +17,30 @@ struct ex_track {
 
 struct ex;
 
+/* One argument of a slice: the walk hands them over as values, each
+ * emitter encodes them its way (no JSON text made for Perfetto to parse
+ * back).  key is a literal "name" (stable pointer); a string value is
+ * NUL-terminated, slen its length or EX_SLEN_UNKNOWN (JSON-escaped by
+ * the Chrome writer). */
+enum { EX_ARG_U64, EX_ARG_STR, EX_ARG_DBL3 };	/* DBL3: printed %.3f */
+struct ex_arg {
+	const char	*key;
+	uint8_t		 klen, kind;
+	uint32_t	 slen;
+	union {
+		uint64_t	 u;
+		double		 d;
+		const char	*s;
+	}		 v;
+};
+#define EX_ARGS_MAX	4
+#define EX_SLEN_UNKNOWN	UINT32_MAX	/* slen: NUL-terminated, not measured */
+
 struct ex_emit {
 	void	(*slice)(struct ex *, const struct ex_track *, const char *name,
 		    const char *cat, uint64_t ts, uint64_t dur,
-		    uint64_t flow_out, uint64_t flow_in, const char *args);
+		    uint64_t flow_out, uint64_t flow_in,
+		    const struct ex_arg *args, unsigned nargs);
 	void	(*instant)(struct ex *, const struct ex_track *,
 		    const char *name, uint64_t ts);
 	/* unit: "bytes", or a free-form unit name ("%", "W"), or NULL. */
@@ -40,6 +60,11 @@ struct ex {
 	const struct ex_emit	*em;
 	void			*priv;
 	uint64_t		 events, flows;
+	/* While stable, the names and string args handed to the emitter
+	 * stay at their address, unchanged, as long as gen does (string
+	 * literals, the trace reader's strings of the file being walked). */
+	unsigned		 gen;
+	bool			 stable;
 	struct {
 		uint32_t	 pid, device;
 		int64_t		 cur;

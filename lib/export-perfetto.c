@@ -20,11 +20,12 @@
  * into one TracePacket.compressed_packets (a zlib stream, as Perfetto's
  * service compresses its buffers): a slice is two packets of ~12-30 bytes,
  * the same few fields over and over, which deflate shrinks 4-9x.
- * libdeflate's level 1 does it at ~2.4x zlib's speed for the same size
- * (zlib's level 1 took more CPU than the rest of the export).
- * With more than one CPU a worker thread deflates and writes a batch
- * while the walk fills the next.  MSPTI_PERFETTO_DEFLATE=0 writes them
- * plain (for readers without zlib).
+ * Level 1 of ISA-L's igzip where it is built in (~2x libdeflate's level
+ * 1, which is ~2.4x zlib's level 1), else libdeflate's: deflate is still
+ * the export's largest cost.  With more than one CPU a pool of workers
+ * deflates batches while the walk fills the next; the batches are written
+ * in order.  MSPTI_PERFETTO_DEFLATE=0 writes them plain (for readers
+ * without zlib), MSPTI_PERFETTO_THREADS=N sets the workers.
  */
 #include "config.h"
 
@@ -34,10 +35,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#else
 #include <libdeflate.h>
+#endif
 
 #include "export.h"
 #include "export-int.h"
+#include "util.h"
 
 #define PF_ATTR	__attribute__((visibility("default")))
 #define PF_SEQ	1		/* descriptors; tracks count from 2 */
@@ -56,6 +62,16 @@ enum { PF_I_CAT, PF_I_NAME, PF_I_ANAME, PF_I_SVAL, PF_I_N };
 static const unsigned pf_ifield[PF_I_N] = { 1, 2, 3, 29 };
 
 #define PF_OUT_SIZE	(1u << 18)
+/* Deflate workers at most, and batches in flight per worker. */
+#define PF_WORKERS_MAX	8
+#define PF_SLOTS_PER	2
+
+/* One batch of packets and its deflated form. */
+struct pf_slot {
+	uint8_t		*in, *z;
+	size_t		 nin, nz;
+	enum { PF_FREE, PF_FILLED, PF_BUSY, PF_DONE } st;
+};
 
 struct pf_buf {
 	uint8_t	b[4096];
@@ -87,6 +103,8 @@ struct pf_strtab {
 	struct {
 		const char	*p;
 		size_t		 i;
+		unsigned	 gen;	/* ex.gen when p was a walk's stable
+					   string (0: checked by content) */
 	}		 pc[64];
 };
 
@@ -104,6 +122,12 @@ struct pf {
 	bool		 lt_counter;
 	char		 lt_cname[128];
 	struct pf_seq	*lt_seq;
+	/* Thread and stream tracks by (pid, tid), direct-mapped: the walk
+	 * alternates a host and a device track record by record. */
+	struct {
+		uint32_t	 pid, tid;
+		struct pf_seq	*s;
+	}		 tc[16];
 	struct pf_set	 seen;		/* track uuids declared */
 	struct pf_set	 defined;	/* (sequence, field, iid) defined */
 	struct pf_strtab str[PF_I_N];
@@ -111,21 +135,23 @@ struct pf {
 	size_t		 nseq, cseq;
 	uint32_t	 nextseq;
 	struct pf_buf	 in;		/* this packet's InternedData */
-	uint8_t		*out;		/* buffered output */
+	uint8_t		*out;		/* buffered output (out0 or a slot) */
+	uint8_t		*out0;
 	size_t		 nout;
-	/* Deflate, one batch at a time (NULL: plain).  With more than one
-	 * CPU a worker deflates and writes a batch while the walk fills the
-	 * other buffer (spare); job is the batch handed over, under zmtx. */
-	struct libdeflate_compressor *zc;
+	/* Deflate (zc NULL: plain).  With more than one CPU, nz workers
+	 * deflate batches while the walk fills the next: a ring of PF_SLOTS
+	 * batches (bounded memory), filled at fill, taken by the workers at
+	 * take, written here in order at wr once deflated. */
+	struct pf_z	*zc;
 	uint8_t		*zout;
 	size_t		 zcap;
-	bool		 worker;
-	pthread_t	 zthr;
+	unsigned	 nz;
+	pthread_t	 zthr[PF_WORKERS_MAX];
 	pthread_mutex_t	 zmtx;
-	pthread_cond_t	 zcv;
-	uint8_t		*spare, *job;
-	size_t		 njob;
-	bool		 zstop;
+	pthread_cond_t	 zwork, zdone;
+	struct pf_slot	*slot;
+	unsigned	 nslot, fill, take, wr;
+	bool		 zstop, zinit;
 };
 
 static inline void
@@ -156,9 +182,15 @@ pf_uint(struct pf_buf *b, unsigned field, uint64_t v)
 static void
 pf_fixed64(struct pf_buf *b, unsigned field, uint64_t v)
 {
+	uint8_t le[8];
+
 	pf_tag(b, field, 1);
-	for (int i = 0; i < 8 && b->n < sizeof(b->b); i++)
-		b->b[b->n++] = (uint8_t)(v >> (8 * i));
+	if (b->n + 8 > sizeof(b->b))
+		return;
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	memcpy(b->b + b->n, le, 8);
+	b->n += 8;
 }
 
 static void
@@ -187,117 +219,259 @@ pf_str(struct pf_buf *b, unsigned field, const char *s)
 	pf_bytes(b, field, s, strlen(s));
 }
 
-static inline uint8_t *
-pf_put_varint(uint8_t *o, uint64_t v)
+
+/*
+ * One deflater (zlib stream, level 1): ISA-L's igzip where configure
+ * found it (about twice libdeflate's speed on these packets, ~13% larger
+ * output), else libdeflate.  Not shared between threads.
+ */
+#ifdef HAVE_ISAL
+struct pf_z {
+	uint8_t	lb[ISAL_DEF_LVL1_DEFAULT];	/* level 1's hash tables */
+};
+
+static struct pf_z *
+pf_z_new(void)
 {
-	while (v >= 0x80) {
-		*o++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*o++ = (uint8_t)v;
-	return o;
+	return malloc(sizeof(struct pf_z));
 }
 
-static inline size_t
-pf_varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* Writes n bytes of packets at b, deflated into one compressed_packets
- * packet (on the worker, if there is one). */
 static void
-pf_write(struct pf *p, const uint8_t *b, size_t n)
+pf_z_free(struct pf_z *z)
+{
+	free(z);
+}
+
+/* Room for any batch's stream (stored blocks at worst). */
+static size_t
+pf_z_bound(size_t n)
+{
+	return n + n / 8 + 1024;
+}
+
+/* n bytes at b deflated into out (cap bytes): the length, 0 when it does
+ * not fit (the batch is written plain then). */
+static size_t
+pf_deflate(struct pf_z *z, const uint8_t *b, size_t n, uint8_t *out,
+    size_t cap)
+{
+	struct isal_zstream st;
+
+	isal_deflate_stateless_init(&st);
+	st.level = 1;
+	st.level_buf = z->lb;
+	st.level_buf_size = sizeof(z->lb);
+	st.gzip_flag = IGZIP_ZLIB;
+	st.next_in = (uint8_t *)(uintptr_t)b;
+	st.avail_in = (uint32_t)n;
+	st.next_out = out;
+	st.avail_out = (uint32_t)cap;
+	st.end_of_stream = 1;
+	st.flush = NO_FLUSH;
+	return isal_deflate_stateless(&st) == COMP_OK ? st.total_out : 0;
+}
+#else
+struct pf_z {
+	struct libdeflate_compressor *c;
+};
+
+static struct pf_z *
+pf_z_new(void)
+{
+	struct pf_z *z = malloc(sizeof(*z));
+
+	if (z != NULL && (z->c = libdeflate_alloc_compressor(1)) == NULL) {
+		free(z);
+		z = NULL;
+	}
+	return z;
+}
+
+static void
+pf_z_free(struct pf_z *z)
+{
+	if (z != NULL)
+		libdeflate_free_compressor(z->c);
+	free(z);
+}
+
+static size_t
+pf_z_bound(size_t n)
+{
+	return libdeflate_zlib_compress_bound(NULL, n);
+}
+
+static size_t
+pf_deflate(struct pf_z *z, const uint8_t *b, size_t n, uint8_t *out,
+    size_t cap)
+{
+	return libdeflate_zlib_compress(z->c, b, n, out, cap);
+}
+#endif
+
+/* Writes a batch: deflated (zn bytes at z) as one compressed_packets
+ * packet, or plain. */
+static void
+pf_write(struct pf *p, const uint8_t *b, size_t n, const uint8_t *z,
+    size_t zn)
 {
 	uint8_t hdr[24], *o;
-	size_t zn;
 
-	if (p->zc == NULL || (zn = libdeflate_zlib_compress(p->zc, b, n,
-	    p->zout, p->zcap)) == 0) {
-		/* Plain (zcap is the bound: a failure cannot happen). */
+	if (zn == 0) {
 		fwrite(b, 1, n, p->x->out);
 		return;
 	}
 	/* Trace.packet { compressed_packets = 50 (bytes) }. */
 	o = hdr;
 	*o++ = 1 << 3 | 2;
-	o = pf_put_varint(o, 2 + pf_varint_len(zn) + zn);
+	o = util_varint_put(o, 2 + util_varint_len(zn) + zn);
 	*o++ = (uint8_t)(0x80 | ((50 << 3 | 2) & 0x7f));
 	*o++ = (uint8_t)((50 << 3 | 2) >> 7);
-	o = pf_put_varint(o, zn);
+	o = util_varint_put(o, zn);
 	fwrite(hdr, 1, (size_t)(o - hdr), p->x->out);
-	fwrite(p->zout, 1, zn, p->x->out);
+	fwrite(z, 1, zn, p->x->out);
 }
 
+/* A deflate worker: takes the filled batches in ring order, each with
+ * its own compressor. */
 static void *
 pf_worker(void *arg)
 {
 	struct pf *p = arg;
+	struct pf_z *zc = pf_z_new();
 
 	pthread_mutex_lock(&p->zmtx);
 	for (;;) {
-		while (p->job == NULL && !p->zstop)
-			pthread_cond_wait(&p->zcv, &p->zmtx);
-		if (p->job == NULL)
+		struct pf_slot *sl = &p->slot[p->take];
+
+		while (sl->st != PF_FILLED && !p->zstop) {
+			pthread_cond_wait(&p->zwork, &p->zmtx);
+			sl = &p->slot[p->take];
+		}
+		if (sl->st != PF_FILLED)
 			break;
+		sl->st = PF_BUSY;
+		p->take = (p->take + 1) % p->nslot;
 		pthread_mutex_unlock(&p->zmtx);
-		pf_write(p, p->job, p->njob);
+		/* No compressor of our own (out of memory): plain. */
+		sl->nz = zc != NULL ? pf_deflate(zc, sl->in, sl->nin, sl->z,
+		    p->zcap) : 0;
 		pthread_mutex_lock(&p->zmtx);
-		p->spare = p->job;
-		p->job = NULL;
-		pthread_cond_broadcast(&p->zcv);
+		sl->st = PF_DONE;
+		pthread_cond_broadcast(&p->zdone);
 	}
 	pthread_mutex_unlock(&p->zmtx);
+	pf_z_free(zc);
 	return NULL;
 }
 
-/* Hands the batch to the worker (once it took the last one) and goes on
- * in the other buffer; without a worker, writes it here. */
+/* Writes the deflated batches at wr, in order; with until, waits until
+ * that slot is free.  Called with zmtx held. */
+static void
+pf_drain(struct pf *p, struct pf_slot *until)
+{
+	for (;;) {
+		struct pf_slot *sl = &p->slot[p->wr];
+
+		while (sl->st == PF_DONE) {
+			pthread_mutex_unlock(&p->zmtx);
+			pf_write(p, sl->in, sl->nin, sl->z, sl->nz);
+			pthread_mutex_lock(&p->zmtx);
+			sl->st = PF_FREE;
+			p->wr = (p->wr + 1) % p->nslot;
+			sl = &p->slot[p->wr];
+		}
+		if (until == NULL ? sl->st == PF_FREE : until->st == PF_FREE)
+			return;
+		pthread_cond_wait(&p->zdone, &p->zmtx);
+	}
+}
+
+/* Hands the batch to the workers and goes on in the next free slot;
+ * without workers, deflates and writes it here. */
 static void
 pf_flush(struct pf *p)
 {
 	if (p->nout == 0)
 		return;
-	if (!p->worker) {
-		pf_write(p, p->out, p->nout);
+	if (p->nz == 0) {
+		pf_write(p, p->out, p->nout, p->zout, p->zc == NULL ? 0 :
+		    pf_deflate(p->zc, p->out, p->nout, p->zout, p->zcap));
 		p->nout = 0;
 		return;
 	}
 	pthread_mutex_lock(&p->zmtx);
-	while (p->job != NULL)
-		pthread_cond_wait(&p->zcv, &p->zmtx);
-	p->job = p->out;
-	p->njob = p->nout;
-	p->out = p->spare;
-	p->spare = NULL;
-	pthread_cond_broadcast(&p->zcv);
+	p->slot[p->fill].nin = p->nout;
+	p->slot[p->fill].st = PF_FILLED;
+	pthread_cond_signal(&p->zwork);
+	p->fill = (p->fill + 1) % p->nslot;
+	pf_drain(p, &p->slot[p->fill]);
 	pthread_mutex_unlock(&p->zmtx);
+	p->out = p->slot[p->fill].in;
 	p->nout = 0;
 }
 
-/* The last batch written, the worker gone. */
+/* The last batch written, the workers gone. */
 static void
 pf_finish(struct pf *p)
 {
 	pf_flush(p);
-	if (!p->worker)
+	if (p->nz == 0)
 		return;
 	pthread_mutex_lock(&p->zmtx);
-	while (p->job != NULL)
-		pthread_cond_wait(&p->zcv, &p->zmtx);
+	pf_drain(p, NULL);
 	p->zstop = true;
-	pthread_cond_broadcast(&p->zcv);
+	pthread_cond_broadcast(&p->zwork);
 	pthread_mutex_unlock(&p->zmtx);
-	pthread_join(p->zthr, NULL);
-	p->worker = false;
-	pthread_mutex_destroy(&p->zmtx);
-	pthread_cond_destroy(&p->zcv);
+	for (unsigned i = 0; i < p->nz; i++)
+		pthread_join(p->zthr[i], NULL);
+	p->nz = 0;
+}
+
+/* Deflate workers: MSPTI_PERFETTO_THREADS, else one per online CPU but
+ * the walk's, at most PF_WORKERS_MAX (0: deflate on the walk's thread). */
+static unsigned
+pf_nworkers(void)
+{
+	const char *v = getenv("MSPTI_PERFETTO_THREADS");
+	long n;
+
+	if (v != NULL && *v != '\0')
+		n = strtol(v, NULL, 10);
+	else
+		n = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	return n <= 0 ? 0 : n > PF_WORKERS_MAX ? PF_WORKERS_MAX : (unsigned)n;
+}
+
+/* Starts n workers and their slots; false (none started) without
+ * memory or threads. */
+static bool
+pf_start_workers(struct pf *p, unsigned n)
+{
+	sigset_t old;
+
+	p->nslot = n * PF_SLOTS_PER + 1;
+	if ((p->slot = calloc(p->nslot, sizeof(*p->slot))) == NULL)
+		return false;
+	for (unsigned i = 0; i < p->nslot; i++)
+		if ((p->slot[i].in = malloc(PF_OUT_SIZE)) == NULL ||
+		    (p->slot[i].z = malloc(p->zcap)) == NULL)
+			return false;
+	pthread_mutex_init(&p->zmtx, NULL);
+	pthread_cond_init(&p->zwork, NULL);
+	pthread_cond_init(&p->zdone, NULL);
+	p->zinit = true;
+	/* The Python extension runs us inside an application: its signals
+	 * stay with its own threads. */
+	util_block_async_signals(&old);
+	for (p->nz = 0; p->nz < n; p->nz++)
+		if (pthread_create(&p->zthr[p->nz], NULL, pf_worker, p) != 0)
+			break;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (p->nz == 0)
+		return false;
+	p->out = p->slot[0].in;
+	return true;
 }
 
 /* Writes one TracePacket (body in pkt) as Trace.packet (field 1). */
@@ -318,14 +492,6 @@ pf_packet(struct pf *p, const struct pf_buf *pkt)
 	*o++ = (uint8_t)v;
 	memcpy(o, pkt->b, pkt->n);
 	p->nout = (size_t)(o - p->out) + pkt->n;
-}
-
-static uint64_t
-pf_hash(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
 }
 
 static inline size_t
@@ -393,16 +559,18 @@ pf_strhash(const char *s, size_t n)
  * The iid of string s (len bytes) in field f, defined in this packet's
  * InternedData (p->in) if sequence seq has not had it yet.
  */
-static uint32_t
-pf_intern_n(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
+static inline uint32_t
+pf_intern_x(struct pf *p, uint32_t seq, int f, const char *s, size_t len,
+    bool lit)
 {
 	struct pf_strtab *t = &p->str[f];
 	struct pf_str *e;
 	size_t i, pci = ((uintptr_t)s * 0x9e3779b97f4a7c15ull >> 58);
 	uint64_t h;
 
+	/* A literal's pointer is its content: no compare. */
 	if (t->pc[pci].p == s && (e = &t->v[t->pc[pci].i])->len == len &&
-	    memcmp(e->s, s, len) == 0) {
+	    (lit || memcmp(e->s, s, len) == 0)) {
 		if (e->seq[0] == seq || e->seq[1] == seq)
 			return e->iid;
 		goto found;
@@ -441,6 +609,7 @@ pf_intern_n(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
 found:
 	t->pc[pci].p = s;
 	t->pc[pci].i = (size_t)(e - t->v);
+	t->pc[pci].gen = p->x->stable ? p->x->gen : 0;
 	if (e->seq[0] != seq) {
 		e->seq[1] = e->seq[0];
 		e->seq[0] = seq;
@@ -459,10 +628,41 @@ found:
 	return e->iid;
 }
 
+/* s is a string literal (or text that never changes while we run). */
+static uint32_t
+pf_intern_lit(struct pf *p, uint32_t seq, int f, const char *s, size_t len)
+{
+	return pf_intern_x(p, seq, f, s, len, true);
+}
+
+/*
+ * As pf_intern_n, for a string the walk hands over: while it says its
+ * strings are stable (ex.stable: the trace reader's, which stay where
+ * they are until its file is done), a pointer seen in this file is its
+ * string, neither measured nor compared again.
+ */
+static inline uint32_t
+pf_intern_walk(struct pf *p, uint32_t seq, int f, const char *s,
+    size_t len)
+{
+	struct pf_strtab *t = &p->str[f];
+	size_t pci = ((uintptr_t)s * 0x9e3779b97f4a7c15ull >> 58);
+
+	if (p->x->stable && t->pc[pci].p == s && t->pc[pci].gen == p->x->gen) {
+		struct pf_str *e = &t->v[t->pc[pci].i];
+
+		if (e->seq[0] == seq || e->seq[1] == seq)
+			return e->iid;
+		len = e->len;
+	} else if (len == SIZE_MAX)
+		len = strlen(s);
+	return pf_intern_x(p, seq, f, s, len, false);
+}
+
 static uint32_t
 pf_intern(struct pf *p, uint32_t seq, int f, const char *s)
 {
-	return pf_intern_n(p, seq, f, s, strlen(s));
+	return pf_intern_walk(p, seq, f, s, SIZE_MAX);
 }
 
 /* The uuid of t (declaring it and its process on first use). */
@@ -471,8 +671,8 @@ pf_track(struct pf *p, const struct ex_track *t, const char *counter,
     const char *unit)
 {
 	uint64_t puid = (0x5000000000000000ull | t->pid) * 0x100000001b3ull;
-	uint64_t uid = pf_hash(puid ^ ((uint64_t)t->tid << 1),
-	    counter ? counter : "");
+	uint64_t uid = util_fnv64(puid ^ ((uint64_t)t->tid << 1), counter,
+	    counter ? strlen(counter) : 0);
 	struct pf_buf b, d, pd;
 
 	puid |= 1;
@@ -545,6 +745,7 @@ pf_seq(struct pf *p, uint64_t uid, uint64_t ts)
 		p->seqs = nv;
 		p->cseq = nc;
 		p->lt_seq = NULL;
+		memset(p->tc, 0, sizeof(p->tc));
 	}
 	for (i = pf_slot(uid, p->cseq); (s = &p->seqs[i])->uid;
 	    i = (i + 1) & (p->cseq - 1))
@@ -587,6 +788,19 @@ pf_seq_of(struct pf *p, const struct ex_track *t, const char *counter,
 {
 	struct pf_seq *s;
 
+	if (counter == NULL) {
+		unsigned i = (t->pid * 31u + t->tid) & 15u;
+
+		if (p->tc[i].s != NULL && p->tc[i].pid == t->pid &&
+		    p->tc[i].tid == t->tid)
+			return p->tc[i].s;
+		s = pf_seq(p, pf_track(p, t, NULL, NULL), ts);
+		/* pf_seq may have moved every sequence (and cleared tc). */
+		p->tc[i].pid = t->pid;
+		p->tc[i].tid = t->tid;
+		p->tc[i].s = s;
+		return s;
+	}
 	if (p->lt_seq != NULL && p->lt_pid == t->pid && p->lt_tid == t->tid &&
 	    p->lt_counter == (counter != NULL) && (counter == NULL ||
 	    strcmp(counter, p->lt_cname) == 0))
@@ -603,135 +817,138 @@ pf_seq_of(struct pf *p, const struct ex_track *t, const char *counter,
 	return s;
 }
 
+/* Copies n bytes; up to 64 as one fixed-size copy (inlined: both
+ * buffers have 64 bytes of slack past n), else memcpy. */
+static inline uint8_t *
+pf_copy(uint8_t *o, const uint8_t *b, size_t n)
+{
+	if (n <= 64)
+		memcpy(o, b, 64);
+	else
+		memcpy(o, b, n);
+	return o + n;
+}
+
 /* One event packet on sequence s: body ev (a TrackEvent), with the
  * InternedData gathered in p->in; written straight into the output. */
 static void
 pf_event(struct pf *p, struct pf_seq *s, uint64_t ts, const struct pf_buf *ev)
 {
-	struct pf_buf h;
+	uint64_t tv;
 	size_t total;
 	uint8_t *o;
+	bool abs = ts < s->last;
 
-	h.n = 0;
-	if (ts >= s->last) {
-		pf_uint(&h, 8, ts - s->last);
+	if (abs)
+		tv = ts;
+	else {
+		tv = ts - s->last;
 		s->last = ts;
-	} else {
-		pf_uint(&h, 8, ts);
-		pf_uint(&h, 58, PF_CLOCK_REALTIME);
 	}
-	pf_uint(&h, 10, s->seq);
-	pf_uint(&h, 13, PF_SEQ_NEEDS);
-	total = h.n + 1 + pf_varint_len(ev->n) + ev->n;
+	/* timestamp (8), [clock 58], sequence id (10), flags (13). */
+	total = 1 + util_varint_len(tv) + (abs ? 3 : 0) + 1 +
+	    util_varint_len(s->seq) + 2 + 1 + util_varint_len(ev->n) + ev->n;
 	if (p->in.n > 0)
-		total += 1 + pf_varint_len(p->in.n) + p->in.n;
-	if (p->nout + total + 16 > PF_OUT_SIZE)
+		total += 1 + util_varint_len(p->in.n) + p->in.n;
+	if (p->nout + total + 16 + 64 > PF_OUT_SIZE)
 		pf_flush(p);
 	o = p->out + p->nout;
 	*o++ = 1 << 3 | 2;
-	o = pf_put_varint(o, total);
-	memcpy(o, h.b, h.n);
-	o += h.n;
+	o = util_varint_put(o, total);
+	*o++ = 8 << 3;
+	o = util_varint_put(o, tv);
+	if (abs) {
+		*o++ = (uint8_t)(0x80 | ((58 << 3) & 0x7f));
+		*o++ = (58 << 3) >> 7;
+		*o++ = PF_CLOCK_REALTIME;
+	}
+	*o++ = 10 << 3;
+	o = util_varint_put(o, s->seq);
+	*o++ = 13 << 3;
+	*o++ = PF_SEQ_NEEDS;
 	if (p->in.n > 0) {
 		*o++ = 12 << 3 | 2;
-		o = pf_put_varint(o, p->in.n);
-		memcpy(o, p->in.b, p->in.n);
-		o += p->in.n;
+		o = util_varint_put(o, p->in.n);
+		o = pf_copy(o, p->in.b, p->in.n);
 		p->in.n = 0;
 	}
 	*o++ = 11 << 3 | 2;
-	o = pf_put_varint(o, ev->n);
-	memcpy(o, ev->b, ev->n);
-	p->nout = (size_t)(o + ev->n - p->out);
-}
-
-static uint64_t
-pf_atou(const char *s, size_t n, bool *ok)
-{
-	uint64_t v = 0;
-
-	*ok = n > 0 && n <= 19;
-	for (size_t i = 0; i < n && *ok; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			*ok = false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	return v;
+	o = util_varint_put(o, ev->n);
+	o = pf_copy(o, ev->b, ev->n);
+	p->nout = (size_t)(o - p->out);
 }
 
 /*
- * The slice's args (the walk's JSON fragment: "key":number or
- * "key":"string", comma-separated, no nesting) as DebugAnnotations, so
- * both formats carry the same arguments (correlation_id, bytes, ...).
- * Names and string values are interned.
+ * The slice's args as DebugAnnotations, so both formats carry the same
+ * arguments (correlation_id, bytes, ...).  Names and string values are
+ * interned; a %.3f double is the value Chrome's text says.
  */
 static void
-pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev, const char *args)
+pf_args(struct pf *p, uint32_t seq, struct pf_buf *ev,
+    const struct ex_arg *a, unsigned na)
 {
-	const char *q = args, *k, *v;
-	char val[128];
-	size_t kn, vn;
+	for (unsigned i = 0; i < na; i++) {
+		uint8_t *o, *lenp;
+		char num[400];
 
-	while (*q == '"') {
-		bool str, ok;
-
-		k = ++q;
-		while (*q && *q != '"')
-			q++;
-		kn = (size_t)(q - k);
-		if (*q++ != '"' || *q++ != ':')
+		if (ev->n + 32 > sizeof(ev->b))
 			return;
-		if ((str = *q == '"')) {
-			v = ++q;
-			while (*q && *q != '"')
-				q++;
-			vn = (size_t)(q - v);
-			if (*q == '"')
-				q++;
+		/* debug_annotations (4) { name_iid = 1; value }: the body
+		 * is under 128 bytes, so its length is one byte. */
+		o = ev->b + ev->n;
+		*o++ = 4 << 3 | 2;
+		lenp = o++;
+		*o++ = 1 << 3;
+		o = util_varint_put(o, pf_intern_lit(p, seq, PF_I_ANAME,
+		    a[i].key, a[i].klen));
+		if (a[i].kind == EX_ARG_U64) {
+			*o++ = 3 << 3;
+			o = util_varint_put(o, a[i].v.u);
+		} else if (a[i].kind == EX_ARG_STR) {
+			*o++ = (uint8_t)(0x80 | ((17 << 3) & 0x7f));
+			*o++ = (17 << 3) >> 7;
+			o = util_varint_put(o, pf_intern_walk(p, seq, PF_I_SVAL,
+			    a[i].v.s, a[i].slen == EX_SLEN_UNKNOWN ? SIZE_MAX :
+			    a[i].slen));
 		} else {
-			v = q;
-			while (*q && *q != ',')
-				q++;
-			vn = (size_t)(q - v);
-		}
-		if (kn < 64 && vn < sizeof(val)) {
-			struct pf_buf d;
-			uint64_t u;
-			char *end;
+			double d;
+			uint64_t v;
 
-			d.n = 0;
-			pf_uint(&d, 1, pf_intern_n(p, seq, PF_I_ANAME, k, kn));
-			if (str)
-				pf_uint(&d, 17, pf_intern_n(p, seq, PF_I_SVAL,
-				    v, vn));
-			else if ((u = pf_atou(v, vn, &ok)), ok)
-				pf_uint(&d, 3, u);
-			else {
-				memcpy(val, v, vn);
-				val[vn] = '\0';
-				pf_double(&d, 5, strtod(val, &end));
-			}
-			pf_bytes(ev, 4, d.b, d.n);
+			snprintf(num, sizeof(num), "%.3f", a[i].v.d);
+			d = strtod(num, NULL);
+			memcpy(&v, &d, sizeof(v));
+			*o++ = 5 << 3 | 1;
+			for (int k = 0; k < 8; k++)
+				*o++ = (uint8_t)(v >> (8 * k));
 		}
-		if (*q == ',')
-			q++;
+		*lenp = (uint8_t)(o - lenp - 1);
+		ev->n = (size_t)(o - ev->b);
 	}
 }
 
 static void
 pf_slice(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
-    uint64_t flow_in, const char *args)
+    uint64_t flow_in, const struct ex_arg *args, unsigned na)
 {
 	struct pf *p = x->priv;
 	struct pf_seq *s = pf_seq_of(p, t, NULL, NULL, ts);
 	struct pf_buf ev;
+	uint8_t *o = ev.b;
 
-	ev.n = 0;
-	pf_uint(&ev, 9, 1);
-	pf_uint(&ev, 3, pf_intern(p, s->seq, PF_I_CAT, cat));
-	pf_uint(&ev, 10, pf_intern(p, s->seq, PF_I_NAME, name));
-	pf_args(p, s->seq, &ev, args);
+	/* TrackEvent { type (9) = SLICE_BEGIN, category_iids (3),
+	 * name_iid (10), debug_annotations (4), flow_ids (47, fixed64),
+	 * terminating_flow_ids (48, fixed64) }, written without the
+	 * bounds checks of pf_uint: it is far below the buffer's size. */
+	*o++ = 9 << 3;
+	*o++ = 1;
+	*o++ = 3 << 3;
+	o = util_varint_put(o, pf_intern_lit(p, s->seq, PF_I_CAT, cat,
+	    strlen(cat)));
+	*o++ = 10 << 3;
+	o = util_varint_put(o, pf_intern(p, s->seq, PF_I_NAME, name));
+	ev.n = (size_t)(o - ev.b);
+	pf_args(p, s->seq, &ev, args, na);
 	if (flow_out) {
 		pf_fixed64(&ev, 47, flow_out);
 		x->flows++;
@@ -740,8 +957,9 @@ pf_slice(struct ex *x, const struct ex_track *t, const char *name,
 		pf_fixed64(&ev, 48, flow_in);
 	pf_event(p, s, ts, &ev);
 	x->events++;
-	ev.n = 0;
-	pf_uint(&ev, 9, 2);
+	ev.b[0] = 9 << 3;
+	ev.b[1] = 2;		/* SLICE_END */
+	ev.n = 2;
 	pf_event(p, s, ts + dur, &ev);
 }
 
@@ -803,39 +1021,33 @@ export_perfetto(struct analysis *a, FILE *out)
 	struct pf *p;
 	struct ex x;
 	const char *v;
+	unsigned n;
 	int rc;
 
 	memset(&x, 0, sizeof(x));
 	if ((p = calloc(1, sizeof(*p))) == NULL ||
-	    (p->out = malloc(PF_OUT_SIZE)) == NULL) {
+	    (p->out0 = malloc(PF_OUT_SIZE)) == NULL) {
 		free(p);
 		return -ENOMEM;
 	}
+	p->out = p->out0;
 	p->x = &x;
 	p->nextseq = PF_SEQ + 1;
 	/* Level 1: higher levels cost 2x the CPU for a few percent. */
 	v = getenv("MSPTI_PERFETTO_DEFLATE");
 	if ((v == NULL || strcmp(v, "0") != 0) &&
-	    (p->zc = libdeflate_alloc_compressor(1)) != NULL) {
-		p->zcap = libdeflate_zlib_compress_bound(p->zc, PF_OUT_SIZE);
+	    (p->zc = pf_z_new()) != NULL) {
+		p->zcap = pf_z_bound(PF_OUT_SIZE);
 		if ((p->zout = malloc(p->zcap)) == NULL) {
-			libdeflate_free_compressor(p->zc);
-			free(p->out);
+			pf_z_free(p->zc);
+			free(p->out0);
 			free(p);
 			return -ENOMEM;
 		}
 	}
-	/* A worker for the deflate where a second CPU can run it. */
-	if (p->zc != NULL && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
-	    (p->spare = malloc(PF_OUT_SIZE)) != NULL) {
-		pthread_mutex_init(&p->zmtx, NULL);
-		pthread_cond_init(&p->zcv, NULL);
-		p->worker = pthread_create(&p->zthr, NULL, pf_worker, p) == 0;
-		if (!p->worker) {
-			pthread_mutex_destroy(&p->zmtx);
-			pthread_cond_destroy(&p->zcv);
-		}
-	}
+	if (p->zc != NULL && (n = pf_nworkers()) > 0 &&
+	    !pf_start_workers(p, n) && p->nz == 0)
+		p->out = p->out0;	/* deflate here */
 	x.a = a;
 	x.out = out;
 	x.em = &pf_emit;
@@ -851,10 +1063,20 @@ export_perfetto(struct analysis *a, FILE *out)
 	free(p->seen.v);
 	free(p->defined.v);
 	free(p->seqs);
-	free(p->out);
-	free(p->spare);
-	if (p->zc != NULL)
-		libdeflate_free_compressor(p->zc);
+	free(p->out0);
+	if (p->slot != NULL) {
+		for (unsigned i = 0; i < p->nslot; i++) {
+			free(p->slot[i].in);
+			free(p->slot[i].z);
+		}
+		free(p->slot);
+	}
+	if (p->zinit) {
+		pthread_mutex_destroy(&p->zmtx);
+		pthread_cond_destroy(&p->zwork);
+		pthread_cond_destroy(&p->zdone);
+	}
+	pf_z_free(p->zc);
 	free(p->zout);
 	free(p);
 	if (rc == 0 && (fflush(out) != 0 || ferror(out)))

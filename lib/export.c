@@ -56,14 +56,15 @@ ex_sort(const struct an_proc *p, uint32_t side)
 	    (p->pid & 0xfffff)) * 2 + side;
 }
 
-static void
-ex_track_host(struct ex *x, struct an_proc *p, uint32_t tid,
-    struct ex_track *t)
+/* The host track of (p, tid): the walk's own copy, valid until the next
+ * call (a pointer, not a copy of ~180 bytes per record). */
+static const struct ex_track *
+ex_track_host(struct ex *x, struct an_proc *p, uint32_t tid)
 {
-	if (x->tc_hp == p && x->tc_htid == tid) {
-		*t = x->tc_host;
-		return;
-	}
+	struct ex_track *t = &x->tc_host;
+
+	if (x->tc_hp == p && x->tc_htid == tid)
+		return t;
 	memset(t, 0, sizeof(*t));
 	t->pid = p->pid;
 	t->tid = tid;
@@ -76,22 +77,22 @@ ex_track_host(struct ex *x, struct an_proc *p, uint32_t tid,
 		    p->src->host);
 	snprintf(t->tname, sizeof(t->tname), "Thread %u", tid);
 	t->sort = ex_sort(p, 0);
-	x->tc_host = *t;
 	x->tc_hp = p;
 	x->tc_htid = tid;
+	return t;
 }
 
-static void
+/* The device track of (p, device, stream), as ex_track_host. */
+static const struct ex_track *
 ex_track_dev(struct ex *x, struct an_proc *p, uint32_t device,
-    uint32_t stream, const char *what, struct ex_track *t)
+    uint32_t stream, const char *what)
 {
+	struct ex_track *t = &x->tc_dev;
 	char who[32];
 
 	if (x->tc_dp == p && x->tc_ddev == device && x->tc_dstream == stream &&
-	    x->tc_dwhat == what) {
-		*t = x->tc_dev;
-		return;
-	}
+	    x->tc_dwhat == what)
+		return t;
 	memset(t, 0, sizeof(*t));
 	ex_who(p, who, sizeof(who));
 	t->pid = ex_dev_pid(p, device);
@@ -102,11 +103,11 @@ ex_track_dev(struct ex *x, struct an_proc *p, uint32_t device,
 	else
 		snprintf(t->tname, sizeof(t->tname), "Stream %u", stream);
 	t->sort = ex_sort(p, 1);
-	x->tc_dev = *t;
 	x->tc_dp = p;
 	x->tc_ddev = device;
 	x->tc_dstream = stream;
 	x->tc_dwhat = what;
+	return t;
 }
 
 /* The track of a device's own metrics (utilisation, power, ...). */
@@ -188,7 +189,8 @@ ex_is_launch(const char *api)
 static bool
 ex_device_work(struct ex *x, struct analysis_source *src,
     const struct rec_hdr *h, uint32_t pid, uint32_t device, uint32_t stream,
-    uint64_t *s, uint64_t *e, struct an_proc **pp, struct ex_track *t)
+    uint64_t *s, uint64_t *e, struct an_proc **pp,
+    const struct ex_track **t)
 {
 	if (h->aux & REC_F_HOST_LAUNCH)
 		return false;
@@ -197,21 +199,35 @@ ex_device_work(struct ex *x, struct analysis_source *src,
 		*e = an_dev_time(src, device, *e);
 	}
 	*pp = an_proc_find(src, pid);
-	ex_track_dev(x, *pp, device, stream, NULL, t);
+	*t = ex_track_dev(x, *pp, device, stream, NULL);
 	return true;
 }
 
+static const char ex_dd[] =
+    "00010203040506070809101112131415161718192021222324252627282930"
+    "31323334353637383940414243444546474849505152535455565758596061"
+    "62636465666768697071727374757677787980818283848586878889909192"
+    "93949596979899";
+
+/* The 8 digits of v < 10^8 at q, in 32-bit arithmetic. */
+static inline void
+ex_8digits(char *q, uint32_t v)
+{
+	uint32_t hi = v / 10000, lo = v % 10000;
+
+	memcpy(q, ex_dd + 2 * (hi / 100), 2);
+	memcpy(q + 2, ex_dd + 2 * (hi % 100), 2);
+	memcpy(q + 4, ex_dd + 2 * (lo / 100), 2);
+	memcpy(q + 6, ex_dd + 2 * (lo % 100), 2);
+}
+
 /* Appends the decimal digits of v at o; returns the new end.  The length
- * first (from the bit length), then two digits per division, written in
- * place from the end: no copy. */
+ * first (from the bit length), then written in place from the end: no
+ * copy; 8 digits per 64-bit division, the rest two at a time in 32-bit
+ * arithmetic (timestamps and ids mostly fit in it). */
 static inline char *
 ex_u64(char *o, uint64_t v)
 {
-	static const char dd[] =
-	    "00010203040506070809101112131415161718192021222324252627282930"
-	    "31323334353637383940414243444546474849505152535455565758596061"
-	    "62636465666768697071727374757677787980818283848586878889909192"
-	    "93949596979899";
 	static const uint64_t p10[20] = { 1ull, 10ull, 100ull, 1000ull,
 	    10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
 	    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
@@ -220,19 +236,26 @@ ex_u64(char *o, uint64_t v)
 	    1000000000000000000ull, 10000000000000000000ull };
 	unsigned t = ((64u - (unsigned)__builtin_clzll(v | 1)) * 1233u) >> 12;
 	char *end = o + t + ((v | 1) >= p10[t]), *q = end;
+	uint32_t w;
 
-	while (v >= 100) {
-		unsigned r = (unsigned)(v % 100);
-
-		v /= 100;
-		q -= 2;
-		memcpy(q, dd + 2 * r, 2);
+	while (v >= 100000000) {
+		q -= 8;
+		ex_8digits(q, (uint32_t)(v % 100000000));
+		v /= 100000000;
 	}
-	if (v >= 10) {
+	w = (uint32_t)v;
+	while (w >= 100) {
+		unsigned r = w % 100;
+
+		w /= 100;
 		q -= 2;
-		memcpy(q, dd + 2 * v, 2);
+		memcpy(q, ex_dd + 2 * r, 2);
+	}
+	if (w >= 10) {
+		q -= 2;
+		memcpy(q, ex_dd + 2 * w, 2);
 	} else
-		*--q = (char)('0' + v);
+		*--q = (char)('0' + w);
 	return end;
 }
 
@@ -245,17 +268,9 @@ ex_lit(char *o, const char *s)
 	return o + n;
 }
 
-/* args = "key":v[,"key2":v2] (the caller's buffer holds 256 bytes). */
-static void
-ex_args2(char *args, const char *k1, uint64_t v1, const char *k2,
-    uint64_t v2)
-{
-	char *o = ex_u64(ex_lit(args, k1), v1);
-
-	if (k2 != NULL)
-		o = ex_u64(ex_lit(o, k2), v2);
-	*o = '\0';
-}
+/* A numeric argument; key is a string literal. */
+#define EX_ARG_NUM(a, k, val) ((a)->key = (k), (a)->klen = sizeof(k) - 1, \
+	(a)->kind = EX_ARG_U64, (a)->v.u = (val))
 
 static void
 ex_grow(void **v, size_t *cap, size_t n, size_t size)
@@ -278,7 +293,7 @@ ex_marker(struct ex *x, struct analysis_source *src, struct trace_reader *r,
     const struct rec_marker *m)
 {
 	struct an_proc *p;
-	struct ex_track t;
+	const struct ex_track *t;
 	const char *n;
 
 	if (m->source_kind != 0)
@@ -305,17 +320,17 @@ ex_marker(struct ex *x, struct analysis_source *src, struct trace_reader *r,
 				continue;
 			x->open[i] = x->open[--x->nopen];
 			n = trace_reader_string(r, o.name);
-			ex_track_host(x, p, o.tid, &t);
-			x->em->slice(x, &t, n ? n : "range", "marker",
+			t = ex_track_host(x, p, o.tid);
+			x->em->slice(x, t, n ? n : "range", "marker",
 			    ex_ts(p, o.ts), m->timestamp > o.ts ?
-			    m->timestamp - o.ts : 0, 0, 0, "");
+			    m->timestamp - o.ts : 0, 0, 0, NULL, 0);
 			break;
 		}
 		return;
 	}
 	n = trace_reader_string(r, m->name_id);
-	ex_track_host(x, p, m->tid, &t);
-	x->em->instant(x, &t, n ? n : "mark", ex_ts(p, m->timestamp));
+	t = ex_track_host(x, p, m->tid);
+	x->em->instant(x, t, n ? n : "mark", ex_ts(p, m->timestamp));
 }
 
 /* Memory in use per (process, device); pinned host memory (no device)
@@ -325,7 +340,7 @@ ex_memory(struct ex *x, struct analysis_source *src,
     const struct rec_memory *mm)
 {
 	struct an_proc *p = an_proc_find(src, mm->pid);
-	struct ex_track t;
+	const struct ex_track *t;
 	size_t i;
 
 	for (i = 0; i < x->nmem && (x->mem[i].pid != mm->pid ||
@@ -341,12 +356,12 @@ ex_memory(struct ex *x, struct analysis_source *src,
 	x->mem[i].cur += mm->op == 0 ? (int64_t)mm->bytes :
 	    -(int64_t)mm->bytes;
 	if (mm->device == REC_NONE) {
-		ex_track_host(x, p, 0, &t);
-		x->em->counter(x, &t, "Pinned Host Memory", "bytes",
+		t = ex_track_host(x, p, 0);
+		x->em->counter(x, t, "Pinned Host Memory", "bytes",
 		    ex_ts(p, mm->end), (double)x->mem[i].cur);
 	} else {
-		ex_track_dev(x, p, mm->device, 0, NULL, &t);
-		x->em->counter(x, &t, "Device Memory", "bytes",
+		t = ex_track_dev(x, p, mm->device, 0, NULL);
+		x->em->counter(x, t, "Device Memory", "bytes",
 		    ex_ts(p, mm->end), (double)x->mem[i].cur);
 	}
 }
@@ -357,12 +372,17 @@ ex_file(struct ex *x, struct analysis_source *src)
 {
 	struct trace_reader *r;
 	const struct rec_hdr *h;
-	struct ex_track t;
-	char args[256];
+	const struct ex_track *t;
+	struct ex_track nt;
+	struct ex_arg args[EX_ARGS_MAX];
 	int rc;
 
 	if ((rc = trace_reader_open(src->path, &r)) != 0)
 		return rc;
+	/* Names are literals or the reader's strings: stable until it is
+	 * closed (export-int.h). */
+	x->gen++;
+	x->stable = true;
 	if (x->a->o.jobs > 1)
 		trace_reader_set_threads(r, x->a->o.jobs - 1);
 	x->nopen = 0;
@@ -380,13 +400,13 @@ ex_file(struct ex *x, struct analysis_source *src)
 			const char *n = trace_reader_string(r, k->name_id);
 
 			p = an_proc_find(src, k->pid);
-			ex_track_host(x, p, k->tid, &t);
-			ex_args2(args, "\"correlation_id\":",
-			    k->correlation_id, NULL, 0);
-			x->em->slice(x, &t, n ? n : "?", "api",
+			t = ex_track_host(x, p, k->tid);
+			EX_ARG_NUM(&args[0], "correlation_id",
+			    k->correlation_id);
+			x->em->slice(x, t, n ? n : "?", "api",
 			    ex_ts(p, k->start), k->end - k->start,
 			    n && ex_is_launch(n) ? ex_flow(p,
-			    k->correlation_id) : 0, 0, args);
+			    k->correlation_id) : 0, 0, args, 1);
 			break;
 		}
 		case REC_KERNEL: {
@@ -399,20 +419,17 @@ ex_file(struct ex *x, struct analysis_source *src)
 			    k->stream, &s, &e, &p, &t))
 				break;
 			ty = ty ? ty : "";
-			if (strlen(ty) < 128) {
-				char *o = ex_u64(ex_lit(args,
-				    "\"correlation_id\":"), k->correlation_id);
-
-				o = ex_lit(ex_lit(ex_lit(o, ",\"type\":\""), ty),
-				    "\",\"task_id\":");
-				*ex_u64(o, k->task_id) = '\0';
-			} else
-				snprintf(args, sizeof(args), "\"correlation_id"
-				    "\":%" PRIu64 ",\"type\":\"%s\",\"task_id\":"
-				    "%u", k->correlation_id, ty, k->task_id);
-			x->em->slice(x, &t, n ? n : "?", "kernel", ex_ts(p, s),
+			EX_ARG_NUM(&args[0], "correlation_id",
+			    k->correlation_id);
+			args[1].key = "type";
+			args[1].klen = 4;
+			args[1].kind = EX_ARG_STR;
+			args[1].v.s = ty;
+			args[1].slen = EX_SLEN_UNKNOWN;
+			EX_ARG_NUM(&args[2], "task_id", k->task_id);
+			x->em->slice(x, t, n ? n : "?", "kernel", ex_ts(p, s),
 			    e > s ? e - s : 0, 0, ex_flow(p,
-			    k->correlation_id), args);
+			    k->correlation_id), args, 3);
 			break;
 		}
 		case REC_MEMCPY: {
@@ -425,11 +442,12 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (!ex_device_work(x, src, h, k->pid, k->device,
 			    k->stream, &s, &e, &p, &t))
 				break;
-			ex_args2(args, "\"bytes\":", k->bytes,
-			    ",\"correlation_id\":", k->correlation_id);
-			x->em->slice(x, &t, kinds[k->copy_kind % 6], "memcpy",
+			EX_ARG_NUM(&args[0], "bytes", k->bytes);
+			EX_ARG_NUM(&args[1], "correlation_id",
+			    k->correlation_id);
+			x->em->slice(x, t, kinds[k->copy_kind % 6], "memcpy",
 			    ex_ts(p, s), e > s ? e - s : 0, 0,
-			    ex_flow(p, k->correlation_id), args);
+			    ex_flow(p, k->correlation_id), args, 2);
 			break;
 		}
 		case REC_MEMSET: {
@@ -439,11 +457,12 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (!ex_device_work(x, src, h, k->pid, k->device,
 			    k->stream, &s, &e, &p, &t))
 				break;
-			ex_args2(args, "\"bytes\":", k->bytes,
-			    ",\"correlation_id\":", k->correlation_id);
-			x->em->slice(x, &t, "Memset", "memset", ex_ts(p, s),
+			EX_ARG_NUM(&args[0], "bytes", k->bytes);
+			EX_ARG_NUM(&args[1], "correlation_id",
+			    k->correlation_id);
+			x->em->slice(x, t, "Memset", "memset", ex_ts(p, s),
 			    e > s ? e - s : 0, 0, ex_flow(p,
-			    k->correlation_id), args);
+			    k->correlation_id), args, 2);
 			break;
 		}
 		case REC_HCCL:
@@ -469,18 +488,19 @@ ex_file(struct ex *x, struct analysis_source *src)
 				s = an_dev_time(src, dev, s);
 				e = an_dev_time(src, dev, e);
 			}
-			ex_track_dev(x, p, dev, 0xfffffff0u, "Communication",
-			    &t);
-			if (is_h)
-				snprintf(args, sizeof(args), "\"bandwidth_gbps\":"
-				    "%.3f,\"correlation_id\":%" PRIu64,
-				    hc->bandwidth, corr);
-			else
-				ex_args2(args, "\"count\":", k->count,
-				    ",\"correlation_id\":", corr);
-			x->em->slice(x, &t, n ? n : "hccl", "communication",
+			t = ex_track_dev(x, p, dev, 0xfffffff0u,
+			    "Communication");
+			if (is_h) {
+				args[0].key = "bandwidth_gbps";
+				args[0].klen = 14;
+				args[0].kind = EX_ARG_DBL3;
+				args[0].v.d = hc->bandwidth;
+			} else
+				EX_ARG_NUM(&args[0], "count", k->count);
+			EX_ARG_NUM(&args[1], "correlation_id", corr);
+			x->em->slice(x, t, n ? n : "hccl", "communication",
 			    ex_ts(p, s), e > s ? e - s : 0, 0,
-			    ex_flow(p, corr), args);
+			    ex_flow(p, corr), args, 2);
 			break;
 		}
 		case REC_MARKER:
@@ -494,18 +514,18 @@ ex_file(struct ex *x, struct analysis_source *src)
 			if (c->pid == 0) {
 				/* A device's metric: its own track. */
 				ex_track_npu(x, src, c->device == REC_NONE ?
-				    0 : c->device, &t);
-				x->em->counter(x, &t, n, ex_metric_unit(n),
+				    0 : c->device, &nt);
+				x->em->counter(x, &nt, n, ex_metric_unit(n),
 				    c->timestamp + (uint64_t)src->offset,
 				    c->value);
 				break;
 			}
 			p = an_proc_find(src, c->pid);
 			if (c->device == REC_NONE)
-				ex_track_host(x, p, 0, &t);
+				t = ex_track_host(x, p, 0);
 			else
-				ex_track_dev(x, p, c->device, 0, NULL, &t);
-			x->em->counter(x, &t, n, ex_metric_unit(n),
+				t = ex_track_dev(x, p, c->device, 0, NULL);
+			x->em->counter(x, t, n, ex_metric_unit(n),
 			    ex_ts(p, c->timestamp), c->value);
 			break;
 		}
@@ -516,6 +536,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 			break;
 		}
 	}
+	x->stable = false;
 	trace_reader_close(r);
 	return rc < 0 && rc != -EBADMSG ? rc : 0;
 }
@@ -530,12 +551,12 @@ ex_overlap(struct ex *x, struct an_proc *p)
 
 	if (p->nres == 0)
 		return;
-	ex_track_dev(x, p, 0xff, 0xfffffff1u, "Overlap Analysis", &t);
+	t = *ex_track_dev(x, p, 0xff, 0xfffffff1u, "Overlap Analysis");
 	ex_who(p, who, sizeof(who));
 	snprintf(t.pname, sizeof(t.pname), "%s Overlap Analysis", who);
 	for (size_t i = 0; i < p->u_comp.n; i++)
 		x->em->slice(x, &t, "Computing", "overlap", p->u_comp.s[i],
-		    p->u_comp.e[i] - p->u_comp.s[i], 0, 0, "");
+		    p->u_comp.e[i] - p->u_comp.s[i], 0, 0, NULL, 0);
 	t.tid = 0xfffffff2u;
 	snprintf(t.tname, sizeof(t.tname), "Communication");
 	for (size_t i = 0; i < p->u_comm.n; i++) {
@@ -544,7 +565,7 @@ ex_overlap(struct ex *x, struct an_proc *p)
 
 		x->em->slice(x, &t, ov == 0 ? "Communication(Not Overlapped)" :
 		    ov < e - s ? "Communication(Partly Overlapped)" :
-		    "Communication", "overlap", s, e - s, 0, 0, "");
+		    "Communication", "overlap", s, e - s, 0, 0, NULL, 0);
 	}
 	t.tid = 0xfffffff3u;
 	snprintf(t.tname, sizeof(t.tname), "Free");
@@ -559,7 +580,7 @@ ex_overlap(struct ex *x, struct an_proc *p)
 			snprintf(name, sizeof(name), "Step %" PRId64
 			    " (free %.1f us)", r->step, (double)r->free / 1e3);
 		x->em->slice(x, &t, name, "step", r->start, r->end - r->start,
-		    0, 0, "");
+		    0, 0, NULL, 0);
 	}
 }
 
@@ -648,6 +669,19 @@ struct ch {
 	bool		 pt_ok;
 	char		 pt[48];
 	size_t		 ptn;
+	/* Tracks whose metadata is written, by (pid, tid), direct-mapped
+	 * in front of seen[] (a host and a device track alternate). */
+	struct {
+		uint32_t	 pid, tid;
+		bool		 ok;
+	}		 mc[16];
+	/* ch_clean_len of the walk's stable strings (ex.stable) by
+	 * pointer, for this ex.gen. */
+	struct {
+		const char	*p;
+		unsigned	 gen;
+		int32_t		 len;
+	}		 lc[64];
 };
 
 static inline void
@@ -788,7 +822,13 @@ static void
 ch_meta(struct ex *x, const struct ex_track *t)
 {
 	struct ch *c = x->priv;
+	unsigned mi = (t->pid * 31u + t->tid) & 15u;
 
+	if (c->mc[mi].ok && c->mc[mi].pid == t->pid && c->mc[mi].tid == t->tid)
+		return;
+	c->mc[mi].ok = true;
+	c->mc[mi].pid = t->pid;
+	c->mc[mi].tid = t->tid;
 	if (ex_seen_add(&c->seen[0], t->pid)) {
 		CH_LIT(c, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
 		ch_u64(c, t->pid);
@@ -810,10 +850,32 @@ ch_meta(struct ex *x, const struct ex_track *t)
 	}
 }
 
+/* The args' JSON members, escaped where they need it. */
+static void
+ch_args(struct ch *c, const struct ex_arg *a, unsigned na)
+{
+	char num[400];
+
+	for (unsigned i = 0; i < na; i++) {
+		if (i)
+			CH_LIT(c, ",");
+		CH_LIT(c, "\"");
+		ch_put(c, a[i].key, a[i].klen);
+		CH_LIT(c, "\":");
+		if (a[i].kind == EX_ARG_U64)
+			ch_u64(c, a[i].v.u);
+		else if (a[i].kind == EX_ARG_STR)
+			ch_jstr(c, a[i].v.s);
+		else
+			ch_put(c, num, (size_t)snprintf(num, sizeof(num),
+			    "%.3f", a[i].v.d));
+	}
+}
+
 static void
 ch_slice_slow(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
-    uint64_t flow_in, const char *args)
+    uint64_t flow_in, const struct ex_arg *args, unsigned na)
 {
 	struct ch *c = x->priv;
 
@@ -829,7 +891,7 @@ ch_slice_slow(struct ex *x, const struct ex_track *t, const char *name,
 	CH_LIT(c, ",\"dur\":");
 	ch_us(c, dur);
 	CH_LIT(c, ",\"args\":{");
-	ch_put(c, args, strlen(args));
+	ch_args(c, args, na);
 	CH_LIT(c, "}}");
 	x->events++;
 	/*
@@ -870,6 +932,24 @@ ch_clean_len(const char *s)
 		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
 			return -1;
 	return p - s;
+}
+
+/* ch_clean_len, remembered by pointer for the walk's stable strings. */
+static inline ssize_t
+ch_clean_len_walk(struct ex *x, struct ch *c, const char *s)
+{
+	size_t i = (uintptr_t)s * 0x9e3779b97f4a7c15ull >> 58;
+	ssize_t n;
+
+	if (x->stable && c->lc[i].p == s && c->lc[i].gen == x->gen)
+		return c->lc[i].len;
+	n = ch_clean_len(s);
+	if (x->stable && n < INT32_MAX) {
+		c->lc[i].p = s;
+		c->lc[i].gen = x->gen;
+		c->lc[i].len = (int32_t)n;
+	}
+	return n;
 }
 
 /* ",\"ts\":" and the µs since baseTimeNanoseconds at o (<= 32 bytes). */
@@ -924,24 +1004,37 @@ ch_put_flow(struct ch *c, char *o, bool start, uint64_t id, uint64_t base,
 static void
 ch_slice(struct ex *x, const struct ex_track *t, const char *name,
     const char *cat, uint64_t ts, uint64_t dur, uint64_t flow_out,
-    uint64_t flow_in, const char *args)
+    uint64_t flow_in, const struct ex_arg *args, unsigned na)
 {
 	static const char h0[] = ",\n{\"ph\":\"X\",\"name\":\"",
 	    h1[] = "\",\"cat\":\"", h2[] = ",\"dur\":", h3[] = ",\"args\":{";
 	struct ch *c = x->priv;
 	uint64_t base = x->a->base_ts;
-	ssize_t nn = ch_clean_len(name);
-	size_t cn = strlen(cat), an = strlen(args), need;
+	ssize_t nn = ch_clean_len_walk(x, c, name), sl[EX_ARGS_MAX];
+	size_t cn = (size_t)ch_clean_len_walk(x, c, cat), an = 0, need;
 	unsigned f;
 	char *o;
 
 	ch_meta(x, t);
+	/* Per arg: the key, quotes, colon, comma and a 20-digit number or
+	 * a clean string; a %.3f double under 1e15 is under 24 bytes. */
+	for (unsigned i = 0; i < na && nn >= 0; i++) {
+		an += args[i].klen + 24u;
+		if (args[i].kind == EX_ARG_STR) {
+			if ((sl[i] = ch_clean_len_walk(x, c, args[i].v.s)) < 0)
+				nn = -1;
+			else
+				an += (size_t)sl[i];
+		} else if (args[i].kind == EX_ARG_DBL3 &&
+		    !(args[i].v.d > -1e15 && args[i].v.d < 1e15))
+			nn = -1;
+	}
 	/* 512: the fixed text of a slice with both flows and 20-digit
 	 * numbers is under 420 bytes. */
 	need = (nn < 0 ? 0 : (size_t)nn) + cn + an + 512;
 	if (nn < 0 || need > CH_BUF_SIZE / 2) {
 		ch_slice_slow(x, t, name, cat, ts, dur, flow_out, flow_in,
-		    args);
+		    args, na);
 		return;
 	}
 	/* The common case in one reservation: no per-field room checks. */
@@ -969,8 +1062,26 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 	o += 4;
 	memcpy(o, h3, sizeof(h3) - 1);
 	o += sizeof(h3) - 1;
-	memcpy(o, args, an);
-	o += an;
+	for (unsigned i = 0; i < na; i++) {
+		const struct ex_arg *g = &args[i];
+
+		if (i)
+			*o++ = ',';
+		*o++ = '"';
+		memcpy(o, g->key, g->klen);
+		o += g->klen;
+		*o++ = '"';
+		*o++ = ':';
+		if (g->kind == EX_ARG_U64)
+			o = ex_u64(o, g->v.u);
+		else if (g->kind == EX_ARG_STR) {
+			*o++ = '"';
+			memcpy(o, g->v.s, (size_t)sl[i]);
+			o += sl[i];
+			*o++ = '"';
+		} else
+			o += snprintf(o, 32, "%.3f", g->v.d);
+	}
 	*o++ = '}';
 	*o++ = '}';
 	x->events++;

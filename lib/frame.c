@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "frame.h"
+#include "util.h"
 
 #define MSG(t, n, d, m) [MSPTI__MSG_TYPE__##t] = { n, &d, m }
 
@@ -53,40 +54,24 @@ msg_name(unsigned type)
 	return msg_table[type].name;
 }
 
-static void
-put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-	p[2] = v >> 16;
-	p[3] = v >> 24;
-}
-
-static uint32_t
-get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
 void
 frame_hdr_put(uint8_t out[FRAME_HDR_LEN], uint16_t type, uint32_t len)
 {
-	put_le32(out, FRAME_MAGIC);
+	util_put_le(out, FRAME_MAGIC, 4);
 	out[4] = FRAME_VERSION & 0xff;
 	out[5] = FRAME_VERSION >> 8;
 	out[6] = type & 0xff;
 	out[7] = type >> 8;
-	put_le32(out + 8, len);
+	util_put_le(out + 8, len, 4);
 }
 
 int
 frame_hdr_parse(const uint8_t in[FRAME_HDR_LEN], struct frame_hdr *h)
 {
-	h->magic = get_le32(in);
+	h->magic = util_get_le32(in);
 	h->version = in[4] | in[5] << 8;
 	h->type = in[6] | in[7] << 8;
-	h->len = get_le32(in + 8);
+	h->len = util_get_le32(in + 8);
 	if (h->magic != FRAME_MAGIC || h->version != FRAME_VERSION)
 		return -EPROTO;
 	if (h->type >= MSG_TYPE_MAX || msg_table[h->type].desc == NULL)

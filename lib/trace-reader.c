@@ -32,6 +32,7 @@
 #include <zstd.h>
 
 #include "trace.h"
+#include "util.h"
 
 #define FOOTER_MAX	(64u << 20)
 
@@ -860,6 +861,7 @@ int
 trace_reader_set_threads(struct trace_reader *r, unsigned n)
 {
 	struct rd_pool *pl;
+	sigset_t old;
 
 	if (r->pool != NULL || n == 0 || !r->seekable || r->st.done)
 		return 0;
@@ -877,11 +879,15 @@ trace_reader_set_threads(struct trace_reader *r, unsigned n)
 	pthread_mutex_init(&pl->mu, NULL);
 	pthread_cond_init(&pl->work, NULL);
 	pthread_cond_init(&pl->done, NULL);
+	/* Inside an application (the Python extension) its signals stay
+	 * with its own threads. */
+	util_block_async_signals(&old);
 	for (unsigned i = 0; i < n; i++) {
 		if (pthread_create(&pl->th[i], NULL, pool_worker, pl) != 0)
 			break;
 		pl->nth++;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pl->nth == 0) {
 		pool_free(pl);
 		return 0;	/* serial it is */

@@ -66,6 +66,69 @@ util_realtime_ns(void)
 uint64_t	util_monotonic_ns(void);
 
 /*
+ * Byte helpers of the wire formats (partial results, frames, report
+ * bundles, the Perfetto writer): little-endian integers, 64-bit FNV-1a
+ * and LEB128 varints (protobuf's: 7 bits a byte, low bits first).
+ */
+static inline void
+util_put_le(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint32_t
+util_get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t
+util_get_le64(const unsigned char *p)
+{
+	return (uint64_t)util_get_le32(p) | (uint64_t)util_get_le32(p + 4) <<
+	    32;
+}
+
+#define UTIL_FNV64_INIT	14695981039346656037ull
+
+/* FNV-1a of n bytes at p, from h (UTIL_FNV64_INIT to start). */
+static inline uint64_t
+util_fnv64(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* v as a varint at o (10 bytes at most); returns the end. */
+static inline unsigned char *
+util_varint_put(unsigned char *o, uint64_t v)
+{
+	while (v >= 0x80) {
+		*o++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (unsigned char)v;
+	return o;
+}
+
+static inline size_t
+util_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/*
  * The mask for threads we start inside somebody else's process (the
  * agent's, the simulator's runtime): every signal the application may
  * want delivered to its own threads is blocked, the synchronous faults

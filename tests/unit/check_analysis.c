@@ -207,6 +207,33 @@ overlap_case(int order)
 	analysis_free(a);
 }
 
+/*
+ * A step open over more device segments than the pending queue holds:
+ * past the bound each new segment forces the oldest out.  The queue's
+ * compaction must stay amortized O(1) a segment; it moved the whole
+ * queue (2^18 segments, 6 MiB) on every push once full, so a report of
+ * a long step slowed to a crawl.
+ */
+START_TEST(test_pending_queue_linear)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = src_new(a, "h", 7, 0, 1);
+	uint64_t n = AN_PENDING_MAX + 2000;
+
+	marker(src, 7, 0, 1, 1, 1);
+	for (uint64_t i = 0; i < n; i++)
+		kernel(src, 7, i * 10 * US, i * 10 * US + 5 * US, 2, 3, 0);
+	marker(src, 7, n * 10 * US, 1, 1, 0);
+	run(a);
+	ck_assert_uint_eq(a->nproc, 1);
+	ck_assert_uint_gt(a->proc[0]->forced, 0);
+	ck_assert_msg(a->proc[0]->pq_moved <= n, "%llu segments moved for "
+	    "%llu pushed", (unsigned long long)a->proc[0]->pq_moved,
+	    (unsigned long long)n);
+	analysis_free(a);
+}
+END_TEST
+
 START_TEST(test_overlap)
 {
 	overlap_case(0);
@@ -879,6 +906,7 @@ main(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_overlap);
+	tcase_add_test(tc, test_pending_queue_linear);
 	tcase_add_test(tc, test_steps_per_rank);
 	tcase_add_test(tc, test_op_statistic);
 	tcase_add_test(tc, test_launch_join_per_process);
