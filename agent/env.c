@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +32,21 @@
 
 static pthread_rwlock_t env_lock = PTHREAD_RWLOCK_INITIALIZER;
 
+/* The C library's function, looked up once (a race only looks it up
+ * twice); NULL with errno ENOSYS if there is none to call. */
 static void *
-env_real(const char *name)
+env_real(void **cache, const char *name)
 {
-	return dlsym(RTLD_NEXT, name);
+	void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+
+	if (p == NULL) {
+		if ((p = dlsym(RTLD_NEXT, name)) == NULL) {
+			errno = ENOSYS;
+			return NULL;
+		}
+		__atomic_store_n(cache, p, __ATOMIC_RELEASE);
+	}
+	return p;
 }
 
 bool
@@ -58,12 +70,12 @@ env_get(const char *name, char *buf, size_t len)
 MSPTI_API int
 setenv(const char *name, const char *value, int overwrite)
 {
-	static int (*real)(const char *, const char *, int);
+	static void *cache;
+	int (*real)(const char *, const char *, int);
 	int rc;
 
-	if (real == NULL &&
-	    (real = (int (*)(const char *, const char *, int))
-	    env_real("setenv")) == NULL)
+	if ((real = (int (*)(const char *, const char *, int))
+	    env_real(&cache, "setenv")) == NULL)
 		return -1;
 	pthread_rwlock_wrlock(&env_lock);
 	rc = real(name, value, overwrite);
@@ -74,11 +86,12 @@ setenv(const char *name, const char *value, int overwrite)
 MSPTI_API int
 unsetenv(const char *name)
 {
-	static int (*real)(const char *);
+	static void *cache;
+	int (*real)(const char *);
 	int rc;
 
-	if (real == NULL &&
-	    (real = (int (*)(const char *))env_real("unsetenv")) == NULL)
+	if ((real = (int (*)(const char *))env_real(&cache, "unsetenv")) ==
+	    NULL)
 		return -1;
 	pthread_rwlock_wrlock(&env_lock);
 	rc = real(name);
@@ -89,11 +102,11 @@ unsetenv(const char *name)
 MSPTI_API int
 putenv(char *string)
 {
-	static int (*real)(char *);
+	static void *cache;
+	int (*real)(char *);
 	int rc;
 
-	if (real == NULL &&
-	    (real = (int (*)(char *))env_real("putenv")) == NULL)
+	if ((real = (int (*)(char *))env_real(&cache, "putenv")) == NULL)
 		return -1;
 	pthread_rwlock_wrlock(&env_lock);
 	rc = real(string);
@@ -104,11 +117,11 @@ putenv(char *string)
 MSPTI_API int
 clearenv(void)
 {
-	static int (*real)(void);
+	static void *cache;
+	int (*real)(void);
 	int rc;
 
-	if (real == NULL &&
-	    (real = (int (*)(void))env_real("clearenv")) == NULL)
+	if ((real = (int (*)(void))env_real(&cache, "clearenv")) == NULL)
 		return -1;
 	pthread_rwlock_wrlock(&env_lock);
 	rc = real();

@@ -118,6 +118,7 @@ register_start(void)
 {
 	pthread_attr_t attr;
 	pthread_t t;
+	sigset_t old;
 	const char *v;
 	int rc;
 
@@ -127,7 +128,11 @@ register_start(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
+	/* Created with the mask, so no application signal reaches it before
+	 * register_main runs. */
+	util_block_async_signals(&old);
 	rc = pthread_create(&t, &attr, register_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc != 0)
 		return -1;

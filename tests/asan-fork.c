@@ -56,13 +56,17 @@ static const char *const names[] = {
 	"_ZN6__lsan20UnlockThreadRegistryEv",
 	"_ZN11__sanitizer19StackDepotUnlockAllEv",
 	"_ZN11__sanitizerL8theDepotE",
+	"_ZN11__sanitizer24StackDepotLockBeforeForkEv",
 };
 #define NLOCK	4	/* names[0..NLOCK): before fork, then after */
-#define DEPOT_UNLOCK	4	/* not called: its presence vouches for the layout */
+#define DEPOT_UNLOCK	4	/* not called: with the table's size, the layout */
 #define DEPOT_TABLE	5
+#define DEPOT_OWN	6	/* a runtime that locks its depot around fork */
 #define NFN	(sizeof(names) / sizeof(names[0]))
 static fn_t fns[NFN];
-static int found;	/* 1: every function found */
+static size_t sizes[NFN];
+static int found;	/* 1: the four lock functions found */
+static int depot_ok;	/* 1: gcc 12's depot: 2^20 u32 buckets, top bit */
 static int done;	/* our handlers registered (or not wanted) */
 
 int	__register_atfork(void (*)(void), void (*)(void), void (*)(void),
@@ -126,14 +130,21 @@ resolve(void)
 				if (fns[k] == NULL && sym[j].st_value != 0 &&
 				    strcmp(str + sym[j].st_name, names[k]) == 0) {
 					fns[k] = (fn_t)(l.base + sym[j].st_value);
-					n++;
+					sizes[k] = sym[j].st_size;
+					n += k < NLOCK;
 				}
 	}
 	munmap(map, (size_t)st.st_size);
-	found = n == NFN;
-	if (!found && getenv("MSPTI_ASAN_FORK_DEBUG") != NULL)
-		fprintf(stderr, "asan-fork: %u of %zu functions in %s\n", n,
-		    NFN, l.path);
+	found = n == NLOCK;
+	/* The runtime's table starts with the buckets: 4 MiB of u32 words
+	 * in gcc 12's (gcc 11's held 8 MiB of pointers, locked in bit 0). */
+	depot_ok = found && fns[DEPOT_UNLOCK] != NULL &&
+	    fns[DEPOT_TABLE] != NULL && fns[DEPOT_OWN] == NULL &&
+	    sizes[DEPOT_TABLE] >= (4u << 20) && sizes[DEPOT_TABLE] < (8u << 20);
+	if ((!found || !depot_ok) && getenv("MSPTI_ASAN_FORK_DEBUG") != NULL)
+		fprintf(stderr, "asan-fork: %u of %u lock functions, depot %s "
+		    "in %s\n", n, NLOCK, depot_ok ? "known" : "not known",
+		    l.path);
 }
 
 static void
@@ -161,9 +172,10 @@ after_child(void)
 {
 	volatile unsigned *tab = (volatile unsigned *)fns[DEPOT_TABLE];
 
-	for (unsigned i = 0; i < (1u << 20); i++)
-		if (tab[i] & 0x80000000u)
-			tab[i] &= 0x7fffffffu;
+	if (depot_ok)
+		for (unsigned i = 0; i < (1u << 20); i++)
+			if (tab[i] & 0x80000000u)
+				tab[i] &= 0x7fffffffu;
 	after();
 }
 
@@ -173,7 +185,7 @@ __attribute__((visibility("default"))) void *asan_fork_depot_table(void);
 void *
 asan_fork_depot_table(void)
 {
-	return found ? (void *)fns[DEPOT_TABLE] : NULL;
+	return depot_ok ? (void *)fns[DEPOT_TABLE] : NULL;
 }
 
 static void

@@ -29,6 +29,9 @@ threads_ok() {
 	for st in /proc/"$TP"/task/*/status; do
 		m=$(sed -n 's/^SigBlk:[[:space:]]*//p' "$st" 2>/dev/null) || continue
 		[ -n "$m" ] || continue
+		# Every fault signal is below 32: the low 32 bits only (a shell
+		# such as dash clamps a 64-bit mask with its top bit set).
+		m=${m#????????}
 		n=$((n + 1))
 		if [ $(( 0x$m & faults )) -ne 0 ]; then
 			blocked=$((blocked + 1))
