@@ -249,15 +249,22 @@ class Observer:
         life of the process: a longer one drops the types, then the
         shapes; after MAX_SHAPE_MESSAGES distinct ones, new signatures get
         the name alone (dynamic shapes cannot grow the job's memory)."""
-        dims, types = [], []
-        for a in list(args) + list(kwargs.values()):
-            s, d = _shape_of(a, self.torch)
-            dims.append(s)
-            types.append(d)
+        try:
+            dims, types = [], []
+            for a in list(args) + list(kwargs.values()):
+                s, d = _shape_of(a, self.torch)
+                dims.append(s)
+                types.append(d)
+            extras = [json.dumps(e, separators=(", ", ": "), default=str)
+                      for e in ({"Input Dims": dims, "Input type": types},
+                                {"Input Dims": dims})]
+        except Exception:
+            # Whatever a tensor's shape is made of (symbolic sizes, nested
+            # tensors), the profiled op itself must run: its name alone.
+            return name
         msgs = self._shape_msgs
-        for extra in ({"Input Dims": dims, "Input type": types},
-                      {"Input Dims": dims}):
-            m = name + "\t" + json.dumps(extra, separators=(", ", ": "))
+        for extra in extras:
+            m = name + "\t" + extra
             if len(m.encode()) < MSTX_MSG_MAX:
                 if m in msgs:
                     return m

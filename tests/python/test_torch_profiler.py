@@ -511,3 +511,36 @@ def test_torch_md_snippets_run(srcdir, tmp_path, i):
         assert ops, p.stdout
         body = p.stdout.splitlines()
         assert body[body.index(ops[0]) + 1].split()[0] == "Conv2D", p.stdout
+
+
+def test_shapes_never_break_the_op():
+    """A daemon session with shapes (--kinds op,shapes): an argument whose
+    shape cannot be read or dumped (symbolic sizes, nested tensors) gives
+    the op's name alone; the op runs."""
+    out = child("""
+        import torch
+        from mspti._observer import Observer
+        class Odd:
+            pass
+        class Sizes(list):
+            pass
+        class BadShape(torch.Tensor):
+            @property
+            def shape(self):
+                raise RuntimeError("no shape for this layout")
+        o = Observer(record_shapes=True, emit_mstx=False)
+        bad = torch.ones(2).as_subclass(BadShape)
+        print(o._shapes_message("aten::add", (bad, 1), {}))
+        sym = torch.ones(2, 3)
+        # sizes json cannot encode by itself
+        import mspti._observer as ob
+        real = ob._shape_of
+        ob._shape_of = lambda a, t: ([Odd()], "float")
+        print(o._shapes_message("aten::mul", (sym,), {}).split("\\t")[0])
+        ob._shape_of = real
+        print(o._shapes_message("aten::sub", (sym,), {}))
+    """)
+    lines = out.splitlines()[-3:]
+    assert lines[0] == "aten::add", lines
+    assert lines[1] == "aten::mul", lines
+    assert lines[2].startswith("aten::sub\t") and "[2, 3]" in lines[2], lines
