@@ -77,6 +77,8 @@ struct pf_buf {
 	uint8_t	b[4096];
 	size_t	n;
 };
+/* The longest interned string: a slice's few strings fit one pf_buf. */
+#define PF_STR_MAX	1024
 
 /* A set of nonzero 64-bit keys (open addressing). */
 struct pf_set {
@@ -567,6 +569,15 @@ pf_intern_x(struct pf *p, uint32_t seq, int f, const char *s, size_t len,
 	struct pf_str *e;
 	size_t i, pci = ((uintptr_t)s * 0x9e3779b97f4a7c15ull >> 58);
 	uint64_t h;
+
+	/* A packet's InternedData lives in a 4 KiB buffer: each string is
+	 * kept to PF_STR_MAX bytes, shortened on a UTF-8 character boundary
+	 * (pf_bytes would cut an entry after its inner length). */
+	if (len > PF_STR_MAX) {
+		len = PF_STR_MAX;
+		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
+			len--;
+	}
 
 	/* A literal's pointer is its content: no compare. */
 	if (t->pc[pci].p == s && (e = &t->v[t->pc[pci].i])->len == len &&

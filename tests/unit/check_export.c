@@ -9,6 +9,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,123 @@ START_TEST(test_string_arg_escaped)
 }
 END_TEST
 
+/* Reads one protobuf field at *i of b (n bytes): 0 at the end, 1 with
+ * its number, wire type and (varint) value or (bytes) length, -1 when it
+ * does not fit. */
+static int
+pb_next(const uint8_t *b, size_t n, size_t *i, unsigned *f, unsigned *wt,
+    uint64_t *v)
+{
+	uint64_t key = 0;
+	unsigned sh = 0;
+
+	if (*i >= n)
+		return 0;
+	do {
+		if (*i >= n || sh > 63)
+			return -1;
+		key |= (uint64_t)(b[*i] & 0x7f) << sh, sh += 7;
+	} while (b[(*i)++] & 0x80);
+	*f = (unsigned)(key >> 3);
+	*wt = (unsigned)(key & 7);
+	*v = 0;
+	switch (*wt) {
+	case 0:
+	case 2:
+		sh = 0;
+		do {
+			if (*i >= n || sh > 63)
+				return -1;
+			*v |= (uint64_t)(b[*i] & 0x7f) << sh, sh += 7;
+		} while (b[(*i)++] & 0x80);
+		if (*wt == 2 && *v > n - *i)
+			return -1;
+		return 1;
+	case 1:
+		*i += 8;
+		return *i <= n ? 1 : -1;
+	case 5:
+		*i += 4;
+		return *i <= n ? 1 : -1;
+	}
+	return -1;
+}
+
+/*
+ * A string arg of 5,000 bytes: the InternedData of its packet is well
+ * formed (every entry inside its parent, each { iid = 1; str = 2; }), and
+ * the value is interned shortened on a character boundary.  The old
+ * writer cut the entry to fit its 4 KiB buffer after its inner length
+ * was written, so the inner length pointed past its parent's end.
+ */
+START_TEST(test_long_string_interned)
+{
+	char trace[128], *b, *ty;
+	struct analysis *a;
+	size_t n, i = 0, longest = 0;
+	unsigned f, wt;
+	uint64_t v;
+	int r;
+
+	ty = malloc(5001);
+	ck_assert_ptr_nonnull(ty);
+	for (int k = 0; k < 5000; k += 2)
+		memcpy(ty + k, k % 3 ? "\xc3\xa9" : "ab", 2);
+	ty[5000] = '\0';
+	snprintf(trace, sizeof(trace), "%s/t.trace", dir);
+	write_trace(trace, 3, ty);
+	a = analyse(trace);
+	setenv("MSPTI_PERFETTO_DEFLATE", "0", 1);
+	b = export_to(a, false, "long.pb", &n);
+	unsetenv("MSPTI_PERFETTO_DEFLATE");
+	while ((r = pb_next((uint8_t *)b, n, &i, &f, &wt, &v)) == 1) {
+		const uint8_t *pk = (uint8_t *)b + i;
+		size_t pn = wt == 2 ? v : 0, j = 0;
+
+		ck_assert_uint_eq(f, 1);
+		ck_assert_uint_eq(wt, 2);
+		i += pn;
+		while ((r = pb_next(pk, pn, &j, &f, &wt, &v)) == 1) {
+			const uint8_t *in = pk + j;
+			size_t inn = wt == 2 ? v : 0, k = 0;
+
+			j += inn;
+			if (f != 12)
+				continue;
+			while ((r = pb_next(in, inn, &k, &f, &wt, &v)) == 1) {
+				const uint8_t *e = in + k;
+				size_t en = v, m = 0;
+
+				ck_assert_uint_eq(wt, 2);
+				k += en;
+				while ((r = pb_next(e, en, &m, &f, &wt, &v)) ==
+				    1) {
+					if (f == 2) {
+						ck_assert_uint_eq(wt, 2);
+						if (v > longest)
+							longest = v;
+						/* Not cut inside a character. */
+						ck_assert((e[m + v - 1] & 0xc0) !=
+						    0xc0);
+					}
+					if (wt == 2)
+						m += v;
+				}
+				ck_assert_msg(r == 0, "interned entry overruns");
+			}
+			ck_assert_msg(r == 0, "InternedData overruns");
+		}
+		ck_assert_msg(r == 0, "packet overruns");
+	}
+	ck_assert_msg(r == 0, "trace overruns at %zu of %zu", i, n);
+	ck_assert_uint_gt(longest, 500);
+	ck_assert_uint_le(longest, 1024);
+	free(b);
+	free(ty);
+	analysis_free(a);
+}
+END_TEST
+
 /* Inflates every compressed_packets packet of z (n bytes) in order. */
 static char *
 inflate_all(const char *z, size_t n, size_t *outn)
@@ -318,6 +436,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_string_arg_escaped);
 	tcase_add_test(tc, test_perfetto_workers);
+	tcase_add_test(tc, test_long_string_interned);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
