@@ -90,7 +90,18 @@ struct cr_part {
 	size_t			 len;
 	size_t			 node, seq;
 	struct analysis		*dec;	/* decoded, until merged into the result */
+	size_t			 dup_of;	/* the earlier part of the same name and
+					 * bytes, else SIZE_MAX */
 };
+
+/* Parts k and j: the same file seen by two nodes (a shared DIR). */
+static bool
+cr_same(const struct cr_part *k, const struct cr_part *j)
+{
+	return k->namelen == j->namelen &&
+	    memcmp(k->name, j->name, k->namelen) == 0 && k->len == j->len &&
+	    memcmp(k->data, j->data, k->len) == 0;
+}
 
 struct cr_node {
 	unsigned char	*bundle;
@@ -247,16 +258,33 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 			}
 		}
 	}
-	/* Every partial checked before any is merged: a bad one fails its
-	 * node, not the merge.  Each is decoded once, kept for the merge
-	 * (merging moves its contents into the result: no more memory than
-	 * merging as it is decoded). */
+	/*
+	 * Every partial checked before any is merged: a bad one fails its
+	 * node, not the merge.  Each is decoded once and held until it is
+	 * merged, so the peak is every distinct partial decoded; a file that
+	 * several nodes return (a shared DIR: same name, same bytes) is
+	 * decoded once.  In file-name order, as `report DIR` reads them;
+	 * two nodes' own files of one name both count.
+	 */
+	qsort(parts, nparts, sizeof(*parts), cr_cmp);
 	if ((a = analysis_new(o)) == NULL) {
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	for (size_t k = 0; k < nparts; k++)
+		parts[k].dup_of = SIZE_MAX;
 	for (size_t k = 0; k < nparts; k++) {
 		if (cn[parts[k].node].why != NULL)
+			continue;
+		for (size_t j = k; j-- > 0 && parts[j].namelen ==
+		    parts[k].namelen && memcmp(parts[j].name, parts[k].name,
+		    parts[k].namelen) == 0;)
+			if (parts[j].dup_of == SIZE_MAX && parts[j].dec !=
+			    NULL && cr_same(&parts[k], &parts[j])) {
+				parts[k].dup_of = j;
+				break;
+			}
+		if (parts[k].dup_of != SIZE_MAX)
 			continue;
 		if (analysis_partial_read(a, parts[k].data, parts[k].len,
 		    NULL, &parts[k].dec, err, sizeof(err)) != 0) {
@@ -298,21 +326,19 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	/* In file-name order, as `report DIR` reads them; a file that
-	 * several nodes see (a shared DIR) counts once: same name, same
-	 * partial.  Two nodes' own files of one name both count. */
-	qsort(parts, nparts, sizeof(*parts), cr_cmp);
-	for (size_t k = 0, last = SIZE_MAX; k < nparts; k++) {
-		if (cn[parts[k].node].why != NULL)
+	for (size_t k = 0; k < nparts; k++) {
+		/* A copy counts once: its original's decode, unless that
+		 * was merged already (else its node failed: the copy's own
+		 * node still brings the file). */
+		size_t d = parts[k].dup_of == SIZE_MAX ? k : parts[k].dup_of;
+
+		if (cn[parts[k].node].why != NULL || parts[d].dec == NULL ||
+		    (d != k && cn[parts[d].node].why == NULL))
 			continue;
-		if (last != SIZE_MAX && parts[k].namelen ==
-		    parts[last].namelen && memcmp(parts[k].name,
-		    parts[last].name, parts[k].namelen) == 0 &&
-		    parts[k].len == parts[last].len && memcmp(parts[k].data,
-		    parts[last].data, parts[k].len) == 0)
-			continue;
-		last = k;
-		if ((rc = analysis_merge(a, parts[k].dec)) != 0) {
+		rc = analysis_merge(a, parts[d].dec);
+		analysis_free(parts[d].dec);
+		parts[d].dec = NULL;
+		if (rc != 0) {
 			fprintf(stderr, "msptictl report: %s\n",
 			    analysis_strerror(rc));
 			rc = EXIT_FAIL;
