@@ -229,7 +229,9 @@ pf_str(struct pf_buf *b, unsigned field, const char *s)
  */
 #ifdef HAVE_ISAL
 struct pf_z {
-	uint8_t	lb[ISAL_DEF_LVL1_DEFAULT];	/* level 1's hash tables */
+	uint8_t			lb[ISAL_DEF_LVL1_DEFAULT];	/* level 1's tables */
+	struct isal_zstream	st;	/* ~80 KB: here, not on a thread's stack
+					 * (the walk's may be an application's) */
 };
 
 static struct pf_z *
@@ -257,20 +259,20 @@ static size_t
 pf_deflate(struct pf_z *z, const uint8_t *b, size_t n, uint8_t *out,
     size_t cap)
 {
-	struct isal_zstream st;
+	struct isal_zstream *st = &z->st;
 
-	isal_deflate_stateless_init(&st);
-	st.level = 1;
-	st.level_buf = z->lb;
-	st.level_buf_size = sizeof(z->lb);
-	st.gzip_flag = IGZIP_ZLIB;
-	st.next_in = (uint8_t *)(uintptr_t)b;
-	st.avail_in = (uint32_t)n;
-	st.next_out = out;
-	st.avail_out = (uint32_t)cap;
-	st.end_of_stream = 1;
-	st.flush = NO_FLUSH;
-	return isal_deflate_stateless(&st) == COMP_OK ? st.total_out : 0;
+	isal_deflate_stateless_init(st);
+	st->level = 1;
+	st->level_buf = z->lb;
+	st->level_buf_size = sizeof(z->lb);
+	st->gzip_flag = IGZIP_ZLIB;
+	st->next_in = (uint8_t *)(uintptr_t)b;
+	st->avail_in = (uint32_t)n;
+	st->next_out = out;
+	st->avail_out = (uint32_t)cap;
+	st->end_of_stream = 1;
+	st->flush = NO_FLUSH;
+	return isal_deflate_stateless(st) == COMP_OK ? st->total_out : 0;
 }
 #else
 struct pf_z {
