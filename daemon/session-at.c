@@ -28,11 +28,13 @@ struct sess_at {
 };
 
 static TAILQ_HEAD(, sess_at) sess_ats = TAILQ_HEAD_INITIALIZER(sess_ats);
+static unsigned nsess_ats;
 
 static void
 session_at_free(struct sess_at *sa)
 {
 	TAILQ_REMOVE(&sess_ats, sa, entry);
+	nsess_ats--;
 	if (sa->tv != NULL)
 		event_free(sa->tv);
 	if (sa->fd >= 0)
@@ -61,6 +63,7 @@ session_at_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct sess_at *sa = arg;
 	struct peer *p = sa->p;
+	Mspti__StartSession *req = sa->req;
 	int ofd = sa->fd;
 
 	(void)fd;
@@ -71,14 +74,19 @@ session_at_cb(evutil_socket_t fd, short what, void *arg)
 		session_at_arm(sa);
 		return;
 	}
-	if (p == NULL) {
-		session_at_free(sa);
-		return;
+	/* Off the list before the start: a reply that fails frees p, and
+	 * session_at_peer_gone must not find (and free) this one again. */
+	TAILQ_REMOVE(&sess_ats, sa, entry);
+	nsess_ats--;
+	event_free(sa->tv);
+	free(sa);
+	if (p == NULL || p->dead)
+		close(ofd);
+	else {
+		req->start_at_ns = 0;
+		(void)session_ctl_start_fd(p, req, ofd);
 	}
-	sa->fd = -1;
-	sa->req->start_at_ns = 0;
-	(void)session_ctl_start_fd(p, sa->req, ofd);
-	session_at_free(sa);
+	mspti__start_session__free_unpacked(req, NULL);
 }
 
 /*
@@ -104,6 +112,7 @@ session_at_defer(struct peer *p, const Mspti__StartSession *req, int fd)
 	sa->fd = fd;
 	sa->at_ns = req->start_at_ns;
 	TAILQ_INSERT_TAIL(&sess_ats, sa, entry);
+	nsess_ats++;
 	if (sa->req == NULL ||
 	    (sa->tv = evtimer_new(p->d->base, session_at_cb, sa)) == NULL) {
 		session_at_free(sa);
