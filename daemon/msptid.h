@@ -561,6 +561,8 @@ int		 session_ctl_start_fd(struct peer *p,
 
 /* session-at.c: starts deferred to an instant (StartSession.start_at_ns) */
 #define SESS_START_AT_MAX_NS	(600ull * 1000000000ull)	/* 10 min */
+#define SESS_AT_MAX_PER_PEER	4	/* deferred starts per connection */
+#define SESS_AT_MAX		64	/* deferred starts in all */
 int		 session_at_defer(struct peer *p,
 		     const Mspti__StartSession *req, int fd);
 void		 session_at_peer_gone(struct peer *p);

@@ -6,7 +6,9 @@
  * as if it had just arrived.  Nothing blocks the loop meanwhile, and the
  * start no longer waits for the node's msptictl to be scheduled, connect
  * and send at the instant: only this loop's timer latency remains.  The
- * requester's connection going away drops it.
+ * requester's connection going away drops it.  Each waiting start holds
+ * a descriptor and a copy of its request, so there are at most
+ * SESS_AT_MAX_PER_PEER per connection and SESS_AT_MAX in all.
  */
 #include "config.h"
 
@@ -97,9 +99,24 @@ int
 session_at_defer(struct peer *p, const Mspti__StartSession *req, int fd)
 {
 	struct sess_at *sa;
-	size_t len = mspti__start_session__get_packed_size(req);
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t len, mine = 0;
+	uint8_t *buf;
 
+	/* Each holds a descriptor and a copy for up to 10 minutes. */
+	TAILQ_FOREACH(sa, &sess_ats, entry)
+		if (sa->p == p)
+			mine++;
+	if (mine >= SESS_AT_MAX_PER_PEER || nsess_ats >= SESS_AT_MAX) {
+		close(fd);
+		log_warnx("start by uid %lu refused: too many deferred starts "
+		    "(%zu on its connection, %u in all)",
+		    (unsigned long)p->cred.uid, mine, nsess_ats);
+		return peer_send_error(p, 1, "start: too many deferred starts "
+		    "waiting (at most %d per connection, %d in all)",
+		    SESS_AT_MAX_PER_PEER, SESS_AT_MAX);
+	}
+	len = mspti__start_session__get_packed_size(req);
+	buf = malloc(len ? len : 1);
 	if (buf == NULL || (sa = calloc(1, sizeof(*sa))) == NULL) {
 		free(buf);
 		close(fd);
