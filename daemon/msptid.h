@@ -71,7 +71,7 @@ struct evbuffer;
 /* How long the ids of tasks a capture left queued stay its own
  * (agent_floor); the most kept per agent. */
 #define SESS_FLOOR_NS		60000000000ull
-#define SESS_FLOORS_MAX		4096
+#define SESS_FLOORS_MAX		256	/* scanned per device task */
 /* The most a device record is written after records that started up to
  * this much later (its task waited JOIN_DEV_TIMEOUT_NS for a launch, then
  * the next drain tick): recorded in the header as "max_lateness_ns" for
@@ -181,6 +181,7 @@ struct agent {
 	/* Device tasks of captures the agent left. */
 	struct agent_floor	*dev_floors;
 	size_t			 ndev_floors;
+	uint64_t		 dev_floors_refused;	/* at SESS_FLOORS_MAX */
 };
 
 struct peer {
@@ -529,6 +530,11 @@ void		 session_dev_counter_cb(const struct metrics_counter *c,
 uint64_t	 session_dev_unmatched(const struct sess_agent *sa);
 void		 session_dev_close(struct sess_agent *sa);
 void		 session_dev_agent_free(struct agent *a);
+bool		 session_dev_floor_drop(struct agent *a, uint32_t device,
+		     uint32_t stream, uint32_t task_id, uint64_t now);
+int		 session_dev_floor_add(struct agent *a, uint32_t device,
+		     uint32_t stream, uint32_t task_id, uint32_t n,
+		     uint64_t now);
 void		 session_dev_join_flush(struct session *s);
 bool		 session_dev_inflight(const struct session *s);
 void		 session_dev_last_metrics(struct session *s);
