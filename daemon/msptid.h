@@ -82,6 +82,9 @@ struct evbuffer;
 #define SESS_STRINGS		4096	/* producer string ids 1..this */
 #define SESS_ALLSTR		(2 * SESS_STRINGS)	/* + daemon-made ones */
 #define SESS_MARKS		1024	/* host marker ids remembered */
+/* Marker ids from here on are the agent's synchronize step ranges
+ * (agent/session.c STEP_SYNC_ID), never an MSTX id with a device task. */
+#define SESS_SYNC_MARK_ID	(1ull << 62)
 #define SESS_MAX_TARGETS	4096
 #define SESS_MAX_DOMAINS	32
 /* Ring mode's flight recorders live in msptid's memory: bounded per
