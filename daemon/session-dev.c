@@ -114,6 +114,7 @@ session_dev_add_launch(struct sess_agent *sa, const struct rec_hdr *h)
 	}
 #undef LAUNCH_FROM
 	l.pid = (uint32_t)sa->pid;
+	/* -ENOMEM: the task went through the drop callback, counted. */
 	(void)join_add_launch(sa->join, &l, util_realtime_ns());
 }
 
