@@ -21,8 +21,11 @@
  *    (an eighth of a period after the refit is due), with the old one's
  *    value there and a rate that closes the gap to CLOCK_REALTIME over the
  *    next period (a slew, so timestamps never go back);
- *  - a gap of more than HOSTCLOCK_STEP_NS (settimeofday), or a refit after
- *    an idle spell of several periods, steps instead;
+ *  - a refit after the old mapping's end (an idle process) starts at its
+ *    own tick, at the reference or the old end's value, whichever is
+ *    later (so it does not go back either), and slews from there;
+ *  - a gap of more than HOSTCLOCK_STEP_NS (settimeofday) steps to the
+ *    reference instead;
  *  - a rate that moved by more than 0.1 % (NTP slews at most 0.05 %) or a
  *    TSC that went back means the TSC is not what it claimed: clock_gettime
  *    from then on.

@@ -1,8 +1,9 @@
 /*
  * ACL runtime interposers.  Each is defined here with the runtime's exact
  * signature, so with LD_PRELOAD (or libmspti linked ahead of the runtime)
- * the application calls us; we forward to dlsym(RTLD_NEXT).  Nothing here
- * allocates, locks or makes a syscall on the fast path.
+ * the application calls us; we forward to dlsym(RTLD_NEXT).  The fast
+ * path does not allocate; the synchronize hooks do take steps_mtx (step
+ * detection) and call dladdr when their call site is not yet cached.
  *
  * functionParams of a callback points at a struct <function>_params whose
  * fields are the call's arguments, in order (declared below).

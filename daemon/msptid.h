@@ -71,7 +71,7 @@ struct evbuffer;
 /* How long the ids of tasks a capture left queued stay its own
  * (agent_floor); the most kept per agent. */
 #define SESS_FLOOR_NS		60000000000ull
-#define SESS_FLOORS_MAX		4096
+#define SESS_FLOORS_MAX		256	/* scanned per device task */
 /* The most a device record is written after records that started up to
  * this much later (its task waited JOIN_DEV_TIMEOUT_NS for a launch, then
  * the next drain tick): recorded in the header as "max_lateness_ns" for
@@ -82,6 +82,9 @@ struct evbuffer;
 #define SESS_STRINGS		4096	/* producer string ids 1..this */
 #define SESS_ALLSTR		(2 * SESS_STRINGS)	/* + daemon-made ones */
 #define SESS_MARKS		1024	/* host marker ids remembered */
+/* Marker ids from here on are the agent's synchronize step ranges
+ * (agent/session.c STEP_SYNC_ID), never an MSTX id with a device task. */
+#define SESS_SYNC_MARK_ID	(1ull << 62)
 #define SESS_MAX_TARGETS	4096
 #define SESS_MAX_DOMAINS	32
 /* Ring mode's flight recorders live in msptid's memory: bounded per
@@ -181,6 +184,7 @@ struct agent {
 	/* Device tasks of captures the agent left. */
 	struct agent_floor	*dev_floors;
 	size_t			 ndev_floors;
+	uint64_t		 dev_floors_refused;	/* at SESS_FLOORS_MAX */
 };
 
 struct peer {
@@ -529,6 +533,11 @@ void		 session_dev_counter_cb(const struct metrics_counter *c,
 uint64_t	 session_dev_unmatched(const struct sess_agent *sa);
 void		 session_dev_close(struct sess_agent *sa);
 void		 session_dev_agent_free(struct agent *a);
+bool		 session_dev_floor_drop(struct agent *a, uint32_t device,
+		     uint32_t stream, uint32_t task_id, uint64_t now);
+int		 session_dev_floor_add(struct agent *a, uint32_t device,
+		     uint32_t stream, uint32_t task_id, uint32_t n,
+		     uint64_t now);
 void		 session_dev_join_flush(struct session *s);
 bool		 session_dev_inflight(const struct session *s);
 void		 session_dev_last_metrics(struct session *s);
@@ -561,6 +570,8 @@ int		 session_ctl_start_fd(struct peer *p,
 
 /* session-at.c: starts deferred to an instant (StartSession.start_at_ns) */
 #define SESS_START_AT_MAX_NS	(600ull * 1000000000ull)	/* 10 min */
+#define SESS_AT_MAX_PER_PEER	4	/* deferred starts per connection */
+#define SESS_AT_MAX		64	/* deferred starts in all */
 int		 session_at_defer(struct peer *p,
 		     const Mspti__StartSession *req, int fd);
 void		 session_at_peer_gone(struct peer *p);

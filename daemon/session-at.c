@@ -6,7 +6,9 @@
  * as if it had just arrived.  Nothing blocks the loop meanwhile, and the
  * start no longer waits for the node's msptictl to be scheduled, connect
  * and send at the instant: only this loop's timer latency remains.  The
- * requester's connection going away drops it.
+ * requester's connection going away drops it.  Each waiting start holds
+ * a descriptor and a copy of its request, so there are at most
+ * SESS_AT_MAX_PER_PEER per connection and SESS_AT_MAX in all.
  */
 #include "config.h"
 
@@ -28,11 +30,13 @@ struct sess_at {
 };
 
 static TAILQ_HEAD(, sess_at) sess_ats = TAILQ_HEAD_INITIALIZER(sess_ats);
+static unsigned nsess_ats;
 
 static void
 session_at_free(struct sess_at *sa)
 {
 	TAILQ_REMOVE(&sess_ats, sa, entry);
+	nsess_ats--;
 	if (sa->tv != NULL)
 		event_free(sa->tv);
 	if (sa->fd >= 0)
@@ -61,6 +65,7 @@ session_at_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct sess_at *sa = arg;
 	struct peer *p = sa->p;
+	Mspti__StartSession *req = sa->req;
 	int ofd = sa->fd;
 
 	(void)fd;
@@ -71,14 +76,19 @@ session_at_cb(evutil_socket_t fd, short what, void *arg)
 		session_at_arm(sa);
 		return;
 	}
-	if (p == NULL) {
-		session_at_free(sa);
-		return;
+	/* Off the list before the start: a reply that fails frees p, and
+	 * session_at_peer_gone must not find (and free) this one again. */
+	TAILQ_REMOVE(&sess_ats, sa, entry);
+	nsess_ats--;
+	event_free(sa->tv);
+	free(sa);
+	if (p == NULL || p->dead)
+		close(ofd);
+	else {
+		req->start_at_ns = 0;
+		(void)session_ctl_start_fd(p, req, ofd);
 	}
-	sa->fd = -1;
-	sa->req->start_at_ns = 0;
-	(void)session_ctl_start_fd(p, sa->req, ofd);
-	session_at_free(sa);
+	mspti__start_session__free_unpacked(req, NULL);
 }
 
 /*
@@ -89,9 +99,24 @@ int
 session_at_defer(struct peer *p, const Mspti__StartSession *req, int fd)
 {
 	struct sess_at *sa;
-	size_t len = mspti__start_session__get_packed_size(req);
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t len, mine = 0;
+	uint8_t *buf;
 
+	/* Each holds a descriptor and a copy for up to 10 minutes. */
+	TAILQ_FOREACH(sa, &sess_ats, entry)
+		if (sa->p == p)
+			mine++;
+	if (mine >= SESS_AT_MAX_PER_PEER || nsess_ats >= SESS_AT_MAX) {
+		close(fd);
+		log_warnx("start by uid %lu refused: too many deferred starts "
+		    "(%zu on its connection, %u in all)",
+		    (unsigned long)p->cred.uid, mine, nsess_ats);
+		return peer_send_error(p, 1, "start: too many deferred starts "
+		    "waiting (at most %d per connection, %d in all)",
+		    SESS_AT_MAX_PER_PEER, SESS_AT_MAX);
+	}
+	len = mspti__start_session__get_packed_size(req);
+	buf = malloc(len ? len : 1);
 	if (buf == NULL || (sa = calloc(1, sizeof(*sa))) == NULL) {
 		free(buf);
 		close(fd);
@@ -104,6 +129,7 @@ session_at_defer(struct peer *p, const Mspti__StartSession *req, int fd)
 	sa->fd = fd;
 	sa->at_ns = req->start_at_ns;
 	TAILQ_INSERT_TAIL(&sess_ats, sa, entry);
+	nsess_ats++;
 	if (sa->req == NULL ||
 	    (sa->tv = evtimer_new(p->d->base, session_at_cb, sa)) == NULL) {
 		session_at_free(sa);

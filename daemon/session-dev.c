@@ -114,6 +114,7 @@ session_dev_add_launch(struct sess_agent *sa, const struct rec_hdr *h)
 	}
 #undef LAUNCH_FROM
 	l.pid = (uint32_t)sa->pid;
+	/* -ENOMEM: the task went through the drop callback, counted. */
 	(void)join_add_launch(sa->join, &l, util_realtime_ns());
 }
 
@@ -320,25 +321,94 @@ session_dev_filter(uint32_t device, uint32_t pid, void *arg)
 	return session_dev_agent_by_pid(arg, pid) != NULL;
 }
 
-/* Whether t is a task a capture that a left queued (agent_floor): it was
- * counted there.  Forgets a stream's range once the stream ran past it. */
-static bool
-session_dev_floor_drop(struct agent *a, const struct devcol_task *t)
+/* Forgets floor i of a (order does not matter). */
+static void
+session_dev_floor_forget(struct agent *a, size_t i)
 {
-	uint64_t now = util_monotonic_ns();
+	a->dev_floors[i] = a->dev_floors[--a->ndev_floors];
+}
+
+/*
+ * Whether task (device, stream, task_id) is one a capture that a left
+ * queued (agent_floor): it was counted there.  Forgets a stream's range
+ * once the stream ran past it, and every expired range whatever its
+ * stream (a stream that never runs again must not keep its floor).  At
+ * most SESS_FLOORS_MAX are scanned.
+ */
+bool
+session_dev_floor_drop(struct agent *a, uint32_t device, uint32_t stream,
+    uint32_t task_id, uint64_t now)
+{
+	bool hit = false;
 
 	for (size_t i = 0; i < a->ndev_floors; i++) {
 		struct agent_floor *f = &a->dev_floors[i];
 
-		if (f->device != t->device || f->stream != t->stream)
+		if (now >= f->until_mono) {
+			session_dev_floor_forget(a, i--);
 			continue;
-		if (now < f->until_mono && (int32_t)(t->task_id - f->lo) >= 0 &&
-		    (int32_t)(t->task_id - f->hi) <= 0)
-			return true;
-		if (now >= f->until_mono || (int32_t)(t->task_id - f->hi) > 0)
-			a->dev_floors[i--] = a->dev_floors[--a->ndev_floors];
+		}
+		if (f->device != device || f->stream != stream)
+			continue;
+		if ((int32_t)(task_id - f->lo) >= 0 &&
+		    (int32_t)(task_id - f->hi) <= 0)
+			hit = true;
+		else if ((int32_t)(task_id - f->hi) > 0)
+			session_dev_floor_forget(a, i--);
 	}
-	return false;
+	return hit;
+}
+
+/*
+ * Adds n task ids from task_id on (device, stream) to a's floors: 0, or
+ * -1 when SESS_FLOORS_MAX unexpired floors are kept already (counted in
+ * a->dev_floors_refused and logged: those tasks may then go to a later
+ * capture of the pid).
+ */
+int
+session_dev_floor_add(struct agent *a, uint32_t device, uint32_t stream,
+    uint32_t task_id, uint32_t n, uint64_t now)
+{
+	struct agent_floor *f = NULL, *nf;
+
+	if (n == 0)
+		n = 1;
+	for (size_t i = 0; i < a->ndev_floors; i++) {
+		if (now >= a->dev_floors[i].until_mono) {
+			session_dev_floor_forget(a, i--);
+			continue;
+		}
+		if (a->dev_floors[i].device == device &&
+		    a->dev_floors[i].stream == stream)
+			f = &a->dev_floors[i];
+	}
+	if (f == NULL) {
+		if (a->ndev_floors >= SESS_FLOORS_MAX ||
+		    (nf = realloc(a->dev_floors, (a->ndev_floors + 1) *
+		    sizeof(*nf))) == NULL) {
+			/* Logged the first time and at every power of two. */
+			a->dev_floors_refused++;
+			if ((a->dev_floors_refused &
+			    (a->dev_floors_refused - 1)) == 0)
+				log_warnx("agent pid %ld: %llu queued task "
+				    "range(s) not kept (%zu streams kept)",
+				    (long)a->cred.pid, (unsigned long long)
+				    a->dev_floors_refused, a->ndev_floors);
+			return -1;
+		}
+		a->dev_floors = nf;
+		f = &a->dev_floors[a->ndev_floors++];
+		f->device = device;
+		f->stream = stream;
+		f->lo = task_id;
+		f->hi = task_id + n - 1;
+	}
+	if ((int32_t)(task_id - f->lo) < 0)
+		f->lo = task_id;
+	if ((int32_t)(task_id + n - 1 - f->hi) > 0)
+		f->hi = task_id + n - 1;
+	f->until_mono = now + SESS_FLOOR_NS;
+	return 0;
 }
 
 /*
@@ -382,7 +452,8 @@ session_dev_route(struct daemon *d, const struct devcol_task *t)
 	if (window != NULL)
 		return window;
 	if (live != NULL && live->agent != NULL &&
-	    session_dev_floor_drop(live->agent, t))
+	    session_dev_floor_drop(live->agent, t->device, t->stream,
+	    t->task_id, util_monotonic_ns()))
 		return NULL;
 	return live != NULL ? live : ended;
 }
@@ -626,33 +697,8 @@ session_dev_inflight(const struct session *s)
 static void
 session_dev_floor_note(const struct join_launch *l, void *arg)
 {
-	struct agent *a = arg;
-	struct agent_floor *f = NULL, *nf;
-	uint32_t n = l->ntasks > 1 ? l->ntasks : 1;
-
-	for (size_t i = 0; i < a->ndev_floors; i++)
-		if (a->dev_floors[i].device == l->device &&
-		    a->dev_floors[i].stream == l->stream) {
-			f = &a->dev_floors[i];
-			break;
-		}
-	if (f == NULL) {
-		if (a->ndev_floors >= SESS_FLOORS_MAX ||
-		    (nf = realloc(a->dev_floors, (a->ndev_floors + 1) *
-		    sizeof(*nf))) == NULL)
-			return;
-		a->dev_floors = nf;
-		f = &a->dev_floors[a->ndev_floors++];
-		f->device = l->device;
-		f->stream = l->stream;
-		f->lo = l->task_id;
-		f->hi = l->task_id + n - 1;
-	}
-	if ((int32_t)(l->task_id - f->lo) < 0)
-		f->lo = l->task_id;
-	if ((int32_t)(l->task_id + n - 1 - f->hi) > 0)
-		f->hi = l->task_id + n - 1;
-	f->until_mono = util_monotonic_ns() + SESS_FLOOR_NS;
+	(void)session_dev_floor_add(arg, l->device, l->stream, l->task_id,
+	    l->ntasks, util_monotonic_ns());
 }
 
 /* Frees what session-dev.c keeps in a (the registry frees a). */

@@ -196,7 +196,10 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 			return 0;
 		if (s->stop_reason != NULL)
 			ctx->stop = true;
-		if (m->source_kind == 0 && sa->marks != NULL && m->name_id != 0) {
+		/* A synchronize step range (agent/session.c) has no device
+		 * task: its slot would be a pending MSTX marker's. */
+		if (m->source_kind == 0 && sa->marks != NULL &&
+		    m->name_id != 0 && m->id < SESS_SYNC_MARK_ID) {
 			struct sess_mark *k = &sa->marks[m->id % SESS_MARKS];
 
 			k->id = m->id;

@@ -331,8 +331,12 @@ join_add_one(struct join *j, const struct join_launch *l, uint32_t task,
 		free(e);
 		pp = jtable_slot(&j->host, l->device, l->stream, task);
 	}
-	if ((e = jent_new(0, l->device, l->stream, task, now)) == NULL)
+	if ((e = jent_new(0, l->device, l->stream, task, now)) == NULL) {
+		/* No room, as at max_host: counted and passed on, never
+		 * lost silently. */
+		join_drop(j, l, &j->st.host_evicted);
 		return -ENOMEM;
+	}
 	e->launch = *l;
 	jtable_insert(&j->host, pp, e);
 	jtable_grow(&j->host);

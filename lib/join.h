@@ -77,7 +77,8 @@ struct join_stats {
 					   that were younger than its window:
 					   likely still queued on the device
 					   (not in host_only) */
-	uint64_t	host_evicted;	/* launch tasks dropped: max_host reached */
+	uint64_t	host_evicted;	/* launch tasks dropped: max_host reached
+					   (or no memory for one) */
 	uint64_t	host_replaced;	/* a new launch reused a waiting key
 					   (another correlation id: the old
 					   one is also counted host_only) */

@@ -1564,6 +1564,50 @@ START_TEST(test_session_snapshot_slow_disk)
 }
 END_TEST
 
+/* Floors (task ranges an ended capture left queued): expired ones go
+ * whatever their stream, the cap counts what it refuses, and a stream's
+ * range still holds its tasks until it expires or the stream runs past. */
+START_TEST(test_session_floors_bounded)
+{
+	struct agent a;
+	uint64_t now = 1000;
+
+	memset(&a, 0, sizeof(a));
+	a.cred.pid = 4242;
+	/* Streams 0..9 once, then never again. */
+	for (uint32_t st = 0; st < 10; st++)
+		ck_assert_int_eq(session_dev_floor_add(&a, 0, st, 100, 2, now),
+		    0);
+	ck_assert_uint_eq(a.ndev_floors, 10);
+	ck_assert(session_dev_floor_drop(&a, 0, 3, 101, now + 1));
+	ck_assert(!session_dev_floor_drop(&a, 0, 3, 99, now + 1));
+	ck_assert(!session_dev_floor_drop(&a, 1, 3, 100, now + 1));
+	/* Past the stream's range: that floor goes, the others stay. */
+	ck_assert(!session_dev_floor_drop(&a, 0, 3, 102, now + 1));
+	ck_assert_uint_eq(a.ndev_floors, 9);
+	/* A task of another stream after they expired: all go. */
+	ck_assert(!session_dev_floor_drop(&a, 0, 77, 5, now + SESS_FLOOR_NS));
+	ck_assert_uint_eq(a.ndev_floors, 0);
+
+	/* The cap: one more stream is refused and counted. */
+	for (uint32_t st = 0; st < SESS_FLOORS_MAX; st++)
+		ck_assert_int_eq(session_dev_floor_add(&a, 1, st, 7, 1, now),
+		    0);
+	ck_assert_int_eq(session_dev_floor_add(&a, 1, SESS_FLOORS_MAX, 7, 1,
+	    now), -1);
+	ck_assert_uint_eq(a.dev_floors_refused, 1);
+	ck_assert_uint_eq(a.ndev_floors, SESS_FLOORS_MAX);
+	/* A known stream widens its range within the cap. */
+	ck_assert_int_eq(session_dev_floor_add(&a, 1, 5, 8, 3, now), 0);
+	ck_assert(session_dev_floor_drop(&a, 1, 5, 10, now));
+	/* Expired floors make room again. */
+	ck_assert_int_eq(session_dev_floor_add(&a, 1, SESS_FLOORS_MAX, 7, 1,
+	    now + SESS_FLOOR_NS), 0);
+	ck_assert_uint_eq(a.ndev_floors, 1);
+	session_dev_agent_free(&a);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -1595,6 +1639,7 @@ session_suite(void)
 	tcase_add_test(tm, test_session_ring_memory_cap);
 	tcase_add_test(tm, test_session_disk_loss_counted);
 	tcase_add_test(tm, test_session_snapshot_slow_disk);
+	tcase_add_test(tm, test_session_floors_bounded);
 	suite_add_tcase(su, tm);
 	return su;
 }

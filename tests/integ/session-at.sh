@@ -1,0 +1,152 @@
+#!/bin/sh
+# Deferred starts (StartSession.start_at_ns) whose requester cannot take
+# the reply at the instant: the daemon drops that requester, frees the
+# deferred start once, and keeps serving.  Raw frames, so the requester
+# can shut its read side (the reply then fails with EPIPE) while the
+# daemon still sees its connection open.
+. "$(dirname "$0")/lib.sh"
+
+start_daemon -v -v
+python3 - "$RT" "$T" <<'PY' || fail "raw deferred starts"
+import os, socket, struct, sys, time
+rt, tmp = sys.argv[1], sys.argv[2]
+MAGIC, VER, START = 0x5450534d, 1, 20
+
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+def field(n, wt, payload):
+    tag = varint(n << 3 | wt)
+    if wt == 2:
+        return tag + varint(len(payload)) + payload
+    return tag + varint(payload)
+
+def start_req(job, at):
+    tgt = field(2, 2, job.encode())
+    return field(1, 2, tgt) + field(3, 2, b"x.mspti") + field(4, 0, at)
+
+def send_start(job, at, name):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(rt, "ctl.sock"))
+    body = start_req(job, at)
+    fd = os.open(os.path.join(tmp, name), os.O_RDWR | os.O_CREAT, 0o600)
+    socket.send_fds(s, [struct.pack("<IHHI", MAGIC, VER, START, len(body)) + body], [fd])
+    os.close(fd)
+    return s
+
+log = os.path.join(tmp, "daemon.log")
+# 1: the reply fails at the instant (read side shut); the connection
+# stays open until the daemon has tried it.
+at = time.time_ns() + 400_000_000
+s1 = send_start("nobody", at, "a.mspti")
+s1.shutdown(socket.SHUT_RD)
+for _ in range(400):
+    if "closed before reading our reply" in open(log).read():
+        break
+    time.sleep(0.05)
+else:
+    sys.exit("the failed reply was not seen")
+s1.close()
+# 2: the requester closes right at the instant (either comes first).
+at2 = time.time_ns() + 300_000_000
+s2 = send_start("nobody", at2, "b.mspti")
+time.sleep(max(0, (at2 - time.time_ns()) / 1e9))
+s2.close()
+time.sleep(0.2)
+PY
+kill -0 "$DAEMON_PID" 2>/dev/null || fail "msptid died"
+"$MSPTICTL" -r "$RT" status >/dev/null || fail "msptid does not answer"
+"$MSPTICTL" -r "$RT" --json sessions >/dev/null || fail "msptid does not answer sessions"
+! grep -q "Sanitizer\|double free\|corrupted" "$T/daemon.log" || fail "memory error"
+ok "deferred starts whose requester fails or goes away at the instant: freed once, daemon serves"
+
+# (Part 1's second start is dropped or fails its reply, by the race.)
+n0=$(grep -c 'deferred start by uid [0-9]* dropped' "$T/daemon.log")
+# A client cannot queue deferred starts without bound: a few per
+# connection, SESS_AT_MAX in all; beyond, one clear error each.
+python3 - "$RT" "$T" <<'PY' || fail "deferred start caps"
+import os, socket, struct, sys, time
+rt, tmp = sys.argv[1], sys.argv[2]
+MAGIC, VER, START, ERROR, STATUS = 0x5450534d, 1, 20, 3, 16
+PER_PEER, TOTAL = 4, 64
+
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+def field(n, wt, payload):
+    tag = varint(n << 3 | wt)
+    if wt == 2:
+        return tag + varint(len(payload)) + payload
+    return tag + varint(payload)
+
+fd = os.open(os.path.join(tmp, "cap.mspti"), os.O_RDWR | os.O_CREAT, 0o600)
+
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(rt, "ctl.sock"))
+    return s
+
+def send(s, at):
+    body = field(1, 2, field(2, 2, b"nobody")) + field(4, 0, at)
+    socket.send_fds(s, [struct.pack("<IHHI", MAGIC, VER, START, len(body)) + body], [fd])
+
+def recv_frame(s):
+    s.settimeout(10)
+    buf = b""
+    while len(buf) < 12:
+        c = s.recv(12 - len(buf))
+        assert c, "closed"
+        buf += c
+    magic, ver, typ, n = struct.unpack("<IHHI", buf)
+    body = b""
+    while len(body) < n:
+        c = s.recv(n - len(body))
+        assert c, "closed"
+        body += c
+    return typ, body
+
+far = time.time_ns() + 300_000_000_000
+first = conn()
+for _ in range(PER_PEER + 1):
+    send(first, far)
+typ, body = recv_frame(first)
+assert typ == ERROR and b"too many deferred starts" in body, (typ, body)
+assert b"\n" not in body, body
+conns = [first]
+for _ in range(TOTAL // PER_PEER - 1):
+    s = conn()
+    for _ in range(PER_PEER):
+        send(s, far)
+    # Frames of one connection are handled in order: once its status
+    # comes back, its starts are all in (the next connection's come after).
+    s.sendall(struct.pack("<IHHI", MAGIC, VER, STATUS, 0))
+    typ, body = recv_frame(s)
+    assert typ == STATUS + 1, (typ, body)
+    conns.append(s)
+extra = conn()
+send(extra, far)
+typ, body = recv_frame(extra)
+assert typ == ERROR and b"too many deferred starts" in body, (typ, body)
+for s in conns:
+    s.close()
+print("refused", flush=True)
+PY
+wait_until 20 sh -c "[ \$(grep -c 'deferred start by uid [0-9]* dropped' '$T/daemon.log') -ge $((n0 + 64)) ]" ||
+	fail "the capped deferred starts were not dropped with their requesters"
+kill -0 "$DAEMON_PID" 2>/dev/null || fail "msptid died"
+grep -q "too many deferred starts" "$T/daemon.log" || fail "no log line for a refused deferred start"
+ok "deferred starts are capped per connection and in all, with a one-line error"
