@@ -11,7 +11,9 @@
  * interposed here and take a write lock around the real ones, and every
  * read of ours from a thread of ours takes it shared and copies the value
  * out.  A program that writes to environ directly is not covered; no
- * launcher we know of does.
+ * launcher we know of does.  Nor is one that loaded us with dlopen (the
+ * Python extension without LD_PRELOAD): its calls bind to the C library's
+ * functions, not these (libmspti(3) says so).
  *
  * fork: the lock is taken across fork (registered before any other
  * handler of ours, so it is the last one taken and the first released in
