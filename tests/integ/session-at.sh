@@ -7,11 +7,9 @@
 . "$(dirname "$0")/lib.sh"
 
 start_daemon -v -v
-python3 - "$RT" "$T" <<'PY' || fail "raw deferred starts"
-import os, socket, struct, sys, time
-rt, tmp = sys.argv[1], sys.argv[2]
-MAGIC, VER, START = 0x5450534d, 1, 20
-
+# Protobuf by hand, for both parts: the frames are built here, not by
+# msptictl, so a requester can misbehave at will.
+cat >"$T/rawpb.py" <<'PY'
 def varint(v):
     out = b""
     while True:
@@ -27,6 +25,14 @@ def field(n, wt, payload):
     if wt == 2:
         return tag + varint(len(payload)) + payload
     return tag + varint(payload)
+PY
+python3 - "$RT" "$T" <<'PY' || fail "raw deferred starts"
+import os, socket, struct, sys, time
+rt, tmp = sys.argv[1], sys.argv[2]
+sys.path.insert(0, tmp)
+MAGIC, VER, START = 0x5450534d, 1, 20
+
+from rawpb import varint, field
 
 def start_req(job, at):
     tgt = field(2, 2, job.encode())
@@ -74,24 +80,11 @@ n0=$(grep -c 'deferred start by uid [0-9]* dropped' "$T/daemon.log")
 python3 - "$RT" "$T" <<'PY' || fail "deferred start caps"
 import os, socket, struct, sys, time
 rt, tmp = sys.argv[1], sys.argv[2]
+sys.path.insert(0, tmp)
 MAGIC, VER, START, ERROR, STATUS = 0x5450534d, 1, 20, 3, 16
 PER_PEER, TOTAL = 4, 64
 
-def varint(v):
-    out = b""
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-def field(n, wt, payload):
-    tag = varint(n << 3 | wt)
-    if wt == 2:
-        return tag + varint(len(payload)) + payload
-    return tag + varint(payload)
+from rawpb import varint, field
 
 fd = os.open(os.path.join(tmp, "cap.mspti"), os.O_RDWR | os.O_CREAT, 0o600)
 
