@@ -29,6 +29,12 @@
  * unstripped).  Our prepare handler must run after every other one (they
  * may allocate), so it is registered before any other: __register_atfork,
  * which pthread_atfork calls, is wrapped to register ours first.
+ * _Fork() runs no fork handlers, so it is wrapped to do the same locking
+ * itself: a rank forked by _Fork() from a process whose agent thread was
+ * refilling its allocator cache hung in its first thread's start (seen:
+ * run-steps.sh, the child's registration thread in
+ * SizeClassAllocator64::GetFromAllocator, its rank never registered).
+ * The application's own fork handlers still do not run, as _Fork says.
  * Elsewhere (sh, sed, python3 without the runtime) it does nothing.
  */
 #define _GNU_SOURCE
@@ -218,6 +224,29 @@ __register_atfork(void (*prepare)(void), void (*parent)(void),
 			real(before, after, after_child, __dso_handle);
 	}
 	return real(prepare, parent, child, dso);
+}
+
+pid_t
+_Fork(void)
+{
+	static pid_t (*real)(void);
+	pid_t pid;
+
+	if (real == NULL)
+		real = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
+	if (real == NULL)
+		return -1;
+	install();
+	if (found)
+		before();
+	pid = real();
+	if (found) {
+		if (pid == 0)
+			after_child();
+		else
+			after();
+	}
+	return pid;
 }
 
 __attribute__((constructor)) static void

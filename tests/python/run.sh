@@ -20,7 +20,9 @@ if [ -n "${MSPTI_ASAN_RUNTIME:-}" ]; then
 	cat "$top_srcdir/tests/lsan.supp" \
 	    "$top_srcdir/tests/python/lsan-python.supp" >"$supp"
 	preload="$MSPTI_ASAN_RUNTIME:$preload"
-	LSAN_OPTIONS="suppressions=$supp"
+	# Options the caller set (LSAN_OPTIONS=verbosity=1 ...) are kept;
+	# the last suppressions= is the one in effect.
+	LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$supp"
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_context_size=2"
 	export LSAN_OPTIONS ASAN_OPTIONS
 fi
