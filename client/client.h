@@ -24,6 +24,9 @@ struct client {
 	int		 sock;
 	bool		 quiet_timeout;	/* the verb words a reply timeout */
 	bool		 timed_out;	/* the last request's reply timed out */
+	/* The verb the user ran: the daemon's usage errors are shown as
+	 * its own ("run" sends a StartSession whose errors say "start"). */
+	const char	*verb;
 };
 
 struct cmd_entry {

@@ -116,6 +116,11 @@ client_config_option(const struct cmd_entry *e, int ch, const char *arg,
 		return 0;
 	}
 	case 'o':
+		/* "--output -- cmd": getopt took the separator as the name. */
+		if (strcmp(arg, "--") == 0) {
+			client_usage_error(e, "--output needs a file name");
+			return EXIT_USAGE;
+		}
 		*output = arg;
 		return 0;
 	case 'b':

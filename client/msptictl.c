@@ -333,12 +333,16 @@ client_request_fd(struct client *c, uint16_t type, const ProtobufCMessage *req,
 		Mspti__Error *e = (Mspti__Error *)msg;
 		size_t vl = strspn(e->message, "abcdefghijklmnopqrstuvwxyz");
 
-		/* The daemon's usage errors ("VERB: what") read as ours. */
+		/* The daemon's usage errors ("VERB: what") read as ours,
+		 * under the verb the user ran. */
 		if (e->code == EXIT_USAGE && vl > 0 &&
-		    strncmp(e->message + vl, ": ", 2) == 0)
+		    strncmp(e->message + vl, ": ", 2) == 0) {
+			const char *v = c->verb ? c->verb : e->message;
+			int n = c->verb ? (int)strlen(c->verb) : (int)vl;
+
 			fprintf(stderr, "msptictl %.*s: %s (see msptictl %.*s "
-			    "--help)\n", (int)vl, e->message,
-			    e->message + vl + 2, (int)vl, e->message);
+			    "--help)\n", n, v, e->message + vl + 2, n, v);
+		}
 		else
 			fprintf(stderr, "msptictl: %s\n", e->message);
 		rc = e->code >= 1 && e->code <= 3 ? e->code : EXIT_FAIL;
@@ -423,6 +427,7 @@ main(int argc, char **argv)
 		    argv + optind);
 	optind++;
 	/* Each verb parses its own options from argv[optind..]. */
+	c.verb = e->name;
 	rc = e->exec(&c, argc, argv);
 	if (c.sock >= 0)
 		close(c.sock);

@@ -110,6 +110,9 @@ usage_err wait wait 1 2
 usage_err retarget retarget 1 --add-pid x
 usage_err snapshot snapshot --file-mode 999 1
 usage_err run run --duration forever -- true
+# getopt takes the separator as --output's value: refused, no file "--".
+(cd "$T" && usage_err run run --output -- true) || exit 1
+[ ! -e "$T/--" ] || fail "run --output -- wrote a file named '--'"
 ok "bad numbers and choices"
 
 # Options of a cluster capture, without --cluster or --hosts.
@@ -132,5 +135,11 @@ case $msg in
 esac
 [ ! -e "$T/k.mspti" ] || fail "a refused start left its output file"
 usage_err start start --all --kinds op,shapes,nokind --output "$T/k.mspti"
+# run sends a StartSession too: the error is run's, not start's.
+usage_err run run --kinds bogus --output "$T/r.mspti" -- true
+case $msg in
+"unknown kind 'bogus' (kinds: "*) ;;
+*) fail "run --kinds bogus: '$msg'";;
+esac
 ok "daemon-side usage errors: one line, msptictl VERB: ..., exit 2"
 echo "cli-errors: all passed"
