@@ -572,6 +572,8 @@ int		 session_ctl_start_fd(struct peer *p,
 #define SESS_START_AT_MAX_NS	(600ull * 1000000000ull)	/* 10 min */
 #define SESS_AT_MAX_PER_PEER	4	/* deferred starts per connection */
 #define SESS_AT_MAX		64	/* deferred starts in all */
+#define SESS_AT_MAX_PER_UID	16	/* of one uid other than root */
+#define SESS_AT_ROOT_RESERVE	16	/* of SESS_AT_MAX, root's alone */
 int		 session_at_defer(struct peer *p,
 		     const Mspti__StartSession *req, int fd);
 void		 session_at_peer_gone(struct peer *p);

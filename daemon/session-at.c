@@ -8,7 +8,10 @@
  * and send at the instant: only this loop's timer latency remains.  The
  * requester's connection going away drops it.  Each waiting start holds
  * a descriptor and a copy of its request, so there are at most
- * SESS_AT_MAX_PER_PEER per connection and SESS_AT_MAX in all.
+ * SESS_AT_MAX_PER_PEER per connection and SESS_AT_MAX in all.  One user
+ * cannot take them all from the others: a uid other than root holds at
+ * most SESS_AT_MAX_PER_UID, and the last SESS_AT_ROOT_RESERVE are root's
+ * alone (an operator's cluster start is not refused for a user's).
  */
 #include "config.h"
 
@@ -99,21 +102,29 @@ int
 session_at_defer(struct peer *p, const Mspti__StartSession *req, int fd)
 {
 	struct sess_at *sa;
-	size_t len, mine = 0;
+	size_t len, mine = 0, uid_n = 0, users = 0;
 	uint8_t *buf;
 
 	/* Each holds a descriptor and a copy for up to 10 minutes. */
-	TAILQ_FOREACH(sa, &sess_ats, entry)
+	TAILQ_FOREACH(sa, &sess_ats, entry) {
 		if (sa->p == p)
 			mine++;
-	if (mine >= SESS_AT_MAX_PER_PEER || nsess_ats >= SESS_AT_MAX) {
+		if (sa->p != NULL && sa->p->cred.uid == p->cred.uid)
+			uid_n++;
+		if (sa->p != NULL && sa->p->cred.uid != 0)
+			users++;
+	}
+	if (mine >= SESS_AT_MAX_PER_PEER || nsess_ats >= SESS_AT_MAX ||
+	    (p->cred.uid != 0 && (uid_n >= SESS_AT_MAX_PER_UID ||
+	    users >= SESS_AT_MAX - SESS_AT_ROOT_RESERVE))) {
 		close(fd);
 		log_warnx("start by uid %lu refused: too many deferred starts "
-		    "(%zu on its connection, %u in all)",
-		    (unsigned long)p->cred.uid, mine, nsess_ats);
+		    "(%zu on its connection, %zu of its uid, %u in all)",
+		    (unsigned long)p->cred.uid, mine, uid_n, nsess_ats);
 		return peer_send_error(p, 1, "start: too many deferred starts "
-		    "waiting (at most %d per connection, %d in all)",
-		    SESS_AT_MAX_PER_PEER, SESS_AT_MAX);
+		    "waiting (at most %d per connection, %d per user, %d in "
+		    "all)", SESS_AT_MAX_PER_PEER, SESS_AT_MAX_PER_UID,
+		    SESS_AT_MAX);
 	}
 	len = mspti__start_session__get_packed_size(req);
 	buf = malloc(len ? len : 1);

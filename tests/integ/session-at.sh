@@ -143,3 +143,71 @@ wait_until 20 sh -c "[ \$(grep -c 'deferred start by uid [0-9]* dropped' '$T/dae
 kill -0 "$DAEMON_PID" 2>/dev/null || fail "msptid died"
 grep -q "too many deferred starts" "$T/daemon.log" || fail "no log line for a refused deferred start"
 ok "deferred starts are capped per connection and in all, with a one-line error"
+
+# One user cannot take the deferred starts from the others: a uid other
+# than root holds at most 16, and root's start is taken while they wait.
+if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null 2>&1 &&
+    command -v setpriv >/dev/null 2>&1 && [ -x /usr/bin/python3 ]; then
+	U="msptia$$"
+	useradd --system --no-create-home --home-dir /nonexistent \
+	    --shell /usr/sbin/nologin "$U" || fail "useradd $U"
+	trap 'cleanup; userdel "$U" 2>/dev/null' EXIT
+	chmod 755 "$T"
+	mkdir "$T/u" && chown "$U:" "$T/u"
+	# sock PATH OUT AT_NS N: N deferred starts on one connection (4 per
+	# connection at most), then the reply to a status: "ok" when all
+	# were taken, else the first error's text.
+	cat >"$T/u/defer.py" <<'PY'
+import os, socket, struct, sys
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rawpb import field
+MAGIC, VER, START, ERROR, STATUS = 0x5450534d, 1, 20, 3, 16
+path, out, at, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+def recv_frame(s):
+    s.settimeout(10)
+    buf = b""
+    while len(buf) < 12:
+        c = s.recv(12 - len(buf)); assert c, "closed"; buf += c
+    typ, ln = struct.unpack("<IHHI", buf)[2:]
+    body = b""
+    while len(body) < ln:
+        c = s.recv(ln - len(body)); assert c, "closed"; body += c
+    return typ, body
+fd = os.open(out, os.O_RDWR | os.O_CREAT, 0o600)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(path)
+body = field(1, 2, field(2, 2, b"nobody")) + field(4, 0, at)
+for _ in range(n):
+    socket.send_fds(s, [struct.pack("<IHHI", MAGIC, VER, START, len(body)) + body], [fd])
+s.sendall(struct.pack("<IHHI", MAGIC, VER, STATUS, 0))
+typ, body = recv_frame(s)
+print("ok" if typ == STATUS + 1 else body.decode(errors="replace"), flush=True)
+# Held open (the starts wait with it) until the file "release" exists.
+import time
+rel = os.path.join(os.path.dirname(os.path.abspath(__file__)), "release")
+for _ in range(1200):
+    if os.path.exists(rel):
+        break
+    time.sleep(0.05)
+PY
+	AS_U="setpriv --reuid=$U --regid=$U --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"
+	far=$(( $(date +%s) * 1000000000 + 300000000000 ))
+	for i in 1 2 3 4 5; do
+		$AS_U /usr/bin/python3 "$T/u/defer.py" "$RT/ctl.sock" "$T/u/o.mspti" \
+		    "$far" 4 </dev/null >"$T/u/r$i" 2>&1 &
+		PIDS="$PIDS $!"
+		wait_until 20 test -s "$T/u/r$i" || fail "user's connection $i: no reply"
+	done
+	for i in 1 2 3 4; do
+		[ "$(cat "$T/u/r$i")" = ok ] || fail "user's start $i refused: $(cat "$T/u/r$i")"
+	done
+	grep -q "too many deferred starts waiting .*16 per user" "$T/u/r5" ||
+		fail "a user's 17th deferred start was taken: $(cat "$T/u/r5")"
+	python3 "$T/u/defer.py" "$RT/ctl.sock" "$T/root.mspti" "$far" 1 \
+	    </dev/null >"$T/root.r" 2>&1 &
+	PIDS="$PIDS $!"
+	wait_until 20 test -s "$T/root.r" || fail "root's connection: no reply"
+	[ "$(cat "$T/root.r")" = ok ] || fail "root's deferred start refused: $(cat "$T/root.r")"
+	: >"$T/u/release"
+	ok "one user holds at most 16 deferred starts; root's is still taken"
+fi
