@@ -160,6 +160,11 @@ struct an_stepres {
 };
 
 /* One process (rank) of one source. */
+#define AN_STEPS_MSTX	1u	/* MSTX ranges named the step marker */
+#define AN_STEPS_SYNC	2u	/* the agent's, from the synchronize pattern */
+#define AN_STEPS_RECS	4u	/* step records */
+#define AN_STEPS_DOMAIN	"mspti.sync"	/* the domain of the agent's */
+
 struct an_proc {
 	struct analysis_source *src;
 	uint32_t	 pid;
@@ -169,6 +174,12 @@ struct an_proc {
 	uint32_t	 job, exe;		/* global string ids */
 	int64_t		 offset;		/* ns added to align clocks */
 	int64_t		 skew;			/* measured offset to the reference */
+	/* The index of its first step in a steps window (the daemon's record
+	 * of it leaving says "steps K..M"), else -1: its steps are numbered
+	 * from there, as every rank's window starts at the same K. */
+	int64_t		 step_base;
+	/* Where its steps came from: AN_STEPS_MSTX | _SYNC | _RECS. */
+	uint32_t	 step_src;
 	bool		 aligned;		/* skew measured */
 	int		 cw;			/* coll[] in use: 0 or 1 */
 	size_t		 cur;			/* matching cursor */

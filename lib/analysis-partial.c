@@ -34,7 +34,7 @@
 #define AN_ATTR	__attribute__((visibility("default")))
 
 #define PT_MAGIC	"MSPTIPRT"
-#define PT_VERSION	1
+#define PT_VERSION	2	/* 2: a rank's first window step, step source */
 #define PT_HDR		13		/* magic, version, length */
 #define PT_MAX		(256u << 20)	/* far over any real partial */
 #define PT_STR_MAX	(1u << 20)
@@ -683,6 +683,8 @@ pt_proc(struct pt_w *w, const struct an_proc *p)
 	pt_u(w, p->last_ts);
 	pt_u(w, p->late);
 	pt_u(w, p->forced);
+	pt_i(w, p->step_base);
+	pt_u(w, p->step_src);
 	pt_u(w, p->open_evicted);
 	for (int g = 0; g < AN_G_MAX; g++) {
 		pt_u(w, p->whole[g]);
@@ -1068,6 +1070,15 @@ pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 	p->last_ts = pt_ru(r);
 	p->late = pt_ru(r);
 	p->forced = pt_ru(r);
+	/* Bounded: steps are numbered from it (analysis-steps.c). */
+	if ((p->step_base = pt_ri(r)) < -1 || p->step_base > (1ll << 53)) {
+		pt_bad(r, "step out of range");
+		p->step_base = -1;
+	}
+	if ((p->step_src = (uint32_t)pt_ru(r)) > 7) {
+		pt_bad(r, "bad step source");
+		p->step_src = 0;
+	}
 	p->open_evicted = pt_ru(r);
 	for (int g = 0; g < AN_G_MAX; g++) {
 		p->whole[g] = pt_ru(r);

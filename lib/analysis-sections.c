@@ -326,13 +326,36 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	free(ci);
 }
 
+/* Where the ranks' steps came from, e.g. "MSTX ranges 'step'", or "none
+ * (the whole capture is one step)". */
+static const char *
+sec_step_source(const struct analysis *a, char *buf, size_t len)
+{
+	uint32_t src = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->nproc; i++)
+		src |= a->proc[i]->step_src;
+	*buf = '\0';
+	if (src & AN_STEPS_MSTX)
+		n += (size_t)snprintf(buf + n, len - n, "MSTX ranges '%.64s'",
+		    a->o.step_marker);
+	if ((src & AN_STEPS_SYNC) && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%sthe synchronize "
+		    "pattern", n ? ", " : "");
+	if ((src & AN_STEPS_RECS) && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%sstep records",
+		    n ? ", " : "");
+	return src ? buf : "none (the whole capture is one step)";
+}
+
 static void
 sec_summary(struct analysis *a)
 {
 	static const char *const cols[] = { "Item", "Value" };
 	struct table *t = table_new("summary", "Capture summary", 2, cols);
 	struct analysis_totals tot;
-	char buf[64];
+	char buf[160];
 
 	analysis_get_totals(a, &tot);
 	table_row(t); table_str(t, "files"); table_u64(t, a->files);
@@ -344,6 +367,8 @@ sec_summary(struct analysis *a)
 	table_row(t); table_str(t, "records lost"); table_u64(t, tot.lost);
 	table_row(t); table_str(t, "complete");
 	table_str(t, a->partial ? "NO (see warnings)" : "yes");
+	table_row(t); table_str(t, "step source");
+	table_str(t, sec_step_source(a, buf, sizeof(buf)));
 	for (size_t i = 0; i < a->nwarn; i++) {
 		snprintf(buf, sizeof(buf), "warning %zu", i + 1);
 		table_row(t);

@@ -413,7 +413,10 @@ st_breakdown(struct analysis *a, struct an_proc *p)
 			s = p->steps[i].start;
 			e = p->steps[i].end;
 			acc = p->steps[i].acc;
+			/* Indexed steps keep their index; marked ones are
+			 * counted from the window's first step (or from 1). */
 			r->step = p->steps[i].step >= 0 ? p->steps[i].step :
+			    p->step_base >= 0 ? p->step_base + (int64_t)i :
 			    (int64_t)i + 1;
 		} else {
 			s = p->first_ts;

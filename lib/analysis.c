@@ -307,11 +307,42 @@ an_proc_find(struct analysis_source *src, uint32_t pid)
 	p->pid = pid;
 	p->idx = (uint32_t)a->nproc;
 	p->rank = p->local_rank = p->world_size = -1;
+	p->step_base = -1;
 	p->safe_static = UINT64_MAX;
 	a->proc = an_realloc(a->proc, (a->nproc + 1) * sizeof(*a->proc));
 	a->proc[a->nproc++] = p;
 	src->last = p;
 	return p;
+}
+
+/*
+ * The daemon's record of a process leaving a steps window says which
+ * steps it recorded ("...; steps K..M ..."): its steps are K onwards.
+ * Only a process already seen (a leave names no new one).
+ */
+static void
+an_session_leave(struct analysis_source *src, const struct rec_session *r)
+{
+	struct analysis *a = src->a;
+	const char *d, *at;
+	long long k, m;
+
+	if (r->pid == 0 || r->detail_id == 0 ||
+	    (d = an_str_get(a, an_gid(src, r->detail_id))) == NULL)
+		return;
+	for (at = d; (at = strstr(at, "steps ")) != NULL; at++)
+		if ((at == d || (at >= d + 2 && at[-2] == ';' &&
+		    at[-1] == ' ')) &&
+		    sscanf(at, "steps %lld..%lld", &k, &m) == 2 && k >= 0 &&
+		    m >= k)
+			break;
+	if (at == NULL)
+		return;
+	for (size_t i = 0; i < a->nproc; i++)
+		if (a->proc[i]->src == src && a->proc[i]->pid == r->pid) {
+			a->proc[i]->step_base = k;
+			return;
+		}
 }
 
 /* Converts device time t of device to host time with the source's model. */
@@ -599,8 +630,15 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 		p->open[p->nopen - 1].id = m->id;
 		p->open[p->nopen - 1].ts = m->timestamp;
 		p->open[p->nopen - 1].name = an_gid(src, m->name_id);
-		if (p->open[p->nopen - 1].name == a->step_gid)
+		if (p->open[p->nopen - 1].name == a->step_gid) {
+			const char *dom = m->domain_id ? an_str_get(a,
+			    an_gid(src, m->domain_id)) : NULL;
+
+			p->step_src |= dom != NULL &&
+			    strcmp(dom, AN_STEPS_DOMAIN) == 0 ?
+			    AN_STEPS_SYNC : AN_STEPS_MSTX;
 			an_sweep_markers(a, p);
+		}
 		return;
 	}
 	if (!(m->flag & 4u))
@@ -809,11 +847,16 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 			src->loss_records[r->stage] += r->count;
 		break;
 	}
+	case REC_SESSION:
+		if (h->aux == SESSION_EV_AGENT_LEAVE)
+			an_session_leave(src, (const void *)h);
+		break;
 	case REC_STEP: {
 		const struct rec_step *r = (const void *)h;
 
 		p = an_proc_find(src, r->pid);
 		p->step_recs = true;
+		p->step_src |= AN_STEPS_RECS;
 		an_host_ts(p, r->end);
 		if (r->end >= r->start)
 			an_sweep_step(a, p, r->start, r->end,

@@ -70,6 +70,23 @@ json "$T/four-wait.json" 'j["step_skew_ns"]' | grep -Eq '^[0-9]+$' ||
 	fail "no skew: $(cat "$T/four-wait.json")"
 "$DUMP" "$T/four.mspti" | grep -q "steps \[$k, $((k + 4))) on 4 rank(s) from MSTX, start skew" ||
 	fail "the trace does not record the window"
+# The report numbers each rank's steps as the window does: k to k+3.
+"$MSPTICTL" report --json --section steps "$T/four.mspti" >"$T/four-rep.json" ||
+	fail "report: $(cat "$T/four-rep.json")"
+python3 - "$T/four-rep.json" "$k" <<'PY' || fail "report's step numbers: $(cat "$T/four-rep.json")"
+import json, sys
+k = int(sys.argv[2])
+rows = json.load(open(sys.argv[1]))["steps"]
+by = {}
+for r in rows:
+    if r["Rank"] >= 0:
+        by.setdefault(r["Rank"], []).append(r["Step"])
+assert sorted(by) == [0, 1, 2, 3], by
+for rank, steps in by.items():
+    assert sorted(steps) == list(range(k, k + 4)), (rank, steps, k)
+PY
+"$MSPTICTL" report --section summary "$T/four.mspti" | grep -q "^step source *MSTX ranges 'step'" ||
+	fail "report's summary: no step source"
 ok "four ranks at four speeds: steps [$k, $((k + 4))) on every rank, skew stated"
 
 # --start-step K: that window, on every rank (they wait for the go file

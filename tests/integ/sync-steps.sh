@@ -82,10 +82,18 @@ $CTL sessions >"$T/sessions.txt" || fail "sessions"
 grep -q "steps from synchronize" "$T/sessions.txt" ||
 	fail "sessions does not say where the steps came from: $(cat "$T/sessions.txt")"
 $CTL report --json "$T/one.mspti" >"$T/one-report.json" || fail "report"
-# Each step of the breakdown holds one iteration's ten 20 us kernels.
-[ "$(json "$T/one-report.json" '[r["Computing(us)"] for r in j["steps"]]')" = \
+# Each step of the breakdown holds one iteration's ten 20 us kernels (to
+# the ns the device-to-host clock mapping may round), numbered as the
+# window's iterations; the summary says where the steps came from.
+[ "$(json "$T/one-report.json" '[round(r["Computing(us)"], 2) for r in j["steps"]]')" = \
     "[200.0, 200.0, 200.0]" ] ||
 	fail "report's steps: $(json "$T/one-report.json" 'j["steps"]')"
+[ "$(json "$T/one-report.json" '[r["Step"] for r in j["steps"]]')" = \
+    "[$k, $((k + 1)), $((k + 2))]" ] ||
+	fail "report's step numbers, window at $k: $(json "$T/one-report.json" 'j["steps"]')"
+json "$T/one-report.json" '[r["Value"] for r in j["summary"] if r["Item"] == "step source"]' |
+	grep -q "the synchronize pattern" ||
+	fail "report's summary: $(json "$T/one-report.json" 'j["summary"]')"
 ok "--pid --steps 3, two syncs a step: iterations [$k, $((k + 3))) exactly, from synchronize"
 
 # Two ranks at two speeds, both synchronizes through one helper (one call
