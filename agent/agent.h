@@ -105,9 +105,9 @@ session_mark_ready(void)
 }
 
 /* stepdet.c: the period detector over synchronize calls (pure). */
-#define STEPDET_HIST	64	/* tokens remembered */
-#define STEPDET_PMAX	8	/* longest period (synchronizes per step) */
-#define STEPDET_LOST	32	/* syncs without a boundary: pattern dropped */
+#define STEPDET_HIST	128	/* tokens remembered (>= 3 * STEPDET_PMAX) */
+#define STEPDET_PMAX	32	/* longest period (synchronizes per step) */
+#define STEPDET_LOST	64	/* syncs without a boundary: pattern dropped */
 #define STEPDET_STEP	1	/* stepdet_feed: this sync closed a step */
 #define STEPDET_LOCKED	2	/* the pattern was just found */
 struct stepdet_tok {

@@ -97,6 +97,40 @@ START_TEST(two_syncs_per_step)
 }
 END_TEST
 
+/* Many synchronizes per step (a loop that reads back each layer's loss,
+ * a pipeline stage per micro-batch): 20, and STEPDET_PMAX, still lock after
+ * three iterations, with the step closed by the sync after most launches. */
+static void
+many_syncs(unsigned per)
+{
+	struct tok it[64];
+	bool is_step[MAXFEED];
+	struct run r;
+
+	ck_assert_uint_le(per, 64);
+	for (unsigned i = 0; i < per; i++) {
+		it[i].site = 0x1000 + i;
+		it[i].launches = 1 + i % 3;
+	}
+	it[per - 1].launches = 40;	/* the optimizer's step */
+	run_init(&r);
+	feed(&r, it, per, 6);
+	for (size_t i = 0; i < r.n; i++)
+		is_step[i] = i % per == per - 1;
+	ck_assert_msg(r.ret[3 * per - 1] & STEPDET_LOCKED,
+	    "%u syncs a step: not locked after three iterations", per);
+	ck_assert_uint_eq(r.steps[3 * per - 1], 3);
+	expect_steps_after(&r, 3 * per - 1, is_step);
+	ck_assert_uint_eq(r.d.steps, 6);
+}
+
+START_TEST(many_syncs_per_step)
+{
+	many_syncs(20);
+	many_syncs(STEPDET_PMAX);
+}
+END_TEST
+
 /* Setup synchronizes (weights in), then a warm-up iteration that differs
  * (compilation: more launches, closed by the same call): it is step 0,
  * setup is not a step. */
@@ -230,8 +264,8 @@ START_TEST(pattern_changes)
 	run_init(&r);
 	feed(&r, a, 1, 6);
 	ck_assert_uint_eq(r.d.steps, 6);
-	feed(&r, c, 1, 40);
-	ck_assert_uint_eq(r.d.steps, 46);
+	feed(&r, c, 1, STEPDET_LOST + 8);
+	ck_assert_uint_eq(r.d.steps, 6 + STEPDET_LOST + 8);
 	ck_assert_uint_eq(r.d.pat[0].site, SC);
 }
 END_TEST
@@ -267,6 +301,7 @@ main(void)
 
 	tcase_add_test(tc, one_sync_per_step);
 	tcase_add_test(tc, two_syncs_per_step);
+	tcase_add_test(tc, many_syncs_per_step);
 	tcase_add_test(tc, warmup_differs);
 	tcase_add_test(tc, eval_iteration);
 	tcase_add_test(tc, one_site_twice);
