@@ -1514,11 +1514,18 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 				    node_why(cl, n));
 				continue;
 			}
-			if (st->i)
+			if (st->i) {
+				const struct jval *h = json_get(&rep[i],
+				    "start_held");
+
 				printf("  %s: session %llu, file %s\n", n->name,
 				    (unsigned long long)n->session,
 				    json_str(&rep[i], "output"));
-			else
+				if (h != NULL && !h->i)
+					printf("    started at once, not at the "
+					    "common instant: its msptid does "
+					    "not hold starts (restart it)\n");
+			} else
 				printf("  %s: FAILED: no rank could be captured\n",
 				    n->name);
 			for (size_t k = 0; acks && k < acks->n; k++) {

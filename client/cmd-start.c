@@ -338,6 +338,9 @@ client_output_abort(struct client_output *o)
 }
 
 #define START_AT_MAX_NS	(600ull * 1000000000ull)
+/* A held start begins at the instant (its timer re-arms when early by
+ * more than 1 us); one that began 1 ms before it was not held. */
+#define START_HELD_SLACK_NS	1000000ull
 
 static int
 cmd_start_exec(struct client *c, int argc, char **argv)
@@ -363,6 +366,7 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 	ProtobufCMessage *msg;
 	const char *output = NULL;
 	struct client_output out;
+	bool held;
 	const char *path = out.path;
 	char kinds[256] = "";
 	bool wait = false;
@@ -510,14 +514,24 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		protobuf_c_message_free_unpacked(msg, NULL);
 		return EXIT_FAIL;
 	}
+	/* An msptid that predates held starts ignores start_at_ns and
+	 * starts at once (a package upgraded, the daemon not restarted):
+	 * its session began well before the instant. */
+	held = start_at <= sent_ns ||
+	    rep->session->start_ns + START_HELD_SLACK_NS >= start_at;
+	if (!held)
+		fprintf(stderr, "msptictl start: msptid started the session "
+		    "%.3f ms before --start-at: it does not hold starts (an "
+		    "older msptid? restart it)\n", (double)(start_at -
+		    rep->session->start_ns) / 1e6);
 	if (c->json) {
 		printf("{\"started\":true,\"session\":%llu,\"start_ns\":%llu,",
 		    (unsigned long long)rep->session->session_id,
 		    (unsigned long long)rep->session->start_ns);
 		if (start_at != 0)
-			printf("\"start_at_ns\":%llu,\"sent_ns\":%llu,",
-			    (unsigned long long)start_at,
-			    (unsigned long long)sent_ns);
+			printf("\"start_at_ns\":%llu,\"sent_ns\":%llu,"
+			    "\"start_held\":%s,", (unsigned long long)start_at,
+			    (unsigned long long)sent_ns, held ? "true" : "false");
 		printf("\"output\":");
 		util_json_str(stdout, path);
 		if (cfg.steps > 0)

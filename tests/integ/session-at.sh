@@ -5,6 +5,7 @@
 # can shut its read side (the reply then fails with EPIPE) while the
 # daemon still sees its connection open.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/session-lib.sh"
 
 start_daemon -v -v
 # Protobuf by hand, for both parts: the frames are built here, not by
@@ -143,6 +144,30 @@ wait_until 20 sh -c "[ \$(grep -c 'deferred start by uid [0-9]* dropped' '$T/dae
 kill -0 "$DAEMON_PID" 2>/dev/null || fail "msptid died"
 grep -q "too many deferred starts" "$T/daemon.log" || fail "no log line for a refused deferred start"
 ok "deferred starts are capped per connection and in all, with a one-line error"
+
+# A start held for an instant says it was; an msptid that predates held
+# starts (here one told to act so) starts at once, and msptictl says so.
+at=$(( $(now_ns) + 400000000 ))
+"$MSPTICTL" -r "$RT" --json start --job heldjob --start-at "$at" \
+    --output "$T/held.mspti" >"$T/held.json" 2>"$T/held.err" ||
+	fail "held start: $(cat "$T/held.err")"
+[ "$(json "$T/held.json" 'j["start_held"]')" = True ] ||
+	fail "a held start not said held: $(cat "$T/held.json")"
+! grep -q "does not hold starts" "$T/held.err" || fail "held start warned: $(cat "$T/held.err")"
+RT2="$T/run-old"
+MSPTID_TEST_NO_START_AT=1 "$MSPTID" --foreground --runtime-dir "$RT2" \
+    >>"$T/daemon-old.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_until 20 "$MSPTICTL" -r "$RT2" status >/dev/null 2>&1 || fail "second msptid"
+at=$(( $(now_ns) + 2000000000 ))
+"$MSPTICTL" -r "$RT2" --json start --job heldjob --start-at "$at" \
+    --output "$T/old.mspti" >"$T/old.json" 2>"$T/old.err" ||
+	fail "start on the old msptid: $(cat "$T/old.err")"
+[ "$(json "$T/old.json" 'j["start_held"]')" = False ] ||
+	fail "a start at once said held: $(cat "$T/old.json")"
+[ "$(wc -l <"$T/old.err")" -eq 1 ] && grep -q "^msptictl start: msptid started the session .* ms before --start-at: it does not hold starts" "$T/old.err" ||
+	fail "no one-line warning: $(cat "$T/old.err")"
+ok "a held start says so; one an old msptid started at once is told"
 
 # One user cannot take the deferred starts from the others: a uid other
 # than root holds at most 16, and root's start is taken while they wait.
