@@ -305,8 +305,9 @@ session_ctl_add_pids(struct session *s, struct peer *p, uint32_t *pids,
 	}
 }
 
-static int	session_ctl_start_check(struct peer *p,
-		    const Mspti__StartSession *req, int fd);
+static int	session_ctl_start_refuse(struct peer *p,
+		    const Mspti__StartSession *req, int fd, uint32_t *kinds,
+		    int *rc);
 
 int
 session_ctl_start(struct peer *p, const ProtobufCMessage *m)
@@ -326,10 +327,12 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 			return peer_send_error(p, 2, "start: the start instant "
 			    "is more than 10 minutes ahead");
 		}
-		if (fd < 0)
-			return session_ctl_start_fd(p, req, fd);
-		if (session_ctl_start_check(p, req, fd) != 0)
-			return 0;	/* refused, fd closed */
+		uint32_t kinds;
+		int rc;
+
+		/* Everything the start itself checks, at once. */
+		if (session_ctl_start_refuse(p, req, fd, &kinds, &rc))
+			return rc;
 		return session_at_defer(p, req, fd);
 	}
 	return session_ctl_start_fd(p, req, fd);
@@ -339,29 +342,75 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
  * What a start can refuse before it starts: 0, or -1 with the error
  * sent to p (fd is then closed).
  */
+/*
+ * A start's request checked, before anything is made of it: false when it
+ * may start (*kinds: its kinds); else true, fd closed and the error sent
+ * (*rc: the send's result).  A deferred start is checked so at once.
+ */
 static int
-session_ctl_start_check(struct peer *p, const Mspti__StartSession *req,
-    int fd)
+session_ctl_start_refuse(struct peer *p, const Mspti__StartSession *req,
+    int fd, uint32_t *kinds, int *rc)
 {
 	const Mspti__SessionConfig *cfg = req->config;
 	const Mspti__SessionTarget *tg = req->target;
-	uint32_t kinds = 0;
-	struct stat st;
+	struct daemon *d = p->d;
 	char bad[256];
+	struct stat st;
 	int fl;
 
+	*kinds = 0;
 	if (tg == NULL || (tg->n_pids == 0 && !tg->all && tg->n_ranks == 0 &&
-	    (tg->job_id == NULL || *tg->job_id == '\0')) ||
-	    tg->n_pids > SESS_MAX_TARGETS || tg->n_ranks > SESS_MAX_TARGETS ||
-	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_ACCMODE) == O_RDONLY ||
-	    (cfg != NULL && session_parse_kinds(cfg->kinds, cfg->n_kinds,
-	    &kinds, bad, sizeof(bad)) != 0)) {
-		/* The start proper says why. */
-		(void)session_ctl_start_fd(p, req, fd);
-		return -1;
+	    (tg->job_id == NULL || *tg->job_id == '\0')))
+		snprintf(bad, sizeof(bad), "no target given (--pid, --job, "
+		    "--rank or --all)");
+	else if (tg->n_pids > SESS_MAX_TARGETS ||
+	    tg->n_ranks > SESS_MAX_TARGETS)
+		snprintf(bad, sizeof(bad), "too many targets");
+	else if (fd < 0)
+		snprintf(bad, sizeof(bad), "no output file descriptor came "
+		    "with the request");
+	/* The CLI opened the file as the requester; we only write to it.
+	 * Only a regular file: a pipe or device whose reader stalls would
+	 * stall the writer. */
+	else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_ACCMODE) == O_RDONLY)
+		snprintf(bad, sizeof(bad), "the output must be a regular file "
+		    "open for writing");
+	else if (cfg != NULL && session_parse_kinds(cfg->kinds, cfg->n_kinds,
+	    kinds, bad, sizeof(bad)) != 0)
+		;	/* bad says which */
+	else if (cfg != NULL && cfg->mode != NULL && *cfg->mode != '\0' &&
+	    strcmp(cfg->mode, "stream") != 0 && strcmp(cfg->mode, "ring") != 0)
+		snprintf(bad, sizeof(bad), "unknown mode '%.32s' (stream or "
+		    "ring)", cfg->mode);
+	else if (cfg != NULL && cfg->buffer_size != 0 &&
+	    (cfg->buffer_size < RING_MIN_CAPACITY ||
+	    cfg->buffer_size > RING_MAX_CAPACITY))
+		snprintf(bad, sizeof(bad), "buffer size must be between 4K "
+		    "and 1G");
+	/* A flight recorder per target in msptid's memory: one that alone
+	 * passes the caps is refused here (the others at each attach). */
+	else if (cfg != NULL && cfg->mode != NULL &&
+	    strcmp(cfg->mode, "ring") == 0 && ((cfg->buffer_size ?
+	    cfg->buffer_size : RING_DEFAULT_CAPACITY) > d->lim.ring_mem_per_uid ||
+	    (cfg->buffer_size ? cfg->buffer_size : RING_DEFAULT_CAPACITY) >
+	    d->lim.ring_mem_total))
+		snprintf(bad, sizeof(bad), "a %llu KiB ring buffer exceeds "
+		    "msptid's ring memory cap (%llu KiB per uid, %llu KiB in "
+		    "all; msptid --ring-memory-per-uid/--ring-memory-total)",
+		    (unsigned long long)((cfg->buffer_size ? cfg->buffer_size :
+		    RING_DEFAULT_CAPACITY) >> 10),
+		    (unsigned long long)(d->lim.ring_mem_per_uid >> 10),
+		    (unsigned long long)(d->lim.ring_mem_total >> 10));
+	else {
+		if (*kinds == 0)
+			*kinds = SESS_DEFAULT_KINDS;
+		return 0;
 	}
-	return 0;
+	if (fd >= 0)
+		close(fd);
+	*rc = peer_send_error(p, 2, "start: %s", bad);
+	return 1;
 }
 
 /* A start, now; takes fd (-1: none came). */
@@ -374,74 +423,13 @@ session_ctl_start_fd(struct peer *p, const Mspti__StartSession *req, int fd)
 	struct session *s = NULL;
 	struct sess_acks *k = NULL;
 	struct agent *a;
-	char bad[256], tt[256];
-	struct stat st;
-	int fl, rc;
-	uint32_t kinds = 0;
+	char tt[256];
+	int rc;
+	uint32_t kinds;
 	const char *why;
 
-	if (tg == NULL || (tg->n_pids == 0 && !tg->all && tg->n_ranks == 0 &&
-	    (tg->job_id == NULL || *tg->job_id == '\0'))) {
-		if (fd >= 0)
-			close(fd);
-		return peer_send_error(p, 2, "start: no target given "
-		    "(--pid, --job, --rank or --all)");
-	}
-	if (tg->n_pids > SESS_MAX_TARGETS || tg->n_ranks > SESS_MAX_TARGETS) {
-		if (fd >= 0)
-			close(fd);
-		return peer_send_error(p, 2, "start: too many targets");
-	}
-	if (fd < 0)
-		return peer_send_error(p, 2, "start: no output file descriptor "
-		    "came with the request");
-	/* The CLI opened the file as the requester; we only write to it.
-	 * Only a regular file: a pipe or device whose reader stalls would
-	 * stall the writer. */
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_ACCMODE) == O_RDONLY) {
-		close(fd);
-		return peer_send_error(p, 2, "start: the output must be a "
-		    "regular file open for writing");
-	}
-	if (cfg != NULL && session_parse_kinds(cfg->kinds, cfg->n_kinds,
-	    &kinds, bad, sizeof(bad)) != 0) {
-		close(fd);
-		return peer_send_error(p, 2, "start: %s", bad);
-	}
-	if (kinds == 0)
-		kinds = SESS_DEFAULT_KINDS;
-	if (cfg != NULL && cfg->mode != NULL && *cfg->mode != '\0' &&
-	    strcmp(cfg->mode, "stream") != 0 && strcmp(cfg->mode, "ring") != 0) {
-		close(fd);
-		return peer_send_error(p, 2, "start: unknown mode '%.32s' "
-		    "(stream or ring)", cfg->mode);
-	}
-	if (cfg != NULL && cfg->buffer_size != 0 &&
-	    (cfg->buffer_size < RING_MIN_CAPACITY ||
-	    cfg->buffer_size > RING_MAX_CAPACITY)) {
-		close(fd);
-		return peer_send_error(p, 2, "start: buffer size must be "
-		    "between 4K and 1G");
-	}
-	/* A flight recorder per target in msptid's memory: one that alone
-	 * passes the caps is refused here (the others at each attach). */
-	if (cfg != NULL && cfg->mode != NULL && strcmp(cfg->mode, "ring") == 0) {
-		uint64_t want = cfg->buffer_size ? cfg->buffer_size :
-		    RING_DEFAULT_CAPACITY;
-
-		if (want > d->lim.ring_mem_per_uid ||
-		    want > d->lim.ring_mem_total) {
-			close(fd);
-			return peer_send_error(p, 2, "start: a %llu KiB ring "
-			    "buffer exceeds msptid's ring memory cap (%llu KiB "
-			    "per uid, %llu KiB in all; msptid "
-			    "--ring-memory-per-uid/--ring-memory-total)",
-			    (unsigned long long)(want >> 10),
-			    (unsigned long long)(d->lim.ring_mem_per_uid >> 10),
-			    (unsigned long long)(d->lim.ring_mem_total >> 10));
-		}
-	}
+	if (session_ctl_start_refuse(p, req, fd, &kinds, &rc))
+		return rc;
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
 	    (k = calloc(1, sizeof(*k))) == NULL)
 		goto nomem;

@@ -169,6 +169,20 @@ at=$(( $(now_ns) + 2000000000 ))
 	fail "no one-line warning: $(cat "$T/old.err")"
 ok "a held start says so; one an old msptid started at once is told"
 
+# A start held for an instant a minute away is checked in full at once:
+# a ring over msptid's memory cap, or a buffer over 1G, is refused now
+# (20 s is far less than the wait), with the start's own one-line error.
+at=$(( $(now_ns) + 60000000000 ))
+for opt in "--mode ring --buffer 1G" "--buffer 2G"; do
+	timeout 20 "$MSPTICTL" -r "$RT" start --job heldjob --start-at "$at" \
+	    $opt --output "$T/bad.mspti" >"$T/bad.out" 2>"$T/bad.err"
+	rc=$?
+	[ $rc -eq 2 ] || fail "deferred start $opt: exit $rc, not 2 at once: $(cat "$T/bad.err")"
+	grep -q "^msptictl start: \(a 1048576 KiB ring buffer exceeds\|buffer size must be\)" "$T/bad.err" ||
+		fail "deferred start $opt: $(cat "$T/bad.err")"
+done
+ok "a deferred start is checked in full at once"
+
 # One user cannot take the deferred starts from the others: a uid other
 # than root holds at most 16, and root's start is taken while they wait.
 if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null 2>&1 &&
