@@ -315,6 +315,8 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 	const Mspti__StartSession *req = (const Mspti__StartSession *)m;
 	int fd = peer_take_fd(p);
 	uint64_t now = util_realtime_ns();
+	uint32_t kinds;
+	int rc;
 
 	/* At an instant (start --start-at): checked now, started then.
 	 * MSPTID_TEST_NO_START_AT: as an msptid before held starts, which
@@ -327,9 +329,6 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 			return peer_send_error(p, 2, "start: the start instant "
 			    "is more than 10 minutes ahead");
 		}
-		uint32_t kinds;
-		int rc;
-
 		/* Everything the start itself checks, at once. */
 		if (session_ctl_start_refuse(p, req, fd, &kinds, &rc))
 			return rc;
@@ -338,10 +337,6 @@ session_ctl_start(struct peer *p, const ProtobufCMessage *m)
 	return session_ctl_start_fd(p, req, fd);
 }
 
-/*
- * What a start can refuse before it starts: 0, or -1 with the error
- * sent to p (fd is then closed).
- */
 /*
  * A start's request checked, before anything is made of it: false when it
  * may start (*kinds: its kinds); else true, fd closed and the error sent
@@ -354,6 +349,10 @@ session_ctl_start_refuse(struct peer *p, const Mspti__StartSession *req,
 	const Mspti__SessionConfig *cfg = req->config;
 	const Mspti__SessionTarget *tg = req->target;
 	struct daemon *d = p->d;
+	uint64_t want = cfg != NULL && cfg->buffer_size ? cfg->buffer_size :
+	    RING_DEFAULT_CAPACITY;
+	bool ring = cfg != NULL && cfg->mode != NULL &&
+	    strcmp(cfg->mode, "ring") == 0;
 	char bad[256];
 	struct stat st;
 	int fl;
@@ -390,16 +389,12 @@ session_ctl_start_refuse(struct peer *p, const Mspti__StartSession *req,
 		    "and 1G");
 	/* A flight recorder per target in msptid's memory: one that alone
 	 * passes the caps is refused here (the others at each attach). */
-	else if (cfg != NULL && cfg->mode != NULL &&
-	    strcmp(cfg->mode, "ring") == 0 && ((cfg->buffer_size ?
-	    cfg->buffer_size : RING_DEFAULT_CAPACITY) > d->lim.ring_mem_per_uid ||
-	    (cfg->buffer_size ? cfg->buffer_size : RING_DEFAULT_CAPACITY) >
-	    d->lim.ring_mem_total))
+	else if (ring && (want > d->lim.ring_mem_per_uid ||
+	    want > d->lim.ring_mem_total))
 		snprintf(bad, sizeof(bad), "a %llu KiB ring buffer exceeds "
 		    "msptid's ring memory cap (%llu KiB per uid, %llu KiB in "
 		    "all; msptid --ring-memory-per-uid/--ring-memory-total)",
-		    (unsigned long long)((cfg->buffer_size ? cfg->buffer_size :
-		    RING_DEFAULT_CAPACITY) >> 10),
+		    (unsigned long long)(want >> 10),
 		    (unsigned long long)(d->lim.ring_mem_per_uid >> 10),
 		    (unsigned long long)(d->lim.ring_mem_total >> 10));
 	else {
