@@ -159,12 +159,13 @@ struct an_stepres {
 	uint64_t	wait, transit;
 };
 
-/* One process (rank) of one source. */
+/* Where a process's steps came from (an_proc.step_src, bits). */
 #define AN_STEPS_MSTX	1u	/* MSTX ranges named the step marker */
 #define AN_STEPS_SYNC	2u	/* the agent's, from the synchronize pattern */
 #define AN_STEPS_RECS	4u	/* step records */
 #define AN_STEPS_DOMAIN	"mspti.sync"	/* the domain of the agent's */
 
+/* One process (rank) of one source. */
 struct an_proc {
 	struct analysis_source *src;
 	uint32_t	 pid;

@@ -317,8 +317,9 @@ an_proc_find(struct analysis_source *src, uint32_t pid)
 
 /*
  * The daemon's record of a process leaving a steps window says which
- * steps it recorded ("...; steps K..M ..."): its steps are K onwards.
- * Only a process already seen (a leave names no new one).
+ * steps it recorded ("...; steps K..M ..."): its steps are K onwards
+ * (K bounded as in partial results).  Only a process already seen (a
+ * leave names no new one).
  */
 static void
 an_session_leave(struct analysis_source *src, const struct rec_session *r)
@@ -334,7 +335,7 @@ an_session_leave(struct analysis_source *src, const struct rec_session *r)
 		if ((at == d || (at >= d + 2 && at[-2] == ';' &&
 		    at[-1] == ' ')) &&
 		    sscanf(at, "steps %lld..%lld", &k, &m) == 2 && k >= 0 &&
-		    m >= k)
+		    m >= k && k <= (1ll << 53))
 			break;
 	if (at == NULL)
 		return;
