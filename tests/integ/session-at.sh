@@ -193,7 +193,7 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null 2>&1 &&
 	trap 'cleanup; userdel "$U" 2>/dev/null' EXIT
 	chmod 755 "$T"
 	mkdir "$T/u" && chown "$U:" "$T/u"
-	# sock PATH OUT AT_NS N: N deferred starts on one connection (4 per
+	# defer.py SOCK OUT AT_NS N: N deferred starts on one connection (4 per
 	# connection at most), then the reply to a status: "ok" when all
 	# were taken, else the first error's text.
 	cat >"$T/u/defer.py" <<'PY'
