@@ -136,6 +136,9 @@ struct an_coll {
 	uint32_t	seq;		/* ordinal on comm used for matching */
 	uint32_t	rseq;		/* the record's seq, 0: none */
 	uint64_t	wait, transit;	/* after matching */
+	/* Matching found this instance on fewer ranks than its communicator
+	 * has elsewhere: wait and transit are not split (both 0). */
+	bool		unmatched;
 };
 
 struct an_step {

@@ -74,6 +74,7 @@ struct sec_comm {
 	struct an_stat	st;
 	uint64_t	bytes, wait, transit, small, misaligned, retrans;
 	uint64_t	remote;
+	uint64_t	unmatched;	/* time of instances not split */
 };
 
 struct sec_link {
@@ -145,7 +146,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	    "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
 	    "Ratio(%)", "Transit Size(MB)", "Bandwidth(GB/s)",
 	    "Wait Time(us)", "Transit Time(us)", "Idle Time(us)",
-	    "Wait Ratio" };
+	    "Wait Ratio", "Unmatched Time(us)" };
 	static const char *const mcols[] = { "OP Type", "Group", "Src Rank",
 	    "Dst Rank", "Transport", "Transit Size(MB)", "Transit Time(us)",
 	    "Bandwidth(GB/s)" };
@@ -182,6 +183,8 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 			v[j].bytes += c->bytes;
 			v[j].wait += c->wait;
 			v[j].transit += c->transit;
+			if (c->unmatched)
+				v[j].unmatched += dur;
 			/* msprof-analyze: SDMA under 16 MB, RDMA under 1 MB. */
 			if (c->bytes < (remote ? 1u << 20 : 16u << 20))
 				v[j].small++;
@@ -199,7 +202,10 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	    "ranks)", sizeof(cols) / sizeof(cols[0]), cols);
 	for (size_t j = 0; j < nv; j++) {
 		struct sec_comm *c = &v[j];
-		uint64_t idle = c->st.total - c->wait - c->transit;
+		/* Idle: what neither waits nor transfers, of the instances
+		 * split; the others' time is Unmatched. */
+		uint64_t idle = c->st.total - c->wait - c->transit -
+		    c->unmatched;
 
 		table_row(t);
 		table_str(t, an_str_get(a, c->name));
@@ -215,6 +221,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 		table_num(t, US(idle), 3);
 		table_num(t, c->wait + c->transit ? (double)c->wait /
 		    (double)(c->wait + c->transit) : 0, 4);
+		table_num(t, US(c->unmatched), 3);
 		if ((double)c->small > a->o.small_packet_ratio *
 		    (double)c->st.count)
 			sec_advise(a, c->small * 2 > c->st.count ? "Medium" :

@@ -303,47 +303,86 @@ st_align(struct analysis *a)
 	free(off);
 }
 
-/* Walks collective instances (comm, seq) across procs: wait/transit and
+/* The next collective instance (comm, seq) at the procs' cursors: its
+ * records in grp[], their procs in gp[]; 0 once none is left.  The
+ * cursors stay (the caller advances them). */
+static size_t
+st_group(struct analysis *a, struct an_coll **grp, struct an_proc **gp)
+{
+	struct an_coll *min = NULL;
+	size_t ng = 0;
+
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+
+		if (p->cur < p->ncoll[p->cw] && (min == NULL ||
+		    st_cmp_coll_key(&p->coll[p->cw][p->cur], min) < 0))
+			min = &p->coll[p->cw][p->cur];
+	}
+	if (min == NULL)
+		return 0;
+	for (size_t i = 0; i < a->nproc; i++) {
+		struct an_proc *p = a->proc[i];
+		struct an_coll *c;
+
+		if (p->cur >= p->ncoll[p->cw])
+			continue;
+		c = &p->coll[p->cw][p->cur];
+		if (c != min && st_cmp_coll_key(c, min) != 0)
+			continue;
+		grp[ng] = c;
+		gp[ng++] = p;
+	}
+	return ng;
+}
+
+/*
+ * Walks collective instances (comm, seq) across procs: wait/transit and
  * votes (the rank with the shortest time is the one the others waited
- * for). */
+ * for).  An instance is split only when every rank its communicator has
+ * in other instances holds it: with one missing (the capture's edges, a
+ * rank whose capture began late) the last arrival is not known, so its
+ * wait and transit stay unsplit and it casts no vote.  Instances come in
+ * (comm, seq) order, so a first pass notes each communicator's ranks.
+ */
 static void
 st_match(struct analysis *a)
 {
 	struct an_coll **grp = st_alloc(a->nproc * sizeof(*grp));
 	struct an_proc **gp = st_alloc(a->nproc * sizeof(*gp));
+	struct { uint32_t comm; size_t n; } *full = NULL;
+	size_t nfull = 0, cfull = 0, fi = 0, ng;
+	uint64_t unsplit = 0, unsplit_ns = 0;
 
 	for (size_t i = 0; i < a->nproc; i++)
 		a->proc[i]->cur = 0;
-	for (;;) {
-		struct an_coll *min = NULL;
-		size_t ng = 0, vote = 0;
-		uint64_t last = 0, mind = UINT64_MAX;
-
-		for (size_t i = 0; i < a->nproc; i++) {
-			struct an_proc *p = a->proc[i];
-
-			if (p->cur < p->ncoll[p->cw] && (min == NULL ||
-			    st_cmp_coll_key(&p->coll[p->cw][p->cur], min) < 0))
-				min = &p->coll[p->cw][p->cur];
+	while ((ng = st_group(a, grp, gp)) > 0) {
+		if (nfull == 0 || full[nfull - 1].comm != grp[0]->comm) {
+			an_grow(&full, &cfull, nfull, sizeof(*full));
+			full[nfull].comm = grp[0]->comm;
+			full[nfull++].n = 0;
 		}
-		if (min == NULL)
-			break;
-		for (size_t i = 0; i < a->nproc; i++) {
-			struct an_proc *p = a->proc[i];
-			struct an_coll *c;
+		if (ng > full[nfull - 1].n)
+			full[nfull - 1].n = ng;
+		for (size_t i = 0; i < ng; i++)
+			gp[i]->cur++;
+	}
+	for (size_t i = 0; i < a->nproc; i++)
+		a->proc[i]->cur = 0;
+	while ((ng = st_group(a, grp, gp)) > 0) {
+		uint64_t last = 0, mind = UINT64_MAX;
+		size_t vote = 0;
+		bool whole;
 
-			if (p->cur >= p->ncoll[p->cw])
-				continue;
-			c = &p->coll[p->cw][p->cur];
-			if (c != min && st_cmp_coll_key(c, min) != 0)
-				continue;
-			grp[ng] = c;
-			gp[ng++] = p;
-			if (c->start > last)
-				last = c->start;
-			if (c->end - c->start < mind) {
-				mind = c->end - c->start;
-				vote = ng - 1;
+		while (full[fi].comm != grp[0]->comm)
+			fi++;
+		whole = ng >= full[fi].n;
+		for (size_t i = 0; i < ng; i++) {
+			if (grp[i]->start > last)
+				last = grp[i]->start;
+			if (grp[i]->end - grp[i]->start < mind) {
+				mind = grp[i]->end - grp[i]->start;
+				vote = i;
 			}
 		}
 		for (size_t i = 0; i < ng; i++) {
@@ -360,13 +399,27 @@ st_match(struct analysis *a)
 				w = 0;
 				t = dur;
 			}
+			c->unmatched = !whole;
+			if (!whole) {
+				w = t = 0;
+				unsplit_ns += dur;
+			}
 			c->wait = w;
 			c->transit = t;
 			gp[i]->cur++;
 		}
-		if (ng > 1)
+		if (!whole)
+			unsplit++;
+		else if (ng > 1)
 			gp[vote]->votes++;
 	}
+	if (unsplit > 0)
+		an_warn(a, "%" PRIu64 " collective instance(s) (%.3f ms in all "
+		    "ranks) were captured on only some of their communicator's "
+		    "ranks (the capture's edges, a rank captured late): their "
+		    "wait and transit are not split (Unmatched Time) and they "
+		    "cast no slow-rank vote", unsplit, (double)unsplit_ns / 1e6);
+	free(full);
 	free(grp);
 	free(gp);
 }

@@ -625,6 +625,66 @@ START_TEST(test_balanced_and_aligned)
 }
 END_TEST
 
+/* A collective with its record's seq (its ordinal on the communicator). */
+static void
+comm_seq(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
+    uint32_t seq)
+{
+	struct rec_communication c;
+
+	REC_INIT(&c, REC_COMMUNICATION, 0);
+	c.pid = pid;
+	c.start = T0 + s;
+	c.end = T0 + e;
+	c.name_id = 4;
+	c.comm_name_id = 5;
+	c.count = 4096;
+	c.seq = seq;
+	ck_assert_int_eq(analysis_source_add(src, &c.hdr), 0);
+}
+
+/*
+ * Rank 0's capture holds collective 1 of the communicator, rank 1's only
+ * 2 and 3 (it began later).  Collective 1's last arrival is unknown: its
+ * 100 us are Unmatched, neither transit nor wait, and it casts no vote;
+ * 2 and 3 split as usual (rank 0 waits 50 us, each rank transfers 50).
+ */
+START_TEST(test_collective_on_some_ranks)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *s0 = src_new(a, "h", 100, 0, 2);
+	struct analysis_source *s1 = src_new(a, "h", 101, 1, 2);
+	const char *const *w;
+	bool said = false;
+	size_t nw;
+
+	comm_seq(s0, 100, 0, 100 * US, 1);
+	comm_seq(s0, 100, 1000 * US, 1100 * US, 2);
+	comm_seq(s0, 100, 2000 * US, 2100 * US, 3);
+	comm_seq(s1, 101, 1050 * US, 1100 * US, 2);
+	comm_seq(s1, 101, 2050 * US, 2100 * US, 3);
+	run(a);
+	ck_assert_double_eq(cell(a, ANALYSIS_COMM, "OP Type", "HcclAllReduce",
+	    "Transit Time(us)"), 200);
+	ck_assert_double_eq(cell(a, ANALYSIS_COMM, "OP Type", "HcclAllReduce",
+	    "Unmatched Time(us)"), 100);
+	ck_assert_double_eq(cell(a, ANALYSIS_COMM, "OP Type", "HcclAllReduce",
+	    "Wait Time(us)"), 100);
+	ck_assert_double_eq(cell(a, ANALYSIS_COMM, "OP Type", "HcclAllReduce",
+	    "Idle Time(us)"), 0);
+	ck_assert_double_eq(cell(a, ANALYSIS_RANKS, "Rank", "1",
+	    "Slow Votes"), 2);
+	ck_assert_double_eq(cell(a, ANALYSIS_RANKS, "Rank", "0",
+	    "Slow Votes"), 0);
+	w = analysis_warnings(a, &nw);
+	for (size_t i = 0; i < nw; i++)
+		said |= strstr(w[i], "1 collective instance(s) (0.100 ms in "
+		    "all ranks) were captured on only some") != NULL;
+	ck_assert_msg(said, "no warning of the unmatched collective");
+	analysis_free(a);
+}
+END_TEST
+
 START_TEST(test_missing_rank_and_losses)
 {
 	struct analysis *a = analysis_new(NULL);
@@ -918,6 +978,7 @@ main(void)
 	tcase_add_test(tc, test_slow_rank_compute);
 	tcase_add_test(tc, test_slow_rank_link);
 	tcase_add_test(tc, test_balanced_and_aligned);
+	tcase_add_test(tc, test_collective_on_some_ranks);
 	tcase_add_test(tc, test_missing_rank_and_losses);
 	tcase_add_test(tc, test_advisor);
 	tcase_add_test(tc, test_bounded);
