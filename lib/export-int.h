@@ -60,6 +60,7 @@ struct ex {
 	const struct ex_emit	*em;
 	void			*priv;
 	uint64_t		 events, flows;
+	uint64_t		 nrec;		/* records walked */
 	/* While stable, the names and string args handed to the emitter
 	 * stay at their address, unchanged, as long as gen does (string
 	 * literals, the trace reader's strings of the file being walked). */

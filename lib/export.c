@@ -394,6 +394,12 @@ ex_file(struct ex *x, struct analysis_source *src)
 				continue;
 			break;
 		}
+		/* A write that failed (a full disk) ends the export now,
+		 * not after the walk of every record. */
+		if ((++x->nrec & 4095) == 0 && ferror(x->out)) {
+			rc = -EIO;
+			break;
+		}
 		switch (h->type) {
 		case REC_API: {
 			const struct rec_api *k = (const void *)h;
@@ -554,14 +560,21 @@ ex_overlap(struct ex *x, struct an_proc *p)
 	t = *ex_track_dev(x, p, 0xff, 0xfffffff1u, "Overlap Analysis");
 	ex_who(p, who, sizeof(who));
 	snprintf(t.pname, sizeof(t.pname), "%s Overlap Analysis", who);
-	for (size_t i = 0; i < p->u_comp.n; i++)
+	/* A write that failed stops it, as it stops the walk. */
+	for (size_t i = 0; i < p->u_comp.n; i++) {
+		if ((i & 4095) == 4095 && ferror(x->out))
+			return;
 		x->em->slice(x, &t, "Computing", "overlap", p->u_comp.s[i],
 		    p->u_comp.e[i] - p->u_comp.s[i], 0, 0, NULL, 0);
+	}
 	t.tid = 0xfffffff2u;
 	snprintf(t.tname, sizeof(t.tname), "Communication");
 	for (size_t i = 0; i < p->u_comm.n; i++) {
 		uint64_t s = p->u_comm.s[i], e = p->u_comm.e[i];
 		uint64_t ov = an_union_measure(&p->u_comp, s, e);
+
+		if ((i & 4095) == 4095 && ferror(x->out))
+			return;
 
 		x->em->slice(x, &t, ov == 0 ? "Communication(Not Overlapped)" :
 		    ov < e - s ? "Communication(Partly Overlapped)" :
@@ -600,9 +613,16 @@ ex_walk(struct ex *x)
 			continue;
 		if ((rc = ex_file(x, a->src[i])) != 0 && first == 0)
 			first = rc;
+		if (rc == -EIO)
+			break;
 	}
-	for (size_t i = 0; i < a->nproc; i++)
+	for (size_t i = 0; i < a->nproc && first != -EIO; i++) {
+		if (ferror(x->out)) {
+			first = first ? first : -EIO;
+			break;
+		}
 		ex_overlap(x, a->proc[i]);
+	}
 	free(x->mem);
 	free(x->open);
 	x->mem = NULL;

@@ -424,6 +424,72 @@ START_TEST(test_perfetto_workers)
 }
 END_TEST
 
+/* A stream that takes `room` bytes, then fails every write (a full
+ * disk), counting the writes tried after the first failure. */
+struct full_disk {
+	size_t	room, took;
+	size_t	failed, calls_after;
+};
+
+static ssize_t
+full_write(void *cookie, const char *b, size_t n)
+{
+	struct full_disk *d = cookie;
+
+	(void)b;
+	if (d->took + n <= d->room) {
+		d->took += n;
+		return (ssize_t)n;
+	}
+	if (d->failed++ > 0)
+		d->calls_after++;
+	errno = ENOSPC;
+	return -1;
+}
+
+static void
+export_full(struct analysis *a, bool chrome, struct full_disk *d)
+{
+	cookie_io_functions_t io = { NULL, full_write, NULL, NULL };
+	FILE *f = fopencookie(d, "w", io);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_lt(chrome ? export_chrome(a, f) : export_perfetto(a, f),
+	    0);
+	fclose(f);
+}
+
+/*
+ * A write that fails ends the export at once with an error: the old walk
+ * went on through every record, each flush failing again, and said so
+ * only at the end.  The disk fills after 64 KiB of exports of tens of
+ * MiB; a few more flushes are tried (the walk and the overlap slices
+ * check every 4096): here 2 and 5, on the old code 81 and 366.
+ */
+START_TEST(test_write_error_stops_early)
+{
+	char trace[128];
+	struct analysis *a;
+
+	snprintf(trace, sizeof(trace), "%s/t.trace", dir);
+	write_trace(trace, 150000, "AI_CORE");
+	a = analyse(trace);
+	for (int chrome = 0; chrome < 2; chrome++) {
+		struct full_disk d = { 64 << 10, 0, 0, 0 };
+
+		if (!chrome)
+			setenv("MSPTI_PERFETTO_DEFLATE", "0", 1);
+		export_full(a, chrome, &d);
+		unsetenv("MSPTI_PERFETTO_DEFLATE");
+		ck_assert_uint_gt(d.failed, 0);
+		ck_assert_msg(d.calls_after < 50, "%s: %zu writes tried after "
+		    "the disk was full", chrome ? "chrome" : "perfetto",
+		    d.calls_after);
+	}
+	analysis_free(a);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -437,6 +503,7 @@ main(void)
 	tcase_add_test(tc, test_string_arg_escaped);
 	tcase_add_test(tc, test_perfetto_workers);
 	tcase_add_test(tc, test_long_string_interned);
+	tcase_add_test(tc, test_write_error_stops_early);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
