@@ -147,24 +147,25 @@ ok "deferred starts are capped per connection and in all, with a one-line error"
 
 # A start held for an instant says it was; an msptid that predates held
 # starts (here one told to act so) starts at once, and msptictl says so.
-at=$(( $(now_ns) + 400000000 ))
-"$MSPTICTL" -r "$RT" --json start --job heldjob --start-at "$at" \
-    --output "$T/held.mspti" >"$T/held.json" 2>"$T/held.err" ||
-	fail "held start: $(cat "$T/held.err")"
-[ "$(json "$T/held.json" 'j["start_held"]')" = True ] ||
-	fail "a held start not said held: $(cat "$T/held.json")"
+# held_start RUNDIR NAME LEAD_NS: a start LEAD_NS ahead into NAME.mspti,
+# its reply in NAME.json, its stderr in NAME.err; start_held in $held.
+held_start() {
+	at=$(( $(now_ns) + $3 ))
+	"$MSPTICTL" -r "$1" --json start --job heldjob --start-at "$at" \
+	    --output "$T/$2.mspti" >"$T/$2.json" 2>"$T/$2.err" ||
+		fail "start $2: $(cat "$T/$2.err")"
+	held=$(json "$T/$2.json" 'j["start_held"]')
+}
+held_start "$RT" held 400000000
+[ "$held" = True ] || fail "a held start not said held: $(cat "$T/held.json")"
 ! grep -q "does not hold starts" "$T/held.err" || fail "held start warned: $(cat "$T/held.err")"
 RT2="$T/run-old"
 MSPTID_TEST_NO_START_AT=1 "$MSPTID" --foreground --runtime-dir "$RT2" \
     >>"$T/daemon-old.log" 2>&1 &
 PIDS="$PIDS $!"
 wait_until 20 "$MSPTICTL" -r "$RT2" status >/dev/null 2>&1 || fail "second msptid"
-at=$(( $(now_ns) + 2000000000 ))
-"$MSPTICTL" -r "$RT2" --json start --job heldjob --start-at "$at" \
-    --output "$T/old.mspti" >"$T/old.json" 2>"$T/old.err" ||
-	fail "start on the old msptid: $(cat "$T/old.err")"
-[ "$(json "$T/old.json" 'j["start_held"]')" = False ] ||
-	fail "a start at once said held: $(cat "$T/old.json")"
+held_start "$RT2" old 2000000000
+[ "$held" = False ] || fail "a start at once said held: $(cat "$T/old.json")"
 [ "$(wc -l <"$T/old.err")" -eq 1 ] && grep -q "^msptictl start: msptid started the session .* ms before --start-at: it does not hold starts" "$T/old.err" ||
 	fail "no one-line warning: $(cat "$T/old.err")"
 ok "a held start says so; one an old msptid started at once is told"

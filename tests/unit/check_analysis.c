@@ -116,9 +116,11 @@ kernel(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
 	ck_assert_int_eq(analysis_source_add(src, &k.hdr), 0);
 }
 
+/* A collective of count bytes; seq: its record's ordinal on the
+ * communicator (0: none). */
 static void
-comm(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
-    uint64_t count)
+comm_seq(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
+    uint64_t count, uint32_t seq)
 {
 	struct rec_communication c;
 
@@ -130,7 +132,15 @@ comm(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
 	c.comm_name_id = 5;
 	c.count = count;
 	c.data_type = 0;		/* 1 byte */
+	c.seq = seq;
 	ck_assert_int_eq(analysis_source_add(src, &c.hdr), 0);
+}
+
+static void
+comm(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
+    uint64_t count)
+{
+	comm_seq(src, pid, s, e, count, 0);
 }
 
 static void
@@ -625,24 +635,6 @@ START_TEST(test_balanced_and_aligned)
 }
 END_TEST
 
-/* A collective with its record's seq (its ordinal on the communicator). */
-static void
-comm_seq(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
-    uint32_t seq)
-{
-	struct rec_communication c;
-
-	REC_INIT(&c, REC_COMMUNICATION, 0);
-	c.pid = pid;
-	c.start = T0 + s;
-	c.end = T0 + e;
-	c.name_id = 4;
-	c.comm_name_id = 5;
-	c.count = 4096;
-	c.seq = seq;
-	ck_assert_int_eq(analysis_source_add(src, &c.hdr), 0);
-}
-
 /*
  * Rank 0's capture holds collective 1 of the communicator, rank 1's only
  * 2 and 3 (it began later).  Collective 1's last arrival is unknown: its
@@ -658,11 +650,11 @@ START_TEST(test_collective_on_some_ranks)
 	bool said = false;
 	size_t nw;
 
-	comm_seq(s0, 100, 0, 100 * US, 1);
-	comm_seq(s0, 100, 1000 * US, 1100 * US, 2);
-	comm_seq(s0, 100, 2000 * US, 2100 * US, 3);
-	comm_seq(s1, 101, 1050 * US, 1100 * US, 2);
-	comm_seq(s1, 101, 2050 * US, 2100 * US, 3);
+	comm_seq(s0, 100, 0, 100 * US, 4096, 1);
+	comm_seq(s0, 100, 1000 * US, 1100 * US, 4096, 2);
+	comm_seq(s0, 100, 2000 * US, 2100 * US, 4096, 3);
+	comm_seq(s1, 101, 1050 * US, 1100 * US, 4096, 2);
+	comm_seq(s1, 101, 2050 * US, 2100 * US, 4096, 3);
 	run(a);
 	ck_assert_double_eq(cell(a, ANALYSIS_COMM, "OP Type", "HcclAllReduce",
 	    "Transit Time(us)"), 200);
