@@ -1281,6 +1281,49 @@ cluster_set_window(struct jval *r, long long k, long long n)
 }
 
 /*
+ * sub (a copy of cl) gets the nodes pick() takes, each not yet run, and
+ * *map "NODE=SESSION ..." for the fan-out's @S.  0, or -1 without memory.
+ */
+static int
+cluster_sub(const struct cluster *cl, struct cluster *sub,
+    bool (*pick)(const struct cluster_node *), char **map)
+{
+	size_t maplen = 0;
+
+	if ((sub->nodes = calloc(cl->nnodes, sizeof(*sub->nodes))) == NULL)
+		return -1;
+	sub->nnodes = 0;
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		char kv[320];
+
+		if (cl->nodes[i].session == 0 || !pick(&cl->nodes[i]))
+			continue;
+		sub->nodes[sub->nnodes].name = cl->nodes[i].name;
+		sub->nodes[sub->nnodes].rc = -1;
+		sub->nodes[sub->nnodes].task = -1;
+		sub->nnodes++;
+		snprintf(kv, sizeof(kv), "%s%s=%llu", maplen ? " " : "",
+		    cl->nodes[i].name, (unsigned long long)cl->nodes[i].session);
+		buf_add(map, &maplen, kv, strlen(kv));
+		(*map)[--maplen] = '\0';
+	}
+	return 0;
+}
+
+/* Nodes whose round 2 failed (rolled back), and those round 1 started. */
+static bool
+cluster_pick_rollback(const struct cluster_node *n)
+{
+	return n->k_failed;
+}
+
+static bool
+cluster_pick_started(const struct cluster_node *n)
+{
+	return n->rc == 0;
+}
+
+/*
  * The nodes that did not take k hold a session whose window no rank
  * reaches: `stop` them (one more fan-out step), so nothing stays held,
  * and say so in each node's reason.
@@ -1290,26 +1333,10 @@ cluster_rollback(struct cluster *cl)
 {
 	struct cluster sub = *cl;
 	char *map = NULL, *argv[5], why[640];
-	size_t maplen = 0;
 
 	sub.fanerr[0] = '\0';
-	if ((sub.nodes = calloc(cl->nnodes, sizeof(*sub.nodes))) == NULL)
+	if (cluster_sub(cl, &sub, cluster_pick_rollback, &map) != 0)
 		return;
-	sub.nnodes = 0;
-	for (size_t i = 0; i < cl->nnodes; i++) {
-		char kv[320];
-
-		if (!cl->nodes[i].k_failed || cl->nodes[i].session == 0)
-			continue;
-		sub.nodes[sub.nnodes].name = cl->nodes[i].name;
-		sub.nodes[sub.nnodes].rc = -1;
-		sub.nodes[sub.nnodes].task = -1;
-		sub.nnodes++;
-		snprintf(kv, sizeof(kv), "%s%s=%llu", maplen ? " " : "",
-		    cl->nodes[i].name, (unsigned long long)cl->nodes[i].session);
-		buf_add(&map, &maplen, kv, strlen(kv));
-		map[--maplen] = '\0';
-	}
 	argv[0] = (char *)self_exe();
 	argv[1] = "--json";
 	argv[2] = "stop";
@@ -1355,30 +1382,14 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 {
 	struct cluster sub = *cl;
 	char *map = NULL, kbuf[32];
-	size_t maplen = 0, m = 0, nfailed = 0;
+	size_t m = 0, nfailed = 0;
 	char *argv[8];
 
 	if ((cl->k = cluster_choose_k(cl, rep)) < 0)
 		return;
 	sub.fanerr[0] = '\0';	/* round 2's own reasons, not round 1's */
-	sub.nodes = calloc(cl->nnodes, sizeof(*sub.nodes));
-	if (sub.nodes == NULL)
+	if (cluster_sub(cl, &sub, cluster_pick_started, &map) != 0)
 		return;
-	sub.nnodes = 0;
-	for (size_t i = 0; i < cl->nnodes; i++) {
-		char kv[320];
-
-		if (cl->nodes[i].rc != 0 || cl->nodes[i].session == 0)
-			continue;
-		sub.nodes[sub.nnodes].name = cl->nodes[i].name;
-		sub.nodes[sub.nnodes].rc = -1;
-		sub.nodes[sub.nnodes].task = -1;
-		sub.nnodes++;
-		snprintf(kv, sizeof(kv), "%s%s=%llu", maplen ? " " : "",
-		    cl->nodes[i].name, (unsigned long long)cl->nodes[i].session);
-		buf_add(&map, &maplen, kv, strlen(kv));
-		map[--maplen] = '\0';
-	}
 	snprintf(kbuf, sizeof(kbuf), "%lld", cl->k);
 	argv[m++] = (char *)self_exe();
 	argv[m++] = "--json";
