@@ -1229,42 +1229,70 @@ cluster_start_skew(const struct cluster *cl, const struct jval *rep,
 #define CLUSTER_LEAD_MS		300
 #define CLUSTER_LEAD_MAX	10000	/* steps */
 
+/* Round 2 is tried this often while some rank is already past k. */
+#define CLUSTER_K_TRIES		3
+
 /*
- * k for every node: past the step each rank will have reached when it
- * hears of k.  Each node's acks say where each rank is now (step_now)
- * and how long its steps take.
+ * Past the step each rank of acks will have reached when it hears of k,
+ * lead_ms from now: *k and *max_step grow to it (step_now: where the
+ * rank is; step_period_ns: how long its steps take).
+ */
+static void
+cluster_k_acks(const struct jval *acks, int64_t lead_ms, long long *k,
+    long long *max_step)
+{
+	for (size_t a = 0; acks && acks->t == J_ARR && a < acks->n; a++) {
+		const struct jval *t = &acks->kids[a];
+		long long at = json_int(t, "step_now", -1);
+		long long per = json_int(t, "step_period_ns", 0);
+		long long m = per > 0 ? lead_ms * 1000000LL / per : 0;
+
+		if (json_int(t, "code", 1) != 0 || at < 0)
+			continue;
+		if (at > *max_step)
+			*max_step = at;
+		at += 1 + (m > CLUSTER_LEAD_MAX ? CLUSTER_LEAD_MAX : m);
+		if (at > *k)
+			*k = at;
+	}
+}
+
+/*
+ * k for every node from the asking round's replies (-1: no node took a
+ * window).  The lead covers the setting fan-out (as long as the asking
+ * one, twice for a slow node) plus the daemons' own.
  */
 static long long
 cluster_choose_k(struct cluster *cl, const struct jval *rep)
 {
-	int64_t lead_ns = (2 * cl->ask_ms + CLUSTER_LEAD_MS) * 1000000LL;
 	long long k = -1;
 
 	cl->max_step = -1;
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		const struct jval *acks = json_get(&rep[i], "acks");
-
 		if (cl->nodes[i].rc != 0 || json_get(&rep[i], "step_from") ==
 		    NULL)
 			continue;
 		if (k < 0)
 			k = 0;
-		for (size_t a = 0; acks && acks->t == J_ARR && a < acks->n; a++) {
-			const struct jval *t = &acks->kids[a];
-			long long at = json_int(t, "step_now", -1);
-			long long per = json_int(t, "step_period_ns", 0);
-			long long m = per > 0 ? lead_ns / per : 0;
-
-			if (json_int(t, "code", 1) != 0 || at < 0)
-				continue;
-			if (at > cl->max_step)
-				cl->max_step = at;
-			at += 1 + (m > CLUSTER_LEAD_MAX ? CLUSTER_LEAD_MAX : m);
-			if (at > k)
-				k = at;
-		}
+		cluster_k_acks(json_get(&rep[i], "acks"), 2 * cl->ask_ms +
+		    CLUSTER_LEAD_MS, &k, &cl->max_step);
 	}
 	return k;
+}
+
+/* Ranks of a setting round's acks that were past k when it reached them
+ * (they record nothing): the first step they answer is none. */
+static size_t
+cluster_k_passed(const struct jval *acks, long long k)
+{
+	size_t n = 0;
+
+	for (size_t a = 0; acks && acks->t == J_ARR && a < acks->n; a++)
+		if (json_int(&acks->kids[a], "code", 1) == 0 &&
+		    json_int(&acks->kids[a], "first_step", -1) < 0 &&
+		    json_int(&acks->kids[a], "step_now", -1) >= k)
+			n++;
+	return n;
 }
 
 /* The nodes' "step_from"/"step_to" become k's (for the manifest). */
@@ -1376,66 +1404,132 @@ cluster_rollback(struct cluster *cl)
  * Second round of a common-k start: `retarget --start-step k` on every
  * node that started (through the same fan-out, one step); a node that
  * could not take it fails the start, and its session is rolled back.
+ * A rank already past k when it heard of it (its steps were quicker than
+ * its node said, or the fan-out slower than the lead) records nothing:
+ * then k is chosen again from the round's own acks, with a lead twice
+ * that round's length, up to CLUSTER_K_TRIES rounds, and a node whose
+ * ranks still pass it fails.
  */
 static void
 cluster_set_k(struct cluster *cl, struct jval *rep)
 {
+	const char *test_back = getenv("MSPTI_TEST_CLUSTER_K_BACK");
 	struct cluster sub = *cl;
 	char *map = NULL, kbuf[32];
-	size_t m = 0, nfailed = 0;
+	size_t nfailed = 0;
 	char *argv[8];
+	struct jval *r2;
+	bool *ok;
+	int64_t lead_ms = 2 * cl->ask_ms + CLUSTER_LEAD_MS;
+	int tries = 0;
 
 	if ((cl->k = cluster_choose_k(cl, rep)) < 0)
 		return;
 	sub.fanerr[0] = '\0';	/* round 2's own reasons, not round 1's */
 	if (cluster_sub(cl, &sub, cluster_pick_started, &map) != 0)
 		return;
-	snprintf(kbuf, sizeof(kbuf), "%lld", cl->k);
-	argv[m++] = (char *)self_exe();
-	argv[m++] = "--json";
-	argv[m++] = "retarget";
-	argv[m++] = "--start-step";
-	argv[m++] = kbuf;
-	argv[m++] = "@S";
-	argv[m] = NULL;
-	if (sub.nnodes > 0 && map != NULL)
-		cluster_fanout(&sub, argv, map);
+	r2 = calloc(sub.nnodes + 1, sizeof(*r2));
+	ok = calloc(sub.nnodes + 1, sizeof(*ok));
+	if (r2 == NULL || ok == NULL)
+		goto out;
+	argv[0] = (char *)self_exe();
+	argv[1] = "--json";
+	argv[2] = "retarget";
+	argv[3] = "--start-step";
+	argv[4] = kbuf;
+	argv[5] = "@S";
+	argv[6] = NULL;
+	for (;;) {
+		size_t passed = 0;
+		long long next = -1, max_step = cl->max_step;
+		int64_t t0 = now_ms(), rt_lead;
+
+		/* Tests: the first rounds' k lies that many steps back, so
+		 * every rank has passed it. */
+		if (test_back != NULL && tries < atoi(test_back))
+			cl->k = cl->max_step > 8 ? cl->max_step - 8 : 0;
+		tries++;
+		snprintf(kbuf, sizeof(kbuf), "%lld", cl->k);
+		for (size_t j = 0; j < sub.nnodes; j++) {
+			struct cluster_node *sn = &sub.nodes[j];
+
+			json_free(&r2[j]);
+			free(sn->out);
+			free(sn->err);
+			*sn = (struct cluster_node){ .name = sn->name, .rc = -1,
+			    .task = -1 };
+		}
+		if (sub.nnodes > 0 && map != NULL)
+			cluster_fanout(&sub, argv, map);
+		rt_lead = 2 * (now_ms() - t0) + CLUSTER_LEAD_MS;
+		if (rt_lead < lead_ms)
+			rt_lead = lead_ms;
+		for (size_t j = 0; j < sub.nnodes; j++) {
+			struct cluster_node *sn = &sub.nodes[j];
+			const struct jval *acks = NULL;
+
+			memset(&r2[j], 0, sizeof(r2[j]));
+			ok[j] = sn->rc == 0 && sn->out != NULL &&
+			    json_parse(sn->out, &r2[j]) == 0 &&
+			    (acks = json_get(&r2[j], "acks")) != NULL &&
+			    acks->t == J_ARR;
+			for (size_t a = 0; ok[j] && a < acks->n; a++)
+				if (json_int(&acks->kids[a], "code", 1) != 0)
+					ok[j] = false;
+			if (!ok[j])
+				continue;
+			passed += cluster_k_passed(acks, cl->k);
+			cluster_k_acks(acks, rt_lead, &next, &max_step);
+		}
+		if (passed == 0 || tries >= CLUSTER_K_TRIES)
+			break;
+		fprintf(stderr, "msptictl: %zu rank(s) had passed step %lld "
+		    "when it reached them; choosing k again\n", passed, cl->k);
+		lead_ms = 2 * rt_lead;
+		cl->max_step = max_step;
+		cl->k = next > cl->k ? next : cl->k + 1;
+	}
 	for (size_t j = 0; j < sub.nnodes; j++) {
 		struct cluster_node *sn = &sub.nodes[j];
-		struct jval r;
-		bool ok = false;
+		size_t passed = ok[j] ? cluster_k_passed(json_get(&r2[j],
+		    "acks"), cl->k) : 0;
 
-		memset(&r, 0, sizeof(r));
-		if (sn->rc == 0 && sn->out != NULL && json_parse(sn->out, &r) == 0) {
-			const struct jval *acks = json_get(&r, "acks");
-
-			ok = acks != NULL && acks->t == J_ARR;
-			for (size_t a = 0; ok && a < acks->n; a++)
-				if (json_int(&acks->kids[a], "code", 1) != 0)
-					ok = false;
-		}
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			struct cluster_node *n = &cl->nodes[i];
+			char why[200];
 
 			if (n->name != sn->name)
 				continue;
-			if (ok)
+			if (ok[j] && passed == 0) {
 				cluster_set_window(&rep[i], cl->k, cl->steps);
-			else {
-				n->k_failed = true;
-				nfailed++;
-				n->rc = sn->rc != 0 ? sn->rc : 1;
-				free(n->err);
+				continue;
+			}
+			n->k_failed = true;
+			nfailed++;
+			n->rc = sn->rc != 0 ? sn->rc : 1;
+			free(n->err);
+			if (ok[j]) {
+				snprintf(why, sizeof(why), "%zu of its ranks had "
+				    "passed step %lld when it reached them, in "
+				    "each of %d tries", passed, cl->k, tries);
+				n->err = strdup(why);
+			} else {
 				n->err = sn->err != NULL ? sn->err :
 				    strdup(sub.fanerr[0] ? sub.fanerr :
 				    "its daemon refused the step window");
 				sn->err = NULL;
 			}
 		}
-		json_free(&r);
-		free(sn->out);
-		free(sn->err);
 	}
+out:
+	for (size_t j = 0; r2 != NULL && j < sub.nnodes; j++)
+		json_free(&r2[j]);
+	for (size_t j = 0; j < sub.nnodes; j++) {
+		free(sub.nodes[j].out);
+		free(sub.nodes[j].err);
+	}
+	free(r2);
+	free(ok);
 	free(sub.nodes);
 	free(map);
 	if (nfailed > 0)

@@ -19,7 +19,7 @@ chmod +x "$T/fakessh"
 export MSPTI_SSH="$T/fakessh"
 for h in hA hB; do
 	mkdir -p "$T/$h"
-	"$MSPTID" --foreground --runtime-dir "$T/$h" >>"$T/daemon.log" 2>&1 &
+	"$MSPTID" --foreground --runtime-dir "$T/$h" -v >>"$T/daemon.log" 2>&1 &
 	PIDS="$PIDS $!"
 	[ $h = hB ] && DPID_B=$!
 done
@@ -116,6 +116,31 @@ grep -q '^  started together: 4 ranks within [0-9.]* ms of each other' start4.ou
 timeout 30 "$MSPTICTL" wait --hosts hosts --output-dir cap4 >wait4.out 2>&1 ||
 	fail "wait: $(cat wait4.out)"
 ok "start --hosts --duration 300ms: both nodes start at one instant chosen ahead, not before it; the skew is reported"
+
+# A rank already past k when k reaches it records nothing.  The start
+# sees it in the setting round's acks and chooses k again from them; a
+# node whose ranks pass every k it is given fails the start (rolled back)
+# and the wait ends.  The test hook puts the first rounds' k 8 steps
+# behind the furthest rank (hA's, 0.8 s ahead of hB's).
+MSPTI_TEST_CLUSTER_K_BACK=1 "$MSPTICTL" start --hosts hosts --job sk --steps 3 \
+    --output-dir cap7 >start7.out 2>start7.err || fail "start: $(cat start7.out start7.err)"
+grep -q 'rank(s) had passed step [0-9]* when it reached them; choosing k again' start7.err ||
+	fail "no second choice of k: $(cat start7.out start7.err)"
+k=$(sed -n 's/^  steps \[\([0-9]*\), .*/\1/p' start7.out)
+[ -n "$k" ] || fail "no common window in the start reply: $(cat start7.out)"
+timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap7 >wait7.out 2>&1 ||
+	fail "wait after a second k: $(cat wait7.out)"
+for h in hA hB; do
+	step_window "cap7/$h.mspti" 3 "$k" >/dev/null || exit 1
+done
+MSPTI_TEST_CLUSTER_K_BACK=9 "$MSPTICTL" start --hosts hosts --job sk --steps 3 \
+    --output-dir cap8 >start8.out 2>start8.err &&
+	fail "a start whose k every try was passed exited 0: $(cat start8.out)"
+grep -q '^  hA: FAILED: 2 of its ranks had passed step [0-9]* when it reached them, in each of 3 tries; its session [0-9]* was stopped (rolled back)' start8.out ||
+	fail "hA's failure not named: $(cat start8.out start8.err)"
+timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap8 >wait8.out 2>&1
+[ $? -ne 124 ] || fail "wait hung after a rolled-back start: $(cat wait8.out)"
+ok "ranks already past k: k is chosen again; a node whose ranks pass every k fails the start, and wait ends"
 
 # retarget --start-step (what the common k is set with): refused, with the
 # reason, for a session without --steps, a bad value, or a window that has
