@@ -10,7 +10,7 @@
 # --allow-partial.
 . "$(dirname "$0")/cluster-lib.sh"
 command -v /usr/sbin/sshd >/dev/null 2>&1 || skip "openssh-server not installed"
-DIST="$top_builddir/sim/npusim-dist"
+DIST="$top_builddir/tests/integ/npusim-dist"
 
 mc_up 2 --ssh --skew node2=3000000
 $MC exec ctl srun -N2 --ntasks-per-node=2 -J mcrep \

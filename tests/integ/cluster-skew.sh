@@ -12,7 +12,7 @@
 # host's ranks disagree: that rank gets its own offset).
 . "$(dirname "$0")/cluster-lib.sh"
 
-DIST="$top_builddir/sim/npusim-dist"
+DIST="$top_builddir/tests/integ/npusim-dist"
 SKEW=3000000
 ERR_NS=20000
 

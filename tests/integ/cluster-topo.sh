@@ -10,7 +10,7 @@
 # node's HCCS link.
 . "$(dirname "$0")/cluster-lib.sh"
 
-DIST="$top_builddir/sim/npusim-dist"
+DIST="$top_builddir/tests/integ/npusim-dist"
 for bad in bogus node3=1 node2=1x node0=5; do
 	$MC up 2 --skew "$bad" >"$T/bad.out" 2>&1 && fail "up --skew $bad worked"
 	[ "$(wc -l <"$T/bad.out")" = 1 ] && grep -q '^minicluster: --skew' "$T/bad.out" ||

@@ -22,11 +22,15 @@ cleanup() {
 		kill -9 "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
+	# MSPTI_TEST_KEEP=DIR: a failed test's files are kept there (debugging).
+	[ -n "${MSPTI_TEST_KEEP:-}" ] && [ -f "$T/.failed" ] &&
+		cp -a "$T" "$MSPTI_TEST_KEEP/${0##*/}.$$" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
 
 fail() {
+	: >"$T/.failed"
 	echo "FAIL: $*" >&2
 	[ -f "$T/daemon.log" ] && sed 's/^/  daemon: /' "$T/daemon.log" >&2
 	exit 1

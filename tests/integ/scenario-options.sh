@@ -4,7 +4,7 @@
 # things as the flags, and bad input gets one clear line and exit 2.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/session-lib.sh"
-TRAIN="$top_builddir/sim/npusim-train"
+TRAIN="$top_builddir/tests/integ/npusim-train"
 
 "$DIST" --list-scenarios >"$T/list" || fail "--list-scenarios"
 names=$(awk '{ print $1 }' "$T/list")

@@ -1,7 +1,7 @@
 # Helpers for the session tests (sourced after lib.sh): simulated
 # workloads with the agent, trace-dump, and small JSON helpers.
-TRAIN="$top_builddir/sim/npusim-train"
-DIST="$top_builddir/sim/npusim-dist"
+TRAIN="$top_builddir/tests/integ/npusim-train"
+DIST="$top_builddir/tests/integ/npusim-dist"
 DUMP="$top_builddir/tests/integ/trace-dump"
 NPUSIM_SHM_PREFIX="mspti-sess-$$"
 export NPUSIM_SHM_PREFIX
