@@ -28,14 +28,17 @@ w = {x["Rank"]: x["Wait Avg(us)"] for x in r["ranks"]}
 assert min(w, key=w.get) == 2, w
 PY
 
-# Control: the same workload without the slow link is more balanced.
+# Control: the same workload without the slow link gives no link verdict:
+# no rank's link time exceeds the others' by its threshold.  (The overall
+# imbalance is not compared: it holds host time, and under a sanitizer on
+# a loaded machine one rank's host scheduling alone can exceed the
+# slow link's effect.)
 "$b/tests/integ/capture-inproc" -n 4 -s 6 -o "$t/ok" || fail capture-ok
 "$ctl" report --json --section slow_rank "$t"/ok.rank*.trace \
 	> "$t/ok.json" || fail report-ok
-python3 - "$t/link.json" "$t/ok.json" <<'PY' || fail "control imbalance"
+python3 - "$t/ok.json" <<'PY' || fail "control"
 import json, sys
-bad = json.load(open(sys.argv[1]))["slow_rank"][0]
-ok = json.load(open(sys.argv[2]))["slow_rank"][0]
-assert ok["Imbalance(%)"] < bad["Imbalance(%)"], (ok, bad)
+ok = json.load(open(sys.argv[1]))["slow_rank"][0]
+assert ok["Cause"] != "link", ok
 PY
 echo ok
