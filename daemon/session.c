@@ -493,9 +493,8 @@ session_finalize(struct session *s)
 		session_drain_agent(sa);
 		session_agent_release(sa);
 	}
-	/* Device tasks of the last launches; the last metrics point. */
+	/* Device tasks of the last launches. */
 	session_dev_poll(s->d);
-	session_dev_last_metrics(s);
 	if (session_dev_inflight(s) && (s->inflight_tv = evtimer_new(s->d->base,
 	    session_inflight_cb, s)) != NULL) {
 		s->inflight_until = util_monotonic_ns() +
@@ -525,6 +524,10 @@ session_finalize_close(struct session *s)
 	}
 	/* Whatever still waits for the device is lost. */
 	session_dev_join_flush(s);
+	/* The last metrics point of each device, here rather than when
+	 * finalizing began: a device an agent names during the wait for
+	 * in-flight tasks (its note came late) has its first point then. */
+	session_dev_last_metrics(s);
 	if (s->msub != NULL) {
 		metrics_unsubscribe(s->msub);
 		s->msub = NULL;
