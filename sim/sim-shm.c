@@ -197,14 +197,12 @@ static void
 sim_shm_clock_sample(struct sim_device *d, unsigned *stuck)
 {
 	struct npusim_channel_header	*h = d->chan;
-	uint64_t			 r0, m, r1;
+	uint64_t			 real, m;
 
 	if (h == NULL || !sim_shm_seq_trylock(&h->clock_seq, stuck))
 		return;
-	r0 = sim_clock_realtime();
-	m = sim_clock_mono();
-	r1 = sim_clock_realtime();
-	SIM_STORE(&h->clock.host_realtime_ns, r0 + (r1 - r0) / 2);
+	sim_clock_pair(&real, &m);
+	SIM_STORE(&h->clock.host_realtime_ns, real);
 	SIM_STORE(&h->clock.device_ns, sim_clock_device(d->id, m));
 	SIM_STORE(&h->clock.host_monotonic_ns, m);
 	sim_shm_seq_unlock(&h->clock_seq);

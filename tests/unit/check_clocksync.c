@@ -41,6 +41,37 @@ START_TEST(synthetic_exact)
 }
 END_TEST
 
+/*
+ * A pair whose host read was preempted (a loaded machine: the bracket
+ * around the device read took 3 ms, so its midpoint is 1.5 ms off) is
+ * one sample in 64: it must not move the line.  A plain least-squares
+ * fit moves the offset by ~23 us and tilts the drift.
+ */
+START_TEST(preempted_pair_ignored)
+{
+	struct clocksync cs;
+	const double dd = 25e-6;
+	uint64_t h0 = 1700000000000000000ull, d0 = 5000000000ull, t;
+
+	clocksync_init(&cs);
+	for (int i = 0; i < 64; i++) {
+		t = (uint64_t)i * 10000000ull;		/* 640 ms */
+		/* 1 us of ordinary pairing noise, alternating. */
+		clocksync_add(&cs, h0 + t + (i % 2 ? 1000 : 0) +
+		    (i == 40 ? 1500000 : 0),
+		    d0 + t + (uint64_t)llround((double)t * dd));
+	}
+	ck_assert_uint_eq(cs.model.samples, 63);
+	/* The alternating noise alone tilts the line by 0.07 ppm. */
+	ck_assert_double_eq_tol(cs.model.drift, 1.0 / (1.0 + dd) - 1.0, 2e-7);
+	t = 320000000ull;
+	ck_assert_int_lt(llabs((long long)(clock_model_to_host(&cs.model,
+	    d0 + t + (uint64_t)llround((double)t * dd)) - (h0 + t + 500))),
+	    600);
+	ck_assert_double_lt(cs.model.error_ns, 600.0);
+}
+END_TEST
+
 START_TEST(short_span_offset_only)
 {
 	struct clocksync cs;
@@ -136,6 +167,7 @@ main(void)
 	setenv("NPUSIM_CLOCK_DRIFT_PPM", "40", 1);
 	tcase_add_test(tc, synthetic_exact);
 	tcase_add_test(tc, short_span_offset_only);
+	tcase_add_test(tc, preempted_pair_ignored);
 	tcase_add_test(tc, duplicates_and_reset);
 	tcase_add_test(tc, absurd_slope_rejected);
 	tcase_add_test(tc, sim_clock);
