@@ -1,10 +1,11 @@
 #!/bin/sh
 # Installs the Debian packages the build and the tests need
-# (scripts/debian-packages.txt).  Does nothing when all are present.
+# (scripts/debian-packages.txt, those of this architecture).  Does nothing
+# when all are present.
 set -e
 here=$(dirname "$0")
 missing=""
-for p in $(cat "$here/debian-packages.txt"); do
+for p in $("$here/debian-packages.sh"); do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing="$missing $p"
 done
