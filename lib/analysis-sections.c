@@ -662,7 +662,10 @@ sec_steps(struct analysis *a)
 		table_u64(r, p->pid);
 		table_str(r, p->src->host);
 		table_num(r, (double)p->skew / 1e3, 3);
-		table_str(r, p->offset ? "yes" : "no");
+		/* On the common timeline: moved by its offset, or on the
+		 * reference host's clock (moved by 0). */
+		table_str(r, p->aligned && a->o.align != ANALYSIS_ALIGN_NEVER ?
+		    "yes" : "no");
 		table_u64(r, p->nsteps);
 		for (int k = 0; k < 5; k++)
 			table_num(r, p->nres ? sum[k] / 1e3 /

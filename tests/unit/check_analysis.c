@@ -631,6 +631,10 @@ START_TEST(test_balanced_and_aligned)
 	ck_assert_str_eq(table_cell(analysis_table(a, ANALYSIS_RANKS), 1,
 	    (size_t)col_of(analysis_table(a, ANALYSIS_RANKS), "Aligned"),
 	    NULL), "yes");
+	/* Rank 0 is on the reference host: aligned too, by an offset of 0. */
+	ck_assert_str_eq(table_cell(analysis_table(a, ANALYSIS_RANKS), 0,
+	    (size_t)col_of(analysis_table(a, ANALYSIS_RANKS), "Aligned"),
+	    NULL), "yes");
 	analysis_free(a);
 }
 END_TEST
