@@ -40,6 +40,19 @@ done
 printf 'hA\nhB\n' >"$T/hosts"
 cd "$T" || exit 1
 
+# common_window START_OUT DIR WAIT_OUT: the one k of a common-k start's
+# reply (in $k); waits for the capture and checks that every rank of both
+# nodes recorded exactly [k, k+3).
+common_window() {
+	k=$(sed -n 's/^  steps \[\([0-9]*\), \([0-9]*\)) on every node (one k for all.*/\1/p' "$1")
+	[ -n "$k" ] || fail "no common window in the start reply: $(cat "$1")"
+	timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir "$2" >"$3" 2>&1 ||
+		fail "wait: $(cat "$3")"
+	for h in hA hB; do
+		step_window "$2/$h.mspti" 3 "$k" >/dev/null || exit 1
+	done
+}
+
 "$MSPTICTL" start --hosts hosts --job sj --steps 3 --start-step 25 \
     --output-dir cap >start.out 2>&1 || fail "start: $(cat start.out)"
 grep -q '^  steps \[25, 28) on every node$' start.out || fail "start reply: $(cat start.out)"
@@ -75,13 +88,7 @@ sleep 0.8
 sleep 0.1
 "$MSPTICTL" start --hosts hosts --job sk --steps 3 --output-dir cap2 \
     >start2.out 2>&1 || fail "start: $(cat start2.out)"
-k=$(sed -n 's/^  steps \[\([0-9]*\), \([0-9]*\)) on every node (one k for all.*/\1/p' start2.out)
-[ -n "$k" ] || fail "no common window in the start reply: $(cat start2.out)"
-timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap2 >wait2.out 2>&1 ||
-	fail "wait: $(cat wait2.out)"
-for h in hA hB; do
-	step_window "cap2/$h.mspti" 3 "$k" >/dev/null || exit 1
-done
+common_window start2.out cap2 wait2.out
 grep -q '^  window starts: [0-9.]* ms apart across 4 ranks' wait2.out ||
 	fail "no window-start skew in the wait reply: $(cat wait2.out)"
 ok "start --hosts --steps 3 (no --start-step): one k ($k) for both nodes, steps [k, k+3) on all 4 ranks"
@@ -126,13 +133,7 @@ MSPTI_TEST_CLUSTER_K_BACK=1 "$MSPTICTL" start --hosts hosts --job sk --steps 3 \
     --output-dir cap7 >start7.out 2>start7.err || fail "start: $(cat start7.out start7.err)"
 grep -q 'rank(s) had passed step [0-9]* when it reached them; choosing k again' start7.err ||
 	fail "no second choice of k: $(cat start7.out start7.err)"
-k=$(sed -n 's/^  steps \[\([0-9]*\), .*/\1/p' start7.out)
-[ -n "$k" ] || fail "no common window in the start reply: $(cat start7.out)"
-timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap7 >wait7.out 2>&1 ||
-	fail "wait after a second k: $(cat wait7.out)"
-for h in hA hB; do
-	step_window "cap7/$h.mspti" 3 "$k" >/dev/null || exit 1
-done
+common_window start7.out cap7 wait7.out
 MSPTI_TEST_CLUSTER_K_BACK=9 "$MSPTICTL" start --hosts hosts --job sk --steps 3 \
     --output-dir cap8 >start8.out 2>start8.err &&
 	fail "a start whose k every try was passed exited 0: $(cat start8.out)"
