@@ -148,11 +148,14 @@ ac_row(struct table *t, const char *kind, const char *host, int64_t rank,
 		table_str(t, "");
 	table_str(t, clockalign_status_name(e->status));
 	if (e->status == CLOCKALIGN_NOT_ESTIMABLE) {
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 5; i++)
 			table_str(t, "");
 	} else {
 		ac_us(t, e->offset_ns);
 		ac_us(t, e->uncertainty_ns);
+		/* The offset's trend: one offset holds at the capture's
+		 * middle, the uncertainty covers its ends. */
+		table_num(t, (double)e->drift_ppb / 1e3, 3);
 		if (e->bound_lo_ns == INT64_MIN)
 			table_str(t, "");
 		else
@@ -179,10 +182,10 @@ AN_HIDDEN int64_t *
 an_clock(struct analysis *a)
 {
 	static const char *const cols[] = { "Kind", "Host", "Rank", "Status",
-	    "Offset(us)", "Uncertainty(us)", "Bound Low(us)",
+	    "Offset(us)", "Uncertainty(us)", "Drift(ppm)", "Bound Low(us)",
 	    "Bound High(us)", "Collectives", "Applied(us)", "Note" };
 	struct table *t = table_new("clocks", "Clocks (offset to the "
-	    "reference host, from collective ends)", 11, cols);
+	    "reference host, from collective ends)", 12, cols);
 	int64_t *off = calloc(a->nproc + 1, sizeof(*off));
 	const char **hosts = calloc(a->nproc + 1, sizeof(*hosts));
 	uint32_t *hostof = calloc(a->nproc + 1, sizeof(*hostof));
@@ -223,6 +226,14 @@ an_clock(struct analysis *a)
 		else if (e->via != h && e->via != ca.reference)
 			snprintf(note, sizeof(note), "through %s",
 			    hosts[e->via]);
+		if (e->status == CLOCKALIGN_ESTIMATED && e->drift_ppb != 0) {
+			size_t k = strlen(note);
+
+			snprintf(note + k, sizeof(note) - k, "%sits clock "
+			    "drifts: the offset is the capture's middle one, "
+			    "the uncertainty covers its first and last "
+			    "collectives", k ? "; " : "");
+		}
 		ac_row(t, "host", hosts[h], -1, e, e->status !=
 		    CLOCKALIGN_NOT_ESTIMABLE && !ca.host_split[h] &&
 		    a->o.align == ANALYSIS_ALIGN_AUTO, e->offset_ns, note);

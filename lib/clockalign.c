@@ -260,6 +260,69 @@ ca_disagree(struct clockalign_est *x)
 	    "steps?)";
 }
 
+/* Observations a trend is looked for in: at least this many per half. */
+#define CA_DRIFT_MIN	8
+
+/*
+ * A clock that drifts against the reference: its n observations v (at
+ * reference times tm) move over the capture.  The medians of its first
+ * and second half in time differ by more than their two intervals and
+ * twice the floor: then the drift is their difference over the time
+ * between the halves, the offset is the median of the detrended
+ * observations at the median time, and the uncertainty covers the trend
+ * out to the first and the last collective.  Fills *x (drift_ppb,
+ * uncertainty_ns, matched), *off and *iqr (of the detrended values)
+ * and returns true; false (nothing changed) when no trend stands out.
+ * tv and tmp are scratch of n entries.
+ */
+static bool
+ca_drift(const int64_t *v, const int64_t *tm, size_t n, struct ca_av *tv,
+    int64_t *tmp, struct clockalign_est *x, int64_t *off, int64_t *iqr)
+{
+	size_t h = n / 2;
+	int64_t m[2], t[2], ci[2], tmid, tlo, thi, reach;
+	double slope;
+
+	if (h < CA_DRIFT_MIN)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		tv[i].v = tm[i];
+		tv[i].unit = (uint32_t)i;
+	}
+	qsort(tv, n, sizeof(*tv), ca_cmp_av);
+	for (int k = 0; k < 2; k++) {
+		const struct ca_av *p = tv + (k ? n - h : 0);
+
+		for (size_t i = 0; i < h; i++)
+			tmp[i] = v[p[i].unit];
+		qsort(tmp, h, sizeof(*tmp), ca_cmp_i64);
+		m[k] = ca_median_sorted(tmp, h);
+		ci[k] = ca_ci(tmp, h, m[k]);
+		t[k] = p[h / 2].v;
+	}
+	if (t[1] <= t[0] || llabs(m[1] - m[0]) <= ci[0] + ci[1] +
+	    2 * CLOCKALIGN_FLOOR_NS)
+		return false;
+	slope = (double)(m[1] - m[0]) / (double)(t[1] - t[0]);
+	tlo = tv[0].v;
+	thi = tv[n - 1].v;
+	tmid = tv[n / 2].v;
+	for (size_t i = 0; i < n; i++)
+		tmp[i] = v[i] - (int64_t)llround(slope * (double)(tm[i] - tmid));
+	qsort(tmp, n, sizeof(*tmp), ca_cmp_i64);
+	*off = ca_median_sorted(tmp, n);
+	*iqr = (tmp[(3 * n) / 4] - tmp[n / 4]) / 2;
+	reach = (int64_t)llround(fabs(slope) * (double)(thi - tmid >
+	    tmid - tlo ? thi - tmid : tmid - tlo));
+	x->uncertainty_ns = ca_ci(tmp, n, *off);
+	if (x->uncertainty_ns < *iqr)
+		x->uncertainty_ns = *iqr;
+	x->uncertainty_ns += reach;
+	x->drift_ppb = (int64_t)llround(slope * 1e9);
+	x->matched = (uint32_t)n;
+	return true;
+}
+
 /*
  * Solves for nunits offsets from ne entries sorted by instance, ref the
  * reference unit.  Fills est[nunits] (via: the unit each was placed
@@ -280,13 +343,16 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 	int64_t *spread = calloc((size_t)nunits, sizeof(*spread));
 	struct ca_av *av = calloc(ne + 1, sizeof(*av));
 	int64_t *tmp = calloc(ne + 1, sizeof(*tmp));
+	int64_t *dtm = calloc(ne + 1, sizeof(*dtm));
+	struct ca_av *tv = calloc(ne + 1, sizeof(*tv));
 	int *level = malloc(((size_t)nunits + 1) * sizeof(*level));
 	int64_t *iq = calloc((size_t)nunits + 1, sizeof(*iq));
 	int rc = -ENOMEM, maxlevel = 0, rounds = 0;
 
 	if (ioff == NULL || uoff == NULL || ufill == NULL || uf == NULL ||
 	    o == NULL || onew == NULL || d == NULL || spread == NULL ||
-	    av == NULL || tmp == NULL || level == NULL || iq == NULL)
+	    av == NULL || tmp == NULL || dtm == NULL || tv == NULL ||
+	    level == NULL || iq == NULL)
 		goto out;
 	for (uint32_t u = 0; u < nunits; u++)
 		level[u] = -1;
@@ -449,6 +515,7 @@ again:
 				int64_t t = vl + (vh - vl) / 2;
 				uint32_t u = av[p].unit;
 
+				dtm[uoff[u] + ufill[u]] = t;
 				d[uoff[u] + ufill[u]++] = t - (av[p].v - o[u]);
 			}
 		}
@@ -461,9 +528,14 @@ again:
 				onew[u] = 0;
 				continue;
 			}
+			if (last && u != ref &&
+			    ca_drift(v, dtm + uoff[u], n, tv, tmp, &est[u],
+			    &onew[u], &iq[u]))
+				continue;
 			qsort(v, n, sizeof(*v), ca_cmp_i64);
 			onew[u] = ca_median_sorted(v, n);
 			if (last) {
+				est[u].drift_ppb = 0;
 				est[u].uncertainty_ns = ca_ci(v, n, onew[u]);
 				est[u].matched = (uint32_t)n;
 				/* Half the interquartile range: what one
@@ -609,6 +681,8 @@ out:
 	free(spread);
 	free(av);
 	free(tmp);
+	free(dtm);
+	free(tv);
 	free(level);
 	free(iq);
 	return rc;

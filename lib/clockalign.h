@@ -80,6 +80,10 @@ struct clockalign_est {
 	int64_t		 uncertainty_ns; /* true offset within offset +- this */
 	int64_t		 bound_lo_ns;	/* causality: offset >= lo (INT64_MIN */
 	int64_t		 bound_hi_ns;	/* and <= hi (INT64_MAX) when unknown) */
+	int64_t		 drift_ppb;	/* the offset's trend over the capture
+					   (ns per s of the reference clock),
+					   0 unless beyond the noise; the
+					   uncertainty then covers it */
 	uint32_t	 matched;	/* collectives the estimate used */
 	uint32_t	 via;		/* host linked through (hosts; = self
 					   when linked to the reference) */

@@ -214,6 +214,55 @@ START_TEST(two_hosts)
 }
 END_TEST
 
+/*
+ * Host 1's clock is 3.2 ms ahead and runs 50 ppm fast: over the ~2.7 s
+ * capture its offset moves by ~135 us.  One offset cannot hold for the
+ * whole capture, so its drift is stated and its uncertainty covers the
+ * offset at every collective, the first and the last too.  (The old
+ * estimate claimed 1 us for an offset 67 us off at either end.)
+ */
+START_TEST(drifting_host)
+{
+	struct gen g = { 0 };
+	struct clockalign ca;
+	int64_t first = INT64_MAX, last = 0;
+
+	gen_world(&g, hosts22, 4, skew22, 500, 10000000, 1000);
+	for (size_t i = 0; i < g.n; i++) {
+		struct clockalign_sample *x = &g.s[i];
+
+		if (x->host == 1) {
+			x->start_ns += (x->start_ns - (uint64_t)T0) / 20000;
+			x->end_ns += (x->end_ns - (uint64_t)T0) / 20000;
+		} else if (x->rank == 0) {
+			if ((int64_t)x->end_ns < first)
+				first = (int64_t)x->end_ns;
+			if ((int64_t)x->end_ns > last)
+				last = (int64_t)x->end_ns;
+		}
+	}
+	ck_assert_int_gt(last - first, 2000000000ll);
+	estimate(&g, 2, -1, &ca);
+	ck_assert_int_eq(ca.host[1].status, CLOCKALIGN_ESTIMATED);
+	ck_assert_msg(llabs(ca.host[1].drift_ppb + 50000) < 5000,
+	    "drift %lld ppb, want -50000", (long long)ca.host[1].drift_ppb);
+	for (int k = 0; k < 2; k++) {
+		int64_t t = k ? last : first;
+		int64_t want = -3200000 - (t - T0) / 20000;
+
+		ck_assert_msg(llabs(ca.host[1].offset_ns - want) <=
+		    ca.host[1].uncertainty_ns, "at %s: offset %lld want %lld, "
+		    "uncertainty %lld", k ? "the end" : "the start",
+		    (long long)ca.host[1].offset_ns, (long long)want,
+		    (long long)ca.host[1].uncertainty_ns);
+	}
+	/* The ranks of host 1 drift as it does. */
+	ck_assert(llabs(clockalign_rank(&ca, 2)->est.drift_ppb + 50000) <
+	    5000);
+	done(&g, &ca);
+}
+END_TEST
+
 /* No skew: offsets about 0, within the noise. */
 START_TEST(no_skew)
 {
@@ -744,6 +793,7 @@ main(int argc, char **argv)
 	tc = tcase_create("clockalign");
 	tcase_add_test(tc, two_hosts);
 	tcase_add_test(tc, no_skew);
+	tcase_add_test(tc, drifting_host);
 	tcase_add_test(tc, four_hosts_any_order);
 	tcase_add_test(tc, outliers);
 	tcase_add_test(tc, chain_and_unlinked);
