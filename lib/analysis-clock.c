@@ -128,6 +128,15 @@ ac_samples(struct analysis *a, struct an_proc *p, uint32_t rid,
 	free(st);
 }
 
+/* The correction an estimate gives (its offset, with its drift). */
+static struct an_clk
+ac_clk(const struct clockalign_est *e)
+{
+	struct an_clk c = { e->offset_ns, e->drift_ppb, e->mid_ns };
+
+	return c;
+}
+
 static void
 ac_us(struct table *t, int64_t ns)
 {
@@ -178,7 +187,7 @@ ac_row(struct table *t, const char *kind, const char *host, int64_t rank,
  * clocks table and returns the offset to add to each process (a->proc
  * order; freed by the caller).
  */
-AN_HIDDEN int64_t *
+AN_HIDDEN struct an_clk *
 an_clock(struct analysis *a)
 {
 	static const char *const cols[] = { "Kind", "Host", "Rank", "Status",
@@ -186,7 +195,7 @@ an_clock(struct analysis *a)
 	    "Bound High(us)", "Collectives", "Applied(us)", "Note" };
 	struct table *t = table_new("clocks", "Clocks (offset to the "
 	    "reference host, from collective ends)", 12, cols);
-	int64_t *off = calloc(a->nproc + 1, sizeof(*off));
+	struct an_clk *off = calloc(a->nproc + 1, sizeof(*off));
 	const char **hosts = calloc(a->nproc + 1, sizeof(*hosts));
 	uint32_t *hostof = calloc(a->nproc + 1, sizeof(*hostof));
 	struct clockalign_sample *s = NULL;
@@ -230,9 +239,8 @@ an_clock(struct analysis *a)
 			size_t k = strlen(note);
 
 			snprintf(note + k, sizeof(note) - k, "%sits clock "
-			    "drifts: the offset is the capture's middle one, "
-			    "the uncertainty covers its first and last "
-			    "collectives", k ? "; " : "");
+			    "drifts: the offset holds at the capture's middle "
+			    "and is applied with the drift", k ? "; " : "");
 		}
 		ac_row(t, "host", hosts[h], -1, e, e->status !=
 		    CLOCKALIGN_NOT_ESTIMABLE && !ca.host_split[h] &&
@@ -250,24 +258,24 @@ an_clock(struct analysis *a)
 		bool same = hostof[i] == ca.reference &&
 		    !ca.host_split[ca.reference];
 		bool have = false;
-		int64_t v = 0;
+		const struct clockalign_est *used = NULL;
 		char note[256];
 
 		note[0] = '\0';
 		if (r != NULL && a->o.align == ANALYSIS_ALIGN_ALWAYS &&
 		    r->est.status != CLOCKALIGN_NOT_ESTIMABLE) {
 			have = true;
-			v = r->est.offset_ns;
+			used = &r->est;
 		} else if (r != NULL && r->applied) {
 			have = true;
-			v = r->applied_ns;
+			used = r->own ? &r->est : he;
 			if (r->own)
 				snprintf(note, sizeof(note), "own offset");
 		} else if (he != NULL && he->status !=
 		    CLOCKALIGN_NOT_ESTIMABLE && !ca.host_split[hostof[i]]) {
 			/* No collectives of its own: its host's clock. */
 			have = true;
-			v = he->offset_ns;
+			used = he;
 			snprintf(note, sizeof(note), "its host's offset");
 		} else if (same) {
 			have = true;	/* the reference clock itself */
@@ -292,13 +300,15 @@ an_clock(struct analysis *a)
 			    "aligned with the others", who, hosts[hostof[i]],
 			    why);
 		}
-		p->skew = v;
+		if (used != NULL)
+			off[i] = ac_clk(used);
+		p->skew = off[i].off;
 		p->aligned = have && (r != NULL || he != NULL);
-		if (have && a->o.align != ANALYSIS_ALIGN_NEVER)
-			off[i] = v;
+		if (!have || a->o.align == ANALYSIS_ALIGN_NEVER)
+			memset(&off[i], 0, sizeof(off[i]));
 		ac_row(t, "rank", hosts[hostof[i]], p->rank, r != NULL ?
 		    &r->est : &none, have && a->o.align !=
-		    ANALYSIS_ALIGN_NEVER, off[i], note);
+		    ANALYSIS_ALIGN_NEVER, off[i].off, note);
 	}
 	/* One clock (one host, its ranks agreeing): nothing to state. */
 	if (nh <= 1 && !(nh == 1 && ca.host_split[0])) {
@@ -309,12 +319,12 @@ an_clock(struct analysis *a)
 	for (size_t i = 0; i < a->nsrc; i++) {
 		const char *h = a->src[i]->host ? a->src[i]->host : "";
 
-		a->src[i]->offset = 0;
+		memset(&a->src[i]->clk, 0, sizeof(a->src[i]->clk));
 		for (uint32_t k = 0; k < nh; k++)
 			if (strcmp(hosts[k], h) == 0 && a->o.align !=
 			    ANALYSIS_ALIGN_NEVER && ca.host[k].status !=
 			    CLOCKALIGN_NOT_ESTIMABLE)
-				a->src[i]->offset = ca.host[k].offset_ns;
+				a->src[i]->clk = ac_clk(&ca.host[k]);
 	}
 	clockalign_free(&ca);
 	free(hosts);

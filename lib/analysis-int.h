@@ -168,6 +168,28 @@ struct an_stepres {
 #define AN_STEPS_RECS	4u	/* step records */
 #define AN_STEPS_DOMAIN	"mspti.sync"	/* the domain of the agent's */
 
+/*
+ * A clock correction onto the reference timeline (analysis-clock.c): add
+ * off, and drift_ppb ns per s of reference time away from mid (a host
+ * whose clock drifts, lib/clockalign.h).
+ */
+struct an_clk {
+	int64_t		 off;
+	int64_t		 drift_ppb;
+	uint64_t	 mid;
+};
+
+static inline uint64_t
+an_clk_ts(const struct an_clk *c, uint64_t t)
+{
+	uint64_t r = t + (uint64_t)c->off;
+
+	if (c->drift_ppb != 0)
+		r += (uint64_t)(int64_t)((double)(int64_t)(r - c->mid) *
+		    (double)c->drift_ppb / 1e9);
+	return r;
+}
+
 /* One process (rank) of one source. */
 struct an_proc {
 	struct analysis_source *src;
@@ -176,7 +198,7 @@ struct an_proc {
 	uint32_t	 idx;			/* creation order: flow ids */
 	int32_t		 rank, local_rank, world_size;
 	uint32_t	 job, exe;		/* global string ids */
-	int64_t		 offset;		/* ns added to align clocks */
+	struct an_clk	 clk;			/* added to align clocks */
 	int64_t		 skew;			/* measured offset to the reference */
 	/* The index of its first step in a steps window (the daemon's record
 	 * of it leaving says "steps K..M"), else -1: its steps are numbered
@@ -255,8 +277,9 @@ struct analysis_source {
 	struct rec_clock_sync clocks[64];
 	size_t		 nclocks;
 	uint64_t	 reorder_ns;	/* reorder window of its ranks */
-	int64_t		 offset;	/* its host's clock offset, for records
-					   of no process (analysis-clock.c) */
+	struct an_clk	 clk;		/* its host's clock correction, for
+					   records of no process
+					   (analysis-clock.c) */
 	/* Launch join: direct-mapped by correlation id. */
 	struct an_pend	*pend;
 	uint64_t	 losses[LOSS_STAGE_MAX];
@@ -387,7 +410,7 @@ AN_HIDDEN void		 an_sweep_free(struct an_proc *p);
 AN_HIDDEN int		 an_sections(struct analysis *a);
 AN_HIDDEN int		 an_steps(struct analysis *a);
 /* analysis-clock.c: estimates, the clocks table, offsets per proc. */
-AN_HIDDEN int64_t	*an_clock(struct analysis *a);
+AN_HIDDEN struct an_clk	*an_clock(struct analysis *a);
 /* analysis-verdict.c */
 AN_HIDDEN void		 an_verdict(struct analysis *a);
 

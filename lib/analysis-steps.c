@@ -138,34 +138,37 @@ st_union_free(struct an_union *u)
 	memset(u, 0, sizeof(*u));
 }
 
+/* Every stored time of p onto the reference timeline. */
 static void
-st_shift(struct an_proc *p, int64_t d)
+st_shift(struct an_proc *p, const struct an_clk *c)
 {
+#define ST_MOVE(x)	((x) = an_clk_ts(c, (x)))
 	for (size_t i = 0; i < p->ndata; i++)
-		p->data[i].start += (uint64_t)d;
+		ST_MOVE(p->data[i].start);
 	for (int g = 0; g < AN_G_MAX; g++)
 		if (p->gap_from[g])
-			p->gap_from[g] += (uint64_t)d;
+			ST_MOVE(p->gap_from[g]);
 	for (int g = 0; g < 3; g++)
 		for (size_t i = 0; i < p->seg[g].n; i++) {
-			p->seg[g].s[i] += (uint64_t)d;
-			p->seg[g].e[i] += (uint64_t)d;
+			ST_MOVE(p->seg[g].s[i]);
+			ST_MOVE(p->seg[g].e[i]);
 		}
 	for (size_t i = 0; i < p->ncoll[p->cw]; i++) {
-		p->coll[p->cw][i].start += (uint64_t)d;
-		p->coll[p->cw][i].end += (uint64_t)d;
+		ST_MOVE(p->coll[p->cw][i].start);
+		ST_MOVE(p->coll[p->cw][i].end);
 	}
 	for (size_t i = 0; i < p->nsteps; i++) {
-		p->steps[i].start += (uint64_t)d;
-		p->steps[i].end += (uint64_t)d;
+		ST_MOVE(p->steps[i].start);
+		ST_MOVE(p->steps[i].end);
 		if (p->steps[i].first)
-			p->steps[i].first += (uint64_t)d;
+			ST_MOVE(p->steps[i].first);
 	}
 	if (p->first_ts)
-		p->first_ts += (uint64_t)d;
+		ST_MOVE(p->first_ts);
 	if (p->last_ts)
-		p->last_ts += (uint64_t)d;
-	p->offset = d;
+		ST_MOVE(p->last_ts);
+#undef ST_MOVE
+	p->clk = *c;
 }
 
 /* Loud completeness checks: losses, truncation, missing ranks. */
@@ -295,11 +298,11 @@ st_cmp_proc(const void *x, const void *y)
 static void
 st_align(struct analysis *a)
 {
-	int64_t *off = an_clock(a);
+	struct an_clk *off = an_clock(a);
 
 	for (size_t i = 0; i < a->nproc; i++)
-		if (off[i] != 0)
-			st_shift(a->proc[i], off[i]);
+		if (off[i].off != 0 || off[i].drift_ppb != 0)
+			st_shift(a->proc[i], &off[i]);
 	free(off);
 }
 

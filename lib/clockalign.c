@@ -268,12 +268,14 @@ ca_disagree(struct clockalign_est *x)
  * reference times tm) move over the capture.  The medians of its first
  * and second half in time differ by more than their two intervals and
  * twice the floor: then the drift is their difference over the time
- * between the halves, the offset is the median of the detrended
- * observations at the median time, and the uncertainty covers the trend
- * out to the first and the last collective.  Fills *x (drift_ppb,
- * uncertainty_ns, matched), *off and *iqr (of the detrended values)
- * and returns true; false (nothing changed) when no trend stands out.
- * tv and tmp are scratch of n entries.
+ * between the halves, the offset (at the median time, mid_ns) is the
+ * median of the detrended observations, and the uncertainty is the
+ * detrended one plus what the drift's own error (the halves' intervals
+ * over the time between them) makes out to the first or last
+ * collective.  Fills *x (drift_ppb, mid_ns, uncertainty_ns, matched),
+ * *off and *iqr (of the detrended values) and returns true; false
+ * (nothing changed) when no trend stands out.  tv and tmp are scratch of
+ * n entries.
  */
 static bool
 ca_drift(const int64_t *v, const int64_t *tm, size_t n, struct ca_av *tv,
@@ -312,13 +314,15 @@ ca_drift(const int64_t *v, const int64_t *tm, size_t n, struct ca_av *tv,
 	qsort(tmp, n, sizeof(*tmp), ca_cmp_i64);
 	*off = ca_median_sorted(tmp, n);
 	*iqr = (tmp[(3 * n) / 4] - tmp[n / 4]) / 2;
-	reach = (int64_t)llround(fabs(slope) * (double)(thi - tmid >
-	    tmid - tlo ? thi - tmid : tmid - tlo));
+	reach = (int64_t)llround((double)(ci[0] + ci[1]) /
+	    (double)(t[1] - t[0]) * (double)(thi - tmid > tmid - tlo ?
+	    thi - tmid : tmid - tlo));
 	x->uncertainty_ns = ca_ci(tmp, n, *off);
 	if (x->uncertainty_ns < *iqr)
 		x->uncertainty_ns = *iqr;
 	x->uncertainty_ns += reach;
 	x->drift_ppb = (int64_t)llround(slope * 1e9);
+	x->mid_ns = (uint64_t)tmid;
 	x->matched = (uint32_t)n;
 	return true;
 }
@@ -536,6 +540,7 @@ again:
 			onew[u] = ca_median_sorted(v, n);
 			if (last) {
 				est[u].drift_ppb = 0;
+				est[u].mid_ns = 0;
 				est[u].uncertainty_ns = ca_ci(v, n, onew[u]);
 				est[u].matched = (uint32_t)n;
 				/* Half the interquartile range: what one
@@ -603,13 +608,17 @@ again:
 			continue;
 		for (size_t i = ioff[c]; i < ioff[c + 1]; i++) {
 			struct clockalign_est *x = &est[e[i].unit];
+			/* A drifting clock's bounds hold at this instance:
+			 * moved to its middle offset. */
+			int64_t dm = clockalign_at(x, (uint64_t)er->emin) -
+			    x->offset_ns;
 
 			if (e[i].unit == ref)
 				continue;
-			if (er->smax - e[i].emin > x->bound_lo_ns)
-				x->bound_lo_ns = er->smax - e[i].emin;
-			if (er->emin - e[i].smax < x->bound_hi_ns)
-				x->bound_hi_ns = er->emin - e[i].smax;
+			if (er->smax - e[i].emin - dm > x->bound_lo_ns)
+				x->bound_lo_ns = er->smax - e[i].emin - dm;
+			if (er->emin - e[i].smax - dm < x->bound_hi_ns)
+				x->bound_hi_ns = er->emin - e[i].smax - dm;
 		}
 	}
 	for (uint32_t u = 0; u < nunits; u++) {

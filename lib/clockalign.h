@@ -82,8 +82,10 @@ struct clockalign_est {
 	int64_t		 bound_hi_ns;	/* and <= hi (INT64_MAX) when unknown) */
 	int64_t		 drift_ppb;	/* the offset's trend over the capture
 					   (ns per s of the reference clock),
-					   0 unless beyond the noise; the
-					   uncertainty then covers it */
+					   0 unless beyond the noise */
+	uint64_t	 mid_ns;	/* with a drift: the reference time
+					   offset_ns holds at; the offset at
+					   t is clockalign_at() */
 	uint32_t	 matched;	/* collectives the estimate used */
 	uint32_t	 via;		/* host linked through (hosts; = self
 					   when linked to the reference) */
@@ -135,6 +137,17 @@ void	clockalign_free(struct clockalign *ca);
 /* The entry of rank r, or NULL when it had no samples at all. */
 const struct clockalign_rank	*clockalign_rank(const struct clockalign *ca,
 	    uint32_t rank);
+
+/* The offset e gives at reference time t: offset_ns, moved by the
+ * drift away from mid_ns. */
+static inline int64_t
+clockalign_at(const struct clockalign_est *e, uint64_t t)
+{
+	if (e->drift_ppb == 0)
+		return e->offset_ns;
+	return e->offset_ns + (int64_t)((double)(int64_t)(t - e->mid_ns) *
+	    (double)e->drift_ppb / 1e9);
+}
 
 /* "reference", "estimated", "not estimable". */
 const char	*clockalign_status_name(enum clockalign_status s);

@@ -396,7 +396,7 @@ ap_api(struct ap *x, struct ap_rank *r, struct ap_st *s,
 {
 	const char *n = trace_reader_string(tr, k->name_id);
 	const char *lv;
-	uint64_t st = k->start + (uint64_t)r->p->offset;
+	uint64_t st = an_clk_ts(&r->p->clk, k->start);
 	char args[160];
 	size_t i;
 
@@ -477,8 +477,8 @@ ap_pass(struct ap *x, struct ap_st *sts, struct analysis_source *src)
 		}
 		if (e < s)
 			e = s;
-		s += (uint64_t)r->p->offset;
-		e += (uint64_t)r->p->offset;
+		s = an_clk_ts(&r->p->clk, s);
+		e = an_clk_ts(&r->p->clk, e);
 		ap_kernel(x, r, &sts[r - x->r], tr, k, s, e);
 	}
 	trace_reader_close(tr);

@@ -105,8 +105,8 @@ csv_op_summary(struct analysis *a, FILE *f)
 				e = an_dev_time(src, k->device, e);
 			}
 			p = an_proc_find(src, k->pid);
-			s += (uint64_t)p->offset;
-			e += (uint64_t)p->offset;
+			s = an_clk_ts(&p->clk, s);
+			e = an_clk_ts(&p->clk, e);
 			cs = csv_stream(&st, &nst, &cst, k->pid, k->device,
 			    k->stream);
 			if (cs->last_end != 0 && s > cs->last_end)

@@ -138,7 +138,7 @@ ex_track_npu(struct ex *x, struct analysis_source *src, uint32_t device,
 static uint64_t
 ex_ts(const struct an_proc *p, uint64_t t)
 {
-	return t + (uint64_t)p->offset;
+	return an_clk_ts(&p->clk, t);
 }
 
 /*
@@ -522,7 +522,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 				ex_track_npu(x, src, c->device == REC_NONE ?
 				    0 : c->device, &nt);
 				x->em->counter(x, &nt, n, ex_metric_unit(n),
-				    c->timestamp + (uint64_t)src->offset,
+				    an_clk_ts(&src->clk, c->timestamp),
 				    c->value);
 				break;
 			}

@@ -216,16 +216,18 @@ END_TEST
 
 /*
  * Host 1's clock is 3.2 ms ahead and runs 50 ppm fast: over the ~2.7 s
- * capture its offset moves by ~135 us.  One offset cannot hold for the
- * whole capture, so its drift is stated and its uncertainty covers the
- * offset at every collective, the first and the last too.  (The old
- * estimate claimed 1 us for an offset 67 us off at either end.)
+ * capture its offset moves by ~135 us.  Its drift is found, and the
+ * offset with its drift (clockalign_at) is right at the first and the
+ * last collective within the stated uncertainty, which stays small; the
+ * causality bracket holds the true offset at the middle.  (The old
+ * estimate was one offset, 67 us off at either end, stated to 1 us.)
  */
 START_TEST(drifting_host)
 {
 	struct gen g = { 0 };
 	struct clockalign ca;
-	int64_t first = INT64_MAX, last = 0;
+	const struct clockalign_est *h;
+	int64_t first = INT64_MAX, last = 0, want;
 
 	gen_world(&g, hosts22, 4, skew22, 500, 10000000, 1000);
 	for (size_t i = 0; i < g.n; i++) {
@@ -243,19 +245,23 @@ START_TEST(drifting_host)
 	}
 	ck_assert_int_gt(last - first, 2000000000ll);
 	estimate(&g, 2, -1, &ca);
-	ck_assert_int_eq(ca.host[1].status, CLOCKALIGN_ESTIMATED);
-	ck_assert_msg(llabs(ca.host[1].drift_ppb + 50000) < 5000,
-	    "drift %lld ppb, want -50000", (long long)ca.host[1].drift_ppb);
+	h = &ca.host[1];
+	ck_assert_int_eq(h->status, CLOCKALIGN_ESTIMATED);
+	ck_assert_msg(llabs(h->drift_ppb + 50000) < 5000,
+	    "drift %lld ppb, want -50000", (long long)h->drift_ppb);
+	ck_assert_int_lt(h->uncertainty_ns, 20000);
 	for (int k = 0; k < 2; k++) {
 		int64_t t = k ? last : first;
-		int64_t want = -3200000 - (t - T0) / 20000;
 
-		ck_assert_msg(llabs(ca.host[1].offset_ns - want) <=
-		    ca.host[1].uncertainty_ns, "at %s: offset %lld want %lld, "
+		want = -3200000 - (t - T0) / 20000;
+		ck_assert_msg(llabs(clockalign_at(h, (uint64_t)t) - want) <=
+		    h->uncertainty_ns, "at %s: offset %lld want %lld, "
 		    "uncertainty %lld", k ? "the end" : "the start",
-		    (long long)ca.host[1].offset_ns, (long long)want,
-		    (long long)ca.host[1].uncertainty_ns);
+		    (long long)clockalign_at(h, (uint64_t)t), (long long)want,
+		    (long long)h->uncertainty_ns);
 	}
+	want = -3200000 - ((int64_t)h->mid_ns - T0) / 20000;
+	ck_assert(h->bound_lo_ns <= want && want <= h->bound_hi_ns);
 	/* The ranks of host 1 drift as it does. */
 	ck_assert(llabs(clockalign_rank(&ca, 2)->est.drift_ppb + 50000) <
 	    5000);
@@ -684,6 +690,71 @@ hosts_case(const char *host1)
 	analysis_free(a);
 }
 
+/*
+ * Rank 1's host h2 is 5 ms ahead and its clock runs 100 ppm fast, so
+ * over the 2 s capture its offset moves by 200 us.  Rank 1 reaches every
+ * all-reduce 20 us before rank 0.  Aligned with the drift, rank 1 waits
+ * 20 us each time and rank 0 not at all (no step markers: the capture
+ * is one step, so Wait Avg is the sum, 200 x 20 us); one offset for the
+ * capture put up to 100 us of the clock's move into the waits at either
+ * end.
+ */
+START_TEST(analysis_drifting_host)
+{
+	const uint64_t t0 = 1700000000000000000ull, us = 1000;
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src[2];
+	const struct table *t;
+
+	for (int r = 0; r < 2; r++) {
+		struct rec_process p;
+
+		src[r] = analysis_source_new(a, r ? "h2" : "h1", r ? "h2" :
+		    "h1");
+		ck_assert_int_eq(analysis_source_string(src[r], 2,
+		    "HcclAllReduce"), 0);
+		ck_assert_int_eq(analysis_source_string(src[r], 3, "world"), 0);
+		REC_INIT(&p, REC_PROCESS, 0);
+		p.pid = 100 + (uint32_t)r;
+		p.rank = r;
+		p.world_size = 2;
+		feed(src[r], &p.hdr);
+	}
+	for (int st = 0; st < 200; st++) {
+		uint64_t b = t0 + (uint64_t)st * 10000 * us;
+		uint64_t arrive[2] = { b + 300 * us, b + 280 * us };
+		uint64_t end = b + 360 * us;
+
+		for (int r = 0; r < 2; r++) {
+			struct rec_communication c;
+			/* h2: 5 ms ahead, 100 ppm fast from t0. */
+			uint64_t o0 = r ? 5000 * us + (arrive[r] - t0) / 10000 :
+			    0, o1 = r ? 5000 * us + (end - t0) / 10000 : 0;
+
+			REC_INIT(&c, REC_COMMUNICATION, 0);
+			c.pid = 100 + (uint32_t)r;
+			c.start = arrive[r] + o0;
+			c.end = end + o1;
+			c.name_id = 2;
+			c.comm_name_id = 3;
+			c.count = 1024;
+			feed(src[r], &c.hdr);
+		}
+	}
+	ck_assert_int_eq(analysis_run(a), 0);
+	t = analysis_table(a, ANALYSIS_CLOCKS);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(tcell(t, "host", "h2", "Status"), "estimated");
+	ck_assert_double_eq_tol(atof(tcell(t, "host", "h2", "Drift(ppm)")),
+	    -100, 5);
+	ck_assert_ptr_nonnull(strstr(tcell(t, "host", "h2", "Note"),
+	    "drifts"));
+	ck_assert_double_eq_tol(rcell(a, "1", "Wait Avg(us)"), 4000, 200);
+	ck_assert_double_eq_tol(rcell(a, "0", "Wait Avg(us)"), 0, 200);
+	analysis_free(a);
+}
+END_TEST
+
 START_TEST(analysis_hosts)
 {
 	hosts_case("h2");
@@ -803,6 +874,7 @@ main(int argc, char **argv)
 	tcase_add_test(tc, empty_and_bad);
 	tcase_add_test(tc, skew_hook);
 	tcase_add_test(tc, analysis_hosts);
+	tcase_add_test(tc, analysis_drifting_host);
 	tcase_add_test(tc, analysis_split_host);
 	tcase_add_test(tc, analysis_seq_apart);
 	tcase_set_timeout(tc, 60);
