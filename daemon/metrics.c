@@ -505,14 +505,15 @@ metrics_sane(double v, double lo, double hi)
 	return isfinite(v) && v >= lo && v <= hi ? v : NAN;
 }
 
-static void
+/* True when a point was taken (false: no page, or no snapshot in it yet). */
+static bool
 metrics_sample_dev(struct metrics *m, struct ment *e, uint64_t now)
 {
 	struct npusim_metrics_snapshot s;
 	double v[MT_DEV_NTRACKS];
 
 	if (!metrics_page_read(e, &s) || s.host_realtime_ns == 0)
-		return;
+		return false;
 	v[MT_DEV_UTIL] = metrics_sane(s.utilization * 100.0, 0, 100);
 	v[MT_DEV_MEM_USED] = (double)s.mem_used;
 	v[MT_DEV_MEM_TOTAL] = (double)s.mem_total;
@@ -521,6 +522,7 @@ metrics_sample_dev(struct metrics *m, struct ment *e, uint64_t now)
 	ment_record(e, now, v);
 	for (unsigned t = 0; t < MT_DEV_NTRACKS; t++)
 		metrics_emit(m, dev_names[t], dev_units[t], 0, e->id, now, v[t]);
+	return true;
 }
 
 /* Reads utime+stime (ticks) from /proc/pid/stat and resident pages from
@@ -623,7 +625,7 @@ metrics_sample_now(struct metrics *m)
 			}
 			continue;
 		}
-		metrics_sample_dev(m, e, now);
+		(void)metrics_sample_dev(m, e, now);
 	}
 	for (size_t i = 0; i < m->npid; i++)
 		if (ment_active(m->pid[i]))
@@ -631,13 +633,13 @@ metrics_sample_now(struct metrics *m)
 	metrics_gc(m, now, false);
 }
 
-void
+bool
 metrics_sample_device(struct metrics *m, uint32_t device)
 {
 	if (m == NULL || device >= METRICS_MAX_DEVICES ||
 	    !ment_active(m->dev[device]))
-		return;
-	metrics_sample_dev(m, m->dev[device], util_realtime_ns());
+		return false;
+	return metrics_sample_dev(m, m->dev[device], util_realtime_ns());
 }
 
 static void

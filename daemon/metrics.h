@@ -109,8 +109,9 @@ void		 metrics_unsubscribe(struct metrics_sub *);
 void		 metrics_sample_now(struct metrics *);
 /* One sample of a device in use now, to the subscribers: a session takes
  * one when it starts using the device and one at its end, so a capture
- * shorter than a tick still has the device's metrics. */
-void		 metrics_sample_device(struct metrics *, uint32_t device);
+ * shorter than a tick still has the device's metrics.  False when no
+ * point was taken (the device's page holds no snapshot yet). */
+bool		 metrics_sample_device(struct metrics *, uint32_t device);
 /* Whether the timer is armed (tests: no timer while nothing is used). */
 bool		 metrics_timer_active(const struct metrics *);
 

@@ -345,6 +345,7 @@ struct session {
 	/* Device collection: devices referenced (devcol, metrics), the
 	 * channel loss counters when referenced, live counter samples. */
 	uint64_t		 devmask;
+	uint64_t		 dev_first_due;	/* no first metrics point yet */
 	uint64_t		 dev_lost_base[64];
 	uint64_t		 dev_lost;	/* of devices already released */
 	uint64_t		 kind_on_ns[16];	/* per record type: since */
@@ -541,6 +542,7 @@ int		 session_dev_floor_add(struct agent *a, uint32_t device,
 void		 session_dev_join_flush(struct session *s);
 bool		 session_dev_inflight(const struct session *s);
 void		 session_dev_last_metrics(struct session *s);
+void		 session_dev_first_metrics(struct session *s);
 void		 session_dev_agent_changed(struct daemon *d, struct agent *a);
 void		 session_dev_start(struct sess_agent *sa, struct agent *a);
 void		 session_dev_clock_text(struct session *s, char *out,

@@ -537,18 +537,33 @@ session_dev_use(struct session *s, const struct agent *a)
 		session_dev_clock_records(s, added);
 	/* A first point of each new device's metrics now (a short capture
 	 * may end before the next tick). */
-	for (uint32_t dev = 0; added != 0 && dev < 64; dev++)
-		if ((added & (1ull << dev)) && d->metrics != NULL)
-			metrics_sample_device(d->metrics, dev);
+	s->dev_first_due |= added;
+	session_dev_first_metrics(s);
+}
+
+/*
+ * The first point of each device that has none yet.  A device's page has
+ * no snapshot until its process's sampler first ran, which under load can
+ * be after the agent named the device: the drain tick tries again.
+ */
+void
+session_dev_first_metrics(struct session *s)
+{
+	for (uint32_t dev = 0; s->dev_first_due != 0 && dev < 64; dev++)
+		if ((s->dev_first_due & (1ull << dev)) &&
+		    (s->d->metrics == NULL ||
+		    metrics_sample_device(s->d->metrics, dev)))
+			s->dev_first_due &= ~(1ull << dev);
 }
 
 /* The last point of the session's device metrics (finalizing). */
 void
 session_dev_last_metrics(struct session *s)
 {
+	session_dev_first_metrics(s);
 	for (uint32_t dev = 0; dev < 64 && s->d->metrics != NULL; dev++)
 		if (s->devmask & (1ull << dev))
-			metrics_sample_device(s->d->metrics, dev);
+			(void)metrics_sample_device(s->d->metrics, dev);
 }
 
 /* Device-channel losses of s so far. */

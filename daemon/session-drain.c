@@ -326,8 +326,10 @@ session_drain_cb(evutil_socket_t fd, short what, void *arg)
 		if (session_done(s) || s->state != SESS_ACTIVE)
 			break;
 	}
-	if (s->state == SESS_ACTIVE)
+	if (s->state == SESS_ACTIVE) {
 		session_dev_poll(s->d);
+		session_dev_first_metrics(s);
+	}
 	if (s->w != NULL && s->state == SESS_ACTIVE)
 		(void)session_sink_flush_tick(s);
 }

@@ -104,6 +104,10 @@ sim_env_do_load(void)
 	sim_cfg.channel_records = n;
 	sim_cfg.metrics_ms = (int)sim_env_ll("NPUSIM_METRICS_MS", 20, 1,
 	    10000);
+	/* Test hook: the metrics page gets its first snapshot this late (a
+	 * sampler that has not run yet when the device is named). */
+	sim_cfg.test_metrics_delay_ms = (int)sim_env_ll(
+	    "NPUSIM_TEST_METRICS_DELAY_MS", 0, 0, 60000);
 	sim_cfg.env_rank = (int)sim_env_ll("RANK", -1, 0, 1 << 20);
 }
 

@@ -470,10 +470,12 @@ sim_shm_sampler_main(void *arg)
 	struct sim_shm_sampler	 s;
 	unsigned		 cstuck = 0;
 	struct timespec		 ts;
-	uint64_t		 next;
+	uint64_t		 next, first;
 
 	memset(&s, 0, sizeof s);
 	s.last_mono = sim_clock_mono();
+	first = s.last_mono + (uint64_t)sim_cfg.test_metrics_delay_ms *
+	    1000000ULL;
 	if (d->metrics != NULL)
 		s.last_busy = __atomic_load_n(&d->metrics->busy_ns,
 		    __ATOMIC_RELAXED);
@@ -481,7 +483,10 @@ sim_shm_sampler_main(void *arg)
 	while (!d->sampler_stop) {
 		pthread_mutex_unlock(&d->sampler_lock);
 		sim_shm_clock_sample(d, &cstuck);
-		sim_shm_metrics_sample(d, &s);
+		if (sim_clock_mono() >= first)
+			sim_shm_metrics_sample(d, &s);
+		else
+			sim_shm_busy_sweep(d, sim_clock_mono());
 		pthread_mutex_lock(&d->sampler_lock);
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		next = (uint64_t)ts.tv_nsec + (uint64_t)sim_cfg.metrics_ms *
@@ -493,6 +498,8 @@ sim_shm_sampler_main(void *arg)
 			    &d->sampler_lock, &ts);
 	}
 	pthread_mutex_unlock(&d->sampler_lock);
+	/* The device is closing: the page keeps this process's last state. */
+	sim_shm_metrics_sample(d, &s);
 	return (NULL);
 }
 

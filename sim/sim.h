@@ -70,6 +70,7 @@ struct sim_config {
 	double			 hccl_timeout_s;
 	uint32_t		 channel_records;
 	int			 metrics_ms;
+	int			 test_metrics_delay_ms;
 	int			 env_rank;	/* $RANK, -1 if unset */
 };
 
