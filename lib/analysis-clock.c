@@ -162,8 +162,8 @@ ac_row(struct table *t, const char *kind, const char *host, int64_t rank,
 	} else {
 		ac_us(t, e->offset_ns);
 		ac_us(t, e->uncertainty_ns);
-		/* The offset's trend: one offset holds at the capture's
-		 * middle, the uncertainty covers its ends. */
+		/* The offset's trend (0: none): with one, the offset holds
+		 * at the capture's middle and moves by it. */
 		table_num(t, (double)e->drift_ppb / 1e3, 3);
 		if (e->bound_lo_ns == INT64_MIN)
 			table_str(t, "");
