@@ -342,6 +342,38 @@ client_output_abort(struct client_output *o)
  * more than 1 us); one that began 1 ms before it was not held. */
 #define START_HELD_SLACK_NS	1000000ull
 
+/*
+ * A step window every target has passed already (a --start-step behind
+ * them all): the start took them, but none will record a step.  Said on
+ * stderr, with what becomes of the session: one of pids ends; one of a
+ * job, rank or all waits for processes that join later.
+ */
+static void
+start_warn_past(const Mspti__StartSessionReply *rep, uint32_t steps,
+    bool elastic)
+{
+	size_t ok = 0, past = 0;
+	int64_t k = rep->session->step_from;
+
+	if (steps == 0 || k < 0)
+		return;
+	for (size_t i = 0; i < rep->n_acks; i++) {
+		const Mspti__TargetAck *t = rep->acks[i];
+
+		if (t->code != 0 || t->pid == 0)
+			continue;
+		ok++;
+		if (t->first_step < 0 && t->step_now >= k)
+			past++;
+	}
+	if (ok == 0 || past < ok)
+		return;
+	fprintf(stderr, "msptictl start: no target will record a step: all "
+	    "%zu are past step %lld already (%s)\n", past, (long long)k,
+	    elastic ? "the session waits for processes that join later; "
+	    "msptictl stop ends it" : "the session ends");
+}
+
 static int
 cmd_start_exec(struct client *c, int argc, char **argv)
 {
@@ -524,6 +556,7 @@ cmd_start_exec(struct client *c, int argc, char **argv)
 		    "%.3f ms before --start-at: it does not hold starts (an "
 		    "older msptid? restart it)\n", (double)(start_at -
 		    rep->session->start_ns) / 1e6);
+	start_warn_past(rep, cfg.steps, tg.n_pids == 0);
 	if (c->json) {
 		printf("{\"started\":true,\"session\":%llu,\"start_ns\":%llu,",
 		    (unsigned long long)rep->session->session_id,

@@ -108,10 +108,20 @@ $CTL --json start --pid "$(echo $RANK_PIDS | tr ' ' ,)" --steps 3 --start-step 2
     --output "$T/past.mspti" >"$T/past.json" || fail "start: $(cat "$T/past.json")"
 sid=$(json "$T/past.json" 'j["session"]')
 timeout 30 $CTL --json wait "$sid" >"$T/past-wait.json" || fail "wait past"
+# The start says so: no target will record a step (pids: the session
+# ends; a job's: it waits for processes that join later).
+grep -q 'no target will record a step' "$T/past.json" &&
+	fail "the warning went to stdout: $(cat "$T/past.json")"
+$CTL start --job forced --steps 3 --start-step 2 --output "$T/past-job.mspti" \
+    >"$T/past-job.out" 2>"$T/past-job.err" || fail "start: $(cat "$T/past-job.out" "$T/past-job.err")"
+grep -q '^msptictl start: no target will record a step: all 3 are past step 2 already (the session waits for processes that join later; msptictl stop ends it)$' "$T/past-job.err" ||
+	fail "no warning for a job's window every rank has passed: $(cat "$T/past-job.out" "$T/past-job.err")"
+sid=$(sed -n 's/^session \([0-9]*\) started.*/\1/p' "$T/past-job.out")
+$CTL stop "$sid" >/dev/null 2>&1 || fail "stop $sid"
 stop_ranks forced
 [ "$(json "$T/past-wait.json" 'len([t for t in j["targets"] if "none captured" in t["message"] and t["first_step"] == -1])')" = 3 ] ||
 	fail "late ranks not stated: $(cat "$T/past-wait.json")"
-ok "a window every rank has passed: each target says so"
+ok "a window every rank has passed: each target says so, and the start warns"
 
 # Simulated training processes (npusim-train) at two speeds: each records
 # exactly three steps, from the same step the daemon chose, with its
