@@ -584,6 +584,37 @@ feed(struct analysis_source *src, const struct rec_hdr *h)
 	ck_assert_int_eq(analysis_source_add(src, h), 0);
 }
 
+/* An all-reduce (string 2) on "world" (3) of pid: seq 0 for none. */
+static void
+feed_allreduce(struct analysis_source *src, uint32_t pid, uint64_t start,
+    uint64_t end, uint64_t seq)
+{
+	struct rec_communication c;
+
+	REC_INIT(&c, REC_COMMUNICATION, 0);
+	c.pid = pid;
+	c.start = start;
+	c.end = end;
+	c.name_id = 2;
+	c.comm_name_id = 3;
+	c.count = 1024;
+	c.seq = seq;
+	feed(src, &c.hdr);
+}
+
+/* Runs a, asserts its clocks table names h2 estimated, returns it. */
+static const struct table *
+clocks_h2(struct analysis *a)
+{
+	const struct table *t;
+
+	ck_assert_int_eq(analysis_run(a), 0);
+	t = analysis_table(a, ANALYSIS_CLOCKS);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(tcell(t, "host", "h2", "Status"), "estimated");
+	return t;
+}
+
 static void
 hosts_case(const char *host1)
 {
@@ -626,7 +657,6 @@ hosts_case(const char *host1)
 			uint64_t o = (uint64_t)skew[r];
 			struct rec_marker m;
 			struct rec_kernel k;
-			struct rec_communication c;
 
 			REC_INIT(&m, REC_MARKER, 0);
 			m.pid = 100 + (uint32_t)r;
@@ -641,16 +671,9 @@ hosts_case(const char *host1)
 			k.end = b + o + 250 * us;
 			k.name_id = 4;
 			feed(src[r], &k.hdr);
-			if (r < 2) {
-				REC_INIT(&c, REC_COMMUNICATION, 0);
-				c.pid = 100 + (uint32_t)r;
-				c.start = arrive[r] + o;
-				c.end = end + o;
-				c.name_id = 2;
-				c.comm_name_id = 3;
-				c.count = 1024;
-				feed(src[r], &c.hdr);
-			}
+			if (r < 2)
+				feed_allreduce(src[r], 100 + (uint32_t)r,
+				    arrive[r] + o, end + o, 0);
 			m.timestamp = b + o + 900 * us;
 			m.flag = 4;
 			feed(src[r], &m.hdr);
@@ -726,25 +749,15 @@ START_TEST(analysis_drifting_host)
 		uint64_t end = b + 360 * us;
 
 		for (int r = 0; r < 2; r++) {
-			struct rec_communication c;
 			/* h2: 5 ms ahead, 100 ppm fast from t0. */
 			uint64_t o0 = r ? 5000 * us + (arrive[r] - t0) / 10000 :
 			    0, o1 = r ? 5000 * us + (end - t0) / 10000 : 0;
 
-			REC_INIT(&c, REC_COMMUNICATION, 0);
-			c.pid = 100 + (uint32_t)r;
-			c.start = arrive[r] + o0;
-			c.end = end + o1;
-			c.name_id = 2;
-			c.comm_name_id = 3;
-			c.count = 1024;
-			feed(src[r], &c.hdr);
+			feed_allreduce(src[r], 100 + (uint32_t)r,
+			    arrive[r] + o0, end + o1, 0);
 		}
 	}
-	ck_assert_int_eq(analysis_run(a), 0);
-	t = analysis_table(a, ANALYSIS_CLOCKS);
-	ck_assert_ptr_nonnull(t);
-	ck_assert_str_eq(tcell(t, "host", "h2", "Status"), "estimated");
+	t = clocks_h2(a);
 	ck_assert_double_eq_tol(atof(tcell(t, "host", "h2", "Drift(ppm)")),
 	    -100, 5);
 	ck_assert_ptr_nonnull(strstr(tcell(t, "host", "h2", "Note"),
@@ -823,25 +836,14 @@ START_TEST(analysis_seq_apart)
 		    60 * us;
 		for (int r = 0; r < 2; r++) {
 			uint64_t o = (uint64_t)skew[r];
-			struct rec_communication c;
 
 			if ((r == 0 && n > 60) || (r == 1 && n <= 30))
 				continue;
-			REC_INIT(&c, REC_COMMUNICATION, 0);
-			c.pid = 100 + (uint32_t)r;
-			c.start = arrive[r] + o;
-			c.end = end + o;
-			c.name_id = 2;
-			c.comm_name_id = 3;
-			c.count = 1024;
-			c.seq = n;
-			feed(src[r], &c.hdr);
+			feed_allreduce(src[r], 100 + (uint32_t)r,
+			    arrive[r] + o, end + o, n);
 		}
 	}
-	ck_assert_int_eq(analysis_run(a), 0);
-	t = analysis_table(a, ANALYSIS_CLOCKS);
-	ck_assert_ptr_nonnull(t);
-	ck_assert_str_eq(tcell(t, "host", "h2", "Status"), "estimated");
+	t = clocks_h2(a);
 	ck_assert_double_eq_tol(atof(tcell(t, "host", "h2", "Offset(us)")),
 	    -5000, 0.001);
 	ck_assert_double_eq_tol(atof(tcell(t, "rank", "1", "Applied(us)")),
