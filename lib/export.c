@@ -135,6 +135,14 @@ ex_track_npu(struct ex *x, struct analysis_source *src, uint32_t device,
 	t->sort = 0x400000u + (uint32_t)h * 256u + (device & 0xff);
 }
 
+/* A write to the output failed (none: an emitter that writes nothing,
+ * bench-report's walk alone). */
+static bool
+ex_out_failed(const struct ex *x)
+{
+	return x->out != NULL && ferror(x->out);
+}
+
 static uint64_t
 ex_ts(const struct an_proc *p, uint64_t t)
 {
@@ -396,7 +404,7 @@ ex_file(struct ex *x, struct analysis_source *src)
 		}
 		/* A write that failed (a full disk) ends the export now,
 		 * not after the walk of every record. */
-		if ((++x->nrec & 4095) == 0 && ferror(x->out)) {
+		if ((++x->nrec & 4095) == 0 && ex_out_failed(x)) {
 			rc = -EIO;
 			break;
 		}
@@ -562,7 +570,7 @@ ex_overlap(struct ex *x, struct an_proc *p)
 	snprintf(t.pname, sizeof(t.pname), "%s Overlap Analysis", who);
 	/* A write that failed stops it, as it stops the walk. */
 	for (size_t i = 0; i < p->u_comp.n; i++) {
-		if ((i & 4095) == 4095 && ferror(x->out))
+		if ((i & 4095) == 4095 && ex_out_failed(x))
 			return;
 		x->em->slice(x, &t, "Computing", "overlap", p->u_comp.s[i],
 		    p->u_comp.e[i] - p->u_comp.s[i], 0, 0, NULL, 0);
@@ -573,7 +581,7 @@ ex_overlap(struct ex *x, struct an_proc *p)
 		uint64_t s = p->u_comm.s[i], e = p->u_comm.e[i];
 		uint64_t ov = an_union_measure(&p->u_comp, s, e);
 
-		if ((i & 4095) == 4095 && ferror(x->out))
+		if ((i & 4095) == 4095 && ex_out_failed(x))
 			return;
 
 		x->em->slice(x, &t, ov == 0 ? "Communication(Not Overlapped)" :
@@ -617,7 +625,7 @@ ex_walk(struct ex *x)
 			break;
 	}
 	for (size_t i = 0; i < a->nproc && first != -EIO; i++) {
-		if (ferror(x->out)) {
+		if (ex_out_failed(x)) {
 			first = first ? first : -EIO;
 			break;
 		}
