@@ -668,6 +668,30 @@ session_win_step(struct agent_session *s, uint64_t idx, uint64_t id)
 		atomic_store(&s->win, SESS_WIN_DONE);
 }
 
+/* A synchronize step's range record (START or END), written into s's
+ * ring whatever the kinds: the daemon counts the window by them, and
+ * report's step breakdown reads them (domain mspti.sync says whence). */
+static void
+session_sync_marker(struct agent_session *s, struct sess_thread *t,
+    msptiActivityFlag flag, uint64_t idx, uint64_t ts, const char *domain)
+{
+	msptiActivityMarker m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = MSPTI_ACTIVITY_KIND_MARKER;
+	m.flag = flag;
+	m.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_HOST;
+	m.timestamp = ts;
+	m.id = STEP_SYNC_ID + idx;
+	m.objectId.pt.processId = s->pid;
+	m.objectId.pt.threadId = api_tid();
+	m.name = api_intern(atomic_load(&step_name));
+	m.domain = api_intern(domain);
+	if (m.name == NULL || m.domain == NULL)
+		return;
+	session_marker(s, session_prod(s, t), &m);
+}
+
 /*
  * MSTX (mstx.c): a range named msg starts, with id (0 when markers are not
  * captured), before its record is written.  Counts the process's steps,
@@ -680,24 +704,40 @@ session_step_begin(const char *msg, uint64_t id)
 	struct sess_thread *t;
 	struct agent_session *s;
 	uint64_t idx, now;
+	bool takeover = false;
 
 	if (API_LIKELY(!session_is_step(msg)))
 		return;
 	now = api_now();
 	pthread_mutex_lock(&step_lock);
-	if (step_src != SESSION_STEPS_MSTX) {
-		/* The first MSTX step: the synchronize count is dropped. */
-		step_src = SESSION_STEPS_MSTX;
+	if (step_src == SESSION_STEPS_SYNC) {
+		/*
+		 * The first MSTX step of a process that stepped by the
+		 * synchronize pattern: it is the step under way, so the count
+		 * (and a window over it) goes on, on every rank alike.  That
+		 * step's synchronize range, if written, is withdrawn: its END
+		 * says so, and neither msptid nor report count it.
+		 */
+		takeover = true;
+		if (step_starts > 0)
+			step_starts--;
+	} else if (step_src == SESSION_STEPS_NONE)
 		step_starts = 0;
-		step_last_ns = step_period_ns = 0;
-	}
+	step_src = SESSION_STEPS_MSTX;
 	idx = step_starts++;
-	if (step_last_ns != 0 && now > step_last_ns)
+	if (!takeover && step_last_ns != 0 && now > step_last_ns)
 		step_period_ns = step_period_ns == 0 ? now - step_last_ns :
 		    (step_period_ns * 3 + (now - step_last_ns)) / 4;
 	step_last_ns = now;
-	if ((s = session_enter(&t)) != NULL)
+	if ((s = session_enter(&t)) != NULL) {
+		if (takeover && step_sync_open != 0 &&
+		    step_sync_gen == s->gen)
+			session_sync_marker(s, t, MSPTI_ACTIVITY_FLAG_MARKER_END,
+			    step_sync_open - 1, now, REC_STEPS_WITHDRAWN_DOMAIN);
 		session_win_step(s, idx, id);
+	}
+	if (takeover)
+		step_sync_open = 0;
 	session_leave(t);
 	pthread_mutex_unlock(&step_lock);
 }
@@ -718,30 +758,6 @@ session_step_end(const char *name, uint64_t id)
 		atomic_store(&s->win, SESS_WIN_DONE);
 	session_leave(t);
 	pthread_mutex_unlock(&step_lock);
-}
-
-/* A synchronize step's range record (START or END), written into s's
- * ring whatever the kinds: the daemon counts the window by them, and
- * report's step breakdown reads them (domain mspti.sync says whence). */
-static void
-session_sync_marker(struct agent_session *s, struct sess_thread *t,
-    msptiActivityFlag flag, uint64_t idx, uint64_t ts)
-{
-	msptiActivityMarker m;
-
-	memset(&m, 0, sizeof(m));
-	m.kind = MSPTI_ACTIVITY_KIND_MARKER;
-	m.flag = flag;
-	m.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_HOST;
-	m.timestamp = ts;
-	m.id = STEP_SYNC_ID + idx;
-	m.objectId.pt.processId = s->pid;
-	m.objectId.pt.threadId = api_tid();
-	m.name = api_intern(atomic_load(&step_name));
-	m.domain = api_intern("mspti.sync");
-	if (m.name == NULL || m.domain == NULL)
-		return;
-	session_marker(s, session_prod(s, t), &m);
 }
 
 /*
@@ -785,12 +801,13 @@ session_step_sync(uint64_t idx, bool boundary)
 		if (step_sync_open != 0 && step_sync_gen == s->gen &&
 		    atomic_load(&s->win) == SESS_WIN_OPEN)
 			session_sync_marker(s, t, MSPTI_ACTIVITY_FLAG_MARKER_END,
-			    step_sync_open - 1, now);
+			    step_sync_open - 1, now, REC_STEPS_SYNC_DOMAIN);
 		step_sync_open = 0;
 		session_win_step(s, idx, 0);
 		if (atomic_load(&s->win) == SESS_WIN_OPEN) {
 			session_sync_marker(s, t,
-			    MSPTI_ACTIVITY_FLAG_MARKER_START, idx, now);
+			    MSPTI_ACTIVITY_FLAG_MARKER_START, idx, now,
+			    REC_STEPS_SYNC_DOMAIN);
 			step_sync_open = idx + 1;
 			step_sync_gen = s->gen;
 		}

@@ -501,7 +501,6 @@ void		 session_steps_ack(struct sess_agent *sa, int64_t step,
 #define SESS_STEPS_SRC_NONE	0
 #define SESS_STEPS_SRC_MSTX	1
 #define SESS_STEPS_SRC_SYNC	2
-#define SESS_STEPS_SYNC_DOMAIN	"mspti.sync"	/* their ranges' domain */
 const char	*session_steps_source(uint32_t src);
 bool		 session_steps_marker(struct sess_agent *sa,
 		     const struct rec_marker *m);

@@ -256,7 +256,7 @@ bool
 session_steps_marker(struct sess_agent *sa, const struct rec_marker *m)
 {
 	struct session *s = sa->s;
-	const char *name;
+	const char *name, *dom;
 
 	if (s->steps_max == 0)
 		return false;
@@ -266,10 +266,13 @@ session_steps_marker(struct sess_agent *sa, const struct rec_marker *m)
 	    (name = sa->strs[m->name_id]) == NULL ||
 	    strcmp(name, s->step_name) != 0)
 		return false;
-	/* The agent's synchronize steps are ranges of domain mspti.sync. */
-	sa->step_src = m->domain_id != 0 && m->domain_id <= SESS_STRINGS &&
-	    sa->strs[m->domain_id] != NULL &&
-	    strcmp(sa->strs[m->domain_id], SESS_STEPS_SYNC_DOMAIN) == 0 ?
+	/* The agent's synchronize steps are ranges of their own domain;
+	 * one withdrawn (MSTX took its step over) is no step. */
+	dom = m->domain_id != 0 && m->domain_id <= SESS_STRINGS ?
+	    sa->strs[m->domain_id] : NULL;
+	if (dom != NULL && strcmp(dom, REC_STEPS_WITHDRAWN_DOMAIN) == 0)
+		return false;
+	sa->step_src = dom != NULL && strcmp(dom, REC_STEPS_SYNC_DOMAIN) == 0 ?
 	    SESS_STEPS_SRC_SYNC : SESS_STEPS_SRC_MSTX;
 	if (m->flag & MARK_START) {
 		if (sa->win_open_ns == 0)

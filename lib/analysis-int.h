@@ -166,7 +166,6 @@ struct an_stepres {
 #define AN_STEPS_MSTX	1u	/* MSTX ranges named the step marker */
 #define AN_STEPS_SYNC	2u	/* the agent's, from the synchronize pattern */
 #define AN_STEPS_RECS	4u	/* step records */
-#define AN_STEPS_DOMAIN	"mspti.sync"	/* the domain of the agent's */
 
 /*
  * A clock correction onto the reference timeline (analysis-clock.c): add

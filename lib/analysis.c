@@ -606,6 +606,14 @@ an_dev_get(struct analysis *a, uint32_t device)
 	return &a->devs[a->ndevs++];
 }
 
+/* A step range's END that withdraws it (record.h): no step. */
+static bool
+an_withdrawn(struct analysis_source *src, const struct rec_marker *m)
+{
+	return m->domain_id != 0 && strcmp(an_str_get(src->a, an_gid(src,
+	    m->domain_id)), REC_STEPS_WITHDRAWN_DOMAIN) == 0;
+}
+
 static void
 an_marker(struct analysis_source *src, const struct rec_marker *m)
 {
@@ -636,7 +644,7 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 			    an_gid(src, m->domain_id)) : NULL;
 
 			p->step_src |= dom != NULL &&
-			    strcmp(dom, AN_STEPS_DOMAIN) == 0 ?
+			    strcmp(dom, REC_STEPS_SYNC_DOMAIN) == 0 ?
 			    AN_STEPS_SYNC : AN_STEPS_MSTX;
 			an_sweep_markers(a, p);
 		}
@@ -654,7 +662,8 @@ an_marker(struct analysis_source *src, const struct rec_marker *m)
 		memmove(p->open + i, p->open + i + 1,
 		    (p->nopen - i - 1) * sizeof(p->open[0]));
 		p->nopen--;
-		if (gname == a->step_gid && m->timestamp >= ts) {
+		if (gname == a->step_gid && m->timestamp >= ts &&
+		    !an_withdrawn(src, m)) {
 			an_sweep_step(a, p, ts, m->timestamp, -1);
 		} else if (*a->o.data_marker != '\0' &&
 		    strncmp(name, a->o.data_marker,

@@ -327,6 +327,11 @@ ex_marker(struct ex *x, struct analysis_source *src, struct trace_reader *r,
 			if (o.id != m->id || o.pid != m->pid)
 				continue;
 			x->open[i] = x->open[--x->nopen];
+			/* A withdrawn step range (record.h) is no step. */
+			n = trace_reader_string(r, m->domain_id);
+			if (m->domain_id != 0 && n != NULL &&
+			    strcmp(n, REC_STEPS_WITHDRAWN_DOMAIN) == 0)
+				break;
 			n = trace_reader_string(r, o.name);
 			t = ex_track_host(x, p, o.tid);
 			x->em->slice(x, t, n ? n : "range", "marker",

@@ -218,6 +218,13 @@ struct rec_communication {
 	uint32_t	seq;		/* as rec_hccl's */
 };
 
+/* The agent's step ranges from the synchronize pattern (agent/steps.c):
+ * MSTX-like ranges named the step name, of this domain.  One whose END
+ * has the WITHDRAWN domain was taken over by an MSTX step of the same
+ * index (the process began marking steps): it is no step. */
+#define REC_STEPS_SYNC_DOMAIN		"mspti.sync"
+#define REC_STEPS_WITHDRAWN_DOMAIN	"mspti.sync.withdrawn"
+
 /* One MSTX marker event.  The (pid, tid) pair applies to source HOST, the
  * (device, stream) pair to source DEVICE; the other pair is REC_NONE. */
 struct rec_marker {

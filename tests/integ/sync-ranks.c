@@ -3,7 +3,7 @@
  * step indices from the synchronize pattern (sync-steps.sh).
  *
  *   sync-ranks [--mode one|two|helper] [--iters N] [--period-us P]
- *       [--go G] [--until F]
+ *       [--go G] [--until F] [--mstx-from I]
  *
  * Setup copies two buffers in, each followed by its own synchronize.
  * Iteration i (from 0) launches a tag kernel "it<i % 256>", three "fwd",
@@ -13,8 +13,13 @@
  * two also after the forward kernels, from another call site; helper
  * does both through one function (one call site).  Then it sleeps P us
  * (2000).  --iters 0 (default) runs until F exists; --go G waits for G
- * to exist before the first iteration.
+ * to exist before the first iteration.  --mstx-from I marks iterations
+ * I and later as MSTX ranges named "step" (from the tag kernel to the
+ * step's synchronize), as a process does that starts marking its steps
+ * in the middle of its run; the agent's MSTX, found by dlsym, or none.
  */
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,12 +67,38 @@ sync_helper(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* MSTX ranges through the agent's symbols (none without the agent). */
+static uint64_t
+range_start(const char *msg)
+{
+	uint64_t (*f)(const char *, void *);
+	void *p = dlsym(RTLD_DEFAULT, "mstxRangeStartA");
+
+	if (p == NULL)
+		return 0;
+	memcpy(&f, &p, sizeof(p));
+	return f(msg, NULL);
+}
+
+static void
+range_end(uint64_t id)
+{
+	void (*f)(uint64_t);
+	void *p = dlsym(RTLD_DEFAULT, "mstxRangeEnd");
+
+	if (p == NULL || id == 0)
+		return;
+	memcpy(&f, &p, sizeof(p));
+	f(id);
+}
+
 int
 main(int argc, char **argv)
 {
 	aclrtFuncHandle tags[TAGS], fwd, bwd, opt, compile;
 	const char *mode = "one", *go = NULL, *until = NULL;
-	long iters = 0, period = 2000;
+	long iters = 0, period = 2000, mstx_from = -1;
+	uint64_t range = 0;
 	void *dev, *host;
 	struct stat st;
 	char name[16];
@@ -83,6 +114,8 @@ main(int argc, char **argv)
 			go = argv[i + 1];
 		else if (strcmp(argv[i], "--until") == 0)
 			until = argv[i + 1];
+		else if (strcmp(argv[i], "--mstx-from") == 0)
+			mstx_from = atol(argv[i + 1]);
 		else {
 			fprintf(stderr, "sync-ranks: unknown option %s\n",
 			    argv[i]);
@@ -117,6 +150,8 @@ main(int argc, char **argv)
 	while (go != NULL && stat(go, &st) != 0)
 		usleep(10000);
 	for (long i = 0; iters == 0 || i < iters; i++) {
+		if (mstx_from >= 0 && i >= mstx_from)
+			range = range_start("step");
 		launch(tags[i % TAGS], 1);
 		launch(fwd, 3);
 		if (i == 0)
@@ -131,6 +166,8 @@ main(int argc, char **argv)
 			sync_helper();
 		else
 			check(aclrtSynchronizeStream(stream), "step sync");
+		range_end(range);
+		range = 0;
 		usleep((useconds_t)period);
 		if (until != NULL && (i & 7) == 0 && stat(until, &st) == 0)
 			break;

@@ -131,6 +131,60 @@ timeout 60 $CTL --json wait "$sid" >"$T/forced-wait.json" || fail "wait forced"
 check_window "$T/forced.mspti" 2 9
 ok "--start-step 9 --steps 2 before the loop: iterations [9, 11)"
 
+# MSTX takes over in the middle of the window: a process that steps by
+# the synchronize pattern starts marking MSTX steps at iteration 11 of the
+# window [9, 13).  The count goes on (the first MSTX step is iteration
+# 11), so exactly those 4 iterations are recorded, the synchronize range
+# of iteration 11 is withdrawn, and report's breakdown holds the 4 whole
+# iterations, numbered 9 to 12, with nothing left open.
+MSPTI_JOB_ID=take $WITH_AGENT "$SYNC" --mode one --go "$T/go-take" \
+    --mstx-from 11 --until "$T/stop-take" >/dev/null 2>&1 &
+P5=$!
+PIDS="$PIDS $P5"
+wait_until 20 sync_agents take 1 || fail "take did not register"
+$CTL --json start --pid "$P5" --steps 4 --start-step 9 \
+    --output "$T/take.mspti" >"$T/take.json" || fail "start take"
+: >"$T/go-take"
+sid=$(json "$T/take.json" 'j["session"]')
+timeout 60 $CTL --json wait "$sid" >"$T/take-wait.json" || fail "wait take"
+[ "$(json "$T/take-wait.json" '[(t["first_step"], t["steps"]) for t in j["targets"]]')" = \
+    "[(9, 4)]" ] || fail "take targets: $(cat "$T/take-wait.json")"
+"$DUMP" "$T/take.mspti" >"$T/take.jsonl" 2>"$T/take.err" ||
+	fail "take trace: $(cat "$T/take.err")"
+python3 - "$T/take.jsonl" <<'PY' >"$T/take.out" 2>&1 ||
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])][:-1]
+mk = [r for r in recs if r["type"] == "marker" and r["source"] == 0
+    and r["name"] == "step"]
+sync = sorted((r["id"] - (1 << 62), r["flag"], r["domain"]) for r in mk
+    if r["id"] >= 1 << 62)
+assert sync == [(9, 2, "mspti.sync"), (9, 4, "mspti.sync"),
+    (10, 2, "mspti.sync"), (10, 4, "mspti.sync"), (11, 2, "mspti.sync"),
+    (11, 4, "mspti.sync.withdrawn")], sync
+mstx = [r["flag"] for r in mk if r["id"] < 1 << 62]
+assert mstx == [2, 4, 2, 4], mstx
+names = {}
+for r in recs:
+    if r["type"] == "kernel":
+        names[r["name"]] = names.get(r["name"], 0) + 1
+tags = {t: c for t, c in names.items() if t.startswith("it")}
+assert tags == {"it9": 1, "it10": 1, "it11": 1, "it12": 1}, tags
+print("ok")
+PY
+	fail "take window: $(tail -3 "$T/take.out")"
+$CTL report --json "$T/take.mspti" >"$T/take-report.json" 2>"$T/take-report.err" ||
+	fail "report take"
+[ "$(json "$T/take-report.json" '[(r["Step"], round(r["Computing(us)"], 2)) for r in j["steps"]]')" = \
+    "[(9, 200.0), (10, 200.0), (11, 200.0), (12, 200.0)]" ] ||
+	fail "take report's steps: $(json "$T/take-report.json" 'j["steps"]')"
+! grep -q approximate "$T/take-report.err" ||
+	fail "take report: $(cat "$T/take-report.err")"
+$CTL export "$T/take.mspti" --format chrome -o "$T/take-chrome.json" ||
+	fail "export take"
+[ "$(json "$T/take-chrome.json" 'len([e for e in j["traceEvents"] if e.get("name") == "step" and e.get("ph") == "X"])')" = 4 ] ||
+	fail "take export: not 4 step slices"
+ok "MSTX steps from iteration 11 of the window [9, 13): those 4 iterations, one step each"
+
 # msptictl run --steps 2: the window is set (k 0) before the process has
 # shown any step; it starts with the first whole step after the pattern
 # is found (in iteration 3 of --mode two: the sync of its forward pass
@@ -159,7 +213,7 @@ timeout 60 $CTL --json wait "$sid" >"$T/mstx-wait.json" || fail "wait mstx"
 	fail "synchronize steps written beside MSTX ones"
 ok "a process with MSTX steps: steps from MSTX, none from synchronize"
 
-: >"$T/stop-one"; : >"$T/stop-two"; : >"$T/stop-forced"
+: >"$T/stop-one"; : >"$T/stop-two"; : >"$T/stop-forced"; : >"$T/stop-take"
 kill "$P4" 2>/dev/null
 for p in $PIDS; do wait "$p" 2>/dev/null; done
 PIDS=""
