@@ -37,6 +37,7 @@ bool		env_get(const char *name, char *buf, size_t len);
 int		register_start(void);
 void		register_after_fork_child(void);
 void		register_note_device(uint32_t device);
+void		register_wake(void);
 uint64_t	register_agent_id(void);
 
 /* gate.c: under `msptictl run` (MSPTI_RUN_GATE_MS), the first runtime
@@ -74,6 +75,7 @@ int		session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		    size_t ndomains_off, const struct session_step_cfg *sc,
 		    int ringfd, int *wakefdp, const char **why,
 		    struct session_step_info *si);
+bool		session_first_due(uint64_t *sid, struct session_step_info *si);
 int		session_update(uint64_t id, uint32_t kinds, char **domains_off,
 		    size_t ndomains_off, int64_t step_from,
 		    struct session_step_info *si);

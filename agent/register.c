@@ -146,6 +146,16 @@ register_agent_id(void)
 	return atomic_load(&reg.agent_id);
 }
 
+/* Wakes the registration thread: it has something to tell msptid. */
+void
+register_wake(void)
+{
+	uint64_t one = 1;
+
+	if (reg.wakefd >= 0)
+		(void)!write(reg.wakefd, &one, sizeof(one));
+}
+
 /* Called from the runtime hooks when the application selects a device. */
 void
 register_note_device(uint32_t device)
@@ -482,7 +492,8 @@ register_serve(void)
 	int rc, fd;
 
 	for (;;) {
-		uint64_t cookie;
+		struct session_step_info si;
+		uint64_t cookie, sid;
 
 		if (register_update_due() &&
 		    register_send_update(reg.sock) != 0)
@@ -490,6 +501,9 @@ register_serve(void)
 		if (gate_device_sync_due(&cookie) &&
 		    register_send_sync(reg.sock, cookie) != 0)
 			break;
+		if (session_first_due(&sid, &si))
+			register_ack(reg.sock, sid, MSPTI__CAPTURE_OP__CAPTURE_FIRST,
+			    0, NULL, -1, &si);
 		pf[0].fd = reg.sock;
 		pf[0].events = POLLIN;
 		pf[1].fd = reg.wakefd;

@@ -111,6 +111,11 @@ static uint32_t step_src;
 /* A synchronize step's range open in session gen step_sync_gen. */
 static uint64_t step_sync_open, step_sync_gen;
 #define STEP_SYNC_ID	(1ull << 62)	/* its marker ids: no MSTX id's */
+/* The first step of session first_note_sid's window, for msptid
+ * (session_first_due), once the process's steps became known after it
+ * was told another; first_note_sid 0: nothing to tell. */
+static uint64_t first_note_sid;
+static int64_t first_note;
 
 /* A producing thread's fence slot (see the top); kept for the life of the
  * process, reused by a later thread once its thread has exited. */
@@ -771,21 +776,37 @@ session_step_sync(uint64_t idx, bool boundary)
 	struct sess_thread *t;
 	struct agent_session *s;
 	uint64_t now = api_now();
+	bool note = false;
 
 	pthread_mutex_lock(&step_lock);
 	if (step_src == SESSION_STEPS_MSTX)
 		goto out;
 	if (step_src == SESSION_STEPS_NONE) {
-		/* A window set before the pattern was found (k 0 under
-		 * msptictl run) had no index to go by: it starts with the
-		 * first whole step from now. */
+		/*
+		 * A window set before the pattern was found had no index to
+		 * go by.  Under msptictl run (k 0) it starts with the first
+		 * whole step from now.  A k chosen on the other ranks' counts
+		 * (or forced) stays, as on every rank: the steps of it this
+		 * process has passed are missed, and msptid is told the first
+		 * step it records (none when it is past the window).
+		 */
 		int64_t next = boundary ? (int64_t)idx : (int64_t)idx + 1;
 
 		if ((s = session_enter(&t)) != NULL && s->win_n != 0 &&
 		    s->win_blind && s->win_from >= 0 &&
 		    s->win_from < next &&
-		    atomic_load(&s->win) == SESS_WIN_BEFORE)
-			s->win_from = next;
+		    atomic_load(&s->win) == SESS_WIN_BEFORE) {
+			if (s->win_from == 0)
+				s->win_from = next;
+			else {
+				first_note = next < s->win_from +
+				    (int64_t)s->win_n ? next : -1;
+				if (first_note < 0)
+					atomic_store(&s->win, SESS_WIN_DONE);
+				first_note_sid = s->id;
+				note = true;
+			}
+		}
 		session_leave(t);
 	}
 	step_src = SESSION_STEPS_SYNC;
@@ -815,6 +836,8 @@ session_step_sync(uint64_t idx, bool boundary)
 	session_leave(t);
 out:
 	pthread_mutex_unlock(&step_lock);
+	if (note)
+		register_wake();
 }
 
 /* Sets s's window start (step_lock held) and says where this process is:
@@ -835,6 +858,7 @@ session_win_set(struct agent_session *s, int64_t from,
 	}
 	s->win_from = from;
 	s->win_blind = step_src == SESSION_STEPS_NONE;
+	first_note_sid = 0;		/* this answer says it */
 	/* A step already under way is not recorded: the next one is the
 	 * first, and the steps before it are missed. */
 	si->first = (int64_t)step_starts > from ? (int64_t)step_starts : from;
@@ -842,6 +866,28 @@ session_win_set(struct agent_session *s, int64_t from,
 		atomic_store(&s->win, SESS_WIN_DONE);
 		si->first = -1;
 	}
+}
+
+/* Registration thread: true, with the session and si->first, when
+ * msptid is to be told the first step its window records now. */
+bool
+session_first_due(uint64_t *sid, struct session_step_info *si)
+{
+	bool due;
+
+	pthread_mutex_lock(&step_lock);
+	due = first_note_sid != 0 && cur != NULL && cur->id == first_note_sid;
+	if (due) {
+		*sid = first_note_sid;
+		memset(si, 0, sizeof(*si));
+		si->step = (int64_t)step_starts;
+		si->period_ns = step_period_ns;
+		si->first = first_note;
+		si->src = step_src;
+	}
+	first_note_sid = 0;
+	pthread_mutex_unlock(&step_lock);
+	return due;
 }
 
 /* The session sink: runs on the producing thread, never blocks. */
@@ -1112,6 +1158,8 @@ session_update(uint64_t id, uint32_t kinds, char **domains_off,
 	if (cur == NULL || cur->id != id)
 		return -ENOENT;
 	pthread_mutex_lock(&step_lock);
+	if (step_from >= 0)
+		first_note_sid = 0;	/* this answer says it */
 	/* k, or a later k while the window has not opened (the daemon moves
 	 * it when a rank had passed the first one). */
 	if (step_from >= 0 && cur->win_n != 0 &&

@@ -497,6 +497,7 @@ int64_t		 session_steps_now(const struct sess_agent *sa);
 void		 session_steps_ack(struct sess_agent *sa, int64_t step,
 		     uint64_t period_ns, int64_t first, uint32_t src,
 		     bool start);
+bool		 session_steps_first(struct sess_agent *sa, int64_t first);
 /* Where a rank's step indices come from (CaptureAck.step_source). */
 #define SESS_STEPS_SRC_NONE	0
 #define SESS_STEPS_SRC_MSTX	1

@@ -249,6 +249,25 @@ session_steps_ack(struct sess_agent *sa, int64_t step, uint64_t period_ns,
 }
 
 /*
+ * sa's window records from step first (-1: none) and not from the one its
+ * ack said: its step indices became known after the window was set, past
+ * k.  True when the session has nothing more to wait for.
+ */
+bool
+session_steps_first(struct sess_agent *sa, int64_t first)
+{
+	struct session *s = sa->s;
+
+	if (s->steps_max == 0 || !sa->first_known || sa->first_step == first ||
+	    first < -1 || (first >= 0 && first < s->step_from))
+		return false;
+	sa->first_step = first;
+	session_steps_note(sa);
+	session_steps_maybe_done(sa);
+	return session_steps_check(s);
+}
+
+/*
  * A host marker of sa, before it is written: counts its steps.  True
  * when the record is past sa's window (not written).
  */

@@ -860,7 +860,8 @@ session_domains_set(struct session *s, char **on, size_t non, char **off,
 	return 0;
 }
 
-/* Agent -> daemon: the answer to StartCapture, UpdateCapture, StopCapture. */
+/* Agent -> daemon: the answer to StartCapture, UpdateCapture, StopCapture,
+ * or news of the first step an agent's window records. */
 int
 session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 {
@@ -929,6 +930,13 @@ session_capture_ack(struct peer *p, const ProtobufCMessage *m)
 	case MSPTI__CAPTURE_OP__CAPTURE_STOP:
 		if (sa->state == SA_STOPPING || sa->state == SA_ACTIVE)
 			session_agent_finish(sa, NULL);
+		break;
+	case MSPTI__CAPTURE_OP__CAPTURE_FIRST:
+		if (sa->state == SA_ACTIVE &&
+		    session_steps_first(sa, ack->first_step) &&
+		    s->state == SESS_ACTIVE && s->npending == 0)
+			session_stop(s, s->stop_reason ? s->stop_reason :
+			    "steps");
 		break;
 	default:
 		break;

@@ -131,6 +131,38 @@ timeout 60 $CTL --json wait "$sid" >"$T/forced-wait.json" || fail "wait forced"
 check_window "$T/forced.mspti" 2 9
 ok "--start-step 9 --steps 2 before the loop: iterations [9, 11)"
 
+# A k the process passes before its steps are known: --start-step 2
+# --steps 8 before the loop of a process whose pattern is found a few
+# iterations in.  The window stays [2, 10), as on any other rank: the
+# process records from the first step it knows, F, to 9, tells msptid
+# so (wait, the trace and report say F, and the steps before it missed),
+# and the session ends by steps.  Before, its window moved to [F, F+8).
+MSPTI_JOB_ID=late $WITH_AGENT "$SYNC" --mode one --go "$T/go-late" \
+    --until "$T/stop-late" >/dev/null 2>&1 &
+P6=$!
+PIDS="$PIDS $P6"
+wait_until 20 sync_agents late 1 || fail "late did not register"
+$CTL --json start --pid "$P6" --steps 8 --start-step 2 \
+    --output "$T/late.mspti" >"$T/late.json" || fail "start late"
+: >"$T/go-late"
+sid=$(json "$T/late.json" 'j["session"]')
+timeout 60 $CTL --json wait "$sid" >"$T/late-wait.json" || fail "wait late"
+[ "$(json "$T/late-wait.json" 'j["stop_reason"]')" = steps ] ||
+	fail "late did not stop by steps: $(cat "$T/late-wait.json")"
+f=$(json "$T/late-wait.json" 'j["targets"][0]["first_step"]')
+[ "$f" -gt 2 ] && [ "$f" -lt 10 ] ||
+	fail "late: first step $f: $(cat "$T/late-wait.json")"
+[ "$(json "$T/late-wait.json" 'j["targets"][0]["steps"]')" = $((10 - f)) ] ||
+	fail "late: steps: $(cat "$T/late-wait.json")"
+check_window "$T/late.mspti" $((10 - f)) "$f"
+"$DUMP" "$T/late.mspti" | grep -q "steps $f\.\.9 (joined at step $f: steps \[2, $f) missed)" ||
+	fail "late: the trace does not say which steps were missed"
+$CTL report --json "$T/late.mspti" >"$T/late-report.json" || fail "report late"
+[ "$(json "$T/late-report.json" '[r["Step"] for r in j["steps"]]')" = \
+    "$(python3 -c "print(list(range($f, 10)))")" ] ||
+	fail "late report's steps: $(json "$T/late-report.json" 'j["steps"]')"
+ok "--start-step 2 --steps 8, steps known from $f: iterations [$f, 10), the rest said missed"
+
 # MSTX takes over in the middle of the window: a process that steps by
 # the synchronize pattern starts marking MSTX steps at iteration 11 of the
 # window [9, 13).  The count goes on (the first MSTX step is iteration
@@ -213,7 +245,7 @@ timeout 60 $CTL --json wait "$sid" >"$T/mstx-wait.json" || fail "wait mstx"
 	fail "synchronize steps written beside MSTX ones"
 ok "a process with MSTX steps: steps from MSTX, none from synchronize"
 
-: >"$T/stop-one"; : >"$T/stop-two"; : >"$T/stop-forced"; : >"$T/stop-take"
+: >"$T/stop-one"; : >"$T/stop-two"; : >"$T/stop-forced"; : >"$T/stop-take"; : >"$T/stop-late"
 kill "$P4" 2>/dev/null
 for p in $PIDS; do wait "$p" 2>/dev/null; done
 PIDS=""
