@@ -225,7 +225,10 @@ struct an_proc {
 	struct an_seg	*pq;			/* pending segments */
 	size_t		 pq_head, pq_n, pq_cap;
 	uint64_t	 pq_moved;	/* segments moved to compact pq */
-	uint64_t	 forced;		/* attributed before safe */
+	/* Steps found after device time over them was attributed (the
+	 * pending queue was full): the breakdown is approximate. */
+	uint64_t	 forced;
+	uint64_t	 forced_hi;	/* latest end attributed so */
 	uint64_t	 safe_static;		/* no step opened before */
 	bool		 step_recs;		/* REC_STEP seen */
 	struct an_union	 seg[3];		/* kept for export:

@@ -221,7 +221,8 @@ st_check(struct analysis *a)
 		if (p->late || p->forced)
 			an_warn(a, "rank %d (pid %u): %" PRIu64 " device "
 			    "intervals out of order beyond the %.1f s reorder "
-			    "window, %" PRIu64 " over the memory cap: the step "
+			    "window, %" PRIu64 " steps found after the memory "
+			    "cap attributed device time over them: the step "
 			    "breakdown is approximate", p->rank, p->pid,
 			    p->late, (double)p->src->reorder_ns / 1e9,
 			    p->forced);

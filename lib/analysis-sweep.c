@@ -9,7 +9,10 @@
  * opened before its end is still open and the host records have moved
  * AN_HOST_WINDOW_NS past it.  Until then it waits in a pending queue.
  * Both queues have a hard cap; past it the oldest entry is processed
- * anyway and counted (a warning says the breakdown is approximate).
+ * anyway.  That is exact while the input is in order: an interval that
+ * then comes in earlier than one released is counted late, and a step
+ * found after device time over it was attributed is counted forced; a
+ * warning says the breakdown is approximate only when one of them is.
  */
 #include "config.h"
 
@@ -124,7 +127,10 @@ sw_emit(struct analysis *a, struct an_proc *p, uint32_t g, uint64_t s,
 		return;
 	}
 	if (p->pq_n == AN_PENDING_MAX) {
-		p->forced++;
+		/* Exact unless a step over it is found later (counted in
+		 * an_sweep_step). */
+		if (p->pq[p->pq_head].e > p->forced_hi)
+			p->forced_hi = p->pq[p->pq_head].e;
 		sw_attribute(p, p->pq[p->pq_head].g, p->pq[p->pq_head].s,
 		    p->pq[p->pq_head].e);
 		p->pq_head++;
@@ -231,9 +237,10 @@ an_sweep_add(struct analysis *a, struct an_proc *p, uint64_t s, uint64_t e,
 			sw_linearize(p, p->rb_cap ? p->rb_cap * 2 : 1024,
 			    false);
 		else {
+			/* The earliest goes now: exact unless a later
+			 * interval starts before it (counted late). */
 			if (p->rb_unsorted)
 				sw_linearize(p, p->rb_cap, true);
-			p->forced++;
 			sw_pop(a, p);
 		}
 	}
@@ -290,6 +297,8 @@ an_sweep_step(struct analysis *a, struct an_proc *p, uint64_t s, uint64_t e,
 		p->steps[i] = p->steps[i - 1];
 		i--;
 	}
+	if (s < p->forced_hi)
+		p->forced++;	/* may have missed device time of it */
 	memset(&p->steps[i], 0, sizeof(p->steps[i]));
 	p->steps[i].start = s;
 	p->steps[i].end = e;

@@ -218,17 +218,20 @@ overlap_case(int order)
 }
 
 /*
- * A step open over more device segments than the pending queue holds:
- * past the bound each new segment forces the oldest out.  The queue's
- * compaction must stay amortized O(1) a segment; it moved the whole
- * queue (2^18 segments, 6 MiB) on every push once full, so a report of
- * a long step slowed to a crawl.
+ * A step open over more device segments than the reorder ring and the
+ * pending queue hold: past the bound each new segment forces the oldest
+ * out, before the step is known.  The queue's compaction must stay
+ * amortized O(1) a segment; it moved the whole queue (2^18 segments, 6
+ * MiB) on every push once full, so a report of a long step slowed to a
+ * crawl.  The step, found after its first segments went, is counted and
+ * warned about: its breakdown misses them.
  */
 START_TEST(test_pending_queue_linear)
 {
 	struct analysis *a = analysis_new(NULL);
 	struct analysis_source *src = src_new(a, "h", 7, 0, 1);
-	uint64_t n = AN_PENDING_MAX + 2000;
+	uint64_t n = AN_REORDER_MAX + AN_PENDING_MAX + 2000;
+	size_t nw;
 
 	marker(src, 7, 0, 1, 1, 1);
 	for (uint64_t i = 0; i < n; i++)
@@ -236,7 +239,11 @@ START_TEST(test_pending_queue_linear)
 	marker(src, 7, n * 10 * US, 1, 1, 0);
 	run(a);
 	ck_assert_uint_eq(a->nproc, 1);
-	ck_assert_uint_gt(a->proc[0]->forced, 0);
+	ck_assert_uint_eq(a->proc[0]->forced, 1);
+	ck_assert_double_lt(step_cell(a, 0, 1, "Computing(us)"),
+	    (double)n * 5);
+	ck_assert_ptr_nonnull(strstr(analysis_warnings(a, &nw)[0],
+	    "approximate"));
 	ck_assert_msg(a->proc[0]->pq_moved <= n, "%llu segments moved for "
 	    "%llu pushed", (unsigned long long)a->proc[0]->pq_moved,
 	    (unsigned long long)n);
@@ -843,6 +850,42 @@ START_TEST(test_bounded)
 END_TEST
 
 /*
+ * A rank doing 100k device tasks a second, in order: 5 s of reorder
+ * window (500k intervals) is past the ring's cap, so the earliest are
+ * processed early.  In order that is exact: no interval late, no step
+ * counted as forced, no warning, the sums to the ns.  The old sweep
+ * counted every early one and called the breakdown approximate.
+ */
+START_TEST(test_ring_cap_in_order)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = src_new(a, "h", 7, 0, 1);
+	const uint64_t n = 150000;
+	size_t nw;
+
+	for (uint64_t st = 0; st < n; st++) {
+		uint64_t b = st * 40 * US;
+
+		marker(src, 7, b, st + 1, 1, 1);
+		for (int k = 0; k < 4; k++)
+			kernel(src, 7, b + (uint64_t)(2 + 9 * k) * US,
+			    b + (uint64_t)(7 + 9 * k) * US, 2, 3, 0);
+		marker(src, 7, b + 40 * US, st + 1, 1, 0);
+	}
+	ck_assert_uint_eq(a->proc[0]->rb_cap, AN_REORDER_MAX);
+	run(a);
+	ck_assert_uint_eq(a->proc[0]->late, 0);
+	ck_assert_uint_eq(a->proc[0]->forced, 0);
+	analysis_warnings(a, &nw);
+	ck_assert_uint_eq(nw, 0);
+	ck_assert_double_eq(step_cell(a, 0, 1, "Computing(us)"), 20);
+	ck_assert_double_eq(step_cell(a, 0, (int)n, "Computing(us)"), 20);
+	ck_assert_double_eq(step_cell(a, 0, 77777, "Free(us)"), 20);
+	analysis_free(a);
+}
+END_TEST
+
+/*
  * msptid writes a device task that waited for its launch up to about 2 s
  * after later work (lib/join dev_timeout, then a drain tick).  Records
  * late by 3 s are within the default window: exact, no warning.  A 1 s
@@ -978,6 +1021,7 @@ main(void)
 	tcase_add_test(tc, test_missing_rank_and_losses);
 	tcase_add_test(tc, test_advisor);
 	tcase_add_test(tc, test_bounded);
+	tcase_add_test(tc, test_ring_cap_in_order);
 	tcase_add_test(tc, test_late_3s);
 	tcase_add_test(tc, test_table_num);
 	suite_add_tcase(s, tc);
