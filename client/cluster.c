@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "util.h"
 #include "client.h"
 
@@ -94,227 +96,78 @@ struct cluster {
 	const char	*wait_timeout;	/* wait --timeout D, as given */
 };
 
-/* ---- a small JSON reader for the node-local replies and the manifest ---- */
+/* ---- the node-local replies and the manifest, read with json-c ---- */
 
-enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
-
-struct jval {
-	enum jtype	 t;
-	double		 num;
-	long long	 i;
-	char		*str;
-	struct jval	*kids;		/* J_ARR/J_OBJ members */
-	char		**keys;		/* J_OBJ member names */
-	size_t		 n;
-};
-
-static void
-json_free(struct jval *v)
+/*
+ * text as JSON: the first value in it (what follows is left, as a reply
+ * may end a longer output), or NULL when it is not JSON or not whole yet
+ * (a reply that srun cut).  Nesting deeper than json-c's 32 is refused.
+ */
+static struct json_object *
+jparse(const char *text)
 {
-	for (size_t k = 0; k < v->n; k++) {
-		json_free(&v->kids[k]);
-		if (v->keys)
-			free(v->keys[k]);
-	}
-	free(v->kids);
-	free(v->keys);
-	free(v->str);
-	memset(v, 0, sizeof(*v));
-}
+	size_t len = strlen(text);
+	struct json_tokener *tok;
+	struct json_object *o;
 
-static void
-json_ws(const char **p)
-{
-	while (**p == ' ' || **p == '\t' || **p == '\n' || **p == '\r')
-		(*p)++;
-}
-
-static int json_parse_val(const char **p, struct jval *v, int depth);
-
-static int
-json_parse_str(const char **p, char **out)
-{
-	size_t cap = 16, len = 0;
-	char *s = malloc(cap);
-
-	if (s == NULL || **p != '"')
-		return free(s), -1;
-	for ((*p)++; **p != '"'; (*p)++) {
-		char c = **p;
-
-		if (c == '\0')
-			return free(s), -1;
-		if (c == '\\') {
-			(*p)++;
-			switch (**p) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'r': c = '\r'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'u': {
-				unsigned u = 0;
-
-				for (int k = 1; k <= 4; k++) {
-					char h = (*p)[k];
-
-					if (h == '\0')
-						return free(s), -1;
-					u = u * 16 + (unsigned)(h <= '9' ? h - '0' :
-					    (h | 0x20) - 'a' + 10);
-				}
-				*p += 4;
-				c = u < 0x80 ? (char)u : '?';
-				break;
-			}
-			case '\0': return free(s), -1;
-			default: c = **p; break;
-			}
-		}
-		if (len + 2 > cap) {
-			char *ns = realloc(s, cap *= 2);
-
-			if (ns == NULL)
-				return free(s), -1;
-			s = ns;
-		}
-		s[len++] = c;
-	}
-	(*p)++;
-	s[len] = '\0';
-	*out = s;
-	return 0;
-}
-
-static int
-json_parse_seq(const char **p, struct jval *v, int depth, char close)
-{
-	(*p)++;
-	json_ws(p);
-	if (**p == close) {
-		(*p)++;
-		return 0;
-	}
-	for (;;) {
-		struct jval *nk;
-		char *key = NULL;
-
-		json_ws(p);
-		if (close == '}') {
-			char **nkeys;
-
-			if (json_parse_str(p, &key) != 0)
-				return -1;
-			json_ws(p);
-			if (**p != ':' ||
-			    (nkeys = realloc(v->keys, (v->n + 1) * sizeof(*nkeys))) == NULL) {
-				free(key);
-				return -1;
-			}
-			v->keys = nkeys;
-			v->keys[v->n] = key;
-			(*p)++;
-		}
-		if ((nk = realloc(v->kids, (v->n + 1) * sizeof(*nk))) == NULL) {
-			free(key);
-			return -1;
-		}
-		v->kids = nk;
-		memset(&v->kids[v->n], 0, sizeof(*nk));
-		v->n++;
-		if (json_parse_val(p, &v->kids[v->n - 1], depth + 1) != 0)
-			return -1;
-		json_ws(p);
-		if (**p == ',') {
-			(*p)++;
-			continue;
-		}
-		if (**p != close)
-			return -1;
-		(*p)++;
-		return 0;
-	}
-}
-
-static int
-json_parse_val(const char **p, struct jval *v, int depth)
-{
-	char *end;
-
-	if (depth > 32)
-		return -1;
-	json_ws(p);
-	switch (**p) {
-	case '{':
-		v->t = J_OBJ;
-		return json_parse_seq(p, v, depth, '}');
-	case '[':
-		v->t = J_ARR;
-		return json_parse_seq(p, v, depth, ']');
-	case '"':
-		v->t = J_STR;
-		return json_parse_str(p, &v->str);
-	case 't':
-	case 'f':
-		v->t = J_BOOL;
-		v->i = **p == 't';
-		if (strncmp(*p, v->i ? "true" : "false", v->i ? 4 : 5) != 0)
-			return -1;
-		*p += v->i ? 4 : 5;
-		return 0;
-	case 'n':
-		v->t = J_NULL;
-		if (strncmp(*p, "null", 4) != 0)
-			return -1;
-		*p += 4;
-		return 0;
-	default:
-		v->t = J_NUM;
-		v->num = strtod(*p, &end);
-		if (end == *p)
-			return -1;
-		v->i = strtoll(*p, NULL, 10);
-		*p = end;
-		return 0;
-	}
-}
-
-static int
-json_parse(const char *text, struct jval *v)
-{
-	memset(v, 0, sizeof(*v));
-	if (json_parse_val(&text, v, 0) != 0) {
-		json_free(v);
-		return -1;
-	}
-	return 0;
-}
-
-static const struct jval *
-json_get(const struct jval *v, const char *key)
-{
-	if (v == NULL || v->t != J_OBJ)
+	if (len > INT_MAX || (tok = json_tokener_new()) == NULL)
 		return NULL;
-	for (size_t k = 0; k < v->n; k++)
-		if (strcmp(v->keys[k], key) == 0)
-			return &v->kids[k];
-	return NULL;
+	o = json_tokener_parse_ex(tok, text, (int)len);
+	json_tokener_free(tok);
+	return o;
+}
+
+static bool
+jis_obj(struct json_object *o)
+{
+	return o != NULL && json_object_is_type(o, json_type_object);
+}
+
+static bool
+jis_num(struct json_object *o)
+{
+	return o != NULL && (json_object_is_type(o, json_type_int) ||
+	    json_object_is_type(o, json_type_double));
+}
+
+static bool
+jtrue(struct json_object *o)
+{
+	return o != NULL && json_object_get_boolean(o);
+}
+
+/* Member key of object o; NULL when o is no object or has none. */
+static struct json_object *
+jget(struct json_object *o, const char *key)
+{
+	struct json_object *m;
+
+	return jis_obj(o) && json_object_object_get_ex(o, key, &m) ? m : NULL;
 }
 
 static long long
-json_int(const struct jval *v, const char *key, long long dflt)
+jint(struct json_object *o, const char *key, long long dflt)
 {
-	const struct jval *m = json_get(v, key);
+	struct json_object *m = jget(o, key);
 
-	return m != NULL && m->t == J_NUM ? m->i : dflt;
+	return jis_num(m) ? (long long)json_object_get_int64(m) : dflt;
 }
 
 static const char *
-json_str(const struct jval *v, const char *key)
+jstr(struct json_object *o, const char *key)
 {
-	const struct jval *m = json_get(v, key);
+	struct json_object *m = jget(o, key);
 
-	return m != NULL && m->t == J_STR ? m->str : "";
+	return m != NULL && json_object_is_type(m, json_type_string) ?
+	    json_object_get_string(m) : "";
+}
+
+/* The length of array a; 0 when a is no array. */
+static size_t
+jlen(struct json_object *a)
+{
+	return a != NULL && json_object_is_type(a, json_type_array) ?
+	    json_object_array_length(a) : 0;
 }
 
 /* ---- running commands ---- */
@@ -599,15 +452,14 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 	if (stream == 0 && n->open && !cl->raw) {
 		/* srun cuts a task's lines every 1024 bytes, labelling each
 		 * piece: a piece of a reply joins it, without the newline. */
-		struct jval v;
+		struct json_object *v;
 
 		if (n->outlen > 0 && n->out[n->outlen - 1] == '\n')
 			n->out[--n->outlen] = '\0';
 		if (n->outlen < CLUSTER_MAX_REPLY)
 			buf_add(&n->out, &n->outlen, line, strlen(line));
-		n->open = json_parse(n->out, &v) != 0;
-		if (!n->open)
-			json_free(&v);
+		n->open = (v = jparse(n->out)) == NULL;
+		json_object_put(v);
 		return;
 	}
 	if (stream == 0 && (line[0] == '{' || line[0] == '[' || cl->raw)) {
@@ -624,11 +476,10 @@ cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
 		if (n->outlen < CLUSTER_MAX_REPLY)
 			buf_add(&n->out, &n->outlen, line, len);
 		if (!cl->raw && p->node < 0 && strlen(line) >= 1024) {
-			struct jval v;
+			struct json_object *v;
 
-			n->open = json_parse(n->out, &v) != 0;
-			if (!n->open)
-				json_free(&v);
+			n->open = (v = jparse(n->out)) == NULL;
+			json_object_put(v);
 		}
 		if (!cl->raw || strncmp(line, "msptictl: ", 10) != 0)
 			return;
@@ -906,7 +757,8 @@ json_out_str(FILE *f, const char *s)
  * parsed reply (start's or a SessionInfo).
  */
 static int
-manifest_write(const struct cluster *cl, const char *verb, struct jval *rep)
+manifest_write(const struct cluster *cl, const char *verb,
+    struct json_object **rep)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	FILE *f;
@@ -931,14 +783,14 @@ manifest_write(const struct cluster *cl, const char *verb, struct jval *rep)
 	fprintf(f, ",\"nodes\":[");
 	for (size_t i = 0; i < cl->nnodes; i++) {
 		const struct cluster_node *n = &cl->nodes[i];
-		const struct jval *r = &rep[i], *acks, *losses;
-		bool ok = n->rc == 0 && r->t == J_OBJ;
+		struct json_object *r = rep[i], *acks, *losses;
+		bool ok = n->rc == 0 && jis_obj(r);
 
 		fprintf(f, "%s{\"node\":", i ? "," : "");
 		json_out_str(f, n->name);
 		fprintf(f, ",\"ok\":%s,\"session\":%llu,\"file\":",
 		    ok ? "true" : "false", (unsigned long long)n->session);
-		json_out_str(f, ok ? json_str(r, "output") : "");
+		json_out_str(f, ok ? jstr(r, "output") : "");
 		if (!ok) {
 			fprintf(f, ",\"error\":");
 			json_out_str(f, node_why(cl, n));
@@ -951,34 +803,38 @@ manifest_write(const struct cluster *cl, const char *verb, struct jval *rep)
 			    (long long)n->recv_ns,
 			    (long long)(n->node_ns - n->recv_ns),
 			    (long long)(n->node_ns - n->launch_ns));
-		if (json_get(r, "state") != NULL) {
+		if (jget(r, "state") != NULL) {
 			fprintf(f, ",\"state\":");
-			json_out_str(f, json_str(r, "state"));
-			fprintf(f, ",\"records\":%lld", json_int(r, "records", 0));
+			json_out_str(f, jstr(r, "state"));
+			fprintf(f, ",\"records\":%lld", jint(r, "records", 0));
 		}
-		losses = json_get(r, "losses");
-		if (losses != NULL && losses->t == J_OBJ) {
+		losses = jget(r, "losses");
+		if (jis_obj(losses)) {
+			const char *sep = "";
+
 			fprintf(f, ",\"losses\":{");
-			for (size_t k = 0; k < losses->n; k++) {
-				fprintf(f, "%s", k ? "," : "");
-				json_out_str(f, losses->keys[k]);
-				fprintf(f, ":%lld", losses->kids[k].i);
+			json_object_object_foreach(losses, key, val) {
+				fprintf(f, "%s", sep);
+				json_out_str(f, key);
+				fprintf(f, ":%lld", jis_num(val) ? (long long)
+				    json_object_get_int64(val) : 0);
+				sep = ",";
 			}
 			fprintf(f, "}");
 		}
-		acks = json_get(r, "acks");
+		acks = jget(r, "acks");
 		if (acks == NULL)
-			acks = json_get(r, "targets");
+			acks = jget(r, "targets");
 		fprintf(f, ",\"ranks\":[");
-		for (size_t k = 0; acks != NULL && acks->t == J_ARR &&
-		    k < acks->n; k++) {
-			const struct jval *a = &acks->kids[k];
+		for (size_t k = 0; k < jlen(acks); k++) {
+			struct json_object *a = json_object_array_get_idx(acks,
+			    k);
 
 			fprintf(f, "%s{\"pid\":%lld,\"rank\":%lld,\"ok\":%s,"
-			    "\"message\":", k ? "," : "", json_int(a, "pid", 0),
-			    json_int(a, "rank", -1),
-			    json_int(a, "code", 1) == 0 ? "true" : "false");
-			json_out_str(f, json_str(a, "message"));
+			    "\"message\":", k ? "," : "", jint(a, "pid", 0),
+			    jint(a, "rank", -1),
+			    jint(a, "code", 1) == 0 ? "true" : "false");
+			json_out_str(f, jstr(a, "message"));
 			fprintf(f, "}");
 		}
 		fprintf(f, "]}");
@@ -998,15 +854,25 @@ static int
 manifest_read(struct cluster *cl)
 {
 	char path[PATH_MAX], *text = NULL;
-	struct jval m;
-	const struct jval *nodes;
+	struct json_object *m, *nodes;
+	struct stat st;
 	FILE *f;
 	long len;
+	int fd;
 
 	manifest_path(cl, path, sizeof(path));
-	if ((f = fopen(path, "r")) == NULL) {
+	/* Not blocking on a FIFO, nor reading a device, put there. */
+	f = NULL;
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) >= 0 &&
+	    fstat(fd, &st) == 0 && !S_ISREG(st.st_mode))
+		errno = EINVAL;
+	else if (fd >= 0)
+		f = fdopen(fd, "r");
+	if (f == NULL) {
 		fprintf(stderr, "msptictl: cannot read %s: %s\n", path,
-		    strerror(errno));
+		    errno == EINVAL ? "not a regular file" : strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return EXIT_NOTFOUND;
 	}
 	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 &&
@@ -1015,24 +881,24 @@ manifest_read(struct cluster *cl)
 		text[fread(text, 1, (size_t)len, f)] = '\0';
 	}
 	fclose(f);
-	if (text == NULL || json_parse(text, &m) != 0) {
+	if (text == NULL || (m = jparse(text)) == NULL) {
 		fprintf(stderr, "msptictl: %s is not a cluster manifest\n", path);
 		free(text);
 		return EXIT_FAIL;
 	}
 	free(text);
-	nodes = json_get(&m, "nodes");
-	for (size_t i = 0; nodes != NULL && nodes->t == J_ARR && i < nodes->n; i++) {
-		const struct jval *n = &nodes->kids[i];
-		const char *name = json_str(n, "node");
-		long long s = json_int(n, "session", 0);
+	nodes = jget(m, "nodes");
+	for (size_t i = 0; i < jlen(nodes); i++) {
+		struct json_object *n = json_object_array_get_idx(nodes, i);
+		const char *name = jstr(n, "node");
+		long long s = jint(n, "session", 0);
 
 		if (s <= 0 || *name == '\0')
 			continue;
 		cluster_add_node(cl, name, strlen(name));
 		cl->nodes[cl->nnodes - 1].session = (uint64_t)s;
 	}
-	json_free(&m);
+	json_object_put(m);
 	if (cl->nnodes == 0) {
 		fprintf(stderr, "msptictl: %s names no started session\n", path);
 		return EXIT_NOTFOUND;
@@ -1091,15 +957,14 @@ cluster_short(const char *arg, int argc, char **argv, int *i, char *opt,
 
 /* Parses each node's JSON reply into rep[i]; false when a node has none. */
 static void
-cluster_parse_replies(struct cluster *cl, struct jval *rep)
+cluster_parse_replies(struct cluster *cl, struct json_object **rep)
 {
 	for (size_t i = 0; i < cl->nnodes; i++) {
 		struct cluster_node *n = &cl->nodes[i];
 
-		memset(&rep[i], 0, sizeof(rep[i]));
-		if (n->out != NULL && json_parse(n->out, &rep[i]) == 0 &&
-		    json_get(&rep[i], "session") != NULL)
-			n->session = (uint64_t)json_int(&rep[i], "session", 0);
+		rep[i] = n->out != NULL ? jparse(n->out) : NULL;
+		if (jget(rep[i], "session") != NULL)
+			n->session = (uint64_t)jint(rep[i], "session", 0);
 	}
 }
 
@@ -1109,21 +974,21 @@ cluster_parse_replies(struct cluster *cl, struct jval *rep)
  * nodes record the same steps.
  */
 static void
-cluster_start_steps(const struct cluster *cl, const struct jval *rep)
+cluster_start_steps(const struct cluster *cl, struct json_object **rep)
 {
 	long long k = -2, to = -2;
 	bool same = true, any = false;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		long long f = json_int(&rep[i], "step_from", -2);
+		long long f = jint(rep[i], "step_from", -2);
 
-		if (json_get(&rep[i], "step_from") == NULL)
+		if (jget(rep[i], "step_from") == NULL)
 			continue;
 		if (any && f != k)
 			same = false;
 		if (!any) {
 			k = f;
-			to = json_int(&rep[i], "step_to", -1);
+			to = jint(rep[i], "step_to", -1);
 		}
 		any = true;
 	}
@@ -1146,9 +1011,9 @@ cluster_start_steps(const struct cluster *cl, const struct jval *rep)
 	printf("  step windows differ across nodes (give --start-step K for "
 	    "one window):");
 	for (size_t i = 0; i < cl->nnodes; i++)
-		if (json_get(&rep[i], "step_from") != NULL)
+		if (jget(rep[i], "step_from") != NULL)
 			printf(" %s from %lld", cl->nodes[i].name,
-			    json_int(&rep[i], "step_from", -1));
+			    jint(rep[i], "step_from", -1));
 	printf("\n");
 }
 
@@ -1192,19 +1057,19 @@ cluster_probe(struct cluster *cl)
  * how late the last one was.  0 ranks: none known.
  */
 static size_t
-cluster_start_skew(const struct cluster *cl, const struct jval *rep,
+cluster_start_skew(const struct cluster *cl, struct json_object **rep,
     long long *skew_ns, long long *late_ns)
 {
 	long long lo = 0, hi = 0;
 	size_t n = 0;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		const struct jval *acks = json_get(&rep[i], "acks");
+		struct json_object *acks = jget(rep[i], "acks");
 
-		if (json_get(&rep[i], "start_at_ns") == NULL)
+		if (jget(rep[i], "start_at_ns") == NULL)
 			continue;
-		for (size_t k = 0; acks && acks->t == J_ARR && k < acks->n; k++) {
-			long long t = json_int(&acks->kids[k],
+		for (size_t k = 0; k < jlen(acks); k++) {
+			long long t = jint(json_object_array_get_idx(acks, k),
 			    "capture_start_ns", 0);
 
 			if (t <= 0)
@@ -1238,16 +1103,16 @@ cluster_start_skew(const struct cluster *cl, const struct jval *rep,
  * rank is; step_period_ns: how long its steps take).
  */
 static void
-cluster_k_acks(const struct jval *acks, int64_t lead_ms, long long *k,
+cluster_k_acks(struct json_object *acks, int64_t lead_ms, long long *k,
     long long *max_step)
 {
-	for (size_t a = 0; acks && acks->t == J_ARR && a < acks->n; a++) {
-		const struct jval *t = &acks->kids[a];
-		long long at = json_int(t, "step_now", -1);
-		long long per = json_int(t, "step_period_ns", 0);
+	for (size_t a = 0; a < jlen(acks); a++) {
+		struct json_object *t = json_object_array_get_idx(acks, a);
+		long long at = jint(t, "step_now", -1);
+		long long per = jint(t, "step_period_ns", 0);
 		long long m = per > 0 ? lead_ms * 1000000LL / per : 0;
 
-		if (json_int(t, "code", 1) != 0 || at < 0)
+		if (jint(t, "code", 1) != 0 || at < 0)
 			continue;
 		if (at > *max_step)
 			*max_step = at;
@@ -1263,18 +1128,18 @@ cluster_k_acks(const struct jval *acks, int64_t lead_ms, long long *k,
  * one, twice for a slow node) plus the daemons' own.
  */
 static long long
-cluster_choose_k(struct cluster *cl, const struct jval *rep)
+cluster_choose_k(struct cluster *cl, struct json_object **rep)
 {
 	long long k = -1;
 
 	cl->max_step = -1;
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		if (cl->nodes[i].rc != 0 || json_get(&rep[i], "step_from") ==
+		if (cl->nodes[i].rc != 0 || jget(rep[i], "step_from") ==
 		    NULL)
 			continue;
 		if (k < 0)
 			k = 0;
-		cluster_k_acks(json_get(&rep[i], "acks"), 2 * cl->ask_ms +
+		cluster_k_acks(jget(rep[i], "acks"), 2 * cl->ask_ms +
 		    CLUSTER_LEAD_MS, &k, &cl->max_step);
 	}
 	return k;
@@ -1283,29 +1148,29 @@ cluster_choose_k(struct cluster *cl, const struct jval *rep)
 /* Ranks of a setting round's acks that were past k when it reached them
  * (they record nothing): the first step they answer is none. */
 static size_t
-cluster_k_passed(const struct jval *acks, long long k)
+cluster_k_passed(struct json_object *acks, long long k)
 {
 	size_t n = 0;
 
-	for (size_t a = 0; acks && acks->t == J_ARR && a < acks->n; a++)
-		if (json_int(&acks->kids[a], "code", 1) == 0 &&
-		    json_int(&acks->kids[a], "first_step", -1) < 0 &&
-		    json_int(&acks->kids[a], "step_now", -1) >= k)
+	for (size_t a = 0; a < jlen(acks); a++) {
+		struct json_object *t = json_object_array_get_idx(acks, a);
+
+		if (jint(t, "code", 1) == 0 && jint(t, "first_step", -1) < 0 &&
+		    jint(t, "step_now", -1) >= k)
 			n++;
+	}
 	return n;
 }
 
 /* The nodes' "step_from"/"step_to" become k's (for the manifest). */
 static void
-cluster_set_window(struct jval *r, long long k, long long n)
+cluster_set_window(struct json_object *r, long long k, long long n)
 {
-	struct jval *f = (struct jval *)json_get(r, "step_from");
-	struct jval *t = (struct jval *)json_get(r, "step_to");
-
-	if (f != NULL && f->t == J_NUM)
-		f->i = k, f->num = (double)k;
-	if (t != NULL && t->t == J_NUM)
-		t->i = k + n, t->num = (double)(k + n);
+	if (jis_num(jget(r, "step_from")))
+		json_object_object_add(r, "step_from", json_object_new_int64(k));
+	if (jis_num(jget(r, "step_to")))
+		json_object_object_add(r, "step_to",
+		    json_object_new_int64(k + n));
 }
 
 /*
@@ -1411,14 +1276,14 @@ cluster_rollback(struct cluster *cl)
  * ranks still pass it fails.
  */
 static void
-cluster_set_k(struct cluster *cl, struct jval *rep)
+cluster_set_k(struct cluster *cl, struct json_object **rep)
 {
 	const char *test_back = getenv("MSPTI_TEST_CLUSTER_K_BACK");
 	struct cluster sub = *cl;
 	char *map = NULL, kbuf[32];
 	size_t nfailed = 0;
 	char *argv[8];
-	struct jval *r2;
+	struct json_object **r2;
 	bool *ok;
 	int64_t lead_ms = 2 * cl->ask_ms + CLUSTER_LEAD_MS;
 	int tries = 0;
@@ -1453,7 +1318,8 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 		for (size_t j = 0; j < sub.nnodes; j++) {
 			struct cluster_node *sn = &sub.nodes[j];
 
-			json_free(&r2[j]);
+			json_object_put(r2[j]);
+			r2[j] = NULL;
 			free(sn->out);
 			free(sn->err);
 			*sn = (struct cluster_node){ .name = sn->name, .rc = -1,
@@ -1466,15 +1332,15 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 			rt_lead = lead_ms;
 		for (size_t j = 0; j < sub.nnodes; j++) {
 			struct cluster_node *sn = &sub.nodes[j];
-			const struct jval *acks = NULL;
+			struct json_object *acks = NULL;
 
-			memset(&r2[j], 0, sizeof(r2[j]));
 			ok[j] = sn->rc == 0 && sn->out != NULL &&
-			    json_parse(sn->out, &r2[j]) == 0 &&
-			    (acks = json_get(&r2[j], "acks")) != NULL &&
-			    acks->t == J_ARR;
-			for (size_t a = 0; ok[j] && a < acks->n; a++)
-				if (json_int(&acks->kids[a], "code", 1) != 0)
+			    (r2[j] = jparse(sn->out)) != NULL &&
+			    (acks = jget(r2[j], "acks")) != NULL &&
+			    json_object_is_type(acks, json_type_array);
+			for (size_t a = 0; ok[j] && a < jlen(acks); a++)
+				if (jint(json_object_array_get_idx(acks, a),
+				    "code", 1) != 0)
 					ok[j] = false;
 			if (!ok[j])
 				continue;
@@ -1491,7 +1357,7 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 	}
 	for (size_t j = 0; j < sub.nnodes; j++) {
 		struct cluster_node *sn = &sub.nodes[j];
-		size_t passed = ok[j] ? cluster_k_passed(json_get(&r2[j],
+		size_t passed = ok[j] ? cluster_k_passed(jget(r2[j],
 		    "acks"), cl->k) : 0;
 
 		for (size_t i = 0; i < cl->nnodes; i++) {
@@ -1501,7 +1367,7 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 			if (n->name != sn->name)
 				continue;
 			if (ok[j] && passed == 0) {
-				cluster_set_window(&rep[i], cl->k, cl->steps);
+				cluster_set_window(rep[i], cl->k, cl->steps);
 				continue;
 			}
 			n->k_failed = true;
@@ -1523,7 +1389,7 @@ cluster_set_k(struct cluster *cl, struct jval *rep)
 	}
 out:
 	for (size_t j = 0; r2 != NULL && j < sub.nnodes; j++)
-		json_free(&r2[j]);
+		json_object_put(r2[j]);
 	for (size_t j = 0; j < sub.nnodes; j++) {
 		free(sub.nodes[j].out);
 		free(sub.nodes[j].err);
@@ -1537,28 +1403,32 @@ out:
 }
 
 static int
-cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
+cluster_start_report(struct client *c, struct cluster *cl,
+    struct json_object **rep)
 {
 	size_t nok = 0, rok = 0, rall = 0, nat;
 	long long skew = 0, late = 0;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		const struct jval *acks = json_get(&rep[i], "acks");
-		const struct jval *st = json_get(&rep[i], "started");
+		struct json_object *acks = jget(rep[i], "acks");
+		struct json_object *st = jget(rep[i], "started");
 		size_t good = 0;
 
-		for (size_t k = 0; acks && acks->t == J_ARR && k < acks->n; k++) {
-			if (json_int(&acks->kids[k], "pid", 0) == 0)
+		for (size_t k = 0; k < jlen(acks); k++) {
+			struct json_object *a = json_object_array_get_idx(acks,
+			    k);
+
+			if (jint(a, "pid", 0) == 0)
 				continue;
 			rall++;
 			/* A rolled-back node's ranks capture nothing. */
-			if (json_int(&acks->kids[k], "code", 1) == 0 &&
+			if (jint(a, "code", 1) == 0 &&
 			    !cl->nodes[i].k_failed)
 				good++;
 		}
 		rok += good;
-		if (cl->nodes[i].rc == 0 && st != NULL && st->i &&
-		    good == (acks ? acks->n : 0))
+		if (cl->nodes[i].rc == 0 && jtrue(st) &&
+		    good == jlen(acks))
 			nok++;
 	}
 	nat = cl->common_at ? cluster_start_skew(cl, rep, &skew, &late) : 0;
@@ -1589,7 +1459,7 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 			printf("%s{\"node\":", i ? "," : "");
 			util_json_str(stdout, cl->nodes[i].name);
 			printf(",\"exit\":%d,\"reply\":%s", cl->nodes[i].rc,
-			    cl->nodes[i].out && rep[i].t == J_OBJ ?
+			    cl->nodes[i].out && jis_obj(rep[i]) ?
 			    cl->nodes[i].out : "null\n");
 			printf(",\"error\":");
 			util_json_str(stdout, cl->nodes[i].rc == 0 ? "" :
@@ -1610,41 +1480,42 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
 			    (long long)cl->lead_ms, (long long)cl->probe_ms);
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			const struct cluster_node *n = &cl->nodes[i];
-			const struct jval *acks = json_get(&rep[i], "acks");
+			struct json_object *acks = jget(rep[i], "acks");
 
-			const struct jval *st = json_get(&rep[i], "started");
+			struct json_object *st = jget(rep[i], "started");
 
 			if (st == NULL || n->k_failed) {
 				printf("  %s: FAILED: %s\n", n->name,
 				    node_why(cl, n));
 				continue;
 			}
-			if (st->i) {
-				const struct jval *h = json_get(&rep[i],
+			if (jtrue(st)) {
+				struct json_object *h = jget(rep[i],
 				    "start_held");
 
 				printf("  %s: session %llu, file %s\n", n->name,
 				    (unsigned long long)n->session,
-				    json_str(&rep[i], "output"));
-				if (h != NULL && !h->i)
+				    jstr(rep[i], "output"));
+				if (h != NULL && !jtrue(h))
 					printf("    started at once, not at the "
 					    "common instant: its msptid does "
 					    "not hold starts (restart it)\n");
 			} else
 				printf("  %s: FAILED: no rank could be captured\n",
 				    n->name);
-			for (size_t k = 0; acks && k < acks->n; k++) {
-				const struct jval *a = &acks->kids[k];
+			for (size_t k = 0; k < jlen(acks); k++) {
+				struct json_object *a =
+				    json_object_array_get_idx(acks, k);
 
-				if (json_int(a, "code", 1) == 0)
+				if (jint(a, "code", 1) == 0)
 					printf("    rank %lld pid %lld capturing\n",
-					    json_int(a, "rank", -1),
-					    json_int(a, "pid", 0));
+					    jint(a, "rank", -1),
+					    jint(a, "pid", 0));
 				else
 					printf("    rank %lld pid %lld FAILED: %s\n",
-					    json_int(a, "rank", -1),
-					    json_int(a, "pid", 0),
-					    json_str(a, "message"));
+					    jint(a, "rank", -1),
+					    jint(a, "pid", 0),
+					    jstr(a, "message"));
 			}
 		}
 		printf("  manifest: %s/manifest.json\n", cl->outdir);
@@ -1662,17 +1533,18 @@ cluster_start_report(struct client *c, struct cluster *cl, struct jval *rep)
  * start is on its node's own clock (no offset applied).  0 ranks: none.
  */
 static size_t
-cluster_window_skew(const struct cluster *cl, const struct jval *rep,
+cluster_window_skew(const struct cluster *cl, struct json_object **rep,
     long long *skew_ns)
 {
 	long long lo = 0, hi = 0;
 	size_t n = 0;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		const struct jval *t = json_get(&rep[i], "targets");
+		struct json_object *t = jget(rep[i], "targets");
 
-		for (size_t k = 0; t && t->t == J_ARR && k < t->n; k++) {
-			long long w = json_int(&t->kids[k], "window_start_ns", 0);
+		for (size_t k = 0; k < jlen(t); k++) {
+			long long w = jint(json_object_array_get_idx(t, k),
+			    "window_start_ns", 0);
 
 			if (w <= 0)
 				continue;
@@ -1688,7 +1560,8 @@ cluster_window_skew(const struct cluster *cl, const struct jval *rep,
 }
 
 static int
-cluster_session_report(struct client *c, struct cluster *cl, struct jval *rep,
+cluster_session_report(struct client *c, struct cluster *cl,
+    struct json_object **rep,
     const char *verb)
 {
 	size_t nok = 0, nwin;
@@ -1696,13 +1569,19 @@ cluster_session_report(struct client *c, struct cluster *cl, struct jval *rep,
 	long long skew = 0;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		const struct jval *l = json_get(&rep[i], "losses");
+		struct json_object *l = jget(rep[i], "losses");
 
-		if (cl->nodes[i].rc == 0 && rep[i].t == J_OBJ)
+		if (cl->nodes[i].rc == 0 && jis_obj(rep[i]))
 			nok++;
-		records += (unsigned long long)json_int(&rep[i], "records", 0);
-		for (size_t k = 0; l && l->t == J_OBJ && k < l->n; k++)
-			lost += (unsigned long long)l->kids[k].i;
+		records += (unsigned long long)jint(rep[i], "records", 0);
+		if (jis_obj(l)) {
+			json_object_object_foreach(l, key, val) {
+				(void)key;
+				if (jis_num(val))
+					lost += (unsigned long long)
+					    json_object_get_int64(val);
+			}
+		}
 	}
 	nwin = cluster_window_skew(cl, rep, &skew);
 	if (c->json) {
@@ -1717,8 +1596,8 @@ cluster_session_report(struct client *c, struct cluster *cl, struct jval *rep,
 			printf("%s{\"node\":", i ? "," : "");
 			util_json_str(stdout, cl->nodes[i].name);
 			printf(",\"exit\":%d,\"reply\":%s,\"error\":",
-			    cl->nodes[i].rc, cl->nodes[i].out && rep[i].t ==
-			    J_OBJ ? cl->nodes[i].out : "null\n");
+			    cl->nodes[i].rc, cl->nodes[i].out &&
+			    jis_obj(rep[i]) ? cl->nodes[i].out : "null\n");
 			util_json_str(stdout, cl->nodes[i].rc == 0 ? "" :
 			    node_why(cl, &cl->nodes[i]));
 			printf("}");
@@ -1737,21 +1616,21 @@ cluster_session_report(struct client *c, struct cluster *cl, struct jval *rep,
 		for (size_t i = 0; i < cl->nnodes; i++) {
 			const struct cluster_node *n = &cl->nodes[i];
 
-			if (n->rc != 0 || rep[i].t != J_OBJ)
+			if (n->rc != 0 || !jis_obj(rep[i]))
 				printf("  %s: FAILED: %s\n", n->name,
 				    node_why(cl, n));
-			else if (*json_str(&rep[i], "snapshot"))
+			else if (*jstr(rep[i], "snapshot"))
 				printf("  %s: session %llu snapshot written to "
 				    "%s\n", n->name,
 				    (unsigned long long)n->session,
-				    json_str(&rep[i], "snapshot"));
+				    jstr(rep[i], "snapshot"));
 			else
 				printf("  %s: session %llu %s, %lld records, "
 				    "file %s\n", n->name,
 				    (unsigned long long)n->session,
-				    json_str(&rep[i], "state"),
-				    json_int(&rep[i], "records", 0),
-				    json_str(&rep[i], "output"));
+				    jstr(rep[i], "state"),
+				    jint(rep[i], "records", 0),
+				    jstr(rep[i], "output"));
 		}
 	}
 	return nok == cl->nnodes ? EXIT_OK : EXIT_FAIL;
@@ -1836,7 +1715,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 	char sopt;
 	char atbuf[32];
 	int64_t t0;
-	struct jval *rep = NULL;
+	struct json_object **rep = NULL;
 	const char *val;
 	int rc;
 
@@ -2069,7 +1948,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			cluster_wait_expired(&cl);
 	}
 	for (size_t i = 0; i < cl.nnodes; i++) {
-		json_free(&rep[i]);
+		json_object_put(rep[i]);
 		free(cl.nodes[i].name);
 		free(cl.nodes[i].out);
 		free(cl.nodes[i].err);

@@ -89,7 +89,24 @@ bad 2 "give --output-dir DIR" stop --hosts hosts
 bad 3 "cannot read" stop --hosts hosts --output-dir nosuchdir
 mkdir -p junk && echo '{"nodes": [' >junk/manifest.json
 bad 1 "is not a cluster manifest" stop --hosts hosts --output-dir junk
+# A FIFO where the manifest should be: refused at once, not waited on.
+mkdir -p fifo && mkfifo fifo/manifest.json
+timeout 10 "$MSPTICTL" stop --hosts hosts --output-dir fifo >bad.out 2>&1
+rc=$?
+[ "$rc" = 3 ] && [ "$(wc -l <bad.out)" = 1 ] &&
+    grep -q "not a regular file" bad.out ||
+	fail "manifest FIFO: exit $rc: $(cat bad.out)"
 [ ! -e x.mspti ] || fail "a rejected command wrote a file"
 ok "bad cluster input: one clear line, exit 2/3/1, nothing written"
+
+# The manifest is JSON, read as JSON: a node name with a \u escape is
+# that name (UTF-8), not one with a '?' in it.
+mkdir -p uni && printf '{"nodes":[{"node":"h\\u00e9","session":7}]}\n' >uni/manifest.json
+"$MSPTICTL" stop --hosts hosts --output-dir uni >uni.out 2>&1 &&
+	fail "stop on an unknown host exited 0"
+e_acute=$(printf '\303\251')
+grep -q "^  h$e_acute: FAILED: ssh: Could not resolve hostname h$e_acute" uni.out ||
+	fail "manifest node name: $(cat uni.out)"
+ok "a manifest's \\u escapes are read as JSON"
 touch "$T/go"
 echo "cluster-cli: all passed"
