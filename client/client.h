@@ -134,7 +134,8 @@ int	client_output_commit(struct client_output *);
 void	client_output_abort(struct client_output *);
 int	client_parse_file_mode(const char *arg);
 
-/* cluster.c: capture verbs over all nodes of a job (--cluster/--hosts). */
+/* cluster.c: capture verbs over all nodes of a job (--cluster/--hosts);
+ * its fan-out and manifest files share cluster-int.h. */
 bool	cluster_wanted(const char *verb, int argc, char **argv);
 int	cluster_exec(struct client *, const char *verb, int argc, char **argv);
 /* One node's answer to cluster_run. */

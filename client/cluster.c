@@ -10,7 +10,8 @@
  * The capture is a directory (--output-dir): node-local traces named
  * <node>.mspti and, on the host running this command, manifest.json with
  * the nodes, their sessions, ranks, files and (after stop/wait) records
- * and losses.
+ * and losses.  This file holds the verbs; reaching the nodes is
+ * cluster-fanout.c's, the manifest cluster-manifest.c's (cluster-int.h).
  */
 #include "config.h"
 
@@ -27,699 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
-
 #include "util.h"
 #include "client.h"
-
-#define CLUSTER_TIMEOUT_MS	60000
-#define CLUSTER_MAX_NODES	4096
-#define CLUSTER_MAX_REPLY	(16u << 20)
-#define CLUSTER_WAIT_GRACE_MS	10000	/* wait --timeout: reaching nodes */
-
-/*
- * Runs on each node: $1 is the node->session map ("-" when none), the
- * rest the msptictl command line, in which @N stands for the node's name
- * and @S for its session.
- */
-static const char cluster_wrapper[] =
-    "n=${MSPTI_NODE:-${SLURMD_NODENAME:-$(hostname)}}; m=$1; shift; s=\n"
-    "for kv in $m; do case $kv in \"$n=\"*) s=${kv#*=};; esac; done\n"
-    "echo \"@node $n\"; echo \"@clock $(($(date +%s%N) + ${MSPTI_TEST_CLOCK_SKEW_NS:-0}))\"\n"
-    "if [ \"$m\" != - ] && [ -z \"$s\" ]; then\n"
-    "  echo \"no session of this capture on $n\" >&2; echo \"@rc 3\"; exit 0; fi\n"
-    "for a; do shift; case $a in *@N*) a=$(printf %s \"$a\" | sed \"s/@N/$n/g\");;\n"
-    "  @S) a=$s;; esac; set -- \"$@\" \"$a\"; done\n"
-    "prev=; for a; do case $prev in --output) mkdir -p \"$(dirname \"$a\")\";; esac; prev=$a; done\n"
-    "\"$@\" 2>&1; echo \"@rc $?\"\n";
-
-struct cluster_node {
-	char		*name;
-	char		*out;		/* the node's stdout (msptictl's JSON) */
-	size_t		 outlen;
-	char		*err;		/* last line of complaint about it */
-	int		 rc;		/* -1: never reported */
-	uint64_t	 session;
-	int		 task;		/* srun task id, -1 until "@node" */
-	bool		 open;		/* out holds a reply cut short (srun) */
-	bool		 cut;		/* raw: the last piece was a cut one */
-	bool		 k_failed;	/* did not take the common k */
-	/* The node read node_ns on its CLOCK_REALTIME after we launched at
-	 * launch_ns and before its line reached us at recv_ns (both ours):
-	 * its offset to us lies in [node - recv, node - launch]. */
-	int64_t		 node_ns, launch_ns, recv_ns;
-};
-
-struct cluster {
-	const struct cmd_entry *e;	/* the verb, for its usage errors */
-	const char	*kind;		/* "slurm" or NULL */
-	const char	*hosts;
-	const char	*job;
-	const char	*outdir;
-	bool		 allow_partial;
-	bool		 raw;		/* keep every output line (sessions) */
-	int		 timeout_ms;
-	struct cluster_node *nodes;
-	size_t		 nnodes;
-	char		 fanerr[256];	/* why the fan-out itself failed */
-	/* start --steps N without --start-step: one k for every node. */
-	bool		 common_k;
-	long long	 k;		/* chosen, -1 none */
-	long long	 steps;		/* N */
-	long long	 max_step;	/* the furthest rank's step when asked */
-	int64_t		 ask_ms;	/* the asking fan-out's duration */
-	/* start --duration D: every node starts at start_at (its clock). */
-	bool		 common_at;
-	uint64_t	 start_at;
-	int64_t		 probe_ms;	/* the fan-out that measured the lead */
-	int64_t		 lead_ms;	/* start_at's lead over the choice */
-	const char	*wait_timeout;	/* wait --timeout D, as given */
-};
-
-/* ---- the node-local replies and the manifest, read with json-c ---- */
-
-/*
- * text as JSON: the first value in it (what follows is left, as a reply
- * may end a longer output), or NULL when it is not JSON or not whole yet
- * (a reply that srun cut).  Nesting deeper than json-c's 32 is refused.
- */
-static struct json_object *
-jparse(const char *text)
-{
-	size_t len = strlen(text);
-	struct json_tokener *tok;
-	struct json_object *o;
-
-	if (len > INT_MAX || (tok = json_tokener_new()) == NULL)
-		return NULL;
-	o = json_tokener_parse_ex(tok, text, (int)len);
-	json_tokener_free(tok);
-	return o;
-}
-
-static bool
-jis_obj(struct json_object *o)
-{
-	return o != NULL && json_object_is_type(o, json_type_object);
-}
-
-static bool
-jis_num(struct json_object *o)
-{
-	return o != NULL && (json_object_is_type(o, json_type_int) ||
-	    json_object_is_type(o, json_type_double));
-}
-
-static bool
-jtrue(struct json_object *o)
-{
-	return o != NULL && json_object_get_boolean(o);
-}
-
-/* Member key of object o; NULL when o is no object or has none. */
-static struct json_object *
-jget(struct json_object *o, const char *key)
-{
-	struct json_object *m;
-
-	return jis_obj(o) && json_object_object_get_ex(o, key, &m) ? m : NULL;
-}
-
-static long long
-jint(struct json_object *o, const char *key, long long dflt)
-{
-	struct json_object *m = jget(o, key);
-
-	return jis_num(m) ? (long long)json_object_get_int64(m) : dflt;
-}
-
-static const char *
-jstr(struct json_object *o, const char *key)
-{
-	struct json_object *m = jget(o, key);
-
-	return m != NULL && json_object_is_type(m, json_type_string) ?
-	    json_object_get_string(m) : "";
-}
-
-/* The length of array a; 0 when a is no array. */
-static size_t
-jlen(struct json_object *a)
-{
-	return a != NULL && json_object_is_type(a, json_type_array) ?
-	    json_object_array_length(a) : 0;
-}
-
-/* ---- running commands ---- */
-
-/* Appends a line of text to a growable buffer. */
-static void
-buf_add(char **buf, size_t *len, const char *s, size_t n)
-{
-	char *nb = realloc(*buf, *len + n + 2);
-
-	if (nb == NULL)
-		return;
-	memcpy(nb + *len, s, n);
-	*len += n;
-	nb[(*len)++] = '\n';
-	nb[*len] = '\0';
-	*buf = nb;
-}
-
-struct proc {
-	pid_t		 pid;
-	int		 fd[2];		/* stdout, stderr */
-	char		*part[2];	/* incomplete line */
-	size_t		 plen[2];
-	int		 node;		/* the node, -1: srun's tasks say */
-	int		 status;
-};
-
-static pid_t
-spawn(char **argv, int fds[2])
-{
-	int out[2], err[2];
-	pid_t pid;
-
-	if (pipe2(out, O_CLOEXEC) != 0)
-		return -1;
-	if (pipe2(err, O_CLOEXEC) != 0) {
-		close(out[0]);
-		close(out[1]);
-		return -1;
-	}
-	if ((pid = fork()) == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
-
-		if (devnull >= 0)
-			dup2(devnull, 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		/* Its own process group, so a timeout can end it whole. */
-		setpgid(0, 0);
-		execvp(argv[0], argv);
-		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(out[1]);
-	close(err[1]);
-	if (pid < 0) {
-		close(out[0]);
-		close(err[0]);
-		return -1;
-	}
-	fds[0] = out[0];
-	fds[1] = err[0];
-	return pid;
-}
-
-/* Runs argv, returns its stdout (NUL-terminated) or NULL; *status its exit. */
-static char *
-run_capture(char **argv, int *status, char *err, size_t errlen)
-{
-	int fds[2];
-	char *buf = NULL, tmp[4096];
-	size_t len = 0;
-	ssize_t n;
-	pid_t pid = spawn(argv, fds);
-
-	if (pid < 0) {
-		snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(errno));
-		return NULL;
-	}
-	while ((n = read(fds[0], tmp, sizeof(tmp))) > 0) {
-		char *nb = realloc(buf, len + (size_t)n + 1);
-
-		if (nb == NULL)
-			break;
-		buf = nb;
-		memcpy(buf + len, tmp, (size_t)n);
-		len += (size_t)n;
-		buf[len] = '\0';
-	}
-	n = read(fds[1], tmp, sizeof(tmp) - 1);
-	tmp[n > 0 ? n : 0] = '\0';
-	tmp[strcspn(tmp, "\n")] = '\0';
-	snprintf(err, errlen, "%.200s", tmp);
-	close(fds[0]);
-	close(fds[1]);
-	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-		;
-	if (buf == NULL)
-		buf = strdup("");
-	return buf;
-}
-
-static int
-cluster_add_node(struct cluster *cl, const char *name, size_t len)
-{
-	struct cluster_node *nn;
-
-	if (cl->nnodes >= CLUSTER_MAX_NODES)
-		return -1;
-	if ((nn = realloc(cl->nodes, (cl->nnodes + 1) * sizeof(*nn))) == NULL)
-		return -1;
-	cl->nodes = nn;
-	memset(&nn[cl->nnodes], 0, sizeof(*nn));
-	nn[cl->nnodes].name = strndup(name, len);
-	nn[cl->nnodes].rc = -1;
-	nn[cl->nnodes].task = -1;
-	cl->nnodes++;
-	return 0;
-}
-
-/* Adds each whitespace-separated word of text as a node. */
-static int
-cluster_add_words(struct cluster *cl, const char *text)
-{
-	for (const char *p = text; *p;) {
-		size_t n;
-
-		p += strspn(p, " \t\r\n");
-		if (*p == '#') {
-			p += strcspn(p, "\n");
-			continue;
-		}
-		if ((n = strcspn(p, " \t\r\n#")) == 0)
-			break;
-		if (cluster_add_node(cl, p, n) != 0)
-			return -1;
-		p += n;
-	}
-	return 0;
-}
-
-/* The job's nodes from squeue and scontrol; an exit code on failure. */
-static int
-cluster_resolve(struct cluster *cl)
-{
-	char err[256], *list, *names;
-	int st;
-
-	if (cl->hosts != NULL) {
-		FILE *f = fopen(cl->hosts, "r");
-		char line[1024];
-
-		if (f == NULL)
-			return client_usage_error(cl->e, "cannot read hosts "
-			    "file %s: %s", cl->hosts, strerror(errno));
-		while (fgets(line, sizeof(line), f) != NULL) {
-			line[strcspn(line, "#")] = '\0';
-			if (cluster_add_words(cl, line) != 0)
-				break;
-		}
-		fclose(f);
-		if (cl->nnodes == 0)
-			return client_usage_error(cl->e, "hosts file %s names "
-			    "no host", cl->hosts);
-		return EXIT_OK;
-	}
-	{
-		char *sq[] = { "squeue", "-h", "-t", "R", "-j", (char *)cl->job,
-		    "-o", "%N", NULL };
-
-		if ((list = run_capture(sq, &st, err, sizeof(err))) == NULL ||
-		    !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			fprintf(stderr, "msptictl: cannot resolve Slurm job %s: %s\n",
-			    cl->job, *err ? err : "squeue failed");
-			free(list);
-			return EXIT_NOTFOUND;
-		}
-	}
-	list[strcspn(list, " \t\r\n")] = '\0';
-	if (*list == '\0') {
-		fprintf(stderr, "msptictl: Slurm job %s is not running\n", cl->job);
-		free(list);
-		return EXIT_NOTFOUND;
-	}
-	{
-		char *sc[] = { "scontrol", "show", "hostnames", list, NULL };
-
-		names = run_capture(sc, &st, err, sizeof(err));
-	}
-	free(list);
-	if (names == NULL || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "msptictl: cannot expand the nodes of job %s: %s\n",
-		    cl->job, err);
-		free(names);
-		return EXIT_FAIL;
-	}
-	cluster_add_words(cl, names);
-	free(names);
-	return cl->nnodes > 0 ? EXIT_OK : EXIT_NOTFOUND;
-}
-
-/* Single-quotes s for a remote shell. */
-static void
-shell_quote(char **buf, size_t *len, const char *s)
-{
-	size_t need = *len + 4 * strlen(s) + 4;
-	char *nb = realloc(*buf, need), *o;
-
-	if (nb == NULL)
-		return;
-	*buf = nb;
-	o = nb + *len;
-	*o++ = ' ';
-	*o++ = '\'';
-	for (; *s; s++) {
-		if (*s == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else
-			*o++ = *s;
-	}
-	*o++ = '\'';
-	*o = '\0';
-	*len = (size_t)(o - nb);
-}
-
-static struct cluster_node *
-node_by_task(struct cluster *cl, int task)
-{
-	for (size_t i = 0; i < cl->nnodes; i++)
-		if (cl->nodes[i].task == task)
-			return &cl->nodes[i];
-	return NULL;
-}
-
-/* One line from a process: srun's are "TASK: text". */
-static void
-cluster_line(struct cluster *cl, struct proc *p, int stream, char *line)
-{
-	struct cluster_node *n = NULL;
-	int task = -1;
-
-	if (p->node >= 0)
-		n = &cl->nodes[p->node];
-	else {
-		char *s = line, *end;
-		long t;
-
-		s += strspn(s, " ");
-		t = strtol(s, &end, 10);
-		if (end != s && end[0] == ':' && end[1] == ' ') {
-			task = (int)t;
-			line = end + 2;
-			n = node_by_task(cl, task);
-		}
-	}
-	if (stream == 0 && strncmp(line, "@node ", 6) == 0) {
-		if (n == NULL && task >= 0)
-			for (size_t i = 0; i < cl->nnodes; i++)
-				if (strcmp(cl->nodes[i].name, line + 6) == 0) {
-					cl->nodes[i].task = task;
-					n = &cl->nodes[i];
-				}
-		return;
-	}
-	if (n == NULL) {
-		/* srun's own complaint: every node not yet heard of gets it. */
-		if (*line)
-			snprintf(cl->fanerr, sizeof(cl->fanerr), "%s", line);
-		return;
-	}
-	if (stream == 0 && strncmp(line, "@clock ", 7) == 0) {
-		n->recv_ns = (int64_t)util_realtime_ns();
-		n->node_ns = strtoll(line + 7, NULL, 10);
-		return;
-	}
-	if (stream == 0 && strncmp(line, "@rc ", 4) == 0) {
-		n->rc = atoi(line + 4);
-		return;
-	}
-	if (stream == 0 && n->open && !cl->raw) {
-		/* srun cuts a task's lines every 1024 bytes, labelling each
-		 * piece: a piece of a reply joins it, without the newline. */
-		struct json_object *v;
-
-		if (n->outlen > 0 && n->out[n->outlen - 1] == '\n')
-			n->out[--n->outlen] = '\0';
-		if (n->outlen < CLUSTER_MAX_REPLY)
-			buf_add(&n->out, &n->outlen, line, strlen(line));
-		n->open = (v = jparse(n->out)) == NULL;
-		json_object_put(v);
-		return;
-	}
-	if (stream == 0 && (line[0] == '{' || line[0] == '[' || cl->raw)) {
-		size_t len = strlen(line);
-
-		/* A node's reply is small; one that is not is cut, not grown.
-		 * Raw output (sessions) passes through as lines: a piece
-		 * after one srun cut at 1024 bytes continues its line. */
-		if (cl->raw && n->cut && n->outlen > 0 &&
-		    n->out[n->outlen - 1] == '\n')
-			n->out[--n->outlen] = '\0';
-		if (cl->raw)
-			n->cut = p->node < 0 && len >= 1024;
-		if (n->outlen < CLUSTER_MAX_REPLY)
-			buf_add(&n->out, &n->outlen, line, len);
-		if (!cl->raw && p->node < 0 && strlen(line) >= 1024) {
-			struct json_object *v;
-
-			n->open = (v = jparse(n->out)) == NULL;
-			json_object_put(v);
-		}
-		if (!cl->raw || strncmp(line, "msptictl: ", 10) != 0)
-			return;
-	}
-	if (*line) {
-		free(n->err);
-		n->err = strdup(strncmp(line, "msptictl: ", 10) == 0 ?
-		    line + 10 : line);
-	}
-}
-
-static void
-cluster_read(struct cluster *cl, struct proc *p, int stream)
-{
-	char tmp[8192], *nl, *b;
-	ssize_t r = read(p->fd[stream], tmp, sizeof(tmp));
-	size_t off = 0;
-
-	if (r <= 0) {
-		if (p->plen[stream] > 0)
-			cluster_line(cl, p, stream, p->part[stream]);
-		close(p->fd[stream]);
-		p->fd[stream] = -1;
-		return;
-	}
-	b = realloc(p->part[stream], p->plen[stream] + (size_t)r + 1);
-	if (b == NULL)
-		return;
-	memcpy(b + p->plen[stream], tmp, (size_t)r);
-	p->plen[stream] += (size_t)r;
-	b[p->plen[stream]] = '\0';
-	p->part[stream] = b;
-	while ((nl = memchr(b + off, '\n', p->plen[stream] - off)) != NULL) {
-		*nl = '\0';
-		cluster_line(cl, p, stream, b + off);
-		off = (size_t)(nl - b) + 1;
-	}
-	memmove(b, b + off, p->plen[stream] - off + 1);
-	p->plen[stream] -= off;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/*
- * Runs margv (msptictl's command line, with @N/@S) on every node, map
- * the "node=session ..." list or "-", and collects each node's output.
- */
-static void
-cluster_fanout(struct cluster *cl, char **margv, const char *map)
-{
-	struct proc *procs;
-	size_t nprocs = 0, nargs = 0, alive;
-	struct pollfd *pfd;
-	int64_t deadline = now_ms() + cl->timeout_ms;
-
-	while (margv[nargs] != NULL)
-		nargs++;
-	{
-		int64_t now = (int64_t)util_realtime_ns();
-
-		for (size_t i = 0; i < cl->nnodes; i++)
-			cl->nodes[i].launch_ns = now;
-	}
-	procs = calloc(cl->nnodes, sizeof(*procs));
-	pfd = calloc(2 * cl->nnodes, sizeof(*pfd));
-	if (procs == NULL || pfd == NULL) {
-		snprintf(cl->fanerr, sizeof(cl->fanerr), "out of memory");
-		goto out;
-	}
-	if (cl->kind != NULL) {
-		char nn[32], **argv = calloc(nargs + 16, sizeof(*argv));
-		char *nodelist = NULL;
-		size_t a = 0, nl = 0;
-
-		if (argv == NULL)
-			goto out;
-		for (size_t i = 0; i < cl->nnodes; i++) {
-			char *b = realloc(nodelist, nl + strlen(cl->nodes[i].name) + 2);
-
-			if (b == NULL)
-				break;
-			nodelist = b;
-			nl += (size_t)sprintf(nodelist + nl, "%s%s", i ? "," : "",
-			    cl->nodes[i].name);
-		}
-		snprintf(nn, sizeof(nn), "-N%zu", cl->nnodes);
-		argv[a++] = "srun";
-		argv[a++] = "--overlap";
-		argv[a++] = "--jobid";
-		argv[a++] = (char *)cl->job;
-		argv[a++] = nn;
-		argv[a++] = "--ntasks-per-node=1";
-		argv[a++] = "-w";
-		argv[a++] = nodelist;
-		argv[a++] = "--label";
-		argv[a++] = "--quiet";
-		argv[a++] = "sh";
-		argv[a++] = "-c";
-		argv[a++] = (char *)cluster_wrapper;
-		argv[a++] = "sh";
-		argv[a++] = (char *)map;
-		for (size_t i = 0; i < nargs; i++)
-			argv[a++] = margv[i];
-		argv[a] = NULL;
-		procs[0].node = -1;
-		procs[0].pid = spawn(argv, procs[0].fd);
-		if (procs[0].pid < 0)
-			snprintf(cl->fanerr, sizeof(cl->fanerr), "cannot run srun: %s",
-			    strerror(errno));
-		else
-			nprocs = 1;
-		free(argv);
-		free(nodelist);
-	} else {
-		const char *ssh = getenv("MSPTI_SSH");
-		char *sshcmd = strdup(ssh != NULL && *ssh ? ssh : "ssh");
-
-		for (size_t i = 0; sshcmd != NULL && i < cl->nnodes; i++) {
-			char *argv[64], *remote = NULL, *save = NULL, *tok, *copy;
-			size_t a = 0, rl = 0;
-
-			copy = strdup(sshcmd);
-			for (tok = strtok_r(copy, " ", &save); tok != NULL && a < 50;
-			    tok = strtok_r(NULL, " ", &save))
-				argv[a++] = tok;
-			argv[a++] = "-o";
-			argv[a++] = "BatchMode=yes";
-			argv[a++] = "-o";
-			argv[a++] = "ConnectTimeout=10";
-			argv[a++] = cl->nodes[i].name;
-			/* MSPTI_NODE: the name the hosts file gives, which the
-			 * manifest and the session map use. */
-			remote = strdup("env");
-			rl = strlen(remote);
-			{
-				char kv[300];
-
-				snprintf(kv, sizeof(kv), "MSPTI_NODE=%s",
-				    cl->nodes[i].name);
-				shell_quote(&remote, &rl, kv);
-			}
-			shell_quote(&remote, &rl, "sh");
-			shell_quote(&remote, &rl, "-c");
-			shell_quote(&remote, &rl, cluster_wrapper);
-			shell_quote(&remote, &rl, "sh");
-			shell_quote(&remote, &rl, map);
-			for (size_t k = 0; k < nargs; k++)
-				shell_quote(&remote, &rl, margv[k]);
-			argv[a++] = remote;
-			argv[a] = NULL;
-			procs[nprocs].node = (int)i;
-			procs[nprocs].pid = spawn(argv, procs[nprocs].fd);
-			if (procs[nprocs].pid >= 0)
-				nprocs++;
-			else {
-				free(cl->nodes[i].err);
-				cl->nodes[i].err = strdup("cannot run ssh");
-			}
-			free(remote);
-			free(copy);
-		}
-		free(sshcmd);
-	}
-	for (;;) {
-		size_t np = 0;
-		int64_t left = deadline - now_ms();
-		int r;
-
-		alive = 0;
-		for (size_t i = 0; i < nprocs; i++)
-			for (int s = 0; s < 2; s++)
-				if (procs[i].fd[s] >= 0) {
-					pfd[np].fd = procs[i].fd[s];
-					pfd[np].events = POLLIN;
-					np++;
-					alive++;
-				}
-		if (alive == 0)
-			break;
-		if (left <= 0) {
-			snprintf(cl->fanerr, sizeof(cl->fanerr),
-			    "no reply within %d s", cl->timeout_ms / 1000);
-			for (size_t i = 0; i < nprocs; i++)
-				kill(-procs[i].pid, SIGKILL);
-			break;
-		}
-		r = poll(pfd, np, (int)(left > INT_MAX ? INT_MAX : left));
-		if (r < 0 && errno != EINTR)
-			break;
-		np = 0;
-		for (size_t i = 0; i < nprocs; i++)
-			for (int s = 0; s < 2; s++)
-				if (procs[i].fd[s] >= 0 &&
-				    (pfd[np++].revents & (POLLIN | POLLHUP | POLLERR)))
-					cluster_read(cl, &procs[i], s);
-	}
-	for (size_t i = 0; i < nprocs; i++) {
-		for (int s = 0; s < 2; s++) {
-			if (procs[i].fd[s] >= 0)
-				close(procs[i].fd[s]);
-			free(procs[i].part[s]);
-		}
-		while (waitpid(procs[i].pid, &procs[i].status, 0) < 0 &&
-		    errno == EINTR)
-			;
-		if (procs[i].node >= 0 && cl->nodes[procs[i].node].rc < 0 &&
-		    cl->nodes[procs[i].node].err == NULL) {
-			char why[64];
-
-			snprintf(why, sizeof(why), "ssh exited with %d",
-			    WIFEXITED(procs[i].status) ?
-			    WEXITSTATUS(procs[i].status) : 255);
-			/* Killed at the deadline: say that. */
-			cl->nodes[procs[i].node].err = strdup(
-			    WIFSIGNALED(procs[i].status) && *cl->fanerr ?
-			    cl->fanerr : why);
-		}
-	}
-out:
-	free(procs);
-	free(pfd);
-}
-
-/* Why node n failed, in a few words. */
-static const char *
-node_why(const struct cluster *cl, const struct cluster_node *n)
-{
-	if (n->err != NULL)
-		return n->err;
-	if (n->rc < 0)
-		return *cl->fanerr ? cl->fanerr : "no reply";
-	return "failed";
-}
+#include "cluster-int.h"
 
 static const char *
 self_exe(void)
@@ -735,175 +46,6 @@ self_exe(void)
 		return "msptictl";
 	path[n] = '\0';
 	return path;
-}
-
-/* ---- the manifest ---- */
-
-static void
-manifest_path(const struct cluster *cl, char *out, size_t len)
-{
-	snprintf(out, len, "%s/manifest.json", cl->outdir);
-}
-
-static void
-json_out_str(FILE *f, const char *s)
-{
-	util_json_str(f, s != NULL ? s : "");
-}
-
-/*
- * Writes DIR/manifest.json: per node its session, file, ranks and, from
- * stop/wait replies, state, records and losses.  sess holds each node's
- * parsed reply (start's or a SessionInfo).
- */
-static int
-manifest_write(const struct cluster *cl, const char *verb,
-    struct json_object **rep)
-{
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	FILE *f;
-
-	if (mkdir(cl->outdir, 0755) != 0 && errno != EEXIST) {
-		fprintf(stderr, "msptictl: cannot create %s: %s\n", cl->outdir,
-		    strerror(errno));
-		return -1;
-	}
-	manifest_path(cl, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((f = fopen(tmp, "w")) == NULL) {
-		fprintf(stderr, "msptictl: cannot write %s: %s\n", tmp,
-		    strerror(errno));
-		return -1;
-	}
-	fprintf(f, "{\"format\":\"mspti-cluster-capture\",\"version\":1,"
-	    "\"via\":\"%s\",\"job\":", cl->kind ? "slurm" : "ssh");
-	json_out_str(f, cl->job);
-	fprintf(f, ",\"updated_by\":\"%s\",\"output_dir\":", verb);
-	json_out_str(f, cl->outdir);
-	fprintf(f, ",\"nodes\":[");
-	for (size_t i = 0; i < cl->nnodes; i++) {
-		const struct cluster_node *n = &cl->nodes[i];
-		struct json_object *r = rep[i], *acks, *losses;
-		bool ok = n->rc == 0 && jis_obj(r);
-
-		fprintf(f, "%s{\"node\":", i ? "," : "");
-		json_out_str(f, n->name);
-		fprintf(f, ",\"ok\":%s,\"session\":%llu,\"file\":",
-		    ok ? "true" : "false", (unsigned long long)n->session);
-		json_out_str(f, ok ? jstr(r, "output") : "");
-		if (!ok) {
-			fprintf(f, ",\"error\":");
-			json_out_str(f, node_why(cl, n));
-		}
-		if (n->node_ns > 0 && n->recv_ns > 0)
-			fprintf(f, ",\"clock\":{\"node_realtime_ns\":%lld,"
-			    "\"launch_ns\":%lld,\"reply_ns\":%lld,"
-			    "\"offset_min_ns\":%lld,\"offset_max_ns\":%lld}",
-			    (long long)n->node_ns, (long long)n->launch_ns,
-			    (long long)n->recv_ns,
-			    (long long)(n->node_ns - n->recv_ns),
-			    (long long)(n->node_ns - n->launch_ns));
-		if (jget(r, "state") != NULL) {
-			fprintf(f, ",\"state\":");
-			json_out_str(f, jstr(r, "state"));
-			fprintf(f, ",\"records\":%lld", jint(r, "records", 0));
-		}
-		losses = jget(r, "losses");
-		if (jis_obj(losses)) {
-			const char *sep = "";
-
-			fprintf(f, ",\"losses\":{");
-			json_object_object_foreach(losses, key, val) {
-				fprintf(f, "%s", sep);
-				json_out_str(f, key);
-				fprintf(f, ":%lld", jis_num(val) ? (long long)
-				    json_object_get_int64(val) : 0);
-				sep = ",";
-			}
-			fprintf(f, "}");
-		}
-		acks = jget(r, "acks");
-		if (acks == NULL)
-			acks = jget(r, "targets");
-		fprintf(f, ",\"ranks\":[");
-		for (size_t k = 0; k < jlen(acks); k++) {
-			struct json_object *a = json_object_array_get_idx(acks,
-			    k);
-
-			fprintf(f, "%s{\"pid\":%lld,\"rank\":%lld,\"ok\":%s,"
-			    "\"message\":", k ? "," : "", jint(a, "pid", 0),
-			    jint(a, "rank", -1),
-			    jint(a, "code", 1) == 0 ? "true" : "false");
-			json_out_str(f, jstr(a, "message"));
-			fprintf(f, "}");
-		}
-		fprintf(f, "]}");
-	}
-	fprintf(f, "]}\n");
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		fprintf(stderr, "msptictl: cannot write %s: %s\n", path,
-		    strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
-/* Reads node sessions from DIR/manifest.json into cl (the nodes it names). */
-static int
-manifest_read(struct cluster *cl)
-{
-	char path[PATH_MAX], *text = NULL;
-	struct json_object *m, *nodes;
-	struct stat st;
-	FILE *f;
-	long len;
-	int fd;
-
-	manifest_path(cl, path, sizeof(path));
-	/* Not blocking on a FIFO, nor reading a device, put there. */
-	f = NULL;
-	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) >= 0 &&
-	    fstat(fd, &st) == 0 && !S_ISREG(st.st_mode))
-		errno = EINVAL;
-	else if (fd >= 0)
-		f = fdopen(fd, "r");
-	if (f == NULL) {
-		fprintf(stderr, "msptictl: cannot read %s: %s\n", path,
-		    errno == EINVAL ? "not a regular file" : strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return EXIT_NOTFOUND;
-	}
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 &&
-	    len < (64 << 20) && (text = malloc((size_t)len + 1)) != NULL) {
-		rewind(f);
-		text[fread(text, 1, (size_t)len, f)] = '\0';
-	}
-	fclose(f);
-	if (text == NULL || (m = jparse(text)) == NULL) {
-		fprintf(stderr, "msptictl: %s is not a cluster manifest\n", path);
-		free(text);
-		return EXIT_FAIL;
-	}
-	free(text);
-	nodes = jget(m, "nodes");
-	for (size_t i = 0; i < jlen(nodes); i++) {
-		struct json_object *n = json_object_array_get_idx(nodes, i);
-		const char *name = jstr(n, "node");
-		long long s = jint(n, "session", 0);
-
-		if (s <= 0 || *name == '\0')
-			continue;
-		cluster_add_node(cl, name, strlen(name));
-		cl->nodes[cl->nnodes - 1].session = (uint64_t)s;
-	}
-	json_object_put(m);
-	if (cl->nnodes == 0) {
-		fprintf(stderr, "msptictl: %s names no started session\n", path);
-		return EXIT_NOTFOUND;
-	}
-	return EXIT_OK;
 }
 
 /* ---- the verbs ---- */
@@ -1040,9 +182,9 @@ cluster_probe(struct cluster *cl)
 	argv[0] = (char *)self_exe();
 	argv[1] = "--version";
 	argv[2] = NULL;
-	t0 = now_ms();
+	t0 = cluster_fanout_now_ms();
 	cluster_fanout(&sub, argv, "-");
-	t0 = now_ms() - t0;
+	t0 = cluster_fanout_now_ms() - t0;
 	for (size_t i = 0; i < cl->nnodes; i++) {
 		free(sub.nodes[i].out);
 		free(sub.nodes[i].err);
@@ -1197,7 +339,7 @@ cluster_sub(const struct cluster *cl, struct cluster *sub,
 		sub->nnodes++;
 		snprintf(kv, sizeof(kv), "%s%s=%llu", maplen ? " " : "",
 		    cl->nodes[i].name, (unsigned long long)cl->nodes[i].session);
-		buf_add(map, &maplen, kv, strlen(kv));
+		cluster_fanout_buf_add(map, &maplen, kv, strlen(kv));
 		(*map)[--maplen] = '\0';
 	}
 	return 0;
@@ -1247,14 +389,14 @@ cluster_rollback(struct cluster *cl)
 				continue;
 			if (sn->rc == 0)
 				snprintf(why, sizeof(why), "%s; its session %llu "
-				    "was stopped (rolled back)", node_why(cl, n),
+				    "was stopped (rolled back)", cluster_fanout_why(cl, n),
 				    (unsigned long long)n->session);
 			else
 				snprintf(why, sizeof(why), "%s; its session %llu "
 				    "is still held at no step (stop failed: %s; "
-				    "stop --output-dir ends it)", node_why(cl, n),
+				    "stop --output-dir ends it)", cluster_fanout_why(cl, n),
 				    (unsigned long long)n->session,
-				    node_why(&sub, sn));
+				    cluster_fanout_why(&sub, sn));
 			free(n->err);
 			n->err = strdup(why);
 		}
@@ -1307,7 +449,7 @@ cluster_set_k(struct cluster *cl, struct json_object **rep)
 	for (;;) {
 		size_t passed = 0;
 		long long next = -1, max_step = cl->max_step;
-		int64_t t0 = now_ms(), rt_lead;
+		int64_t t0 = cluster_fanout_now_ms(), rt_lead;
 
 		/* Tests: the first rounds' k lies that many steps back, so
 		 * every rank has passed it. */
@@ -1327,7 +469,7 @@ cluster_set_k(struct cluster *cl, struct json_object **rep)
 		}
 		if (sub.nnodes > 0 && map != NULL)
 			cluster_fanout(&sub, argv, map);
-		rt_lead = 2 * (now_ms() - t0) + CLUSTER_LEAD_MS;
+		rt_lead = 2 * (cluster_fanout_now_ms() - t0) + CLUSTER_LEAD_MS;
 		if (rt_lead < lead_ms)
 			rt_lead = lead_ms;
 		for (size_t j = 0; j < sub.nnodes; j++) {
@@ -1451,7 +593,7 @@ cluster_start_report(struct client *c, struct cluster *cl,
 		{
 			char p[PATH_MAX];
 
-			manifest_path(cl, p, sizeof(p));
+			cluster_manifest_path(cl, p, sizeof(p));
 			util_json_str(stdout, p);
 		}
 		printf(",\"nodes\":[");
@@ -1463,7 +605,7 @@ cluster_start_report(struct client *c, struct cluster *cl,
 			    cl->nodes[i].out : "null\n");
 			printf(",\"error\":");
 			util_json_str(stdout, cl->nodes[i].rc == 0 ? "" :
-			    node_why(cl, &cl->nodes[i]));
+			    cluster_fanout_why(cl, &cl->nodes[i]));
 			printf("}");
 		}
 		printf("]}\n");
@@ -1486,7 +628,7 @@ cluster_start_report(struct client *c, struct cluster *cl,
 
 			if (st == NULL || n->k_failed) {
 				printf("  %s: FAILED: %s\n", n->name,
-				    node_why(cl, n));
+				    cluster_fanout_why(cl, n));
 				continue;
 			}
 			if (jtrue(st)) {
@@ -1599,7 +741,7 @@ cluster_session_report(struct client *c, struct cluster *cl,
 			    cl->nodes[i].rc, cl->nodes[i].out &&
 			    jis_obj(rep[i]) ? cl->nodes[i].out : "null\n");
 			util_json_str(stdout, cl->nodes[i].rc == 0 ? "" :
-			    node_why(cl, &cl->nodes[i]));
+			    cluster_fanout_why(cl, &cl->nodes[i]));
 			printf("}");
 		}
 		printf("]}\n");
@@ -1618,7 +760,7 @@ cluster_session_report(struct client *c, struct cluster *cl,
 
 			if (n->rc != 0 || !jis_obj(rep[i]))
 				printf("  %s: FAILED: %s\n", n->name,
-				    node_why(cl, n));
+				    cluster_fanout_why(cl, n));
 			else if (*jstr(rep[i], "snapshot"))
 				printf("  %s: session %llu snapshot written to "
 				    "%s\n", n->name,
@@ -1654,10 +796,10 @@ cluster_sessions_report(struct client *c, struct cluster *cl)
 			util_json_str(stdout, n->name);
 			printf(",\"exit\":%d,\"sessions\":%s,\"error\":", n->rc,
 			    n->out ? n->out : "null\n");
-			util_json_str(stdout, n->rc == 0 ? "" : node_why(cl, n));
+			util_json_str(stdout, n->rc == 0 ? "" : cluster_fanout_why(cl, n));
 			printf("}");
 		} else if (n->rc != 0)
-			printf("%s: FAILED: %s\n", n->name, node_why(cl, n));
+			printf("%s: FAILED: %s\n", n->name, cluster_fanout_why(cl, n));
 		else
 			printf("%s:\n%s", n->name, n->out ? n->out : "");
 	}
@@ -1674,7 +816,7 @@ cluster_wait_expired(const struct cluster *cl)
 	size_t n = 0;
 
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		const char *why = node_why(cl, &cl->nodes[i]);
+		const char *why = cluster_fanout_why(cl, &cl->nodes[i]);
 
 		if (cl->nodes[i].rc != 0 && (strstr(why, "not finalized within") ||
 		    strstr(why, "no reply within")))
@@ -1685,7 +827,7 @@ cluster_wait_expired(const struct cluster *cl)
 	fprintf(stderr, "msptictl wait: %zu of %zu nodes not finalized within "
 	    "%s:", n, cl->nnodes, cl->wait_timeout);
 	for (size_t i = 0; i < cl->nnodes; i++) {
-		const char *why = node_why(cl, &cl->nodes[i]);
+		const char *why = cluster_fanout_why(cl, &cl->nodes[i]);
 
 		if (cl->nodes[i].rc != 0 && (strstr(why, "not finalized within") ||
 		    strstr(why, "no reply within")))
@@ -1868,7 +1010,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		if (cl.outdir == NULL)
 			return client_usage_error(e, "give --output-dir DIR (the "
 			    "capture's manifest) or a SESSION");
-		if ((rc = manifest_read(&cl)) != EXIT_OK)
+		if ((rc = cluster_manifest_read(&cl)) != EXIT_OK)
 			return rc;
 		for (size_t i = 0; i < cl.nnodes; i++) {
 			char kv[320];
@@ -1876,7 +1018,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			snprintf(kv, sizeof(kv), "%s%s=%llu", i ? " " : "",
 			    cl.nodes[i].name,
 			    (unsigned long long)cl.nodes[i].session);
-			buf_add(&map, &maplen, kv, strlen(kv));
+			cluster_fanout_buf_add(&map, &maplen, kv, strlen(kv));
 			map[--maplen] = '\0';
 		}
 		if (strcmp(verb, "snapshot") == 0) {
@@ -1903,7 +1045,7 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		memmove(&margv[1], &margv[2], (m - 1) * sizeof(*margv));
 	if (strcmp(verb, "wait") == 0 && !timeout_set)
 		cl.timeout_ms = INT_MAX;	/* wait: as long as the sessions run */
-	if (cl.nnodes == 0 && (rc = cluster_resolve(&cl)) != EXIT_OK)
+	if (cl.nnodes == 0 && (rc = cluster_fanout_resolve(&cl)) != EXIT_OK)
 		return rc;
 	if (cl.common_at) {
 		/* One start instant for all: ahead by twice what a fan-out
@@ -1922,9 +1064,9 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 		margv[m++] = atbuf;
 		margv[m] = NULL;
 	}
-	t0 = now_ms();
+	t0 = cluster_fanout_now_ms();
 	cluster_fanout(&cl, margv, map != NULL ? map : "-");
-	cl.ask_ms = now_ms() - t0;
+	cl.ask_ms = cluster_fanout_now_ms() - t0;
 	rep = calloc(cl.nnodes, sizeof(*rep));
 	if (rep == NULL)
 		return EXIT_FAIL;
@@ -1936,12 +1078,12 @@ cluster_exec(struct client *c, const char *verb, int argc, char **argv)
 			/* The sessions exist now: a caller killed before k is
 			 * set still finds them in the manifest (stop). */
 			if (cl.outdir != NULL)
-				manifest_write(&cl, verb, rep);
+				cluster_manifest_write(&cl, verb, rep);
 			cluster_set_k(&cl, rep);
 		}
 		/* A snapshot adds files; the manifest keeps the session's. */
 		if (cl.outdir != NULL && strcmp(verb, "snapshot") != 0)
-			manifest_write(&cl, verb, rep);
+			cluster_manifest_write(&cl, verb, rep);
 		rc = is_start ? cluster_start_report(c, &cl, rep) :
 		    cluster_session_report(c, &cl, rep, verb);
 		if (cl.wait_timeout != NULL)
@@ -1999,7 +1141,7 @@ cluster_run(const struct cmd_entry *e, const char *kind, const char *hosts,
 
 	*out = NULL;
 	*nout = 0;
-	if ((rc = cluster_resolve(&cl)) != EXIT_OK)
+	if ((rc = cluster_fanout_resolve(&cl)) != EXIT_OK)
 		return rc;
 	cluster_fanout(&cl, margv, "-");
 	if ((r = calloc(cl.nnodes, sizeof(*r))) == NULL)
@@ -2011,7 +1153,7 @@ cluster_run(const struct cmd_entry *e, const char *kind, const char *hosts,
 		r[i].out = n->out;
 		r[i].outlen = n->outlen;
 		r[i].rc = n->rc;
-		r[i].why = strdup(node_why(&cl, n));
+		r[i].why = strdup(cluster_fanout_why(&cl, n));
 		free(n->err);
 	}
 	free(cl.nodes);
