@@ -396,8 +396,15 @@ AN_HIDDEN uint64_t	 an_union_measure(const struct an_union *u,
 			    uint64_t a, uint64_t b);
 AN_HIDDEN void		*an_realloc(void *p, size_t n);
 AN_HIDDEN void		 an_grow(void *vp, size_t *cap, size_t n, size_t sz);
-/* analysis-partial.c */
+/* analysis-merge.c */
 AN_HIDDEN void		 an_finish_input(struct analysis *a);
+/* 1 + the first op named name (0: none); sets it unless set. */
+AN_HIDDEN uint32_t	 an_op_first(const struct analysis *a, uint32_t name);
+AN_HIDDEN void		 an_op_first_set(struct analysis *a, uint32_t name,
+			    size_t idx);
+/* Host launch time of kernels of name with no op of their own. */
+AN_HIDDEN void		 an_orphan_add(struct analysis *a, uint32_t name,
+			    uint64_t total, uint64_t count);
 /* analysis-sweep.c */
 AN_HIDDEN void		 an_sweep_add(struct analysis *a, struct an_proc *p,
 			    uint64_t s, uint64_t e, enum an_cls cls);
