@@ -345,6 +345,25 @@ pt_worker(void *arg)
 	}
 }
 
+/* Starts up to nth workers on j (none when nth is 1); how many started. */
+static size_t
+pt_start(struct pt_job *j, pthread_t *th, size_t nth)
+{
+	sigset_t old;
+	size_t started = 0;
+
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_cond_init(&j->cv, NULL);
+	/* Inside an application (the Python extension) its signals stay
+	 * with its own threads. */
+	util_block_async_signals(&old);
+	for (size_t t = 0; nth > 1 && t < nth; t++)
+		if (pthread_create(&th[started], NULL, pt_worker, j) == 0)
+			started++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
 /* Merges file i's partial into a; 1 when the file was read. */
 static size_t
 pt_merge_one(struct analysis *a, struct pt_job *j, size_t i)
@@ -365,7 +384,6 @@ AN_ATTR size_t
 analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 {
 	struct pt_job j;
-	sigset_t old;
 	pthread_t th[256];
 	size_t nth, started = 0, ok = 0;
 	unsigned jobs = a->o.jobs ? a->o.jobs : 1;
@@ -390,15 +408,7 @@ analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 		free(j.done);
 		return 0;
 	}
-	pthread_mutex_init(&j.mu, NULL);
-	pthread_cond_init(&j.cv, NULL);
-	/* Inside an application (the Python extension) its signals stay
-	 * with its own threads. */
-	util_block_async_signals(&old);
-	for (size_t t = 0; nth > 1 && t < nth; t++)
-		if (pthread_create(&th[started], NULL, pt_worker, &j) == 0)
-			started++;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	started = pt_start(&j, th, nth);
 	/* Alone, this thread reads the files one by one. */
 	if (started == 0) {
 		struct analysis_opts o = a->o;
@@ -440,7 +450,6 @@ analysis_encode_files(const struct analysis_opts *o, char *const *paths,
 {
 	struct analysis *a = analysis_new(o);
 	struct pt_job j;
-	sigset_t old;
 	pthread_t th[256];
 	size_t nth, started = 0;
 	unsigned jobs;
@@ -470,15 +479,7 @@ analysis_encode_files(const struct analysis_opts *o, char *const *paths,
 		analysis_free(a);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&j.mu, NULL);
-	pthread_cond_init(&j.cv, NULL);
-	/* Inside an application (the Python extension) its signals stay
-	 * with its own threads. */
-	util_block_async_signals(&old);
-	for (size_t t = 0; nth > 1 && t < nth; t++)
-		if (pthread_create(&th[started], NULL, pt_worker, &j) == 0)
-			started++;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	started = pt_start(&j, th, nth);
 	if (started == 0)
 		pt_worker(&j);
 	for (size_t t = 0; t < started; t++)

@@ -57,6 +57,26 @@ PY
 	fail "window of $1: $(tail -3 "$T/w.out")"
 }
 
+# forced NAME K N [SYNC-RANKS OPTIONS]: a --mode one process of job NAME
+# that waits for $T/go-NAME before its loop gets a window of N steps
+# from K (--start-step K), then goes; waits for the session's end:
+# $T/NAME.mspti and $T/NAME-wait.json.  Its loop stops at $T/stop-NAME.
+forced() {
+	name=$1 fk=$2 fn=$3
+	shift 3
+	MSPTI_JOB_ID=$name $WITH_AGENT "$SYNC" --mode one --go "$T/go-$name" \
+	    --until "$T/stop-$name" "$@" >/dev/null 2>&1 &
+	fp=$!
+	PIDS="$PIDS $fp"
+	wait_until 20 sync_agents "$name" 1 || fail "$name did not register"
+	$CTL --json start --pid "$fp" --steps "$fn" --start-step "$fk" \
+	    --output "$T/$name.mspti" >"$T/$name.json" || fail "start $name"
+	: >"$T/go-$name"
+	sid=$(json "$T/$name.json" 'j["session"]')
+	timeout 60 $CTL --json wait "$sid" >"$T/$name-wait.json" ||
+		fail "wait $name"
+}
+
 # One process, two synchronizes per step from two call sites: --pid with
 # --steps 3, the daemon choosing k.
 MSPTI_JOB_ID=one $WITH_AGENT "$SYNC" --mode two --period-us 3000 \
@@ -118,16 +138,7 @@ ok "two ranks at two speeds, one sync site: iterations [$k, $((k + 3))) on both"
 
 # --start-step: a forced window on a process that is not stepping yet
 # (waits for a go file): exactly those iterations.
-MSPTI_JOB_ID=forced $WITH_AGENT "$SYNC" --mode one --go "$T/go" \
-    --until "$T/stop-forced" >/dev/null 2>&1 &
-P3=$!
-PIDS="$PIDS $P3"
-wait_until 20 sync_agents forced 1 || fail "forced did not register"
-$CTL --json start --pid "$P3" --steps 2 --start-step 9 \
-    --output "$T/forced.mspti" >"$T/forced.json" || fail "start forced"
-: >"$T/go"
-sid=$(json "$T/forced.json" 'j["session"]')
-timeout 60 $CTL --json wait "$sid" >"$T/forced-wait.json" || fail "wait forced"
+forced forced 9 2
 check_window "$T/forced.mspti" 2 9
 ok "--start-step 9 --steps 2 before the loop: iterations [9, 11)"
 
@@ -137,16 +148,7 @@ ok "--start-step 9 --steps 2 before the loop: iterations [9, 11)"
 # process records from the first step it knows, F, to 9, tells msptid
 # so (wait, the trace and report say F, and the steps before it missed),
 # and the session ends by steps.  Before, its window moved to [F, F+8).
-MSPTI_JOB_ID=late $WITH_AGENT "$SYNC" --mode one --go "$T/go-late" \
-    --until "$T/stop-late" >/dev/null 2>&1 &
-P6=$!
-PIDS="$PIDS $P6"
-wait_until 20 sync_agents late 1 || fail "late did not register"
-$CTL --json start --pid "$P6" --steps 8 --start-step 2 \
-    --output "$T/late.mspti" >"$T/late.json" || fail "start late"
-: >"$T/go-late"
-sid=$(json "$T/late.json" 'j["session"]')
-timeout 60 $CTL --json wait "$sid" >"$T/late-wait.json" || fail "wait late"
+forced late 2 8
 [ "$(json "$T/late-wait.json" 'j["stop_reason"]')" = steps ] ||
 	fail "late did not stop by steps: $(cat "$T/late-wait.json")"
 f=$(json "$T/late-wait.json" 'j["targets"][0]["first_step"]')
@@ -169,16 +171,7 @@ ok "--start-step 2 --steps 8, steps known from $f: iterations [$f, 10), the rest
 # 11), so exactly those 4 iterations are recorded, the synchronize range
 # of iteration 11 is withdrawn, and report's breakdown holds the 4 whole
 # iterations, numbered 9 to 12, with nothing left open.
-MSPTI_JOB_ID=take $WITH_AGENT "$SYNC" --mode one --go "$T/go-take" \
-    --mstx-from 11 --until "$T/stop-take" >/dev/null 2>&1 &
-P5=$!
-PIDS="$PIDS $P5"
-wait_until 20 sync_agents take 1 || fail "take did not register"
-$CTL --json start --pid "$P5" --steps 4 --start-step 9 \
-    --output "$T/take.mspti" >"$T/take.json" || fail "start take"
-: >"$T/go-take"
-sid=$(json "$T/take.json" 'j["session"]')
-timeout 60 $CTL --json wait "$sid" >"$T/take-wait.json" || fail "wait take"
+forced take 9 4 --mstx-from 11
 [ "$(json "$T/take-wait.json" '[(t["first_step"], t["steps"]) for t in j["targets"]]')" = \
     "[(9, 4)]" ] || fail "take targets: $(cat "$T/take-wait.json")"
 "$DUMP" "$T/take.mspti" >"$T/take.jsonl" 2>"$T/take.err" ||
