@@ -345,6 +345,27 @@ pt_worker(void *arg)
 	}
 }
 
+/* j over the n paths for a's options; the analysing threads to run
+ * (1 to 256: fewer files than jobs leave the rest to decompress ahead). */
+static size_t
+pt_job_init(struct pt_job *j, struct analysis *a, char *const *paths,
+    size_t n)
+{
+	unsigned jobs = a->o.jobs ? a->o.jobs : 1;
+	size_t nth = jobs < n ? jobs : n;
+
+	if (nth > 256)
+		nth = 256;
+	if (nth == 0)
+		nth = 1;
+	memset(j, 0, sizeof(*j));
+	j->a = a;
+	j->paths = paths;
+	j->n = n;
+	j->reader_threads = (unsigned)(jobs / nth) - 1;
+	return nth;
+}
+
 /* Starts up to nth workers on j (none when nth is 1); how many started. */
 static size_t
 pt_start(struct pt_job *j, pthread_t *th, size_t nth)
@@ -390,15 +411,7 @@ analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 
 	if (n == 0)
 		return 0;
-	memset(&j, 0, sizeof(j));
-	j.a = a;
-	j.paths = paths;
-	j.n = n;
-	nth = jobs < n ? jobs : n;
-	if (nth > 256)
-		nth = 256;
-	/* Fewer files than jobs: the rest decompress chunks ahead. */
-	j.reader_threads = (unsigned)(jobs / nth) - 1;
+	nth = pt_job_init(&j, a, paths, n);
 	j.part = calloc(n, sizeof(*j.part));
 	j.rc = calloc(n, sizeof(*j.rc));
 	j.done = calloc(n, sizeof(*j.done));
@@ -452,21 +465,10 @@ analysis_encode_files(const struct analysis_opts *o, char *const *paths,
 	struct pt_job j;
 	pthread_t th[256];
 	size_t nth, started = 0;
-	unsigned jobs;
 
 	if (a == NULL)
 		return -ENOMEM;
-	jobs = a->o.jobs ? a->o.jobs : 1;
-	memset(&j, 0, sizeof(j));
-	j.a = a;
-	j.paths = paths;
-	j.n = n;
-	nth = jobs < n ? jobs : n;
-	if (nth > 256)
-		nth = 256;
-	if (nth == 0)
-		nth = 1;
-	j.reader_threads = (unsigned)(jobs / nth) - 1;
+	nth = pt_job_init(&j, a, paths, n);
 	j.part = calloc(n + 1, sizeof(*j.part));
 	j.done = calloc(n + 1, sizeof(*j.done));
 	j.rc = rcs;
