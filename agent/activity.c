@@ -252,6 +252,23 @@ api_after_fork_child(void)
 	tls_tid = 0;
 }
 
+void
+activity_host_marker(msptiActivityMarker *m, msptiActivityFlag flag,
+    uint64_t id, uint64_t ts, uint32_t pid, const char *name,
+    const char *domain)
+{
+	memset(m, 0, sizeof(*m));
+	m->kind = MSPTI_ACTIVITY_KIND_MARKER;
+	m->flag = flag;
+	m->sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_HOST;
+	m->timestamp = ts;
+	m->id = id;
+	m->objectId.pt.processId = pid;
+	m->objectId.pt.threadId = api_tid();
+	m->name = name;
+	m->domain = domain;
+}
+
 uint32_t
 api_pid(void)
 {

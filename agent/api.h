@@ -155,6 +155,10 @@ void		activity_emit_api_always(const void *rec, size_t len);
 /* To the daemon session's sink only, when it wants the kind. */
 void		activity_emit_session(const void *rec, size_t len);
 size_t		activity_record_size(uint32_t kind);
+/* m as a host MARKER record of process pid, thread the caller. */
+void		activity_host_marker(msptiActivityMarker *m,
+		    msptiActivityFlag flag, uint64_t id, uint64_t ts,
+		    uint32_t pid, const char *name, const char *domain);
 /* Records lost, all kinds; activity_drop counts n lost of kind. */
 uint64_t	activity_dropped(void);
 void		activity_drop(uint32_t kind, uint64_t n);

@@ -263,16 +263,7 @@ mstx_host_record(uint64_t id, msptiActivityFlag flag, const char *name,
 {
 	msptiActivityMarker r;
 
-	memset(&r, 0, sizeof(r));
-	r.kind = MSPTI_ACTIVITY_KIND_MARKER;
-	r.flag = flag;
-	r.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_HOST;
-	r.timestamp = ts;
-	r.id = id;
-	r.objectId.pt.processId = api_pid();
-	r.objectId.pt.threadId = api_tid();
-	r.name = name;
-	r.domain = domain;
+	activity_host_marker(&r, flag, id, ts, api_pid(), name, domain);
 	activity_emit(&r, sizeof(r));
 }
 

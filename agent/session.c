@@ -682,16 +682,8 @@ session_sync_marker(struct agent_session *s, struct sess_thread *t,
 {
 	msptiActivityMarker m;
 
-	memset(&m, 0, sizeof(m));
-	m.kind = MSPTI_ACTIVITY_KIND_MARKER;
-	m.flag = flag;
-	m.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_HOST;
-	m.timestamp = ts;
-	m.id = STEP_SYNC_ID + idx;
-	m.objectId.pt.processId = s->pid;
-	m.objectId.pt.threadId = api_tid();
-	m.name = api_intern(atomic_load(&step_name));
-	m.domain = api_intern(domain);
+	activity_host_marker(&m, flag, STEP_SYNC_ID + idx, ts, s->pid,
+	    api_intern(atomic_load(&step_name)), api_intern(domain));
 	if (m.name == NULL || m.domain == NULL)
 		return;
 	session_marker(s, session_prod(s, t), &m);
