@@ -1242,6 +1242,7 @@ session_after_fork_child(void)
 	step_last_ns = step_period_ns = 0;
 	step_src = SESSION_STEPS_NONE;
 	step_sync_open = 0;
+	first_note_sid = 0;
 	steps_after_fork_child();
 	atomic_store(&sess_fp->live, NULL);
 	if (atomic_load(&sess_fp->mine) == 0)
