@@ -441,6 +441,8 @@ register_handle(const struct frame_hdr *h, ProtobufCMessage *msg, int fd)
 		    wakefd, &si);
 		if (wakefd >= 0)
 			close(wakefd);
+		if (rc == 0)
+			session_prefault();
 		return true;
 	}
 	case MSPTI__MSG_TYPE__MSG_UPDATE_CAPTURE: {

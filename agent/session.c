@@ -860,6 +860,21 @@ session_win_set(struct agent_session *s, int64_t from,
 	}
 }
 
+/*
+ * Registration thread, once the start is acked (so that the capture is
+ * active without waiting for it): the pages of the shared segment and of
+ * the one the first producing thread claims, here rather than one fault
+ * at a time on the application's records.
+ */
+void
+session_prefault(void)
+{
+	if (cur == NULL)
+		return;
+	ring_populate(cur->ring, 0);
+	ring_populate(cur->ring, 1);
+}
+
 /* Registration thread: true, with the session and si->first, when
  * msptid is to be told the first step its window records now. */
 bool
@@ -1089,9 +1104,6 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		return rc;
 	}
 	ring_producer_shared(s->ring, &s->shared);
-	/* The segment the first producing thread claims: its pages here on
-	 * this thread, not on the application's first record. */
-	ring_populate(s->ring, 1);
 	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->wakefd < 0 || (*wakefdp = dup(s->wakefd)) < 0) {
 		rc = -errno;

@@ -144,6 +144,7 @@ throughput(const char *path, uint64_t n, double rate)
 	    ring_map(rfd, &ring) != 0)
 		exit(1);
 	close(rfd);
+	ring_populate(ring, 0);		/* as the agent after its start */
 	w = open_writer(path, &fd);
 	pr = (struct prod){ ring, n, 0, 0, rate };
 	t0 = now_ns();
@@ -232,6 +233,7 @@ stop_latency(const char *path)
 	if (ring_create(64u << 20, &rfd) != 0 || ring_map(rfd, &ring) != 0)
 		exit(1);
 	close(rfd);
+	ring_populate(ring, 0);		/* as the agent after its start */
 	w = open_writer(path, &fd);
 	/* Stream mode: most of the records were drained before stop. */
 	pr = (struct prod){ ring, n - 100000, 0, 0, 0 };

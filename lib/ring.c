@@ -237,8 +237,6 @@ ring_map(int fd, struct ring **ringp)
 		sg->tail = atomic_load_explicit(&sg->sh->tail,
 		    memory_order_acquire);
 	}
-	/* The shared segment is used at once, by anyone: fault it in now. */
-	ring_populate(r, 0);
 	r->st.capacity = cap;
 	r->st.segments = nseg;
 	*ringp = r;

@@ -125,9 +125,11 @@ size_t	ring_max_record(const struct ring *ring);
 /* Segments in the ring (1..RING_MAX_SEGMENTS). */
 unsigned	ring_segments(const struct ring *ring);
 
-/* Faults in segment seg's pages (once per mapping; ring_map does segment
- * 0, ring_producer_claim the one it claims): a caller off the hot path
- * may do it ahead of the thread that will claim it. */
+/* Faults in segment seg's pages (once per mapping; ring_map does none,
+ * ring_producer_claim the one it claims): a caller off the hot path may
+ * do it ahead of the threads that will write there (the agent does the
+ * shared segment and the first claimed one once it has acked the start;
+ * the daemon, which only reads, none). */
 void	ring_populate(struct ring *ring, unsigned seg);
 
 /*
