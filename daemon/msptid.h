@@ -95,8 +95,9 @@ struct evbuffer;
  * many ns since it joined (100 M/s, 20x the agent's fastest), plus slack. */
 #define SESS_MIN_RECORD_NS	10
 #define SESS_DROPS_SLACK	65536
-/* Compressed chunks waiting for a slow disk, per session; beyond it they
- * count as LOSS_DISK. */
+/* Chunks (records before compression) waiting for the writer's thread
+ * to compress and write them, per session; beyond it they count as
+ * LOSS_DISK. */
 #define SESS_WRITE_QUEUE	(64u << 20)
 #define SESS_CLOSE_WAIT_MS	10000	/* at shutdown, for the last writes */
 #define SESS_DEFAULT_KINDS	(0x1ffeu & ~(1u << 8))

@@ -510,8 +510,9 @@ session_ctl_start_fd(struct peer *p, const Mspti__StartSession *req, int fd)
 			if (session_selects(s, a) && a->session_id == 0 &&
 			    ctl_may_act_on(&p->cred, a->cred.uid))
 				session_dev_use(s, a);
-	/* Writes go to the writer's own thread: a slow disk never delays
-	 * the loop (chunks beyond lim.write_queue count as disk loss). */
+	/* Compression and writes go to the writer's own thread: neither
+	 * zstd nor a slow disk delays the loop (chunks beyond
+	 * lim.write_queue count as disk loss). */
 	if (!s->ring_mode && (rc = session_sink_open(s, s->outfd,
 	    d->lim.write_queue, &s->w)) != 0) {
 		session_free(s);

@@ -9,12 +9,14 @@
  * again (regular files), and every later record is counted as lost.
  *
  * Async mode (trace_writer_set_async, msptid's sessions): the caller's
- * thread still builds and compresses chunks, but a writer thread of this
- * writer does every write(2), fsync and close, so a slow or stalled disk
- * never blocks the caller.  Compressed chunks wait in a queue bounded in
- * bytes; a chunk that does not fit is not written and its records count
- * as lost (LOSS_DISK).  The thread owns the file offset, the index and
- * the totals (under mu); the caller owns the chunk being built.  Closing
+ * thread only builds chunks; a writer thread of this writer compresses
+ * them and does every write(2), fsync and close, so neither compression
+ * nor a slow or stalled disk holds the caller up (msptid's drain runs on
+ * at the rate of a copy, zstd on another core).  Built chunks wait in a
+ * queue bounded in bytes; a chunk that does not fit is not written and
+ * its records count as lost (LOSS_DISK).  The thread owns the file
+ * offset, the index, the totals (under mu) and the compressor (zmu: a
+ * late trace_writer_tune); the caller owns the chunk being built.  Closing
  * is two steps: trace_writer_close_start queues the footer and returns a
  * descriptor that turns readable once the thread is done, then
  * trace_writer_close_finish collects the result.
@@ -43,13 +45,14 @@ struct strent {
 	uint32_t	 id;		/* 0: empty slot */
 };
 
-/* One queued write of an async writer: a compressed chunk, or the end. */
+/* One queued write of an async writer: a chunk, bytes, or the end. */
 struct wq_item {
 	struct wq_item	*next;
-	enum { WQ_CHUNK, WQ_RAW, WQ_FOOTER } kind;	/* RAW: comp as is */
+	/* CHUNK: comp holds the chunk as built (comp_len bytes), the
+	 * thread compresses it; RAW: bytes written as they are. */
+	enum { WQ_CHUNK, WQ_RAW, WQ_FOOTER } kind;
 	uint8_t		*comp;
 	size_t		 comp_len;
-	uint32_t	 data_crc;
 	uint32_t	 nrec;
 	uint32_t	 rawlen;
 	uint64_t	 first_ts, last_ts;
@@ -96,6 +99,9 @@ struct trace_writer {
 	pthread_cond_t	 cv;
 	struct wq_item	*qhead, **qtail;
 	size_t		 queued, max_queued;	/* bytes of chunks waiting */
+	uint8_t		*spare;		/* a chunk buffer the thread is done
+					   with (under mu) */
+	pthread_mutex_t	 zmu;		/* cctx: the thread's, and tune's */
 	uint64_t	 alost;		/* records the thread could not write */
 	_Atomic int	 aerror;	/* the thread's first write error */
 	int		 done_fd;	/* eventfd: readable once it ended */
@@ -385,6 +391,7 @@ writer_free(struct trace_writer *w)
 	}
 	if (w->async) {
 		pthread_mutex_destroy(&w->mu);
+		pthread_mutex_destroy(&w->zmu);
 		pthread_cond_destroy(&w->cv);
 		close(w->fd);		/* our dup */
 		if (w->done_fd >= 0)
@@ -392,6 +399,7 @@ writer_free(struct trace_writer *w)
 	}
 	ZSTD_freeCCtx(w->cctx);
 	free(w->raw);
+	free(w->spare);
 	free(w->comp);
 	free(w->index);
 	free(w->strs);
@@ -399,43 +407,50 @@ writer_free(struct trace_writer *w)
 	free(w);
 }
 
-/* Async: hands the compressed chunk to the thread, or counts it lost when
- * the queue is full (the disk is that far behind). */
+/* Async: hands the chunk as built to the thread (the caller goes on in
+ * a buffer the thread is done with, or a new one), or counts it lost
+ * when the queue is full (the disk or the compression that far behind). */
 static void
-writer_enqueue(struct trace_writer *w, size_t comp)
+writer_enqueue(struct trace_writer *w)
 {
-	struct wq_item *q;
+	struct wq_item *q = NULL;
+	uint8_t *next;
 
 	pthread_mutex_lock(&w->mu);
-	if (w->queued + comp > w->max_queued ||
+	if (w->queued + w->rawlen > w->max_queued ||
 	    (q = calloc(1, sizeof(*q))) == NULL) {
 		pthread_mutex_unlock(&w->mu);
 		w->lost += w->nrec;
 		return;
 	}
+	next = w->spare;
+	w->spare = NULL;
 	pthread_mutex_unlock(&w->mu);
-	if ((q->comp = malloc(comp)) == NULL) {
+	if (next == NULL && (next = malloc(w->rawcap)) == NULL) {
 		free(q);
 		w->lost += w->nrec;
 		return;
 	}
-	memcpy(q->comp, w->comp, comp);
-	q->comp_len = comp;
-	q->data_crc = trace_crc32c(0, w->comp, comp);
+	q->kind = WQ_CHUNK;
+	q->comp = w->raw;
+	q->comp_len = w->rawlen;
+	w->raw = next;
 	q->nrec = w->nrec;
 	q->rawlen = (uint32_t)w->rawlen;
 	q->first_ts = w->first_ts;
 	q->last_ts = w->last_ts;
 	memcpy(q->counts, w->chunk_counts, sizeof(q->counts));
 	pthread_mutex_lock(&w->mu);
-	w->queued += comp;
+	w->queued += q->comp_len;
 	*w->qtail = q;
 	w->qtail = &q->next;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* The writer thread: one chunk at a time, at the end of the file so far. */
+/* The writer thread: one chunk at a time, compressed here and written at
+ * the end of the file so far; its buffer is kept for the caller's next
+ * chunk or freed. */
 static void
 writer_thread_chunk(struct trace_writer *w, struct wq_item *q)
 {
@@ -443,8 +458,17 @@ writer_thread_chunk(struct trace_writer *w, struct wq_item *q)
 	struct trace_index_entry *ie;
 	struct iovec iov[2];
 	uint64_t at = w->off;
+	size_t comp = 0;
 	int rc = atomic_load(&w->aerror);
 
+	if (rc == 0) {
+		pthread_mutex_lock(&w->zmu);
+		comp = ZSTD_compress2(w->cctx, w->comp, w->compcap, q->comp,
+		    q->comp_len);
+		pthread_mutex_unlock(&w->zmu);
+		if (ZSTD_isError(comp))
+			rc = -EIO;
+	}
 	if (rc == 0 && w->nindex == w->capindex) {
 		size_t ncap = w->capindex ? w->capindex * 2 : 64;
 
@@ -462,19 +486,23 @@ writer_thread_chunk(struct trace_writer *w, struct wq_item *q)
 		memset(&ch, 0, sizeof ch);
 		ch.magic = TRACE_CHUNK_MAGIC;
 		ch.seq = w->chunks;
-		ch.comp_size = (uint32_t)q->comp_len;
+		ch.comp_size = (uint32_t)comp;
 		ch.raw_size = q->rawlen;
 		ch.records = q->nrec;
-		ch.data_crc = q->data_crc;
+		ch.data_crc = trace_crc32c(0, w->comp, comp);
 		ch.first_ts = q->first_ts;
 		ch.last_ts = q->last_ts;
 		ch.hdr_crc = trace_crc32c(0, &ch, sizeof ch);
 		iov[0] = (struct iovec){ &ch, sizeof ch };
-		iov[1] = (struct iovec){ q->comp, q->comp_len };
+		iov[1] = (struct iovec){ w->comp, comp };
 		rc = writer_put(w, iov, 2);
 	}
 	pthread_mutex_lock(&w->mu);
 	w->queued -= q->comp_len;
+	if (w->spare == NULL) {
+		w->spare = q->comp;
+		q->comp = NULL;
+	}
 	if (rc != 0) {
 		int zero = 0;
 
@@ -589,6 +617,7 @@ trace_writer_set_async(struct trace_writer *w, size_t max_queued)
 		return -errno;
 	}
 	pthread_mutex_init(&w->mu, NULL);
+	pthread_mutex_init(&w->zmu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	w->qtail = &w->qhead;
 	w->max_queued = max_queued;
@@ -597,6 +626,7 @@ trace_writer_set_async(struct trace_writer *w, size_t max_queued)
 	if (pthread_create(&w->thr, NULL, writer_thread, w) != 0) {
 		w->async = false;
 		pthread_mutex_destroy(&w->mu);
+		pthread_mutex_destroy(&w->zmu);
 		pthread_cond_destroy(&w->cv);
 		close(w->done_fd);
 		w->done_fd = -1;
@@ -674,14 +704,14 @@ writer_chunk(struct trace_writer *w)
 		w->index = ie;
 		w->capindex = ncap;
 	}
+	if (w->async) {
+		writer_enqueue(w);
+		goto reset;
+	}
 	comp = ZSTD_compress2(w->cctx, w->comp, w->compcap, w->raw, w->rawlen);
 	if (ZSTD_isError(comp)) {
 		w->lost += w->nrec;
 		writer_fail(w, -EIO);
-		goto reset;
-	}
-	if (w->async) {
-		writer_enqueue(w, comp);
 		goto reset;
 	}
 	memset(&ch, 0, sizeof ch);
@@ -772,16 +802,22 @@ trace_writer_add_valid(struct trace_writer *w, const struct rec_hdr *rec)
 int
 trace_writer_tune(struct trace_writer *w, int level, bool checksum)
 {
+	int rc = 0;
+
 	if (level != 0 && (level < ZSTD_minCLevel() ||
 	    level > ZSTD_maxCLevel()))
 		return -EINVAL;
-	if (level != 0 && ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx,
-	    ZSTD_c_compressionLevel, level)))
-		return -EINVAL;
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag,
+	/* An async writer's thread compresses with cctx. */
+	if (w->async)
+		pthread_mutex_lock(&w->zmu);
+	if ((level != 0 && ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx,
+	    ZSTD_c_compressionLevel, level))) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag,
 	    checksum ? 1 : 0)))
-		return -EINVAL;
-	return 0;
+		rc = -EINVAL;
+	if (w->async)
+		pthread_mutex_unlock(&w->zmu);
+	return rc;
 }
 
 /* 64-bit FNV-1a: short strings, good enough spread for the table. */

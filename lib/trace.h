@@ -145,10 +145,11 @@ void	trace_writer_abort(struct trace_writer *w);
 
 /*
  * Async mode: from now on a thread of w does every write, fsync and close
- * on a duplicate of its descriptor, so the caller never waits for the
- * disk.  At most max_queued bytes of compressed chunks wait for it; a
- * chunk beyond that is not written and its records count as lost
- * (LOSS_DISK).  Returns 0 or a negative errno (w stays synchronous).
+ * on a duplicate of its descriptor, and compresses the chunks, so the
+ * caller never waits for the disk or for zstd.  At most max_queued bytes
+ * of chunks (as built, before compression) wait for it; a chunk beyond
+ * that is not written and its records count as lost (LOSS_DISK).
+ * Returns 0 or a negative errno (w stays synchronous).
  */
 int	trace_writer_set_async(struct trace_writer *w, size_t max_queued);
 /* trace_writer_open in async mode from the start: the header too is

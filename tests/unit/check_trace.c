@@ -95,9 +95,10 @@ make_api(struct rec_api *r, uint32_t pid, uint64_t i, uint32_t name)
 	r->kind = 3;
 }
 
-/* Writes n API records (pids alternate 100/200) and returns the fd. */
+/* Writes n API records (pids alternate 100/200) and returns the fd;
+ * async: through an async writer (its thread compresses and writes). */
 static int
-write_trace(uint64_t n, struct trace_writer_stats *st)
+write_trace_mode(uint64_t n, struct trace_writer_stats *st, bool async)
 {
 	struct trace_header h = test_header();
 	struct trace_writer *w;
@@ -107,7 +108,11 @@ write_trace(uint64_t n, struct trace_writer_stats *st)
 	uint64_t i, bad = 0;
 	int fd = memfd();
 
-	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &w), 0);
+	if (async)
+		ck_assert_int_eq(trace_writer_open_async(fd, &h, 0, 64u << 20,
+		    &w), 0);
+	else
+		ck_assert_int_eq(trace_writer_open(fd, &h, 0, &w), 0);
 	ck_assert_int_eq(trace_writer_intern(w, "aclrtLaunchKernel", 17,
 	    &names[0]), 0);
 	ck_assert_int_eq(trace_writer_intern(w, "aclrtMemcpy", 11, &names[1]),
@@ -129,6 +134,12 @@ write_trace(uint64_t n, struct trace_writer_stats *st)
 	f.losses[LOSS_DEVICE_CHANNEL] = 2;
 	ck_assert_int_eq(trace_writer_close(w, &f, st), 0);
 	return fd;
+}
+
+static int
+write_trace(uint64_t n, struct trace_writer_stats *st)
+{
+	return write_trace_mode(n, st, false);
 }
 
 struct readout {
@@ -352,6 +363,34 @@ START_TEST(test_million)
 	ck_assert_uint_eq(sum, 1000003);
 	trace_reader_close(r);
 	close(fd);
+}
+END_TEST
+
+/*
+ * An async writer (msptid's): its thread compresses each chunk and writes
+ * it.  The file is byte for byte the one a synchronous writer makes of
+ * the same records, and nothing is lost.
+ */
+START_TEST(test_async_same_bytes)
+{
+	struct trace_writer_stats ws, wa;
+	uint8_t *b1, *b2;
+	size_t n1, n2;
+	int f1 = write_trace_mode(300000, &ws, false);
+	int f2 = write_trace_mode(300000, &wa, true);
+
+	ck_assert_uint_eq(wa.records, 300003);
+	ck_assert_uint_eq(wa.lost, 0);
+	ck_assert_uint_eq(wa.chunks, ws.chunks);
+	ck_assert_uint_gt(wa.chunks, 3);
+	b1 = slurp(f1, &n1);
+	b2 = slurp(f2, &n2);
+	ck_assert_uint_eq(n1, n2);
+	ck_assert_int_eq(memcmp(b1, b2, n1), 0);
+	free(b1);
+	free(b2);
+	close(f1);
+	close(f2);
 }
 END_TEST
 
@@ -916,6 +955,7 @@ trace_suite(void)
 	tcase_add_test(tc, test_header_round_trip);
 	tcase_add_test(tc, test_all_types_round_trip);
 	tcase_add_test(tc, test_million);
+	tcase_add_test(tc, test_async_same_bytes);
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_corrupt);
 	tcase_add_test(tc, test_corrupt_strings);
