@@ -385,6 +385,16 @@ pt_start(struct pt_job *j, pthread_t *th, size_t nth)
 	return started;
 }
 
+/* Waits for the started workers of j and ends it. */
+static void
+pt_stop(struct pt_job *j, pthread_t *th, size_t started)
+{
+	for (size_t t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	pthread_mutex_destroy(&j->mu);
+	pthread_cond_destroy(&j->cv);
+}
+
 /* Merges file i's partial into a; 1 when the file was read. */
 static size_t
 pt_merge_one(struct analysis *a, struct pt_job *j, size_t i)
@@ -447,10 +457,7 @@ analysis_add_files_merged(struct analysis *a, char *const *paths, size_t n)
 		pthread_mutex_unlock(&j.mu);
 		ok += pt_merge_one(a, &j, i);
 	}
-	for (size_t t = 0; t < started; t++)
-		pthread_join(th[t], NULL);
-	pthread_mutex_destroy(&j.mu);
-	pthread_cond_destroy(&j.cv);
+	pt_stop(&j, th, started);
 	free(j.part);
 	free(j.rc);
 	free(j.done);
@@ -484,10 +491,7 @@ analysis_encode_files(const struct analysis_opts *o, char *const *paths,
 	started = pt_start(&j, th, nth);
 	if (started == 0)
 		pt_worker(&j);
-	for (size_t t = 0; t < started; t++)
-		pthread_join(th[t], NULL);
-	pthread_mutex_destroy(&j.mu);
-	pthread_cond_destroy(&j.cv);
+	pt_stop(&j, th, started);
 	free(j.part);
 	free(j.done);
 	analysis_free(a);
