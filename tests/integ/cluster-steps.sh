@@ -137,7 +137,9 @@ common_window start7.out cap7 wait7.out
 MSPTI_TEST_CLUSTER_K_BACK=9 "$MSPTICTL" start --hosts hosts --job sk --steps 3 \
     --output-dir cap8 >start8.out 2>start8.err &&
 	fail "a start whose k every try was passed exited 0: $(cat start8.out)"
-grep -q '^  hA: FAILED: 2 of its ranks had passed step [0-9]* when it reached them, in each of 3 tries; its session [0-9]* was stopped (rolled back)' start8.out ||
+# (Both of hA's ranks, or one when the machine's load has let the other
+# fall more than 8 steps behind it.)
+grep -q '^  hA: FAILED: [12] of its ranks had passed step [0-9]* when it reached them, in each of 3 tries; its session [0-9]* was stopped (rolled back)' start8.out ||
 	fail "hA's failure not named: $(cat start8.out start8.err)"
 timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap8 >wait8.out 2>&1
 [ $? -ne 124 ] || fail "wait hung after a rolled-back start: $(cat wait8.out)"
