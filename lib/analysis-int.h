@@ -33,9 +33,13 @@ struct table {
 	size_t		 ncols;
 	char		**cols;
 	size_t		 nrows, cap;
-	char		**cells;	/* nrows * ncols */
+	char		**cells;	/* nrows * ncols, into the arena */
 	unsigned char	*numeric;	/* nrows * ncols */
 	size_t		 cur;		/* cells filled in the last row */
+	/* The cells' text, packed in blocks freed together: a report
+	 * builds hundreds of thousands of cells (a row a step), and one
+	 * malloc and free each cost more than their formatting. */
+	struct trace_arena *arena;
 };
 
 struct table	*table_new(const char *name, const char *title, size_t ncols,

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "analysis-int.h"
+#include "trace.h"
+#include "util.h"
 
 /* Allocation failures in table building abort the program: tables are
  * small and a partial table would be silently wrong. */
@@ -29,6 +31,19 @@ tab_xstrdup(const char *s)
 	size_t n = strlen(s) + 1;
 
 	return memcpy(tab_xrealloc(NULL, n), s, n);
+}
+
+/* A copy of s[0..n) and a NUL in t's arena (lib/trace.c's). */
+static char *
+tab_arena_dup(struct table *t, const char *s, size_t n)
+{
+	char *d = trace_arena_dup(&t->arena, s, n);
+
+	if (d == NULL) {
+		fputs("analysis: out of memory\n", stderr);
+		abort();
+	}
+	return d;
 }
 
 struct table *
@@ -53,8 +68,7 @@ table_free(struct table *t)
 {
 	if (t == NULL)
 		return;
-	for (size_t i = 0; i < t->nrows * t->ncols; i++)
-		free(t->cells[i]);
+	trace_arena_free(t->arena);
 	for (size_t i = 0; i < t->ncols; i++)
 		free(t->cols[i]);
 	free(t->cells);
@@ -81,24 +95,25 @@ table_row(struct table *t)
 	t->cur = 0;
 }
 
+/* The next cell of the row: s[0..n). */
 static void
-tab_put(struct table *t, char *s, int numeric)
+tab_put(struct table *t, const char *s, size_t n, int numeric)
 {
 	size_t i;
 
-	if (t->nrows == 0 || t->cur >= t->ncols) {
-		free(s);
+	if (t->nrows == 0 || t->cur >= t->ncols)
 		return;
-	}
 	i = (t->nrows - 1) * t->ncols + t->cur++;
-	t->cells[i] = s;
+	t->cells[i] = tab_arena_dup(t, s, n);
 	t->numeric[i] = (unsigned char)numeric;
 }
 
 void
 table_str(struct table *t, const char *s)
 {
-	tab_put(t, tab_xstrdup(s ? s : ""), 0);
+	if (s == NULL)
+		s = "";
+	tab_put(t, s, strlen(s), 0);
 }
 
 /*
@@ -106,7 +121,8 @@ table_str(struct table *t, const char *s)
  * hundreds of thousands; printf's exact conversion was a sixth of a
  * report's time).  Exact: the scaled value is off the exact one by under
  * 1e-7 below 1e9, so away from a rounding tie it rounds to the integer
- * printf's exact expansion rounds to.  0 when it cannot say.
+ * printf's exact expansion rounds to.  Returns the length written, 0
+ * when it cannot say.
  */
 static int
 tab_fixed(char *buf, double v, int prec)
@@ -138,19 +154,26 @@ tab_fixed(char *buf, double v, int prec)
 		buf[o++] = tmp[--n];
 	}
 	buf[o] = '\0';
-	return 1;
+	return o;
 }
 
 void
 table_num(struct table *t, double v, int prec)
 {
 	char buf[64];
+	int n;
 
 	if (!isfinite(v))
 		v = 0;
-	if (!tab_fixed(buf, v, prec))
-		snprintf(buf, sizeof(buf), "%.*f", prec, v);
-	tab_put(t, tab_xstrdup(buf), 1);
+	if ((n = tab_fixed(buf, v, prec)) == 0) {
+		/* Cut as the copy of buf was (a huge value). */
+		n = snprintf(buf, sizeof(buf), "%.*f", prec, v);
+		if (n < 0)
+			n = 0;
+		else if ((size_t)n >= sizeof(buf))
+			n = (int)sizeof(buf) - 1;
+	}
+	tab_put(t, buf, (size_t)n, 1);
 }
 
 void
@@ -158,17 +181,19 @@ table_u64(struct table *t, uint64_t v)
 {
 	char buf[32];
 
-	snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	tab_put(t, tab_xstrdup(buf), 1);
+	tab_put(t, buf, (size_t)(util_u64_dec(buf, v) - buf), 1);
 }
 
 void
 table_i64(struct table *t, int64_t v)
 {
 	char buf[32];
+	char *o = buf;
 
-	snprintf(buf, sizeof(buf), "%" PRId64, v);
-	tab_put(t, tab_xstrdup(buf), 1);
+	if (v < 0)
+		*o++ = '-';
+	o = util_u64_dec(o, v < 0 ? -(uint64_t)v : (uint64_t)v);
+	tab_put(t, buf, (size_t)(o - buf), 1);
 }
 
 const char *table_name(const struct table *t) { return t->name; }

@@ -15,6 +15,7 @@
 #include "export.h"
 #include "export-int.h"
 #include "trace.h"
+#include "util.h"
 
 #define EX_ATTR	__attribute__((visibility("default")))
 
@@ -209,62 +210,6 @@ ex_device_work(struct ex *x, struct analysis_source *src,
 	*pp = an_proc_find(src, pid);
 	*t = ex_track_dev(x, *pp, device, stream, NULL);
 	return true;
-}
-
-static const char ex_dd[] =
-    "00010203040506070809101112131415161718192021222324252627282930"
-    "31323334353637383940414243444546474849505152535455565758596061"
-    "62636465666768697071727374757677787980818283848586878889909192"
-    "93949596979899";
-
-/* The 8 digits of v < 10^8 at q, in 32-bit arithmetic. */
-static inline void
-ex_8digits(char *q, uint32_t v)
-{
-	uint32_t hi = v / 10000, lo = v % 10000;
-
-	memcpy(q, ex_dd + 2 * (hi / 100), 2);
-	memcpy(q + 2, ex_dd + 2 * (hi % 100), 2);
-	memcpy(q + 4, ex_dd + 2 * (lo / 100), 2);
-	memcpy(q + 6, ex_dd + 2 * (lo % 100), 2);
-}
-
-/* Appends the decimal digits of v at o; returns the new end.  The length
- * first (from the bit length), then written in place from the end: no
- * copy; 8 digits per 64-bit division, the rest two at a time in 32-bit
- * arithmetic (timestamps and ids mostly fit in it). */
-static inline char *
-ex_u64(char *o, uint64_t v)
-{
-	static const uint64_t p10[20] = { 1ull, 10ull, 100ull, 1000ull,
-	    10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
-	    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
-	    10000000000000ull, 100000000000000ull, 1000000000000000ull,
-	    10000000000000000ull, 100000000000000000ull,
-	    1000000000000000000ull, 10000000000000000000ull };
-	unsigned t = ((64u - (unsigned)__builtin_clzll(v | 1)) * 1233u) >> 12;
-	char *end = o + t + ((v | 1) >= p10[t]), *q = end;
-	uint32_t w;
-
-	while (v >= 100000000) {
-		q -= 8;
-		ex_8digits(q, (uint32_t)(v % 100000000));
-		v /= 100000000;
-	}
-	w = (uint32_t)v;
-	while (w >= 100) {
-		unsigned r = w % 100;
-
-		w /= 100;
-		q -= 2;
-		memcpy(q, ex_dd + 2 * r, 2);
-	}
-	if (w >= 10) {
-		q -= 2;
-		memcpy(q, ex_dd + 2 * w, 2);
-	} else
-		*--q = (char)('0' + w);
-	return end;
 }
 
 static char *
@@ -753,7 +698,7 @@ ch_u64(struct ch *c, uint64_t v)
 {
 	char *o = ch_room(c, 20);
 
-	c->n = (size_t)(ex_u64(o, v) - c->b);
+	c->n = (size_t)(util_u64_dec(o, v) - c->b);
 }
 
 /* A JSON string, as table_json_str writes it. */
@@ -805,7 +750,7 @@ ch_us(struct ch *c, uint64_t ns)
 	char *o = ch_room(c, 24);
 	unsigned f = (unsigned)(ns % 1000);
 
-	o = ex_u64(o, ns / 1000);
+	o = util_u64_dec(o, ns / 1000);
 	o[0] = '.';
 	o[1] = (char)('0' + f / 100);
 	o[2] = (char)('0' + f / 10 % 10);
@@ -834,9 +779,9 @@ static inline void
 ch_pidtid_set(struct ch *c, const struct ex_track *t)
 {
 	if (!c->pt_ok || c->pt_pid != t->pid || c->pt_tid != t->tid) {
-		char *o = ex_u64(ex_lit(c->pt, ",\"pid\":"), t->pid);
+		char *o = util_u64_dec(ex_lit(c->pt, ",\"pid\":"), t->pid);
 
-		o = ex_u64(ex_lit(o, ",\"tid\":"), t->tid);
+		o = util_u64_dec(ex_lit(o, ",\"tid\":"), t->tid);
 		c->ptn = (size_t)(o - c->pt);
 		c->pt_pid = t->pid;
 		c->pt_tid = t->tid;
@@ -1001,7 +946,7 @@ ch_put_ts(char *o, uint64_t base, uint64_t t)
 		d = base - t;
 	}
 	f = (unsigned)(d % 1000);
-	o = ex_u64(o, d / 1000);
+	o = util_u64_dec(o, d / 1000);
 	o[0] = '.';
 	o[1] = (char)('0' + f / 100);
 	o[2] = (char)('0' + f / 10 % 10);
@@ -1025,7 +970,7 @@ ch_put_flow(struct ch *c, char *o, bool start, uint64_t id, uint64_t base,
 		memcpy(o, f0, sizeof(f0) - 1);
 		o += sizeof(f0) - 1;
 	}
-	o = ex_u64(o, id);
+	o = util_u64_dec(o, id);
 	memcpy(o, mid, sizeof(mid) - 1);
 	o += sizeof(mid) - 1;
 	memcpy(o, c->pt, c->ptn);
@@ -1087,7 +1032,7 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 	memcpy(o, h2, sizeof(h2) - 1);
 	o += sizeof(h2) - 1;
 	f = (unsigned)(dur % 1000);
-	o = ex_u64(o, dur / 1000);
+	o = util_u64_dec(o, dur / 1000);
 	o[0] = '.';
 	o[1] = (char)('0' + f / 100);
 	o[2] = (char)('0' + f / 10 % 10);
@@ -1106,7 +1051,7 @@ ch_slice(struct ex *x, const struct ex_track *t, const char *name,
 		*o++ = '"';
 		*o++ = ':';
 		if (g->kind == EX_ARG_U64)
-			o = ex_u64(o, g->v.u);
+			o = util_u64_dec(o, g->v.u);
 		else if (g->kind == EX_ARG_STR) {
 			*o++ = '"';
 			memcpy(o, g->v.s, (size_t)sl[i]);

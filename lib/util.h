@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define MSPTI_AGENT_SOCK	"agent.sock"
@@ -136,6 +137,63 @@ util_varint_len(uint64_t v)
  * no handler run: the application's crash handler (or a sanitizer) would
  * never say where.  Call with the set to restore afterwards in old.
  */
+/* Decimal digits, two at a time (util_u64_dec). */
+static const char util_dd[] =
+    "00010203040506070809101112131415161718192021222324252627282930"
+    "31323334353637383940414243444546474849505152535455565758596061"
+    "62636465666768697071727374757677787980818283848586878889909192"
+    "93949596979899";
+
+/* The 8 digits of v < 10^8 at q, in 32-bit arithmetic. */
+static inline void
+util_8digits(char *q, uint32_t v)
+{
+	uint32_t hi = v / 10000, lo = v % 10000;
+
+	memcpy(q, util_dd + 2 * (hi / 100), 2);
+	memcpy(q + 2, util_dd + 2 * (hi % 100), 2);
+	memcpy(q + 4, util_dd + 2 * (lo / 100), 2);
+	memcpy(q + 6, util_dd + 2 * (lo % 100), 2);
+}
+
+/* Appends the decimal digits of v at o; returns the new end.  The length
+ * first (from the bit length), then written in place from the end: no
+ * copy; 8 digits per 64-bit division, the rest two at a time in 32-bit
+ * arithmetic (timestamps and ids mostly fit in it). */
+static inline char *
+util_u64_dec(char *o, uint64_t v)
+{
+	static const uint64_t p10[20] = { 1ull, 10ull, 100ull, 1000ull,
+	    10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+	    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+	    10000000000000ull, 100000000000000ull, 1000000000000000ull,
+	    10000000000000000ull, 100000000000000000ull,
+	    1000000000000000000ull, 10000000000000000000ull };
+	unsigned t = ((64u - (unsigned)__builtin_clzll(v | 1)) * 1233u) >> 12;
+	char *end = o + t + ((v | 1) >= p10[t]), *q = end;
+	uint32_t w;
+
+	while (v >= 100000000) {
+		q -= 8;
+		util_8digits(q, (uint32_t)(v % 100000000));
+		v /= 100000000;
+	}
+	w = (uint32_t)v;
+	while (w >= 100) {
+		unsigned r = w % 100;
+
+		w /= 100;
+		q -= 2;
+		memcpy(q, util_dd + 2 * r, 2);
+	}
+	if (w >= 10) {
+		q -= 2;
+		memcpy(q, util_dd + 2 * w, 2);
+	} else
+		*--q = (char)('0' + w);
+	return end;
+}
+
 static inline void
 util_block_async_signals(sigset_t *old)
 {

@@ -8,10 +8,14 @@
 #include "config.h"
 
 #include <check.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis-int.h"
+#include "util.h"
 
 #define US	1000ull		/* ns per us */
 #define T0	1000000000000ull
@@ -995,6 +999,52 @@ START_TEST(test_table_num)
 }
 END_TEST
 
+/* table_u64 and table_i64 print what printf prints; cells of any length
+ * (one past the arena's block size) and empty ones keep their text. */
+START_TEST(test_table_ints)
+{
+	static const char *const cols[] = { "u", "i", "s" };
+	static const uint64_t edge[] = { 0, 1, 9, 10, 99, 100, 99999999,
+	    100000000, 4294967295ull, 4294967296ull, 9999999999999999999ull,
+	    10000000000000000000ull, UINT64_MAX };
+	struct table *t = table_new("t", "t", 3, cols);
+	unsigned seed = 11;
+	size_t n = 20000, big = (64u << 10) + 17;
+	char *s = malloc(big + 1);
+
+	ck_assert_ptr_nonnull(s);
+	memset(s, 'x', big);
+	s[big] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		uint64_t u = i < nitems(edge) ? edge[i] :
+		    ((uint64_t)rand_r(&seed) << 33) ^ (uint64_t)rand_r(&seed)
+		    >> (i % 60);
+
+		table_row(t);
+		table_u64(t, u);
+		table_i64(t, i == 1 ? INT64_MIN : i == 2 ? INT64_MAX :
+		    (int64_t)u);
+		table_str(t, i == 3 ? s : i % 2 ? "" : "cell");
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t u = strtoull(table_cell(t, i, 0, NULL), NULL, 10);
+		char want[32];
+
+		snprintf(want, sizeof(want), "%" PRIu64, u);
+		ck_assert_str_eq(table_cell(t, i, 0, NULL), want);
+		if (i < nitems(edge))
+			ck_assert(u == edge[i]);
+		snprintf(want, sizeof(want), "%" PRId64, i == 1 ? INT64_MIN :
+		    i == 2 ? INT64_MAX : (int64_t)u);
+		ck_assert_str_eq(table_cell(t, i, 1, NULL), want);
+		ck_assert_str_eq(table_cell(t, i, 2, NULL), i == 3 ? s :
+		    i % 2 ? "" : "cell");
+	}
+	table_free(t);
+	free(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1024,6 +1074,7 @@ main(void)
 	tcase_add_test(tc, test_ring_cap_in_order);
 	tcase_add_test(tc, test_late_3s);
 	tcase_add_test(tc, test_table_num);
+	tcase_add_test(tc, test_table_ints);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
