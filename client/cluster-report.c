@@ -312,8 +312,10 @@ cluster_report(const struct cmd_entry *e, const char *kind, const char *hosts,
 	    ranks ? (double)bytes / (double)ranks : 0.0, per_rank_max, wire);
 	if (per_rank_max > 1048576)
 		fprintf(stderr, "  (over the 1 MB per rank this is meant to "
-		    "move: the partials grow with steps and collectives; "
-		    "capture fewer steps)\n");
+		    "move: steps and collectives are sampled past %u and %u "
+		    "a rank, but a partial also grows with the distinct op, "
+		    "kernel and API names it refers to)\n", ANALYSIS_STEP_CAP,
+		    ANALYSIS_COLL_CAP);
 	for (size_t i = 0; i < nrep; i++)
 		if (cn[i].why != NULL)
 			fprintf(stderr, "  %s: FAILED: %s\n", rep[i].name,

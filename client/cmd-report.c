@@ -333,6 +333,10 @@ cmd_report_exec(struct client *c, int argc, char **argv)
 	size_t npaths;
 
 	analysis_opts_init(&o);
+	/* Bounded summaries, the same here as on the nodes of a distributed
+	 * report (doc/report.md, "Partial results"). */
+	o.coll_cap = ANALYSIS_COLL_CAP;
+	o.step_cap = ANALYSIS_STEP_CAP;
 	memset(want, 0, sizeof(want));
 	client_rescan(&argc, &argv);
 	while ((ch = client_getopt(e, argc, argv,

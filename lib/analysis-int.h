@@ -87,6 +87,19 @@ an_stat_add(struct an_stat *s, uint64_t v)
 	s->sumsq += (unsigned __int128)v * v;
 }
 
+/* v counted n times (a sampled collective standing for n). */
+static inline void
+an_stat_addn(struct an_stat *s, uint64_t v, uint64_t n)
+{
+	if (s->count == 0 || v < s->min)
+		s->min = v;
+	if (v > s->max)
+		s->max = v;
+	s->count += n;
+	s->total += v * n;
+	s->sumsq += (unsigned __int128)v * v * n;
+}
+
 /* Device interval classes for the step breakdown. */
 enum an_cls {
 	AN_COMPUTE = 0,
@@ -139,11 +152,19 @@ struct an_coll {
 	uint32_t	alg;
 	uint32_t	seq;		/* ordinal on comm used for matching */
 	uint32_t	rseq;		/* the record's seq, 0: none */
+	uint32_t	w;		/* instances it stands for in sums over
+					   the capture: 1, or the stride it
+					   was sampled at (analysis-sample.c) */
 	uint64_t	wait, transit;	/* after matching */
 	/* Matching found this instance on fewer ranks than its communicator
 	 * has elsewhere: wait and transit are not split (both 0). */
 	bool		unmatched;
 };
+
+/* How an_proc.seq_from keyed its collectives: not yet; by ordinal on
+ * the communicator (no input carried seqs); where some input carried
+ * seqs (the records' seq, else an ordinal with the top bit). */
+enum { AN_SEQ_NONE = 0, AN_SEQ_ORDINAL, AN_SEQ_RECORDS };
 
 struct an_step {
 	uint64_t	start, end;
@@ -209,8 +230,16 @@ struct an_proc {
 	int64_t		 step_base;
 	/* Where its steps came from: AN_STEPS_MSTX | _SYNC | _RECS. */
 	uint32_t	 step_src;
+	/* Past the caps its steps are a sample (an_sample): the rows whose
+	 * index is a multiple of step_w, each numbered (step set);
+	 * steps_seen is how many there were.  step_w 0: not sampled yet. */
+	uint32_t	 step_w;
+	uint64_t	 steps_seen;
 	bool		 aligned;		/* skew measured */
 	int		 cw;			/* coll[] in use: 0 or 1 */
+	/* Whether its collectives' keys (seq) are set, and how: AN_SEQ_*
+	 * (analysis-sample.c). */
+	uint8_t		 seq_from;
 	size_t		 cur;			/* matching cursor */
 	uint64_t	 first_ts, last_ts;
 	uint64_t	 host_ts;		/* latest host timestamp */
@@ -409,6 +438,12 @@ AN_HIDDEN void		 an_op_first_set(struct analysis *a, uint32_t name,
 /* Host launch time of kernels of name with no op of their own. */
 AN_HIDDEN void		 an_orphan_add(struct analysis *a, uint32_t name,
 			    uint64_t total, uint64_t count);
+/* analysis-sample.c: keys every rank's collectives; then, past
+ * opts.step_cap or .coll_cap, keeps a sample of steps (and what lies in
+ * them) and of the collectives outside steps: each rank at its own
+ * strides (!alike: a partial result), or every rank at the largest
+ * (alike: the analysis).  Sets an_coll.w, an_proc.step_w. */
+AN_HIDDEN void		 an_sample(struct analysis *a, bool alike);
 /* analysis-sweep.c */
 AN_HIDDEN void		 an_sweep_add(struct analysis *a, struct an_proc *p,
 			    uint64_t s, uint64_t e, enum an_cls cls);

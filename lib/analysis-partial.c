@@ -5,8 +5,9 @@
  * exactly: sums, exact statistics (an_stat keeps its sum of squares as an
  * integer), first-seen orders, a top-32 list, the memory peak as a
  * (delta, relative peak) pair, and each rank's steps and collectives as
- * they are.  So the merge of per-file partials, in file order, is what one
- * pass over all the files gives; `msptictl report` runs that way
+ * they are (past the caps, a sample that the merge samples again alike).
+ * So the merge of per-file partials, in file order, is what one pass
+ * over all the files gives; `msptictl report` runs that way
  * (analysis_add_files_merged), so a distributed report, which merges
  * partials made on the nodes, gives the same bytes by construction.
  *
@@ -16,7 +17,9 @@
  *
  *	"MSPTIPRT" version:u8 length:u32le payload[length] fnv1a64:u64le
  *
- * Its size grows with names, steps and collectives, never with kernels.
+ * Its size grows with names, never with kernels; steps and collectives
+ * stop growing at the report's caps, past which a rank carries a sample
+ * of them (analysis-sample.c).
  * The merge itself is analysis-merge.c's.
  */
 #include "config.h"
@@ -34,7 +37,8 @@
 #define AN_ATTR	__attribute__((visibility("default")))
 
 #define PT_MAGIC	"MSPTIPRT"
-#define PT_VERSION	2	/* 2: a rank's first window step, step source */
+#define PT_VERSION	3	/* 2: a rank's first window step, step source;
+				   3: collectives keyed and sampled */
 #define PT_HDR		13		/* magic, version, length */
 #define PT_MAX		(256u << 20)	/* far over any real partial */
 #define PT_STR_MAX	(1u << 20)
@@ -229,8 +233,10 @@ pt_proc(struct pt_w *w, const struct an_proc *p)
 		pt_u(w, p->data[k].dur);
 		pt_u(w, p->data[k].cls);
 	}
-	/* The analysis uses one kind of collective record per rank. */
+	/* The analysis uses one kind of collective record per rank, keyed
+	 * and sampled (analysis-sample.c), in start order. */
 	pt_u(w, (uint64_t)cw);
+	pt_u(w, p->seq_from);
 	pt_u(w, p->ncoll[cw]);
 	prev = 0;
 	for (size_t k = 0; k < p->ncoll[cw]; k++) {
@@ -244,7 +250,12 @@ pt_proc(struct pt_w *w, const struct an_proc *p)
 		pt_id(w, c->comm);
 		pt_id(w, c->alg);
 		pt_u(w, c->rseq);
+		pt_u(w, c->seq);
+		pt_u(w, c->w);
 	}
+	/* Sampled past the step cap: the stride, and how many there were. */
+	pt_u(w, p->step_w);
+	pt_u(w, p->steps_seen);
 	pt_u(w, p->nsteps);
 	prev = 0;
 	for (size_t k = 0; k < p->nsteps; k++) {
@@ -302,6 +313,11 @@ analysis_partial_encode(struct analysis *a, void **out, size_t *outlen)
 	pt_u(&w, a->o.reorder_ns);
 	pt_d(&w, a->o.launch_runtime_us);
 	pt_d(&w, a->o.launch_delay_us);
+	pt_u(&w, a->o.coll_cap);
+	pt_u(&w, a->o.step_cap);
+	/* Each rank's steps and collectives, past the caps, sampled at its
+	 * own strides; the merged analysis samples them all alike. */
+	an_sample(a, false);
 	/* Only the strings the partial refers to (not, say, the name of
 	 * every marker), in their order. */
 	w.ren = an_realloc(NULL, a->str.n * sizeof(uint32_t));
@@ -583,7 +599,7 @@ pt_rflag(struct pt_r *r)
 static void
 pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 {
-	uint64_t prev;
+	uint64_t prev, v;
 	int cw;
 	size_t n;
 
@@ -636,13 +652,18 @@ pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 		pt_bad(r, "bad collective kind");
 		return;
 	}
-	n = pt_rn(r, 6, SIZE_MAX / sizeof(struct an_coll));
+	v = pt_ru(r);
+	if (v != AN_SEQ_ORDINAL && v != AN_SEQ_RECORDS) {
+		pt_bad(r, "bad collective keys");
+		return;
+	}
+	p->seq_from = (uint8_t)v;
+	n = pt_rn(r, 9, SIZE_MAX / sizeof(struct an_coll));
 	p->coll[cw] = an_realloc(NULL, (n ? n : 1) * sizeof(struct an_coll));
 	p->ccoll[cw] = n ? n : 1;
 	prev = 0;
 	for (size_t k = 0; k < n && r->err == NULL; k++) {
 		struct an_coll *c = &p->coll[cw][k];
-		uint64_t v;
 
 		memset(c, 0, sizeof(*c));
 		prev += (uint64_t)pt_ri(r);
@@ -657,9 +678,27 @@ pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 		if ((v = pt_ru(r)) > UINT32_MAX)
 			pt_bad(r, "bad collective seq");
 		c->rseq = (uint32_t)v;
+		if ((v = pt_ru(r)) > UINT32_MAX)
+			pt_bad(r, "bad collective key");
+		c->seq = (uint32_t)v;
+		/* The stride it was sampled at, a power of two (its step's,
+		 * or its key's outside steps: analysis-sample.c). */
+		v = pt_ru(r);
+		if (v == 0 || v > (1u << 30) || (v & (v - 1)) != 0)
+			pt_bad(r, "bad collective sample");
+		c->w = v == 0 ? 1 : (uint32_t)v;
 		p->ncoll[cw] = k + 1;
 	}
+	v = pt_ru(r);
+	if (v == 0 || v > (1u << 30) || (v & (v - 1)) != 0) {
+		pt_bad(r, "bad step sample");
+		return;
+	}
+	p->step_w = (uint32_t)v;
+	p->steps_seen = pt_ru(r);
 	n = pt_rn(r, 10, SIZE_MAX / sizeof(struct an_step));
+	if (n > p->steps_seen)
+		pt_bad(r, "more steps than seen");
 	p->steps = an_realloc(NULL, (n ? n : 1) * sizeof(struct an_step));
 	p->csteps = n ? n : 1;
 	prev = 0;
@@ -678,6 +717,10 @@ pt_rproc(struct pt_r *r, struct an_proc *p, const uint32_t *map)
 		/* The breakdown walks steps in start order. */
 		if (s->end < s->start || (k > 0 && s->start < s[-1].start))
 			pt_bad(r, "steps out of order");
+		/* A sample's steps are numbered, multiples of its stride. */
+		if (p->step_w > 1 && (s->step < 0 ||
+		    (uint64_t)s->step % p->step_w != 0))
+			pt_bad(r, "bad sampled step");
 		p->nsteps = k + 1;
 	}
 	p->safe_static = UINT64_MAX;
@@ -701,7 +744,8 @@ pt_read(struct pt_r *r, const struct analysis *a, struct analysis *b)
 		pt_bad(r, "made with another data marker");
 	free(s);
 	if (pt_ru(r) != a->o.reorder_ns || pt_rd(r) != a->o.launch_runtime_us ||
-	    pt_rd(r) != a->o.launch_delay_us)
+	    pt_rd(r) != a->o.launch_delay_us || pt_ru(r) != a->o.coll_cap ||
+	    pt_ru(r) != a->o.step_cap)
 		pt_bad(r, "made with other analysis options");
 	n = pt_rn(r, 1, UINT32_MAX);
 	if (r->err != NULL)
@@ -831,7 +875,7 @@ pt_read(struct pt_r *r, const struct analysis *a, struct analysis *b)
 		src->records = pt_ru(r);
 		src->truncated = pt_rflag(r);
 		src->corrupt = pt_ru(r);
-		np = pt_rn(r, 36, 1u << 20);	/* a rank: 36 fields at least */
+		np = pt_rn(r, 39, 1u << 20);	/* a rank: 39 fields at least */
 		for (size_t k = 0; k < np && r->err == NULL; k++) {
 			struct an_proc *p = an_realloc(NULL, sizeof(*p));
 

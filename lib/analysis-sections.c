@@ -162,7 +162,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 
 		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
 			struct an_coll *c = &p->coll[p->cw][k];
-			uint64_t dur = c->end - c->start;
+			uint64_t dur = c->end - c->start, w = c->w;
 			size_t j;
 
 			bool remote = false;
@@ -179,22 +179,23 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 				memset(&v[nv++], 0, sizeof(*v));
 				v[j].name = c->name;
 			}
-			an_stat_add(&v[j].st, dur);
-			v[j].bytes += c->bytes;
-			v[j].wait += c->wait;
-			v[j].transit += c->transit;
+			/* Each one kept stands for w (analysis-sample.c). */
+			an_stat_addn(&v[j].st, dur, w);
+			v[j].bytes += c->bytes * w;
+			v[j].wait += c->wait * w;
+			v[j].transit += c->transit * w;
 			if (c->unmatched)
-				v[j].unmatched += dur;
+				v[j].unmatched += dur * w;
 			/* msprof-analyze: SDMA under 16 MB, RDMA under 1 MB. */
 			if (c->bytes < (remote ? 1u << 20 : 16u << 20))
-				v[j].small++;
+				v[j].small += w;
 			if (remote)
-				v[j].remote++;
+				v[j].remote += w;
 			if (c->bytes % 512)
-				v[j].misaligned++;
+				v[j].misaligned += w;
 			if ((double)dur > a->o.comm_retrans_s * 1e9)
-				v[j].retrans++;
-			total += dur;
+				v[j].retrans += w;
+			total += dur * w;
 		}
 	}
 	*comm_total = total;
@@ -258,6 +259,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
 			struct an_coll *c = &p->coll[p->cw][k];
 			const char *op = an_str_get(a, c->name);
+			uint64_t w = c->w;
 			int n = 0, pos = 0, dst = -1, first = -1;
 			double f;
 			size_t j;
@@ -308,8 +310,8 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 						    a->proc[q]->src->host,
 						    p->src->host) != 0;
 			}
-			l[j].bytes += (uint64_t)((double)c->bytes * f);
-			l[j].time += c->transit;
+			l[j].bytes += (uint64_t)((double)c->bytes * f) * w;
+			l[j].time += c->transit * w;
 		}
 	}
 	t = table_new("communication_matrix", "Communication matrix "
@@ -666,7 +668,8 @@ sec_steps(struct analysis *a)
 		 * reference host's clock (moved by 0). */
 		table_str(r, p->aligned && a->o.align != ANALYSIS_ALIGN_NEVER ?
 		    "yes" : "no");
-		table_u64(r, p->nsteps);
+		/* Every step, when a sample of them is shown. */
+		table_u64(r, p->step_w > 1 ? p->steps_seen : p->nsteps);
 		for (int k = 0; k < 5; k++)
 			table_num(r, p->nres ? sum[k] / 1e3 /
 			    (double)p->nres : 0, 3);

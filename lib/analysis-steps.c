@@ -24,14 +24,6 @@ st_cmp_ival(const void *x, const void *y)
 }
 
 static int
-st_cmp_coll_start(const void *x, const void *y)
-{
-	const struct an_coll *a = x, *b = y;
-
-	return a->start < b->start ? -1 : a->start > b->start;
-}
-
-static int
 st_cmp_pcoll(const void *x, const void *y)
 {
 	const struct an_coll *a = *(struct an_coll *const *)x;
@@ -406,16 +398,18 @@ st_match(struct analysis *a)
 			c->unmatched = !whole;
 			if (!whole) {
 				w = t = 0;
-				unsplit_ns += dur;
+				unsplit_ns += dur * c->w;
 			}
 			c->wait = w;
 			c->transit = t;
 			gp[i]->cur++;
 		}
+		/* An instance kept stands for as many as its stride
+		 * (analysis-sample.c). */
 		if (!whole)
-			unsplit++;
+			unsplit += grp[0]->w;
 		else if (ng > 1)
-			gp[vote]->votes++;
+			gp[vote]->votes += grp[0]->w;
 	}
 	if (unsplit > 0)
 		an_warn(a, "%" PRIu64 " collective instance(s) (%.3f ms in all "
@@ -502,9 +496,13 @@ st_breakdown(struct analysis *a, struct an_proc *p)
 		 * over the collectives in start order. */
 		while (k < ncl && by_start[k]->start < s)
 			k++;
+		/* A step's own collectives once each; the whole capture
+		 * (no steps) counts each for those it stands for. */
 		for (size_t j = k; j < ncl && by_start[j]->start < e; j++) {
-			r->wait += by_start[j]->wait;
-			r->transit += by_start[j]->transit;
+			uint64_t w = p->nsteps ? 1 : by_start[j]->w;
+
+			r->wait += by_start[j]->wait * w;
+			r->transit += by_start[j]->transit * w;
 		}
 	}
 	st_union_free(&u_data);
@@ -519,53 +517,13 @@ an_steps(struct analysis *a)
 		if (!a->proc[i]->finished)
 			an_sweep_finish(a, a->proc[i]);
 	st_check(a);
-	/* Collectives pair across ranks by their ordinal on the
-	 * communicator.  Where the records carry their seq (counted from
-	 * the communicator's creation) that is the ordinal, and ranks whose
-	 * captures began at different collectives still pair right; the
-	 * records without one (send/recv) count apart, from each capture's
-	 * first, in the top half so they never meet a seq.  With no seq at
-	 * all (older traces, msPTI activity records) every ordinal counts
-	 * from the capture's first collective. */
-	a->coll_abs = false;
-	for (size_t i = 0; i < a->nproc && !a->coll_abs; i++) {
-		const struct an_proc *p = a->proc[i];
-		int w = p->ncoll[0] > 0 ? 0 : 1;
-
-		for (size_t k = 0; k < p->ncoll[w] && !a->coll_abs; k++)
-			a->coll_abs = p->coll[w][k].rseq != 0;
-	}
+	/* Each rank's collectives keyed, steps and collectives sampled
+	 * past the caps (analysis-sample.c), then the collectives in
+	 * (comm, seq) order for the matching. */
+	an_sample(a, true);
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
-		uint32_t *seq = NULL, *comms = NULL;
-		size_t ncomms = 0;
 
-		p->cw = p->ncoll[0] > 0 ? 0 : 1;
-		an_sort(p->coll[p->cw], p->ncoll[p->cw], sizeof(struct an_coll),
-		    st_cmp_coll_start);
-		/* Sequence number per communicator. */
-		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
-			struct an_coll *c = &p->coll[p->cw][k];
-			size_t j;
-
-			for (j = 0; j < ncomms && comms[j] != c->comm; j++)
-				;
-			if (j == ncomms) {
-				comms = realloc(comms, (ncomms + 1) * 4);
-				seq = realloc(seq, (ncomms + 1) * 4);
-				if (comms == NULL || seq == NULL)
-					abort();
-				comms[ncomms] = c->comm;
-				seq[ncomms++] = 0;
-			}
-			if (a->coll_abs && c->rseq != 0)
-				c->seq = c->rseq;
-			else
-				c->seq = (a->coll_abs ? 0x80000000u : 0) |
-				    seq[j]++;
-		}
-		free(comms);
-		free(seq);
 		an_sort(p->coll[p->cw], p->ncoll[p->cw], sizeof(struct an_coll),
 		    st_cmp_coll_key);
 	}

@@ -582,6 +582,7 @@ an_coll_add(struct an_proc *p, int which, uint64_t s, uint64_t e,
 	c->comm = comm;
 	c->alg = alg;
 	c->rseq = rseq;
+	c->w = 1;
 }
 
 static size_t

@@ -105,7 +105,22 @@ struct analysis_opts {
 	 * ahead of the analysis, and opens the next file while one is
 	 * analysed.  Results are the same for every N. */
 	unsigned	 jobs;
+	/* Steps, and collectives in them, a rank may have before they are
+	 * sampled: past either, the steps whose index is a multiple of 2^k
+	 * (the same on every rank) are kept whole and stand for all, with a
+	 * warning; collectives outside steps past a quarter of coll_cap (all
+	 * of it on a rank without steps) keep 1 in 2^j instances alike.  So
+	 * partial results stay bounded and a distributed report equals the
+	 * central one (lib/analysis-sample.c).  0 keeps every one (the
+	 * exports, which draw each); msptictl report uses the defaults. */
+	size_t		 coll_cap;
+	size_t		 step_cap;
 };
+
+/* About 260 kB of a partial result a rank for the collectives, 200 kB
+ * for the steps. */
+#define ANALYSIS_COLL_CAP	16384u
+#define ANALYSIS_STEP_CAP	8192u
 
 /* Default reorder window: msptid writes a device record up to about 2 s
  * after records that started later (its task waited for the launch). */

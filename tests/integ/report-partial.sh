@@ -74,6 +74,32 @@ grep -q '^msptictl report: 3 of 3 nodes, 3 ranks; summaries moved ' dist.err || 
 grep -v '^msptictl report: 3 of 3 nodes' dist.err | cmp -s - central.1.err || fail "warnings differ: $(cat dist.err)"
 ok "report --hosts on a shared DIR: each host its own file; the same report as report DIR"
 
+# A long capture: 90,000 all-reduces and 22,500 steps a rank.  Every
+# collective and step would make each host's summary 2 MB; past the
+# report's caps they are sampled on every rank alike, in both reports, so
+# the summaries stay under 1 MB a rank and the two reports are the same.
+mkdir long
+for r in 0 1; do
+	h=$(printf 'hA hB' | cut -d' ' -f$((r + 1)))
+	"$top_builddir/tests/integ/coll-trace" "long/$h.mspti" $h $r 90000 ||
+		fail "coll-trace $r"
+done
+printf 'hA\nhB\n' >hosts.long
+"$MSPTICTL" report long >long.out 2>long.err || fail "central, long: $(cat long.err)"
+"$MSPTICTL" report --hosts hosts.long long >longd.out 2>longd.err ||
+	fail "distributed, long: $(cat longd.err)"
+cmp -s longd.out long.out || fail "long: distributed report differs: $(diff long.out longd.out | head)"
+grep -q 'steps sampled (a rank has over 8192 steps or 16384 collectives in them): .* a multiple of 8 (the same on every rank), each counted 8 times;' long.err ||
+	fail "long: not sampled: $(cat long.err)"
+grep -v '^msptictl report: 2 of 2 nodes' longd.err | cmp -s - long.err ||
+	fail "long: warnings differ: $(cat longd.err)"
+most=$(sed -n 's/.*summaries moved [0-9]* bytes ([0-9]* per rank, at most \([0-9]*\);.*/\1/p' longd.err)
+[ -n "$most" ] && [ "$most" -le 1048576 ] || fail "long: summaries over 1 MB a rank: $(cat longd.err)"
+grep -q 'over the 1 MB' longd.err && fail "long: $(cat longd.err)"
+# 2,812 of 22,500 steps kept a rank, each all-reduce in them counted 8 times.
+grep -q '^hcom_allReduce_ *179968 ' long.out || fail "long: counts: $(grep -A3 'Communication (per' long.out)"
+ok "a long capture: collectives and steps sampled alike, summaries under 1 MB a rank ($most bytes), the same report"
+
 for how in flip cut; do
 	FORGE=hB:$how "$MSPTICTL" report --hosts hosts cap >forged.out 2>forged.err &&
 		fail "a forged partial ($how) was accepted: $(cat forged.err)"

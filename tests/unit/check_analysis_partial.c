@@ -10,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,8 @@
 /* String ids of every source (the same names, on purpose). */
 static const char *const names[] = { NULL, "step", "MatMul", "AI_CORE",
     "HcclAllReduce", "comm0", "aclrtLaunchKernel", "Add", "AI_VECTOR",
-    "AI_CPU", "dataload", "MatMulV2", "HcclBroadcast", "job1", "train" };
+    "AI_CPU", "dataload", "MatMulV2", "HcclBroadcast", "job1", "train",
+    "comm1", "HcclSend" };
 
 /* Where feed's records go: a direct source, or a trace file. */
 struct sink {
@@ -505,6 +507,272 @@ START_TEST(test_files_merged_equal_one_pass)
 }
 END_TEST
 
+/*
+ * A long capture: rank r of 2 (hosts h1, h2) with NCOLL all-reduces on
+ * comm0 carrying their seq, rank 1 arriving late by a few hundred ns in
+ * a pattern of 5, ends together, and one send on comm1 without a seq
+ * every 10th; a step every 4 all-reduces (22,500 of them).
+ */
+#define NCOLL	90000
+
+static void
+feed_long(struct analysis_source *src, int r, bool steps)
+{
+	uint32_t pid = 200u + (uint32_t)r;
+	struct rec_process p;
+	struct rec_marker m;
+	struct rec_communication c;
+
+	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
+		ck_assert_int_eq(analysis_source_string(src, i, names[i]), 0);
+	REC_INIT(&p, REC_PROCESS, 0);
+	p.pid = pid;
+	p.rank = r;
+	p.world_size = 2;
+	ck_assert_int_eq(analysis_source_add(src, &p.hdr), 0);
+	REC_INIT(&m, REC_MARKER, 0);
+	m.pid = pid;
+	m.name_id = 1;
+	REC_INIT(&c, REC_COMMUNICATION, 0);
+	c.pid = pid;
+	c.count = 1u << 20;
+	for (uint32_t k = 0; k < NCOLL; k++) {
+		uint64_t b = T0 + (uint64_t)k * 10 * US;
+
+		if (steps && k % 4 == 0) {
+			if (k > 0) {
+				m.flag = 4u;
+				m.timestamp = b - 1;
+				ck_assert_int_eq(analysis_source_add(src,
+				    &m.hdr), 0);
+			}
+			m.flag = 2u;
+			m.id = k / 4 + 1;
+			m.timestamp = b;
+			ck_assert_int_eq(analysis_source_add(src, &m.hdr), 0);
+		}
+		c.name_id = 4;
+		c.comm_name_id = 5;
+		c.seq = k + 1;
+		c.start = b + 100 + (r == 1 ? (uint64_t)(k % 5) * 200 : 0);
+		c.end = b + 8 * US;
+		ck_assert_int_eq(analysis_source_add(src, &c.hdr), 0);
+		if (k % 10 == 9) {
+			c.name_id = 16;
+			c.comm_name_id = 15;
+			c.seq = 0;
+			c.start = b + 8 * US + 100;
+			c.end = b + 9 * US;
+			ck_assert_int_eq(analysis_source_add(src, &c.hdr), 0);
+		}
+	}
+	m.flag = 4u;
+	m.timestamp = T0 + (uint64_t)NCOLL * 10 * US;
+	if (steps)
+		ck_assert_int_eq(analysis_source_add(src, &m.hdr), 0);
+}
+
+static struct analysis *
+long_part(const struct analysis_opts *o, int r, bool steps)
+{
+	struct analysis *a = analysis_new(o);
+
+	feed_long(analysis_source_new(a, r ? "rank1" : "rank0",
+	    r ? "h2" : "h1"), r, steps);
+	return a;
+}
+
+/* The report's options in o; ox the same without caps (every one kept,
+ * as before sampling). */
+static void
+long_opts(struct analysis_opts *o, struct analysis_opts *ox)
+{
+	analysis_opts_init(o);
+	o->coll_cap = ANALYSIS_COLL_CAP;
+	o->step_cap = ANALYSIS_STEP_CAP;
+	*ox = *o;
+	ox->coll_cap = ox->step_cap = 0;
+}
+
+/* Every collective and step (options o, no caps): the analysis of both
+ * ranks, and in len[r] the size of rank r's partial. */
+static struct analysis *
+long_exact(const struct analysis_opts *o, bool steps, size_t len[2])
+{
+	struct analysis *a = analysis_new(o);
+
+	for (int r = 0; r < 2; r++) {
+		struct analysis *p = long_part(o, r, steps);
+		void *buf;
+
+		feed_long(analysis_source_new(a, r ? "rank1" : "rank0",
+		    r ? "h2" : "h1"), r, steps);
+		ck_assert_int_eq(analysis_partial_encode(p, &buf, &len[r]), 0);
+		free(buf);
+		analysis_free(p);
+	}
+	ck_assert_int_eq(analysis_run(a), 0);
+	return a;
+}
+
+/* The central report of both ranks with options o, and that of their
+ * partials through the wire, which must be the same; each partial's size
+ * in len[r]. */
+static char *
+long_both(const struct analysis_opts *o, bool steps, size_t len[2],
+    struct analysis **ap)
+{
+	struct analysis *a = analysis_new(o), *m = analysis_new(o);
+	char *want, *got, err[256];
+
+	for (int r = 0; r < 2; r++)
+		feed_long(analysis_source_new(a, r ? "rank1" : "rank0",
+		    r ? "h2" : "h1"), r, steps);
+	want = dump(a);
+	for (int r = 0; r < 2; r++) {
+		struct analysis *p = long_part(o, r, steps);
+		void *buf;
+		size_t used;
+
+		ck_assert_int_eq(analysis_partial_encode(p, &buf, &len[r]), 0);
+		ck_assert_msg(analysis_partial_decode(m, buf, len[r], &used,
+		    err, sizeof(err)) == 0, "decode: %s", err);
+		ck_assert_uint_eq(used, len[r]);
+		free(buf);
+		analysis_free(p);
+	}
+	got = dump(m);
+	ck_assert_str_eq(got, want);
+	free(got);
+	analysis_free(m);
+	*ap = a;
+	return want;
+}
+
+/* The cell of table s in the row whose first cell is row, column col. */
+static double
+cell(struct analysis *a, enum analysis_section s, const char *row,
+    const char *col)
+{
+	const struct table *t = analysis_table(a, s);
+	size_t c;
+
+	for (c = 0; strcmp(table_col(t, c), col) != 0; c++)
+		ck_assert_str_ne(table_col(t, c), "");
+	for (size_t i = 0; i < table_nrows(t); i++)
+		if (strcmp(table_cell(t, i, 0, NULL), row) == 0)
+			return strtod(table_cell(t, i, c, NULL), NULL);
+	ck_abort_msg("no row %s", row);
+	return 0;
+}
+
+/* Wait and transit of the sample within 3% of every collective's (rank
+ * 0 waits 0..800 ns in turn). */
+static void
+long_close(struct analysis *a, struct analysis *x)
+{
+	double w = cell(a, ANALYSIS_COMM, "HcclAllReduce", "Wait Time(us)");
+	double wx = cell(x, ANALYSIS_COMM, "HcclAllReduce", "Wait Time(us)");
+	double t = cell(a, ANALYSIS_COMM, "HcclAllReduce",
+	    "Transit Time(us)");
+	double tx = cell(x, ANALYSIS_COMM, "HcclAllReduce",
+	    "Transit Time(us)");
+
+	ck_assert_double_eq_tol(wx, NCOLL * 0.4, 1e-6);
+	ck_assert_msg(fabs(w - wx) <= 0.03 * wx, "wait %f, all %f", w, wx);
+	ck_assert_msg(fabs(t - tx) <= 0.03 * tx, "transit %f, all %f", t, tx);
+}
+
+/*
+ * Over the report's caps a rank's collectives and steps are sampled alike
+ * on every rank: each rank's partial result stays under 1 MB (it was over
+ * with every one), the distributed report (partials through the wire)
+ * prints exactly what the central one prints, and the sampled counts,
+ * wait, transit and step figures are those of every one.
+ */
+START_TEST(test_long_capture_bounded)
+{
+	struct analysis_opts o, ox;
+	struct analysis *a, *x;
+	size_t len[2], lx[2];
+	char *want;
+
+	long_opts(&o, &ox);
+	want = long_both(&o, true, len, &a);
+	x = long_exact(&ox, true, lx);
+	for (int r = 0; r < 2; r++) {
+		/* Every one would not fit; the sample does. */
+		ck_assert_msg(lx[r] > 1048576, "unsampled %zu bytes", lx[r]);
+		ck_assert_msg(len[r] <= 1048576 / 2, "sampled %zu bytes",
+		    len[r]);
+	}
+	/* 22,500 steps (1 in 4 would do) holding 99,000 collectives (1 in
+	 * 8): steps 8, 16, ... with all they hold; none outside steps. */
+	ck_assert_msg(strstr(want, "steps sampled (a rank has over 8192 steps "
+	    "or 16384 collectives in them): ") != NULL && strstr(want, "index "
+	    "is a multiple of 8 (the same on every rank), each counted 8 "
+	    "times;") != NULL, "%.2000s", want);
+	ck_assert_ptr_null(strstr(want, "outside steps sampled"));
+	free(want);
+	/* Counts: 90000 and 9000 a rank, those of 2,812 of 22,500 steps
+	 * counted 8 times each. */
+	ck_assert_double_eq(cell(a, ANALYSIS_COMM, "HcclAllReduce", "Count"),
+	    2.0 * 2812 * 4 * 8);
+	ck_assert_double_eq_tol(cell(a, ANALYSIS_COMM, "HcclSend", "Count"),
+	    2.0 * NCOLL / 10, 2.0 * NCOLL / 10 * 0.01);
+	ck_assert_double_eq(cell(x, ANALYSIS_COMM, "HcclAllReduce", "Count"),
+	    2.0 * NCOLL);
+	long_close(a, x);
+	/* Steps: every one counted, 1 in 8 shown (numbered 8, 16, ...)
+	 * with exact figures, averages those of every step. */
+	ck_assert_double_eq(cell(a, ANALYSIS_RANKS, "1", "Steps"),
+	    NCOLL / 4);
+	ck_assert_uint_eq(table_nrows(analysis_table(a, ANALYSIS_STEPS)),
+	    2 * 2812);
+	ck_assert_str_eq(table_cell(analysis_table(a, ANALYSIS_STEPS), 0, 1,
+	    NULL), "8");
+	ck_assert_uint_eq(table_nrows(analysis_table(x, ANALYSIS_STEPS)),
+	    2 * NCOLL / 4);
+	ck_assert_double_eq_tol(cell(a, ANALYSIS_RANKS, "0",
+	    "Step Time Avg(us)"), cell(x, ANALYSIS_RANKS, "0",
+	    "Step Time Avg(us)"), 1e-3);
+	ck_assert_double_eq_tol(cell(a, ANALYSIS_RANKS, "0", "Wait Avg(us)"),
+	    cell(x, ANALYSIS_RANKS, "0", "Wait Avg(us)"), 0.02);
+	analysis_free(x);
+	analysis_free(a);
+}
+END_TEST
+
+/* A rank without steps: its collectives are sampled by key alike (1 in
+ * 8 of each communicator), the two reports are the same, and the counts,
+ * wait and transit those of every collective. */
+START_TEST(test_long_nosteps_bounded)
+{
+	struct analysis_opts o, ox;
+	struct analysis *a, *x;
+	size_t len[2], lx[2];
+	char *want;
+
+	long_opts(&o, &ox);
+	want = long_both(&o, false, len, &a);
+	x = long_exact(&ox, false, lx);
+	for (int r = 0; r < 2; r++)
+		ck_assert_msg(len[r] <= 1048576 / 4 && lx[r] > 1048576,
+		    "sampled %zu bytes, all %zu", len[r], lx[r]);
+	ck_assert_msg(strstr(want, "collectives outside steps sampled: 1 in 8 "
+	    "instances") != NULL, "%.2000s", want);
+	ck_assert_ptr_null(strstr(want, "steps sampled ("));
+	free(want);
+	ck_assert_double_eq(cell(a, ANALYSIS_COMM, "HcclAllReduce", "Count"),
+	    2.0 * NCOLL);
+	ck_assert_double_eq(cell(a, ANALYSIS_COMM, "HcclSend", "Count"),
+	    2.0 * NCOLL / 10);
+	long_close(a, x);
+	analysis_free(x);
+	analysis_free(a);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -519,6 +787,8 @@ main(void)
 	tcase_add_test(tc, test_wire_roundtrip);
 	tcase_add_test(tc, test_corrupt_rejected);
 	tcase_add_test(tc, test_files_merged_equal_one_pass);
+	tcase_add_test(tc, test_long_capture_bounded);
+	tcase_add_test(tc, test_long_nosteps_bounded);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
