@@ -11,7 +11,7 @@
  * MSPTI_CLOCK=realtime forces clock_gettime.
  *
  * The mapping ns = base_ns + ((tsc - base_tsc) * mult >> 32) is fitted to
- * util_realtime_ns() (CLOCK_REALTIME, with the tests' skew hook), first
+ * util_realtime_ns() (CLOCK_REALTIME, with the tests' skew and drift), first
  * after HOSTCLOCK_FIRST_NS of clock_gettime reads, then refitted every
  * refit period (1 s; MSPTI_CLOCK_REFIT_MS) by the first thread that reads
  * the clock after it, so NTP's slewing and steps are followed:

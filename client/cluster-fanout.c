@@ -29,12 +29,16 @@
 /*
  * Runs on each node: $1 is the node->session map ("-" when none), the
  * rest the msptictl command line, in which @N stands for the node's name
- * and @S for its session.
+ * and @S for its session.  The @clock line is the node's CLOCK_REALTIME
+ * as our programs there see it (lib/util.h's test hooks: skew and drift).
  */
 static const char cluster_wrapper[] =
     "n=${MSPTI_NODE:-${SLURMD_NODENAME:-$(hostname)}}; m=$1; shift; s=\n"
     "for kv in $m; do case $kv in \"$n=\"*) s=${kv#*=};; esac; done\n"
-    "echo \"@node $n\"; echo \"@clock $(($(date +%s%N) + ${MSPTI_TEST_CLOCK_SKEW_NS:-0}))\"\n"
+    "t=$(date +%s%N); d=$((t - ${MSPTI_TEST_CLOCK_DRIFT_T0_NS:-$t}))\n"
+    "p=${MSPTI_TEST_CLOCK_DRIFT_PPB:-0}; t=$((t + ${MSPTI_TEST_CLOCK_SKEW_NS:-0}"
+    " + d / 1000000000 * p + d % 1000000000 * p / 1000000000))\n"
+    "echo \"@node $n\"; echo \"@clock $t\"\n"
     "if [ \"$m\" != - ] && [ -z \"$s\" ]; then\n"
     "  echo \"no session of this capture on $n\" >&2; echo \"@rc 3\"; exit 0; fi\n"
     "for a; do shift; case $a in *@N*) a=$(printf %s \"$a\" | sed \"s/@N/$n/g\");;\n"

@@ -20,48 +20,102 @@
 #endif
 
 /*
- * Test hook: MSPTI_TEST_CLOCK_SKEW_NS (signed ns) is added to every host
- * CLOCK_REALTIME read of ours, so that the nodes of a minicluster on one
- * machine can disagree about the time the way a fleet's hosts do
- * (doc/cluster.md, "Clocks").  Read once per program (per file that uses
- * it: a static per translation unit, all reading the same environment).
- * Only the host clock moves: CLOCK_MONOTONIC, which the simulator's model
- * and its cross-rank coordination use, does not.
+ * Test hooks that make the nodes of a minicluster on one machine disagree
+ * about the time the way a fleet's hosts do (doc/cluster.md, "Clocks"):
+ * every host CLOCK_REALTIME read of ours returns
+ *
+ *	real + skew + (real - t0) * ppb / 1e9
+ *
+ * with skew = MSPTI_TEST_CLOCK_SKEW_NS (signed ns), ppb =
+ * MSPTI_TEST_CLOCK_DRIFT_PPB (signed parts per billion: a clock running
+ * fast, positive, or slow, negative; |ppb| < 1e9, else no drift) and t0 =
+ * MSPTI_TEST_CLOCK_DRIFT_T0_NS (the real CLOCK_REALTIME at which the drift
+ * has added nothing yet).  Processes that must read one clock need one t0
+ * (minicluster writes the instant the cluster came up into each drifting
+ * node's environment); without it t0 is the instant this copy of the hook
+ * was loaded, a clock of the process's own.  Read once per program (per
+ * file that uses it: a static per translation unit, all reading the same
+ * environment; t0 by default per translation unit too, microseconds
+ * apart).  Only the host clock moves: CLOCK_MONOTONIC, which the
+ * simulator's model and its cross-rank coordination use, does not.
  */
+struct util_clock_test {
+	int64_t		skew_ns;
+	int64_t		drift_ppb;	/* 0: no drift, t0 unused */
+	int64_t		t0_ns;
+};
+
 static inline int64_t
-util_clock_skew_ns(void)
+util_clock_env(const char *name, int64_t def)
 {
-	static int64_t	skew;
-	static int	loaded;
-	const char	*s;
+	const char	*s = getenv(name);
+
+	return s != NULL && *s != '\0' ? strtoll(s, NULL, 10) : def;
+}
+
+/* The hooks' settings, read from the environment on the first call. */
+static inline const struct util_clock_test *
+util_clock_test(void)
+{
+	static struct util_clock_test	t;
+	static int			loaded;
+	struct timespec			ts;
+	int64_t				ppb, t0 = 0;
 
 	if (!__atomic_load_n(&loaded, __ATOMIC_ACQUIRE)) {
-		s = getenv("MSPTI_TEST_CLOCK_SKEW_NS");
-		__atomic_store_n(&skew, s != NULL ? strtoll(s, NULL, 10) : 0,
+		ppb = util_clock_env("MSPTI_TEST_CLOCK_DRIFT_PPB", 0);
+		if (ppb <= -1000000000 || ppb >= 1000000000)
+			ppb = 0;
+		if (ppb != 0) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			t0 = util_clock_env("MSPTI_TEST_CLOCK_DRIFT_T0_NS",
+			    (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+		}
+		__atomic_store_n(&t.skew_ns,
+		    util_clock_env("MSPTI_TEST_CLOCK_SKEW_NS", 0),
 		    __ATOMIC_RELAXED);
+		__atomic_store_n(&t.drift_ppb, ppb, __ATOMIC_RELAXED);
+		__atomic_store_n(&t.t0_ns, t0, __ATOMIC_RELAXED);
 		__atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
 	}
-	return __atomic_load_n(&skew, __ATOMIC_RELAXED);
+	return &t;
 }
 
 /* Each file's copy is loaded when the program or library is loaded, so no
  * thread of ours reads the environment later (another thread's setenv may
  * be freeing it; see agent/env.c). */
 __attribute__((constructor)) static void
-util_clock_skew_load(void)
+util_clock_test_load(void)
 {
-	(void)util_clock_skew_ns();
+	(void)util_clock_test();
 }
 
-/* CLOCK_REALTIME in ns, plus the test skew. */
+/* The hooks' idea of host CLOCK_REALTIME at real time ns. */
+static inline uint64_t
+util_clock_test_at(const struct util_clock_test *t, uint64_t ns)
+{
+	int64_t	ppb = __atomic_load_n(&t->drift_ppb, __ATOMIC_RELAXED), d;
+
+	if (ppb != 0) {
+		/* d * ppb / 1e9 without 128-bit arithmetic: whole seconds,
+		 * then the rest (|ppb| < 1e9 keeps both in range). */
+		d = (int64_t)(ns - (uint64_t)__atomic_load_n(&t->t0_ns,
+		    __ATOMIC_RELAXED));
+		ns += (uint64_t)(d / 1000000000 * ppb +
+		    d % 1000000000 * ppb / 1000000000);
+	}
+	return ns + (uint64_t)__atomic_load_n(&t->skew_ns, __ATOMIC_RELAXED);
+}
+
+/* CLOCK_REALTIME in ns, as the test hooks make it. */
 static inline uint64_t
 util_realtime_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
-	    (uint64_t)util_clock_skew_ns();
+	return util_clock_test_at(util_clock_test(),
+	    (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
 }
 
 uint64_t	util_monotonic_ns(void);

@@ -6,7 +6,8 @@
  *   device_ns = mono + mono * drift_ppb / 1e9 + offset_ns
  * with offset = NPUSIM_CLOCK_OFFSET_NS + dev * 137 us and drift =
  * NPUSIM_CLOCK_DRIFT_PPM + dev * 1 ppm.  The host realtime side of the
- * clock samples honours the test skew MSPTI_TEST_CLOCK_SKEW_NS.
+ * clock samples honours the test hooks MSPTI_TEST_CLOCK_SKEW_NS and
+ * MSPTI_TEST_CLOCK_DRIFT_PPB.
  */
 #include <sys/prctl.h>
 
@@ -33,8 +34,9 @@ sim_clock_mono(void)
  * The host clock as this node's programs see it: the host side of every
  * clock sample (npusimReadClock, the channel header, the metrics page), so
  * that device times map onto the node's clock including the test skew
- * (MSPTI_TEST_CLOCK_SKEW_NS, lib/util.h).  The device model and the
- * cross-rank coordination run on sim_clock_mono(), which no skew touches.
+ * and drift (MSPTI_TEST_CLOCK_SKEW_NS, MSPTI_TEST_CLOCK_DRIFT_PPB,
+ * lib/util.h).  The device model and the cross-rank coordination run on
+ * sim_clock_mono(), which neither touches.
  */
 uint64_t
 sim_clock_realtime(void)

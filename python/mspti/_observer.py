@@ -28,23 +28,40 @@ import weakref
 from . import _mspti
 
 
-def _skew_ns():
-    # The clock-skew test hook of every host clock read of msPTI's
+def _clock_env(name, default=0):
+    # The clock test hooks of every host clock read of msPTI's
     # (lib/util.h, doc/cluster.md "Clocks").
     try:
-        return int(os.environ.get("MSPTI_TEST_CLOCK_SKEW_NS", "0") or 0)
+        return int(os.environ.get(name, "") or default)
     except ValueError:
-        return 0
+        return default
 
 
-_SKEW_NS = _skew_ns()
+_SKEW_NS = _clock_env("MSPTI_TEST_CLOCK_SKEW_NS")
+_DRIFT_PPB = _clock_env("MSPTI_TEST_CLOCK_DRIFT_PPB")
+if not -10**9 < _DRIFT_PPB < 10**9:
+    _DRIFT_PPB = 0
+_DRIFT_T0_NS = (_clock_env("MSPTI_TEST_CLOCK_DRIFT_T0_NS", time.time_ns())
+                if _DRIFT_PPB else 0)
 
 # Daemon sessions' range messages with shapes (_shapes_message): libmspti's
 # MSTX limit (a message is under 255 bytes) and how many distinct ones a
 # process sends.
 MSTX_MSG_MAX = 255
 MAX_SHAPE_MESSAGES = 4096
-if _SKEW_NS:
+if _DRIFT_PPB:
+    def _tdiv(a, b):
+        # C's division, truncated toward zero.
+        return a // b if a >= 0 else -(-a // b)
+
+    def _now():
+        # As util_realtime_ns(): whole seconds, then the rest.
+        t = time.time_ns()
+        d = t - _DRIFT_T0_NS
+        s = _tdiv(d, 10**9)
+        return (t + _SKEW_NS + s * _DRIFT_PPB +
+                _tdiv((d - s * 10**9) * _DRIFT_PPB, 10**9))
+elif _SKEW_NS:
     def _now():
         return time.time_ns() + _SKEW_NS
 else:

@@ -1,6 +1,6 @@
 /* lib/clockalign: host and rank clock offsets recovered from synthetic
  * collective samples with known offsets, noise, outliers, missing ranks and
- * unlinked hosts; and the clock-skew test hook of lib/util.h. */
+ * unlinked hosts; and the clock skew and drift test hooks of lib/util.h. */
 #include "config.h"
 
 #include <check.h>
@@ -531,6 +531,121 @@ START_TEST(skew_hook)
 }
 END_TEST
 
+/* The drift hook's arithmetic: real + skew + (real - t0) * ppb / 1e9,
+ * truncated toward zero, before and after t0, for clocks fast and slow. */
+START_TEST(drift_formula)
+{
+	const uint64_t t0 = 1700000000000000000ull;
+	struct util_clock_test t = { 0 };
+
+	ck_assert_uint_eq(util_clock_test_at(&t, t0 + 5), t0 + 5);
+	t.skew_ns = 3000000;
+	t.drift_ppb = 50000;
+	t.t0_ns = (int64_t)t0;
+	ck_assert_uint_eq(util_clock_test_at(&t, t0), t0 + 3000000);
+	/* 2.5 s after t0, 50 ppm fast: 125 us more. */
+	ck_assert_uint_eq(util_clock_test_at(&t, t0 + 2500000000ull),
+	    t0 + 2500000000ull + 3000000 + 125000);
+	/* 1.5 s before it: 75 us less. */
+	ck_assert_uint_eq(util_clock_test_at(&t, t0 - 1500000000ull),
+	    t0 - 1500000000ull + 3000000 - 75000);
+	t.skew_ns = -1000;
+	t.drift_ppb = -999999999;
+	/* Almost stopped, but never going back: 1 s of real time is 1 ns. */
+	ck_assert_uint_eq(util_clock_test_at(&t, t0 + 1000000000ull),
+	    t0 + 1 - 1000);
+	t.drift_ppb = -7;
+	/* 0.9999999 s at -7 ppb is -6.9999993 ns: -6. */
+	ck_assert_uint_eq(util_clock_test_at(&t, t0 + 999999900ull),
+	    t0 + 999999900ull - 1000 - 6);
+	/* A day later, 1000 ppm: 86.4 s more, exactly. */
+	t.drift_ppb = 1000000;
+	ck_assert_uint_eq(util_clock_test_at(&t, t0 + 86400000000000ull),
+	    t0 + 86400000000000ull - 1000 + 86400000000ull);
+}
+END_TEST
+
+static uint64_t
+clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The child of drift_hook, started with MSPTI_TEST_CLOCK_SKEW_NS=3 ms and
+ * MSPTI_TEST_CLOCK_DRIFT_PPB=-200 ppm; mode "anchored" with
+ * MSPTI_TEST_CLOCK_DRIFT_T0_NS 100 s back (so 20 ms slow by now), mode
+ * "own" without it (the clock is its own from the load on), "huge" with
+ * a drift the hook refuses.  0 when util_realtime_ns() reads what the
+ * formula says between two real reads.
+ */
+static int
+drift_child(const char *mode)
+{
+	const char *s = getenv("MSPTI_TEST_CLOCK_DRIFT_T0_NS");
+	int64_t t0 = s != NULL ? strtoll(s, NULL, 10) : 0, lo, hi, v;
+	uint64_t before, got, after;
+
+	before = clock_ns(CLOCK_REALTIME);
+	got = util_realtime_ns();
+	after = clock_ns(CLOCK_REALTIME);
+	v = (int64_t)got - 3000000;
+	if (strcmp(mode, "huge") == 0)
+		return v >= (int64_t)before && v <= (int64_t)after ? 0 : 1;
+	if (strcmp(mode, "own") == 0) {
+		/* Loaded a moment ago: under a second of -200 ppm. */
+		return v >= (int64_t)before - 200000 && v <= (int64_t)after ?
+		    0 : 1;
+	}
+	/* The drift term is monotonic in real time: bracket it. */
+	lo = (int64_t)before + (int64_t)(((double)before - (double)t0) *
+	    -200000 / 1e9) - 2;
+	hi = (int64_t)after + (int64_t)(((double)after - (double)t0) *
+	    -200000 / 1e9) + 2;
+	if (v < lo || v > hi)
+		return 1;
+	/* Read once: a later change does not move it. */
+	setenv("MSPTI_TEST_CLOCK_DRIFT_PPB", "0", 1);
+	setenv("MSPTI_TEST_CLOCK_DRIFT_T0_NS", "0", 1);
+	return util_realtime_ns() - 3000000 < clock_ns(CLOCK_REALTIME) -
+	    19000000 ? 0 : 2;
+}
+
+START_TEST(drift_hook)
+{
+	static const char *const modes[] = { "anchored", "own", "huge" };
+	char t0[32];
+	int status;
+
+	for (size_t i = 0; i < nitems(modes); i++) {
+		pid_t pid = fork();
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			snprintf(t0, sizeof(t0), "%llu", (unsigned long long)
+			    (clock_ns(CLOCK_REALTIME) - 100000000000ull));
+			setenv("MSPTI_TEST_CLOCK_SKEW_NS", "3000000", 1);
+			setenv("MSPTI_TEST_CLOCK_DRIFT_PPB", i == 2 ?
+			    "1000000000" : "-200000", 1);
+			if (i == 0)
+				setenv("MSPTI_TEST_CLOCK_DRIFT_T0_NS", t0, 1);
+			else
+				unsetenv("MSPTI_TEST_CLOCK_DRIFT_T0_NS");
+			execl("/proc/self/exe", "check_clockalign",
+			    "--drift-child", modes[i], (char *)NULL);
+			_exit(127);
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		    "drift child %s: status 0x%x (1: not the formula, 2: read "
+		    "again)", modes[i], status);
+	}
+}
+END_TEST
+
 /* The analysis (report, export): host h2 (rank 1) runs 5 ms ahead, host
  * h3's rank has no collective.  The clocks table states h2's offset and that h3's
  * is not estimable, a warning says rank 2 is not aligned, and rank 1's
@@ -862,6 +977,8 @@ main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--skew-child") == 0)
 		return skew_child();
+	if (argc == 3 && strcmp(argv[1], "--drift-child") == 0)
+		return drift_child(argv[2]);
 	s = suite_create("clockalign");
 	tc = tcase_create("clockalign");
 	tcase_add_test(tc, two_hosts);
@@ -875,6 +992,8 @@ main(int argc, char **argv)
 	tcase_add_test(tc, windows_disjoint);
 	tcase_add_test(tc, empty_and_bad);
 	tcase_add_test(tc, skew_hook);
+	tcase_add_test(tc, drift_formula);
+	tcase_add_test(tc, drift_hook);
 	tcase_add_test(tc, analysis_hosts);
 	tcase_add_test(tc, analysis_drifting_host);
 	tcase_add_test(tc, analysis_split_host);
