@@ -2,11 +2,12 @@
 # Fan-out over ssh (--hosts FILE) for clusters without Slurm: sshd runs in
 # each minicluster node; ranks are started on the nodes directly.  start,
 # snapshot (ring mode), stop and wait reach every host; an unknown host
-# is named and fails the start.
+# is named and fails the start.  node2's clock hooks (minicluster --skew,
+# --drift) reach its ssh sessions.
 . "$(dirname "$0")/cluster-lib.sh"
 command -v /usr/sbin/sshd >/dev/null 2>&1 || skip "openssh-server not installed"
 
-mc_up 2 --ssh
+mc_up 2 --ssh --skew node2=1000 --drift node2=1000
 APPS=""
 for i in 1 2; do
 	for r in 0 1; do
@@ -21,6 +22,12 @@ done
 printf '# the job'"'"'s hosts\nnode1\nnode2   # second\n\n' >"$T/hosts"
 export MSPTI_SSH="ssh -F $T/mc/ssh/ssh_config"
 x() { ctl env MSPTI_SSH="$MSPTI_SSH" "$MSPTICTL" "$@"; }
+
+hooks='echo "${MSPTI_TEST_CLOCK_SKEW_NS:-none} ${MSPTI_TEST_CLOCK_DRIFT_PPB:-none} ${MSPTI_TEST_CLOCK_DRIFT_T0_NS:-none}"'
+got="$(ctl $MSPTI_SSH node1 "$hooks") / $(ctl $MSPTI_SSH node2 "$hooks")"
+want="none none none / 1000 1000 $($MC exec node2 printenv MSPTI_TEST_CLOCK_DRIFT_T0_NS)"
+[ "$got" = "$want" ] || fail "ssh sessions' clock hooks: '$got', want '$want'"
+ok "node2's skew and drift reach its ssh sessions, not node1's"
 
 x start --hosts "$T/hosts" --job sshjob --mode ring --output-dir "$T/cap" >"$T/start.out" 2>&1 ||
 	fail "ssh start: $(cat "$T/start.out")"

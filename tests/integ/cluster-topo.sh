@@ -1,5 +1,5 @@
 #!/bin/sh
-# The minicluster's --skew, then the simulator's topology on a 2-node
+# The minicluster's --skew and --drift, then the simulator's topology on a 2-node
 # minicluster: srun starts 4 ranks of
 # npusim-dist --launched (2 per node, rank/world/device from SLURM_PROCID,
 # SLURM_NTASKS, SLURM_LOCALID); the ranks of both nodes, each node with its
@@ -18,19 +18,34 @@ for bad in bogus node3=1 node2=1x node0=5; do
 	[ -e "$T/mc" ] && fail "up --skew $bad left $T/mc behind"
 done
 ok "a bad --skew is one line of error and leaves nothing behind"
+for bad in bogus node3=1 node2=1x node0=5 node2=500001 node2=-99999999999; do
+	$MC up 2 --drift "$bad" >"$T/bad.out" 2>&1 && fail "up --drift $bad worked"
+	[ "$(wc -l <"$T/bad.out")" = 1 ] && grep -q '^minicluster: --drift' "$T/bad.out" ||
+		fail "up --drift $bad: $(cat "$T/bad.out")"
+	[ -e "$T/mc" ] && fail "up --drift $bad left $T/mc behind"
+done
+ok "a bad --drift is one line of error and leaves nothing behind"
 
-# node2's clock runs 5 ms ahead for our programs: its msptid, exec and
-# every Slurm task there see the skew, node1 none.
-mc_up 2 --skew node2=5000000
-got=$($MC exec ctl srun -N2 -l sh -c 'echo "$(hostname)=${MSPTI_TEST_CLOCK_SKEW_NS:-none}"' | sed 's/^[0-9]*: //' | sort | tr '\n' ' ')
-[ "$got" = "node1=none node2=5000000 " ] || fail "srun tasks' skew: $got"
-got=$($MC exec node2 sh -c 'echo $MSPTI_TEST_CLOCK_SKEW_NS')
-[ "$got" = 5000000 ] || fail "exec node2: skew '$got'"
-tr '\0' '\n' </proc/"$($MC pid node2 msptid)"/environ | grep -qx MSPTI_TEST_CLOCK_SKEW_NS=5000000 ||
-	fail "node2's msptid has no skew"
-tr '\0' '\n' </proc/"$($MC pid node1 msptid)"/environ | grep -q MSPTI_TEST_CLOCK_SKEW_NS &&
-	fail "node1's msptid has a skew"
-ok "--skew node2=5000000 reaches node2's msptid, exec and Slurm tasks, not node1's"
+# node2's clock runs 5 ms ahead for our programs, and 20 ppm slow from
+# the cluster's start on: its msptid, exec and every Slurm task there see
+# the skew and one drift with one anchor, node1 none.
+mc_up 2 --skew node2=5000000 --drift node2=-20000
+clk='$(hostname)=${MSPTI_TEST_CLOCK_SKEW_NS:-none},${MSPTI_TEST_CLOCK_DRIFT_PPB:-none},${MSPTI_TEST_CLOCK_DRIFT_T0_NS:-none}'
+t0=$($MC exec node2 printenv MSPTI_TEST_CLOCK_DRIFT_T0_NS)
+case $t0 in ''|*[!0-9]*) fail "exec node2: drift anchor '$t0'" ;; esac
+want="node1=none,none,none node1=none,none,none node2=5000000,-20000,$t0 node2=5000000,-20000,$t0 "
+got=$($MC exec ctl srun -N2 --ntasks-per-node=2 -l sh -c "echo \"$clk\"" | sed 's/^[0-9]*: //' | sort | tr '\n' ' ')
+[ "$got" = "$want" ] || fail "srun tasks' clock hooks: $got, want $want"
+got=$($MC exec node2 sh -c 'echo $MSPTI_TEST_CLOCK_SKEW_NS $MSPTI_TEST_CLOCK_DRIFT_PPB')
+[ "$got" = "5000000 -20000" ] || fail "exec node2: skew and drift '$got'"
+for v in MSPTI_TEST_CLOCK_SKEW_NS=5000000 MSPTI_TEST_CLOCK_DRIFT_PPB=-20000 \
+    MSPTI_TEST_CLOCK_DRIFT_T0_NS="$t0"; do
+	tr '\0' '\n' </proc/"$($MC pid node2 msptid)"/environ | grep -qx "$v" ||
+		fail "node2's msptid has no $v"
+done
+tr '\0' '\n' </proc/"$($MC pid node1 msptid)"/environ | grep -q MSPTI_TEST_CLOCK_ &&
+	fail "node1's msptid has a skew or drift"
+ok "--skew node2=5000000 --drift node2=-20000 reach node2's msptid, exec and Slurm tasks (one anchor), not node1's"
 $MC exec ctl env NPUSIM_ROCE_BW_GBS=4 NPUSIM_ROCE_LAT_US=25 \
     NPUSIM_LINK_BW_GBS=40 NPUSIM_LINK_LAT_US=2 \
     srun -N2 --ntasks-per-node=2 -J mctopo \
