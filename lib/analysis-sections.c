@@ -139,6 +139,39 @@ sec_comm_hosts(struct analysis *a, size_t *np)
 	return ci;
 }
 
+/*
+ * The rank after p among the ranks of communicator comm (in rank order,
+ * the first after the last), and in *n how many ranks it has.
+ */
+static int
+sec_ring_next(const struct analysis *a, const struct an_proc *p,
+    uint32_t comm, int *n)
+{
+	int pos = 0, dst = -1, first = -1;
+
+	*n = 0;
+	for (size_t q = 0; q < a->nproc; q++) {
+		const struct an_proc *o = a->proc[q];
+		bool in = false;
+
+		if (o->rank < 0)
+			continue;
+		for (size_t m = 0; m < o->ncoll[o->cw] && !in; m++)
+			in = o->coll[o->cw][m].comm == comm;
+		if (!in)
+			continue;
+		if (first < 0)
+			first = o->rank;
+		if (o == p)
+			pos = *n;
+		else if (*n == pos + 1 && dst < 0 && *n > 0 &&
+		    o->rank > p->rank)
+			dst = o->rank;
+		(*n)++;
+	}
+	return dst < 0 ? first : dst;
+}
+
 static void
 sec_comm(struct analysis *a, uint64_t *comm_total)
 {
@@ -253,6 +286,8 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	/* Communication matrix: ring algorithms, rank r -> next rank. */
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
+		uint32_t lc = 0;
+		int n = 0, dst = -1;
 
 		if (p->rank < 0)
 			continue;
@@ -260,34 +295,15 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 			struct an_coll *c = &p->coll[p->cw][k];
 			const char *op = an_str_get(a, c->name);
 			uint64_t w = c->w;
-			int n = 0, pos = 0, dst = -1, first = -1;
 			double f;
 			size_t j;
 
-			/* Ranks in this communicator, in rank order. */
-			for (size_t q = 0; q < a->nproc; q++) {
-				struct an_proc *o = a->proc[q];
-				bool in = false;
-
-				if (o->rank < 0)
-					continue;
-				for (size_t m = 0; m < o->ncoll[o->cw] && !in;
-				    m++)
-					in = o->coll[o->cw][m].comm == c->comm;
-				if (!in)
-					continue;
-				if (first < 0)
-					first = o->rank;
-				if (o == p)
-					pos = n;
-				else if (n == pos + 1 && dst < 0 && n > 0 &&
-				    o->rank > p->rank)
-					dst = o->rank;
-				n++;
+			/* Once a run of one communicator: p's collectives
+			 * are in (comm, seq) order. */
+			if (k == 0 || c->comm != lc) {
+				dst = sec_ring_next(a, p, c->comm, &n);
+				lc = c->comm;
 			}
-			if (dst < 0)
-				dst = first;
-			(void)pos;
 			f = sec_ring_factor(op, n);
 			if (f == 0 || dst == p->rank)
 				continue;
