@@ -129,6 +129,15 @@ struct an_ival {
 	uint32_t	cls;
 };
 
+/* Orders intervals by start (an_sort). */
+static inline int
+an_cmp_ival(const void *x, const void *y)
+{
+	const struct an_ival *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
 /* A closed union segment waiting for its steps to be known. */
 struct an_seg {
 	uint64_t	s, e;

@@ -47,14 +47,6 @@ sa_cmp_start(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static int
-sa_cmp_ival(const void *x, const void *y)
-{
-	const struct an_ival *a = x, *b = y;
-
-	return a->start < b->start ? -1 : a->start > b->start;
-}
-
 /* Whether the collectives of p carry their seq (or did before a sample
  * of them was taken). */
 static bool
@@ -220,7 +212,7 @@ sa_thin(struct an_proc *p, uint32_t s, uint32_t o)
 	}
 	p->ncoll[p->cw] = m;
 	if (s > p->step_w) {
-		an_sort(p->data, p->ndata, sizeof(*p->data), sa_cmp_ival);
+		an_sort(p->data, p->ndata, sizeof(*p->data), an_cmp_ival);
 		k = 0;
 		for (size_t d = 0; d < p->ndata; d++) {
 			uint64_t ds = p->data[d].start;

@@ -16,14 +16,6 @@
 #include "analysis-int.h"
 
 static int
-st_cmp_ival(const void *x, const void *y)
-{
-	const struct an_ival *a = x, *b = y;
-
-	return a->start < b->start ? -1 : a->start > b->start;
-}
-
-static int
 st_cmp_pcoll(const void *x, const void *y)
 {
 	const struct an_coll *a = *(struct an_coll *const *)x;
@@ -58,7 +50,7 @@ st_union(struct an_ival *iv, size_t niv, struct an_union *u)
 {
 	size_t n = 0;
 
-	an_sort(iv, niv, sizeof(*iv), st_cmp_ival);
+	an_sort(iv, niv, sizeof(*iv), an_cmp_ival);
 	u->s = st_alloc((niv + 1) * sizeof(uint64_t));
 	u->e = st_alloc((niv + 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < niv; i++) {

@@ -185,14 +185,6 @@ sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
 	}
 }
 
-static int
-sw_cmp_ival(const void *x, const void *y)
-{
-	const struct an_ival *a = x, *b = y;
-
-	return a->start < b->start ? -1 : a->start > b->start;
-}
-
 /* Makes the ring contiguous from index 0 with capacity cap, sorted. */
 static void
 sw_linearize(struct an_proc *p, size_t cap, bool sort)
@@ -206,7 +198,7 @@ sw_linearize(struct an_proc *p, size_t cap, bool sort)
 	p->rb_cap = cap;
 	p->rb_head = 0;
 	if (sort && p->rb_unsorted) {
-		an_sort(p->rb, p->rb_n, sizeof(*p->rb), sw_cmp_ival);
+		an_sort(p->rb, p->rb_n, sizeof(*p->rb), an_cmp_ival);
 		p->rb_unsorted = false;
 		if (p->rb_n > 0)	/* order is checked against the tail */
 			p->rb_last = p->rb[p->rb_n - 1].start;

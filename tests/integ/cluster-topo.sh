@@ -11,20 +11,20 @@
 . "$(dirname "$0")/cluster-lib.sh"
 
 DIST="$top_builddir/tests/integ/npusim-dist"
-for bad in bogus node3=1 node2=1x node0=5; do
-	$MC up 2 --skew "$bad" >"$T/bad.out" 2>&1 && fail "up --skew $bad worked"
-	[ "$(wc -l <"$T/bad.out")" = 1 ] && grep -q '^minicluster: --skew' "$T/bad.out" ||
-		fail "up --skew $bad: $(cat "$T/bad.out")"
-	[ -e "$T/mc" ] && fail "up --skew $bad left $T/mc behind"
+# OPT BAD...: each bad value is one line of error and leaves nothing.
+for bads in "--skew bogus node3=1 node2=1x node0=5" \
+    "--drift bogus node3=1 node2=1x node0=5 node2=500001 node2=-99999999999"; do
+	set -- $bads
+	opt=$1
+	shift
+	for bad; do
+		$MC up 2 $opt "$bad" >"$T/bad.out" 2>&1 && fail "up $opt $bad worked"
+		[ "$(wc -l <"$T/bad.out")" = 1 ] && grep -q "^minicluster: $opt" "$T/bad.out" ||
+			fail "up $opt $bad: $(cat "$T/bad.out")"
+		[ -e "$T/mc" ] && fail "up $opt $bad left $T/mc behind"
+	done
+	ok "a bad $opt is one line of error and leaves nothing behind"
 done
-ok "a bad --skew is one line of error and leaves nothing behind"
-for bad in bogus node3=1 node2=1x node0=5 node2=500001 node2=-99999999999; do
-	$MC up 2 --drift "$bad" >"$T/bad.out" 2>&1 && fail "up --drift $bad worked"
-	[ "$(wc -l <"$T/bad.out")" = 1 ] && grep -q '^minicluster: --drift' "$T/bad.out" ||
-		fail "up --drift $bad: $(cat "$T/bad.out")"
-	[ -e "$T/mc" ] && fail "up --drift $bad left $T/mc behind"
-done
-ok "a bad --drift is one line of error and leaves nothing behind"
 
 # node2's clock runs 5 ms ahead for our programs, and 20 ppm slow from
 # the cluster's start on: its msptid, exec and every Slurm task there see
