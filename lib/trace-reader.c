@@ -83,6 +83,7 @@ struct trace_reader {
 	uint64_t	 off;		/* next chunk header */
 	uint64_t	 pos;		/* stream position (not seekable) */
 	ZSTD_DCtx	*dctx;
+	bool		 delta;		/* TRACE_F_DELTA: decode chunks */
 
 	uint8_t		*comp;
 	size_t		 compcap;
@@ -270,8 +271,10 @@ header_read(struct trace_reader *r)
 		return (int)n;
 	if ((size_t)n < sizeof fh || memcmp(fh.magic, TRACE_MAGIC, 8) != 0)
 		return -EPROTO;
-	if (fh.version < TRACE_VERSION_MIN || fh.version > TRACE_VERSION)
+	if (fh.version < TRACE_VERSION_MIN || fh.version > TRACE_VERSION ||
+	    (fh.flags & ~TRACE_F_DELTA))
 		return -EPROTO;
+	r->delta = (fh.flags & TRACE_F_DELTA) != 0;
 	if (fh.size < sizeof fh + sizeof(struct trace_tlv) ||
 	    fh.size > TRACE_HEADER_MAX || (fh.size & 7))
 		return -EBADMSG;
@@ -654,6 +657,8 @@ chunk_load(struct trace_reader *r)
 	    ch.comp_size);
 	if (ZSTD_isError(got) || got != ch.raw_size)
 		return chunk_corrupt(r, off, next, "bad zstd frame");
+	if (r->delta && trace_delta_decode(r->raw, got) != 0)
+		return chunk_corrupt(r, off, next, "invalid records");
 	r->rawlen = ch.raw_size;
 	r->rpos = 0;
 	r->data = r->raw;
@@ -725,7 +730,8 @@ slot_work(struct trace_reader *r, ZSTD_DCtx *dctx, struct rd_slot *sl)
 		return;
 	got = ZSTD_decompressDCtx(dctx, sl->raw, ch->raw_size, sl->comp,
 	    ch->comp_size);
-	if (ZSTD_isError(got) || got != ch->raw_size)
+	if (ZSTD_isError(got) || got != ch->raw_size ||
+	    (r->delta && trace_delta_decode(sl->raw, got) != 0))
 		return;
 	while (p < got) {
 		h = (const struct rec_hdr *)(sl->raw + p);

@@ -219,6 +219,7 @@ header_encode(const struct trace_header *hdr, uint8_t **outp, size_t *lenp)
 	memset(&fh, 0, sizeof fh);
 	memcpy(fh.magic, TRACE_MAGIC, 8);
 	fh.version = TRACE_VERSION;
+	fh.flags = TRACE_F_DELTA;
 	fh.size = (uint32_t)size;
 	fh.created_ns = hdr->created_ns;
 	fh.session_id = hdr->session_id;
@@ -462,6 +463,7 @@ writer_thread_chunk(struct trace_writer *w, struct wq_item *q)
 	int rc = atomic_load(&w->aerror);
 
 	if (rc == 0) {
+		trace_delta_encode(q->comp, q->comp_len);
 		pthread_mutex_lock(&w->zmu);
 		comp = ZSTD_compress2(w->cctx, w->comp, w->compcap, q->comp,
 		    q->comp_len);
@@ -708,6 +710,7 @@ writer_chunk(struct trace_writer *w)
 		writer_enqueue(w);
 		goto reset;
 	}
+	trace_delta_encode(w->raw, w->rawlen);
 	comp = ZSTD_compress2(w->cctx, w->comp, w->compcap, w->raw, w->rawlen);
 	if (ZSTD_isError(comp)) {
 		w->lost += w->nrec;

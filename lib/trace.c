@@ -94,6 +94,88 @@ trace_crc32c(uint32_t crc, const void *buf, size_t len)
 	return ~crc;
 }
 
+/*
+ * The next record of the len bytes at buf from *pp on, for the delta
+ * coding: its words, with *tp its type and *np its coded words' bound (its
+ * words, at most TRACE_DELTA_WORDS; 0: not coded).  NULL at the end, or
+ * where a size does not frame the buffer (*pp stops there).
+ */
+static inline uint64_t *
+delta_next(uint8_t *buf, size_t len, size_t *pp, unsigned *tp, size_t *np)
+{
+	const struct rec_hdr *h = (const void *)(buf + *pp);
+	size_t size;
+
+	if (len - *pp < REC_HDR_SIZE)
+		return NULL;
+	size = h->size;
+	if (size < REC_HDR_SIZE || (size & 7) || size > len - *pp)
+		return NULL;
+	*pp += size;
+	*tp = h->type;
+	*np = size / 8 < TRACE_DELTA_WORDS ? size / 8 : TRACE_DELTA_WORDS;
+	if (h->type >= TRACE_DELTA_TYPES || h->type == REC_STRING_DEF)
+		*np = 0;
+	return (uint64_t *)(void *)h;
+}
+
+void
+trace_delta_encode(void *buf, size_t len)
+{
+	/* The previous record of each type as it was before coding, and its
+	 * coded words (0: none yet). */
+	uint64_t prev[TRACE_DELTA_TYPES][TRACE_DELTA_WORDS];
+	uint8_t pn[TRACE_DELTA_TYPES] = { 0 };
+	size_t p = 0, n, m;
+	uint64_t *w;
+	unsigned t;
+
+	while ((w = delta_next(buf, len, &p, &t, &n)) != NULL) {
+		if (n == 0)
+			continue;
+		m = pn[t] < n ? pn[t] : n;
+		for (size_t i = 1; i < m; i++) {
+			uint64_t v = w[i];
+
+			w[i] = v - prev[t][i];
+			prev[t][i] = v;
+		}
+		for (size_t i = m > 1 ? m : 1; i < n; i++)
+			prev[t][i] = w[i];
+		pn[t] = (uint8_t)n;
+	}
+}
+
+/* Decoding in place: the previous record of a type is already decoded,
+ * so it is read where it lies (one store a word). */
+int
+trace_delta_decode(void *buf, size_t len)
+{
+	const uint64_t *prev[TRACE_DELTA_TYPES];
+	uint8_t pn[TRACE_DELTA_TYPES] = { 0 };
+	size_t p = 0, n, m;
+	uint64_t *w;
+	unsigned t;
+
+	while ((w = delta_next(buf, len, &p, &t, &n)) != NULL) {
+		if (n == 0)
+			continue;
+		m = pn[t] < n ? pn[t] : n;
+		if (m == 8)	/* the common sizes, unrolled */
+			for (size_t i = 1; i < 8; i++)
+				w[i] += prev[t][i];
+		else if (m == 7)
+			for (size_t i = 1; i < 7; i++)
+				w[i] += prev[t][i];
+		else
+			for (size_t i = 1; i < m; i++)
+				w[i] += prev[t][i];
+		prev[t] = w;
+		pn[t] = (uint8_t)n;
+	}
+	return p == len ? 0 : -EBADMSG;
+}
+
 const char *
 trace_strerror(int err)
 {

@@ -22,9 +22,13 @@
 
 #include "record.h"
 
-/* Written: 2 (REC_HOST_CLOCK records may appear).  Read: 1 and 2. */
-#define TRACE_VERSION		2
+/* Written: 3 (chunks delta-coded, TRACE_F_DELTA).  Read: 1 to 3 (2:
+ * REC_HOST_CLOCK records may appear). */
+#define TRACE_VERSION		3
 #define TRACE_VERSION_MIN	1
+#define TRACE_F_DELTA		0x1u	/* file header flag: chunks delta-coded */
+#define TRACE_DELTA_TYPES	64	/* types below this are delta-coded, */
+#define TRACE_DELTA_WORDS	16	/* in their first 16 8-byte words */
 #define TRACE_CHUNK_SIZE	(1u << 20)	/* writer's target, raw bytes */
 #define TRACE_CHUNK_MAX		(8u << 20)	/* reader's bound, raw bytes */
 #define TRACE_HEADER_MAX	(1u << 20)
@@ -235,6 +239,20 @@ const char	*trace_reader_error(const struct trace_reader *r);
 
 /* Text for the negative errno-style codes of this module. */
 const char	*trace_strerror(int err);
+
+/*
+ * The delta coding of a chunk's records (doc/trace-format.md): every 8-byte
+ * word after the header, among a record's first TRACE_DELTA_WORDS, is
+ * stored as its difference from the same word of the chunk's previous
+ * record of that type (types below TRACE_DELTA_TYPES but STRING_DEF).
+ * Consecutive records of a type differ little, so the coded chunk is mostly
+ * zeros: zstd compresses it several times smaller and decompresses it
+ * faster.  Both work in place on len bytes (a multiple of 8) of records;
+ * encode trusts its input, decode returns -EBADMSG when a record's size
+ * does not frame the buffer (the words before it are decoded).
+ */
+void	trace_delta_encode(void *buf, size_t len);
+int	trace_delta_decode(void *buf, size_t len);
 
 /* CRC-32C (Castagnoli) of buf, continuing from crc (start with 0). */
 uint32_t	trace_crc32c(uint32_t crc, const void *buf, size_t len);
