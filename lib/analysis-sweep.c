@@ -56,9 +56,21 @@ sw_safe(const struct an_proc *p)
 static void
 sw_attribute(struct an_proc *p, uint32_t g, uint64_t s, uint64_t e)
 {
-	size_t lo = 0, hi = p->nsteps;
+	size_t lo = p->step_hint, hi = p->nsteps;
 
-	while (lo < hi) {		/* first step starting at or after e */
+	/* The first step starting at or after e.  Segments come in about
+	 * time order: the last answer, or one of the next, mostly is it. */
+	if (lo > hi)
+		lo = hi;
+	if (lo > 0 && p->steps[lo - 1].start >= e)
+		lo = 0;
+	for (int k = 0; k < 4 && lo < hi && p->steps[lo].start < e; k++)
+		lo++;
+	if (lo < hi && p->steps[lo].start < e)
+		lo++;
+	else
+		hi = lo;
+	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
 		if (p->steps[mid].start < e)
@@ -66,6 +78,7 @@ sw_attribute(struct an_proc *p, uint32_t g, uint64_t s, uint64_t e)
 		else
 			hi = mid;
 	}
+	p->step_hint = lo;
 	for (size_t j = lo; j-- > 0;) {
 		struct an_step *st = &p->steps[j];
 		uint64_t a = s > st->start ? s : st->start;
