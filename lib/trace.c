@@ -95,28 +95,35 @@ trace_crc32c(uint32_t crc, const void *buf, size_t len)
 }
 
 /*
- * The next record of the len bytes at buf from *pp on, for the delta
- * coding: its words, with *tp its type and *np its coded words' bound (its
- * words, at most TRACE_DELTA_WORDS; 0: not coded).  NULL at the end, or
- * where a size does not frame the buffer (*pp stops there).
+ * The next delta-coded record of the len bytes at buf from *pp on (records
+ * not coded are stepped over): its words, with *tp its type, *np its coded
+ * words' bound (its words, at most TRACE_DELTA_WORDS) and *mp how many of
+ * them have a previous word (pn[type]: the previous record's bound, 0 for
+ * none).  NULL at the end, or where a size does not frame the buffer (*pp
+ * stops there).
  */
 static inline uint64_t *
-delta_next(uint8_t *buf, size_t len, size_t *pp, unsigned *tp, size_t *np)
+delta_next(uint8_t *buf, size_t len, size_t *pp, const uint8_t *pn,
+    unsigned *tp, size_t *np, size_t *mp)
 {
-	const struct rec_hdr *h = (const void *)(buf + *pp);
-	size_t size;
+	for (;;) {
+		const struct rec_hdr *h = (const void *)(buf + *pp);
+		size_t size;
 
-	if (len - *pp < REC_HDR_SIZE)
-		return NULL;
-	size = h->size;
-	if (size < REC_HDR_SIZE || (size & 7) || size > len - *pp)
-		return NULL;
-	*pp += size;
-	*tp = h->type;
-	*np = size / 8 < TRACE_DELTA_WORDS ? size / 8 : TRACE_DELTA_WORDS;
-	if (h->type >= TRACE_DELTA_TYPES || h->type == REC_STRING_DEF)
-		*np = 0;
-	return (uint64_t *)(void *)h;
+		if (len - *pp < REC_HDR_SIZE)
+			return NULL;
+		size = h->size;
+		if (size < REC_HDR_SIZE || (size & 7) || size > len - *pp)
+			return NULL;
+		*pp += size;
+		if (h->type >= TRACE_DELTA_TYPES || h->type == REC_STRING_DEF)
+			continue;
+		*tp = h->type;
+		*np = size / 8 < TRACE_DELTA_WORDS ? size / 8 :
+		    TRACE_DELTA_WORDS;
+		*mp = pn[h->type] < *np ? pn[h->type] : *np;
+		return (uint64_t *)(void *)h;
+	}
 }
 
 void
@@ -130,10 +137,7 @@ trace_delta_encode(void *buf, size_t len)
 	uint64_t *w;
 	unsigned t;
 
-	while ((w = delta_next(buf, len, &p, &t, &n)) != NULL) {
-		if (n == 0)
-			continue;
-		m = pn[t] < n ? pn[t] : n;
+	while ((w = delta_next(buf, len, &p, pn, &t, &n, &m)) != NULL) {
 		for (size_t i = 1; i < m; i++) {
 			uint64_t v = w[i];
 
@@ -157,10 +161,7 @@ trace_delta_decode(void *buf, size_t len)
 	uint64_t *w;
 	unsigned t;
 
-	while ((w = delta_next(buf, len, &p, &t, &n)) != NULL) {
-		if (n == 0)
-			continue;
-		m = pn[t] < n ? pn[t] : n;
+	while ((w = delta_next(buf, len, &p, pn, &t, &n, &m)) != NULL) {
 		if (m == 8)	/* the common sizes, unrolled */
 			for (size_t i = 1; i < 8; i++)
 				w[i] += prev[t][i];
