@@ -281,7 +281,8 @@ struct an_proc {
 	size_t		 ncoll[2], ccoll[2];
 	struct an_step	*steps;
 	size_t		 nsteps, csteps;
-	size_t		 step_hint;		/* sw_attribute's last answer */
+	size_t		 step_hint[AN_G_MAX];	/* sw_attribute's last answer
+						   per group */
 	struct an_open {
 		uint64_t id, ts;
 		uint32_t name;

@@ -56,20 +56,40 @@ sw_safe(const struct an_proc *p)
 static void
 sw_attribute(struct an_proc *p, uint32_t g, uint64_t s, uint64_t e)
 {
-	size_t lo = p->step_hint, hi = p->nsteps;
+	size_t n = p->nsteps, lo, hi, d = 1;
 
-	/* The first step starting at or after e.  Segments come in about
-	 * time order: the last answer, or one of the next, mostly is it. */
-	if (lo > hi)
-		lo = hi;
-	if (lo > 0 && p->steps[lo - 1].start >= e)
-		lo = 0;
-	for (int k = 0; k < 4 && lo < hi && p->steps[lo].start < e; k++)
-		lo++;
-	if (lo < hi && p->steps[lo].start < e)
-		lo++;
-	else
-		hi = lo;
+	/* The first step starting at or after e, searched outwards from
+	 * the group's last answer: a group's segments come in about time
+	 * order, so it is mostly there or a step or two on. */
+	lo = p->step_hint[g] < n ? p->step_hint[g] : n;
+	if (lo > 0 && p->steps[lo - 1].start >= e) {
+		hi = lo - 1;	/* the answer is at most hi */
+		for (;;) {
+			if (hi < d) {
+				lo = 0;
+				break;
+			}
+			if (p->steps[hi - d].start < e) {
+				lo = hi - d + 1;
+				break;
+			}
+			hi -= d;
+			d *= 2;
+		}
+	} else {
+		for (;;) {	/* every step before lo starts before e */
+			if (lo + d > n) {
+				hi = n;
+				break;
+			}
+			if (p->steps[lo + d - 1].start >= e) {
+				hi = lo + d - 1;
+				break;
+			}
+			lo += d;
+			d *= 2;
+		}
+	}
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
@@ -78,7 +98,7 @@ sw_attribute(struct an_proc *p, uint32_t g, uint64_t s, uint64_t e)
 		else
 			hi = mid;
 	}
-	p->step_hint = lo;
+	p->step_hint[g] = lo;
 	for (size_t j = lo; j-- > 0;) {
 		struct an_step *st = &p->steps[j];
 		uint64_t a = s > st->start ? s : st->start;
