@@ -88,9 +88,9 @@ ac_samples(struct analysis *a, struct an_proc *p, uint32_t rid,
 	size_t nc = p->ncoll[p->cw], ns = 0;
 	struct an_step *st = calloc(p->nsteps + 1, sizeof(*st));
 	uint64_t ord = 0, comm = 0;
-	uint32_t last_comm = 0;
+	uint32_t last_comm = 0, last_name = 0;
 	int64_t last_step = -2;
-	bool first = true;
+	bool first = true, member = false;
 
 	if (st == NULL)
 		abort();
@@ -102,7 +102,12 @@ ac_samples(struct analysis *a, struct an_proc *p, uint32_t rid,
 	for (size_t i = 0; i < nc; i++) {
 		int64_t step = -1;
 
-		if (!ac_all_member(an_str_get(a, c[i].name)))
+		/* The name repeats: classified once a run. */
+		if (i == 0 || c[i].name != last_name) {
+			last_name = c[i].name;
+			member = ac_all_member(an_str_get(a, c[i].name));
+		}
+		if (!member)
 			continue;
 		if (ns > 0 && (step = ac_step_of(st, ns, c[i].start)) < 0)
 			continue;	/* outside the indexed steps */

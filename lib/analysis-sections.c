@@ -286,8 +286,9 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	/* Communication matrix: ring algorithms, rank r -> next rank. */
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
-		uint32_t lc = 0;
-		int n = 0, dst = -1;
+		uint32_t lc = 0, lname = 0;
+		int n = 0, dst = -1, ln = -1;
+		double f = 0;
 
 		if (p->rank < 0)
 			continue;
@@ -295,7 +296,6 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 			struct an_coll *c = &p->coll[p->cw][k];
 			const char *op = an_str_get(a, c->name);
 			uint64_t w = c->w;
-			double f;
 			size_t j;
 
 			/* Once a run of one communicator: p's collectives
@@ -304,7 +304,11 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 				dst = sec_ring_next(a, p, c->comm, &n);
 				lc = c->comm;
 			}
-			f = sec_ring_factor(op, n);
+			if (n != ln || c->name != lname) {
+				f = sec_ring_factor(op, n);
+				ln = n;
+				lname = c->name;
+			}
 			if (f == 0 || dst == p->rank)
 				continue;
 			for (j = 0; j < nl; j++)

@@ -128,30 +128,38 @@ static int
 tab_fixed(char *buf, double v, int prec)
 {
 	static const double p10[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
-	char tmp[32];
+	char dig[24], *e;
 	double r, f;
-	uint64_t q;
-	int n = 0, o = 0;
+	uint32_t q;
+	int n, o = 0;
 
 	if (prec < 0 || prec > 6)
 		return 0;
 	r = fabs(v) * p10[prec];
 	if (!(r < 1e9))
 		return 0;
-	f = r - floor(r);
+	/* Below 1e9, the integer part fits 32 bits (and truncates as
+	 * floor); a step's row is ten of these, so the digits come two at
+	 * a time (util_u64_dec), with the leading zeros "%.*f" gives. */
+	q = (uint32_t)r;
+	f = r - (double)q;
 	if (fabs(f - 0.5) < 1e-6)
 		return 0;
-	q = (uint64_t)floor(r) + (f > 0.5);
-	do {
-		tmp[n++] = (char)('0' + q % 10);
-		q /= 10;
-	} while (q > 0 || n <= prec);
+	q += f > 0.5;
+	memset(dig, '0', 8);
+	e = util_u64_dec(dig + 8, q);
+	n = (int)(e - (dig + 8));
+	if (n <= prec)
+		n = prec + 1;
+	e -= n;
 	if (signbit(v))
 		buf[o++] = '-';
-	while (n > 0) {
-		if (n == prec)
-			buf[o++] = '.';
-		buf[o++] = tmp[--n];
+	memcpy(buf + o, e, (size_t)(n - prec));
+	o += n - prec;
+	if (prec > 0) {
+		buf[o++] = '.';
+		memcpy(buf + o, e + n - prec, (size_t)prec);
+		o += prec;
 	}
 	buf[o] = '\0';
 	return o;

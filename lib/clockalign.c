@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +214,49 @@ ca_cmp_rank_host(const void *x, const void *y)
 	return a->host < b->host ? -1 : a->host > b->host;
 }
 
+/* Sorts r[n] by rank and host and drops repeated pairs; the count left. */
+static size_t
+ca_rank_unique(struct clockalign_rank *r, size_t n)
+{
+	size_t w = 0;
+
+	qsort(r, n, sizeof(*r), ca_cmp_rank_host);
+	for (size_t i = 0; i < n; i++)
+		if (w == 0 || r[w - 1].rank != r[i].rank ||
+		    r[w - 1].host != r[i].host)
+			r[w++] = r[i];
+	return w;
+}
+
+/*
+ * The distinct (rank, host) pairs of s[m] into r (room for m), sorted by
+ * rank then host; their count.  The samples name the same few ranks
+ * instance after instance: each is looked up among the pairs found so
+ * far, and only the ones not there are sorted in, in batches at least as
+ * large as what is found (so any input costs O(m log m)).
+ */
+static size_t
+ca_rank_pairs(const struct clockalign_sample *s, size_t m,
+    struct clockalign_rank *r)
+{
+	size_t nr = 0, np = 0;		/* r[0, nr) sorted; then np new */
+
+	for (size_t i = 0; i < m; i++) {
+		struct clockalign_rank key = { .rank = s[i].rank,
+		    .host = s[i].host };
+
+		if (nr > 0 && bsearch(&key, r, nr, sizeof(*r),
+		    ca_cmp_rank_host) != NULL)
+			continue;
+		r[nr + np++] = key;
+		if (np >= 64 && np >= nr) {
+			nr = ca_rank_unique(r, nr + np);
+			np = 0;
+		}
+	}
+	return ca_rank_unique(r, nr + np);
+}
+
 /* Median of n sorted values (the mean of the middle two when even). */
 static int64_t
 ca_median_sorted(const int64_t *v, size_t n)
@@ -220,6 +264,113 @@ ca_median_sorted(const int64_t *v, size_t n)
 	if (n % 2)
 		return v[n / 2];
 	return v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+/*
+ * Sorts of the few entries of one collective instance (a unit each):
+ * there qsort's set-up and indirect calls cost several times the sort
+ * (a multi-rank report made 60,000 such calls).  Larger arrays go to
+ * qsort.  The orders are total, so the result is the one qsort gives.
+ */
+#define CA_SMALL	16
+
+static void
+ca_sort_i64(int64_t *v, size_t n)
+{
+	if (n > CA_SMALL) {
+		qsort(v, n, sizeof(*v), ca_cmp_i64);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		int64_t x = v[i];
+		size_t j = i;
+
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+}
+
+static void
+ca_sort_av(struct ca_av *a, size_t n)
+{
+	if (n > CA_SMALL) {
+		qsort(a, n, sizeof(*a), ca_cmp_av);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		struct ca_av x = a[i];
+		size_t j = i;
+
+		for (; j > 0 && (a[j - 1].v > x.v || (a[j - 1].v == x.v &&
+		    a[j - 1].unit > x.unit)); j--)
+			a[j] = a[j - 1];
+		a[j] = x;
+	}
+}
+
+/*
+ * Moves the k-th smallest of v[n] (k < n) to v[k], with none larger
+ * before it and none smaller after (quickselect, median of three).  A
+ * range that does not shrink as it should (crafted input) is sorted.
+ */
+static void
+ca_select(int64_t *v, size_t n, size_t k)
+{
+	ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+
+	for (int budget = 64; hi > lo; budget--) {
+		ptrdiff_t i = lo, j = hi, mid = lo + (hi - lo) / 2;
+		int64_t a = v[lo], b = v[mid], c = v[hi], p;
+
+		if (budget == 0) {
+			qsort(v + lo, (size_t)(hi - lo + 1), sizeof(*v),
+			    ca_cmp_i64);
+			return;
+		}
+		p = a < b ? (b < c ? b : a < c ? c : a) :
+		    (a < c ? a : b < c ? c : b);
+		while (i <= j) {
+			while (v[i] < p)
+				i++;
+			while (v[j] > p)
+				j--;
+			if (i <= j) {
+				int64_t t = v[i];
+
+				v[i++] = v[j];
+				v[j--] = t;
+			}
+		}
+		/* v[lo..j] <= p <= v[i..hi]; between them, p itself. */
+		if (kk <= j)
+			hi = j;
+		else if (kk >= i)
+			lo = i;
+		else
+			return;
+	}
+}
+
+/* What ca_median_sorted gives for v[n] sorted, in linear time; v is
+ * reordered. */
+static int64_t
+ca_median(int64_t *v, size_t n)
+{
+	int64_t lo;
+
+	if (n <= CA_SMALL) {
+		ca_sort_i64(v, n);
+		return ca_median_sorted(v, n);
+	}
+	ca_select(v, n, n / 2);
+	if (n % 2)
+		return v[n / 2];
+	lo = v[0];
+	for (size_t i = 1; i < n / 2; i++)
+		if (v[i] > lo)
+			lo = v[i];
+	return lo + (v[n / 2] - lo) / 2;
 }
 
 static uint32_t
@@ -390,10 +541,8 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 				d[uoff[e[i].unit] + ufill[e[i].unit]++] =
 				    e[i].spread;
 	for (uint32_t u = 0; u < nunits; u++)
-		if (ufill[u] > 0) {
-			qsort(d + uoff[u], ufill[u], sizeof(*d), ca_cmp_i64);
-			spread[u] = ca_median_sorted(d + uoff[u], ufill[u]);
-		}
+		if (ufill[u] > 0)
+			spread[u] = ca_median(d + uoff[u], ufill[u]);
 	for (uint32_t u = 0; u < nunits; u++) {
 		struct clockalign_est *x = &est[u];
 		size_t m = uoff[u + 1] - uoff[u];
@@ -453,8 +602,7 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 			}
 			if (k == 0)
 				continue;
-			qsort(tmp, k, sizeof(*tmp), ca_cmp_i64);
-			med = ca_median_sorted(tmp, k);
+			med = ca_median(tmp, k);
 			for (size_t i = a; i < b; i++) {
 				uint32_t u = e[i].unit;
 
@@ -470,8 +618,7 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		for (uint32_t u = 0; u < nunits; u++) {
 			if (level[u] >= 0 || ufill[u] == 0)
 				continue;
-			qsort(d + uoff[u], ufill[u], sizeof(*d), ca_cmp_i64);
-			o[u] = ca_median_sorted(d + uoff[u], ufill[u]);
+			o[u] = ca_median(d + uoff[u], ufill[u]);
 			level[u] = pass;
 			placed++;
 		}
@@ -510,7 +657,7 @@ again:
 			}
 			if (k < 2)
 				continue;
-			qsort(av, k, sizeof(*av), ca_cmp_av);
+			ca_sort_av(av, k);
 			for (size_t p = 0; p < k; p++) {
 				/* Median of the other k - 1. */
 				size_t m = k - 1, lo = (m - 1) / 2, hi = m / 2;
@@ -536,9 +683,14 @@ again:
 			    ca_drift(v, dtm + uoff[u], n, tv, tmp, &est[u],
 			    &onew[u], &iq[u]))
 				continue;
+			if (!last) {
+				/* Only the median: no need to sort. */
+				onew[u] = ca_median(v, n);
+				continue;
+			}
 			qsort(v, n, sizeof(*v), ca_cmp_i64);
 			onew[u] = ca_median_sorted(v, n);
-			if (last) {
+			{
 				est[u].drift_ppb = 0;
 				est[u].mid_ns = 0;
 				est[u].uncertainty_ns = ca_ci(v, n, onew[u]);
@@ -751,7 +903,7 @@ ca_entries(const struct clockalign_sample *s, size_t n, bool byrank,
 					if ((int64_t)s[q].end_ns < x->emin)
 						x->emin = (int64_t)s[q].end_ns;
 				}
-				qsort(tmp, k, sizeof(*tmp), ca_cmp_i64);
+				ca_sort_i64(tmp, k);
 				x->end = ca_median_sorted(tmp, k);
 				x->spread = tmp[k - 1] - tmp[0];
 			}
@@ -812,11 +964,7 @@ clockalign_estimate(const struct clockalign_sample *in, size_t n,
 	out->ranks = calloc(m + 1, sizeof(*out->ranks));
 	if (out->ranks == NULL)
 		goto fail;
-	for (size_t i = 0; i < m; i++) {
-		out->ranks[nr].rank = s[i].rank;
-		out->ranks[nr++].host = s[i].host;
-	}
-	qsort(out->ranks, nr, sizeof(*out->ranks), ca_cmp_rank_host);
+	nr = ca_rank_pairs(s, m, out->ranks);
 	{
 		size_t w = 0;
 

@@ -316,6 +316,45 @@ START_TEST(four_hosts_any_order)
 }
 END_TEST
 
+/* 32 hosts of two ranks, ends read exactly (so equal within a host): the
+ * wide instances take clockalign's large-array paths (more than 16 units
+ * an instance, 64 ranks found in one batch, medians of many equal
+ * values); every host is recovered and any order of the samples gives the
+ * same estimates. */
+START_TEST(many_hosts_any_order)
+{
+	uint32_t hosts[64];
+	int64_t skew[64];
+	struct gen g = { 0 };
+	struct clockalign a, b;
+
+	for (uint32_t r = 0; r < 64; r++) {
+		hosts[r] = r / 2;
+		skew[r] = r < 2 ? 0 : (int64_t)(r / 2) * 310000 - 5000000;
+	}
+	gen_world(&g, hosts, 64, skew, 200, 2000000, 0);
+	estimate(&g, 32, -1, &a);
+	shuffle(&g);
+	estimate(&g, 32, -1, &b);
+	ck_assert_uint_eq(a.nranks, 64);
+	for (uint32_t r = 0; r < 64; r++) {
+		ck_assert_uint_eq(a.ranks[r].rank, r);
+		ck_assert_uint_eq(a.ranks[r].host, r / 2);
+		ck_assert_int_eq(a.ranks[r].applied_ns, b.ranks[r].applied_ns);
+	}
+	for (uint32_t h = 0; h < 32; h++) {
+		check_host(&a, h, -skew[2 * h], 3000);
+		ck_assert_int_eq(a.host[h].offset_ns, b.host[h].offset_ns);
+		ck_assert_int_eq(a.host[h].uncertainty_ns,
+		    b.host[h].uncertainty_ns);
+		ck_assert_int_eq(a.host[h].bound_lo_ns, b.host[h].bound_lo_ns);
+		ck_assert_int_eq(a.host[h].bound_hi_ns, b.host[h].bound_hi_ns);
+	}
+	clockalign_free(&a);
+	done(&g, &b);
+}
+END_TEST
+
 /* A tenth of one host's ends are late by 1-5 ms (a rank descheduled
  * before it logged the end): the median does not move. */
 START_TEST(outliers)
@@ -985,6 +1024,7 @@ main(int argc, char **argv)
 	tcase_add_test(tc, no_skew);
 	tcase_add_test(tc, drifting_host);
 	tcase_add_test(tc, four_hosts_any_order);
+	tcase_add_test(tc, many_hosts_any_order);
 	tcase_add_test(tc, outliers);
 	tcase_add_test(tc, chain_and_unlinked);
 	tcase_add_test(tc, split_host);
