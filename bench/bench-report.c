@@ -409,7 +409,7 @@ static void
 multi_run(char **pv, int nf, bool merged)
 {
 	static const unsigned jobs[] = { 1, 2, 4 };
-	double base = 0, cpu1 = 0, fcpu[8] = { 0 };
+	double base = 0, cpu1 = 0, fcpu[8] = { 0 }, fin = 0;
 
 	/* Merged: each file's analysis alone on this thread's CPU clock (a
 	 * worker's share), best of 3, for the idle-machine estimate. */
@@ -433,7 +433,7 @@ multi_run(char **pv, int nf, bool merged)
 			struct analysis_opts o;
 			struct analysis *a;
 			struct analysis_totals tot;
-			double t0, c0, t1, m0, m;
+			double t0, c0, t1, m0, m, r0;
 
 			analysis_opts_init(&o);
 			o.jobs = jobs[j];
@@ -445,8 +445,11 @@ multi_run(char **pv, int nf, bool merged)
 				analysis_add_files_merged(a, pv, (size_t)nf);
 			else
 				analysis_add_files(a, pv, (size_t)nf);
+			r0 = now();
 			analysis_run(a);
 			t1 = now();
+			if (fin == 0 || t1 - r0 < fin)
+				fin = t1 - r0;
 			m = thread_cpu_now() - m0;
 			analysis_get_totals(a, &tot);
 			recs = tot.records;
@@ -503,6 +506,12 @@ multi_run(char **pv, int nf, bool merged)
 			    best / 1e6, base / best, cpu, crit, (double)recs /
 			    crit / 1e6, cpu1 / crit);
 	}
+	/* analysis_run: what no --jobs spreads (clock alignment, steps,
+	 * verdicts, tables), the Amdahl term of the scaling above. */
+	if (!merged)
+		printf("report, %d file%s: final pass on one thread (alignment, "
+		    "steps, tables) %.3f s, %.1f %% of --jobs 1\n", nf, nf > 1 ?
+		    "s" : " ", fin, 100 * fin / base);
 }
 
 /* The same files analysed in one pass (the reader's threads decompress
@@ -542,6 +551,10 @@ main(int argc, char **argv)
 	 * (for profiling msptictl on it; BENCH_JITTER=1: jittered). */
 	if (argc >= 4 && strcmp(argv[1], "--write") == 0) {
 		jitter = getenv("BENCH_JITTER") != NULL;
+		/* Ranks written one per run jitter apart, as multi()'s do. */
+		if (argc >= 6)
+			jitter_state += 0x632be59bd9b4e019ull *
+			    (uint64_t)atoi(argv[4]);
 		write_trace_rank(argv[2], strtoull(argv[3], NULL, 10),
 		    argc >= 6 ? atoi(argv[4]) : 0, argc >= 6 ? atoi(argv[5]) :
 		    1);

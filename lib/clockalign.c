@@ -98,165 +98,6 @@ ca_cmp_rank_comm(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* Interquartile range of the end differences ref[j + d] - r[j] over the
- * pairs that exist; *np their count.  tmp holds n values. */
-static int64_t
-ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
-    const struct clockalign_sample *ref, size_t nref, long d, int64_t *tmp,
-    size_t *np)
-{
-	size_t k = 0;
-
-	for (size_t j = 0; j < nr; j++) {
-		long q = (long)j + d;
-
-		if (q < 0 || (size_t)q >= nref)
-			continue;
-		tmp[k++] = (int64_t)ref[q].end_ns - (int64_t)r[j].end_ns;
-	}
-	*np = k;
-	if (k < 4)
-		return INT64_MAX;
-	qsort(tmp, k, sizeof(*tmp), ca_cmp_i64);
-	return tmp[(3 * k) / 4] - tmp[k / 4];
-}
-
-/*
- * Ordinals that do not match: a rank whose capture began a few
- * collectives before or after the reference rank's numbers them from a
- * different first one, and equal ordinals then pair different collectives
- * (their end differences vary by the step-to-step jitter, not by noise).
- * For each rank and communicator it shares with the reference rank,
- * where the pairing by ordinal disagrees by more than 4 x the floor, the
- * shift of up to CLOCKALIGN_MAX_SHIFT collectives whose differences agree
- * best (a quarter of the spread or less) renumbers its collectives onto
- * the reference's; its unpaired ones get ordinals no one else has.
- */
-static void
-ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
-    int64_t *tmp)
-{
-	size_t i = 0, r0 = 0, r1 = 0;
-
-	qsort(s, m, sizeof(*s), ca_cmp_rank_comm);
-	while (r0 < m && s[r0].rank != refrank)
-		r0++;
-	r1 = r0;
-	while (r1 < m && s[r1].rank == refrank)
-		r1++;
-	while (i < m) {
-		size_t j = i, a, b, base, np, best_np = 0;
-		int64_t eq, best = INT64_MAX, v;
-		long best_d = 0;
-
-		while (j < m && s[j].rank == s[i].rank && s[j].comm == s[i].comm)
-			j++;
-		if (s[i].rank == refrank)
-			goto next;
-		for (a = r0; a < r1 && s[a].comm != s[i].comm; a++)
-			;
-		for (b = a; b < r1 && s[b].comm == s[i].comm; b++)
-			;
-		if (a == b)
-			goto next;
-		/* The pairing by ordinal: its offset within the reference's. */
-		for (base = a; base < b && s[base].seq < s[i].seq; base++)
-			;
-		eq = ca_pair_iqr(s + i, j - i, s + a, b - a,
-		    (long)(base - a), tmp, &np);
-		if (eq != INT64_MAX && eq <= 4 * CLOCKALIGN_FLOOR_NS)
-			goto next;
-		for (long d = -CLOCKALIGN_MAX_SHIFT; d <= CLOCKALIGN_MAX_SHIFT;
-		    d++) {
-			v = ca_pair_iqr(s + i, j - i, s + a, b - a,
-			    (long)(base - a) + d, tmp, &np);
-			if (np * 2 < (j - i < b - a ? j - i : b - a))
-				continue;
-			if (v < best) {
-				best = v;
-				best_d = (long)(base - a) + d;
-				best_np = np;
-			}
-		}
-		if (best_np == 0 || (eq != INT64_MAX && best > eq / 4) ||
-		    best_d == (long)(base - a))
-			goto next;
-		for (size_t k = i; k < j; k++) {
-			long q = (long)(k - i) + best_d;
-
-			s[k].seq = q >= 0 && (size_t)q < b - a ?
-			    s[a + (size_t)q].seq : 1ull << 63 |
-			    (uint64_t)s[k].rank << 24 | (k - i);
-		}
-next:
-		i = j;
-	}
-	qsort(s, m, sizeof(*s), ca_cmp_sample);
-}
-
-static int
-ca_cmp_rank(const void *x, const void *y)
-{
-	const struct clockalign_rank *a = x, *b = y;
-
-	return a->rank < b->rank ? -1 : a->rank > b->rank;
-}
-
-/* By rank, then host: a rank seen on two hosts (bad input) always keeps
- * the lower one, whatever the order of the samples. */
-static int
-ca_cmp_rank_host(const void *x, const void *y)
-{
-	const struct clockalign_rank *a = x, *b = y;
-
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	return a->host < b->host ? -1 : a->host > b->host;
-}
-
-/* Sorts r[n] by rank and host and drops repeated pairs; the count left. */
-static size_t
-ca_rank_unique(struct clockalign_rank *r, size_t n)
-{
-	size_t w = 0;
-
-	qsort(r, n, sizeof(*r), ca_cmp_rank_host);
-	for (size_t i = 0; i < n; i++)
-		if (w == 0 || r[w - 1].rank != r[i].rank ||
-		    r[w - 1].host != r[i].host)
-			r[w++] = r[i];
-	return w;
-}
-
-/*
- * The distinct (rank, host) pairs of s[m] into r (room for m), sorted by
- * rank then host; their count.  The samples name the same few ranks
- * instance after instance: each is looked up among the pairs found so
- * far, and only the ones not there are sorted in, in batches at least as
- * large as what is found (so any input costs O(m log m)).
- */
-static size_t
-ca_rank_pairs(const struct clockalign_sample *s, size_t m,
-    struct clockalign_rank *r)
-{
-	size_t nr = 0, np = 0;		/* r[0, nr) sorted; then np new */
-
-	for (size_t i = 0; i < m; i++) {
-		struct clockalign_rank key = { .rank = s[i].rank,
-		    .host = s[i].host };
-
-		if (nr > 0 && bsearch(&key, r, nr, sizeof(*r),
-		    ca_cmp_rank_host) != NULL)
-			continue;
-		r[nr + np++] = key;
-		if (np >= 64 && np >= nr) {
-			nr = ca_rank_unique(r, nr + np);
-			np = 0;
-		}
-	}
-	return ca_rank_unique(r, nr + np);
-}
-
 /* Median of n sorted values (the mean of the middle two when even). */
 static int64_t
 ca_median_sorted(const int64_t *v, size_t n)
@@ -373,6 +214,217 @@ ca_median(int64_t *v, size_t n)
 	return lo + (v[n / 2] - lo) / 2;
 }
 
+/*
+ * Stable merge sort of samples: the order glibc's qsort gives (a stable
+ * merge sort too), with the comparison a direct call and no merge where
+ * the two halves are already in order.  The samples come as each rank's
+ * collectives in order, so most ranges cost one comparison.  tmp holds
+ * n / 2.
+ */
+static void
+ca_msort(struct clockalign_sample *a, struct clockalign_sample *tmp,
+    size_t n, int (*cmp)(const void *, const void *))
+{
+	size_t h = n / 2, i = 0, j = h, k = 0;
+
+	if (n <= 16) {
+		for (size_t p = 1; p < n; p++) {
+			struct clockalign_sample x = a[p];
+			size_t q = p;
+
+			for (; q > 0 && cmp(&a[q - 1], &x) > 0; q--)
+				a[q] = a[q - 1];
+			a[q] = x;
+		}
+		return;
+	}
+	ca_msort(a, tmp, h, cmp);
+	ca_msort(a + h, tmp, n - h, cmp);
+	if (cmp(&a[h - 1], &a[h]) <= 0)
+		return;
+	memcpy(tmp, a, h * sizeof(*a));
+	while (i < h && j < n)
+		a[k++] = cmp(&a[j], &tmp[i]) < 0 ? a[j++] : tmp[i++];
+	while (i < h)
+		a[k++] = tmp[i++];
+}
+
+static void
+ca_sort_samples(struct clockalign_sample *s, size_t m,
+    int (*cmp)(const void *, const void *))
+{
+	struct clockalign_sample *tmp = malloc((m / 2 + 1) * sizeof(*tmp));
+
+	if (tmp == NULL) {
+		qsort(s, m, sizeof(*s), cmp);
+		return;
+	}
+	ca_msort(s, tmp, m, cmp);
+	free(tmp);
+}
+
+/* Interquartile range of the end differences ref[j + d] - r[j] over the
+ * pairs that exist; *np their count.  tmp holds n values. */
+static int64_t
+ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
+    const struct clockalign_sample *ref, size_t nref, long d, int64_t *tmp,
+    size_t *np)
+{
+	size_t k = 0;
+
+	for (size_t j = 0; j < nr; j++) {
+		long q = (long)j + d;
+
+		if (q < 0 || (size_t)q >= nref)
+			continue;
+		tmp[k++] = (int64_t)ref[q].end_ns - (int64_t)r[j].end_ns;
+	}
+	*np = k;
+	if (k < 4)
+		return INT64_MAX;
+	/* Two order statistics, not a sort: the shift search below asks
+	 * this 33 times a rank and communicator. */
+	ca_select(tmp, k, k / 4);
+	ca_select(tmp + k / 4 + 1, k - k / 4 - 1, (3 * k) / 4 - k / 4 - 1);
+	return tmp[(3 * k) / 4] - tmp[k / 4];
+}
+
+/*
+ * Ordinals that do not match: a rank whose capture began a few
+ * collectives before or after the reference rank's numbers them from a
+ * different first one, and equal ordinals then pair different collectives
+ * (their end differences vary by the step-to-step jitter, not by noise).
+ * For each rank and communicator it shares with the reference rank,
+ * where the pairing by ordinal disagrees by more than 4 x the floor, the
+ * shift of up to CLOCKALIGN_MAX_SHIFT collectives whose differences agree
+ * best (a quarter of the spread or less) renumbers its collectives onto
+ * the reference's; its unpaired ones get ordinals no one else has.
+ */
+static void
+ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
+    int64_t *tmp)
+{
+	size_t i = 0, r0 = 0, r1 = 0;
+
+	ca_sort_samples(s, m, ca_cmp_rank_comm);
+	while (r0 < m && s[r0].rank != refrank)
+		r0++;
+	r1 = r0;
+	while (r1 < m && s[r1].rank == refrank)
+		r1++;
+	while (i < m) {
+		size_t j = i, a, b, base, np, best_np = 0;
+		int64_t eq, best = INT64_MAX, v;
+		long best_d = 0;
+
+		while (j < m && s[j].rank == s[i].rank && s[j].comm == s[i].comm)
+			j++;
+		if (s[i].rank == refrank)
+			goto next;
+		for (a = r0; a < r1 && s[a].comm != s[i].comm; a++)
+			;
+		for (b = a; b < r1 && s[b].comm == s[i].comm; b++)
+			;
+		if (a == b)
+			goto next;
+		/* The pairing by ordinal: its offset within the reference's. */
+		for (base = a; base < b && s[base].seq < s[i].seq; base++)
+			;
+		eq = ca_pair_iqr(s + i, j - i, s + a, b - a,
+		    (long)(base - a), tmp, &np);
+		if (eq != INT64_MAX && eq <= 4 * CLOCKALIGN_FLOOR_NS)
+			goto next;
+		for (long d = -CLOCKALIGN_MAX_SHIFT; d <= CLOCKALIGN_MAX_SHIFT;
+		    d++) {
+			v = ca_pair_iqr(s + i, j - i, s + a, b - a,
+			    (long)(base - a) + d, tmp, &np);
+			if (np * 2 < (j - i < b - a ? j - i : b - a))
+				continue;
+			if (v < best) {
+				best = v;
+				best_d = (long)(base - a) + d;
+				best_np = np;
+			}
+		}
+		if (best_np == 0 || (eq != INT64_MAX && best > eq / 4) ||
+		    best_d == (long)(base - a))
+			goto next;
+		for (size_t k = i; k < j; k++) {
+			long q = (long)(k - i) + best_d;
+
+			s[k].seq = q >= 0 && (size_t)q < b - a ?
+			    s[a + (size_t)q].seq : 1ull << 63 |
+			    (uint64_t)s[k].rank << 24 | (k - i);
+		}
+next:
+		i = j;
+	}
+	ca_sort_samples(s, m, ca_cmp_sample);
+}
+
+static int
+ca_cmp_rank(const void *x, const void *y)
+{
+	const struct clockalign_rank *a = x, *b = y;
+
+	return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+/* By rank, then host: a rank seen on two hosts (bad input) always keeps
+ * the lower one, whatever the order of the samples. */
+static int
+ca_cmp_rank_host(const void *x, const void *y)
+{
+	const struct clockalign_rank *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->host < b->host ? -1 : a->host > b->host;
+}
+
+/* Sorts r[n] by rank and host and drops repeated pairs; the count left. */
+static size_t
+ca_rank_unique(struct clockalign_rank *r, size_t n)
+{
+	size_t w = 0;
+
+	qsort(r, n, sizeof(*r), ca_cmp_rank_host);
+	for (size_t i = 0; i < n; i++)
+		if (w == 0 || r[w - 1].rank != r[i].rank ||
+		    r[w - 1].host != r[i].host)
+			r[w++] = r[i];
+	return w;
+}
+
+/*
+ * The distinct (rank, host) pairs of s[m] into r (room for m), sorted by
+ * rank then host; their count.  The samples name the same few ranks
+ * instance after instance: each is looked up among the pairs found so
+ * far, and only the ones not there are sorted in, in batches at least as
+ * large as what is found (so any input costs O(m log m)).
+ */
+static size_t
+ca_rank_pairs(const struct clockalign_sample *s, size_t m,
+    struct clockalign_rank *r)
+{
+	size_t nr = 0, np = 0;		/* r[0, nr) sorted; then np new */
+
+	for (size_t i = 0; i < m; i++) {
+		struct clockalign_rank key = { .rank = s[i].rank,
+		    .host = s[i].host };
+
+		if (nr > 0 && bsearch(&key, r, nr, sizeof(*r),
+		    ca_cmp_rank_host) != NULL)
+			continue;
+		r[nr + np++] = key;
+		if (np >= 64 && np >= nr) {
+			nr = ca_rank_unique(r, nr + np);
+			np = 0;
+		}
+	}
+	return ca_rank_unique(r, nr + np);
+}
+
 static uint32_t
 ca_find(uint32_t *uf, uint32_t x)
 {
@@ -383,24 +435,66 @@ ca_find(uint32_t *uf, uint32_t x)
 	return x;
 }
 
+/* The order statistics j <= k that bound the 95% interval of the median
+ * of n values. */
+static void
+ca_ci_index(size_t n, size_t *j, size_t *k)
+{
+	double h;
+
+	if (n < 6) {
+		*j = 0;
+		*k = n - 1;
+		return;
+	}
+	h = 0.98 * sqrt((double)n);
+	*j = (size_t)floor((double)n / 2 - h);
+	*k = (size_t)ceil((double)n / 2 + h);
+	if (*k > n - 1)
+		*k = n - 1;
+}
+
 /* Half-width of the 95% interval of the median of n sorted values. */
 static int64_t
 ca_ci(const int64_t *v, size_t n, int64_t med)
 {
 	size_t j, k;
-	double h;
 
-	if (n < 6) {
-		j = 0;
-		k = n - 1;
-	} else {
-		h = 0.98 * sqrt((double)n);
-		j = (size_t)floor((double)n / 2 - h);
-		k = (size_t)ceil((double)n / 2 + h);
-		if (k > n - 1)
-			k = n - 1;
-	}
+	ca_ci_index(n, &j, &k);
 	return med - v[j] > v[k] - med ? med - v[j] : v[k] - med;
+}
+
+/*
+ * Puts in place the values of v[n] that ca_median_sorted, ca_ci and the
+ * quartiles read (where a sort would leave them), in linear time: each
+ * is selected right of the one before.  The rest is left in no order.
+ */
+static void
+ca_order_stats(int64_t *v, size_t n)
+{
+	size_t at[6], from = 0;
+
+	if (n <= CA_SMALL) {
+		ca_sort_i64(v, n);
+		return;
+	}
+	at[0] = n / 4;
+	at[1] = n / 2 - 1;
+	at[2] = n / 2;
+	at[3] = (3 * n) / 4;
+	ca_ci_index(n, &at[4], &at[5]);
+	for (int i = 1; i < 6; i++)		/* six: insertion sort */
+		for (int q = i; q > 0 && at[q - 1] > at[q]; q--) {
+			size_t t = at[q];
+
+			at[q] = at[q - 1];
+			at[q - 1] = t;
+		}
+	for (int i = 0; i < 6; i++)
+		if (at[i] >= from) {
+			ca_select(v + from, n - from, at[i] - from);
+			from = at[i] + 1;
+		}
 }
 
 static void
@@ -448,7 +542,7 @@ ca_drift(const int64_t *v, const int64_t *tm, size_t n, struct ca_av *tv,
 
 		for (size_t i = 0; i < h; i++)
 			tmp[i] = v[p[i].unit];
-		qsort(tmp, h, sizeof(*tmp), ca_cmp_i64);
+		ca_order_stats(tmp, h);
 		m[k] = ca_median_sorted(tmp, h);
 		ci[k] = ca_ci(tmp, h, m[k]);
 		t[k] = p[h / 2].v;
@@ -462,7 +556,7 @@ ca_drift(const int64_t *v, const int64_t *tm, size_t n, struct ca_av *tv,
 	tmid = tv[n / 2].v;
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = v[i] - (int64_t)llround(slope * (double)(tm[i] - tmid));
-	qsort(tmp, n, sizeof(*tmp), ca_cmp_i64);
+	ca_order_stats(tmp, n);
 	*off = ca_median_sorted(tmp, n);
 	*iqr = (tmp[(3 * n) / 4] - tmp[n / 4]) / 2;
 	reach = (int64_t)llround((double)(ci[0] + ci[1]) /
@@ -688,7 +782,7 @@ again:
 				onew[u] = ca_median(v, n);
 				continue;
 			}
-			qsort(v, n, sizeof(*v), ca_cmp_i64);
+			ca_order_stats(v, n);
 			onew[u] = ca_median_sorted(v, n);
 			{
 				est[u].drift_ppb = 0;
@@ -959,7 +1053,7 @@ clockalign_estimate(const struct clockalign_sample *in, size_t n,
 		    in[i].end_ns <= INT64_MAX)
 			s[m++] = in[i];
 	out->nsamples = m;
-	qsort(s, m, sizeof(*s), ca_cmp_sample);
+	ca_sort_samples(s, m, ca_cmp_sample);
 	/* The ranks, each on one host. */
 	out->ranks = calloc(m + 1, sizeof(*out->ranks));
 	if (out->ranks == NULL)
