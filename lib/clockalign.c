@@ -397,18 +397,23 @@ ca_rank_unique(struct clockalign_rank *r, size_t n)
 }
 
 /*
- * The distinct (rank, host) pairs of s[m] into r (room for m), sorted by
- * rank then host; their count.  The samples name the same few ranks
- * instance after instance: each is looked up among the pairs found so
- * far, and only the ones not there are sorted in, in batches at least as
- * large as what is found (so any input costs O(m log m)).
+ * The distinct (rank, host) pairs of s[m], sorted by rank then host, in
+ * *rp (malloc'd); their count, or -1 out of memory.  The samples name the
+ * same few ranks instance after instance: each is looked up among the
+ * pairs found so far, and only the ones not there are sorted in, in
+ * batches at least as large as what is found (so any input costs
+ * O(m log m)).  The array grows with what is found: room for a pair a
+ * sample was megabytes of zeroed pages on a long capture.
  */
-static size_t
+static ptrdiff_t
 ca_rank_pairs(const struct clockalign_sample *s, size_t m,
-    struct clockalign_rank *r)
+    struct clockalign_rank **rp)
 {
-	size_t nr = 0, np = 0;		/* r[0, nr) sorted; then np new */
+	size_t nr = 0, np = 0, cap = 64;	/* r[0, nr) sorted; np new */
+	struct clockalign_rank *r = calloc(cap, sizeof(*r)), *nrp;
 
+	if (r == NULL)
+		return -1;
 	for (size_t i = 0; i < m; i++) {
 		struct clockalign_rank key = { .rank = s[i].rank,
 		    .host = s[i].host };
@@ -416,13 +421,23 @@ ca_rank_pairs(const struct clockalign_sample *s, size_t m,
 		if (nr > 0 && bsearch(&key, r, nr, sizeof(*r),
 		    ca_cmp_rank_host) != NULL)
 			continue;
+		if (nr + np == cap) {
+			if ((nrp = realloc(r, 2 * cap * sizeof(*r))) == NULL) {
+				free(r);
+				return -1;
+			}
+			r = nrp;
+			memset(r + cap, 0, cap * sizeof(*r));
+			cap *= 2;
+		}
 		r[nr + np++] = key;
 		if (np >= 64 && np >= nr) {
 			nr = ca_rank_unique(r, nr + np);
 			np = 0;
 		}
 	}
-	return ca_rank_unique(r, nr + np);
+	*rp = r;
+	return (ptrdiff_t)ca_rank_unique(r, nr + np);
 }
 
 static uint32_t
@@ -1055,10 +1070,13 @@ clockalign_estimate(const struct clockalign_sample *in, size_t n,
 	out->nsamples = m;
 	ca_sort_samples(s, m, ca_cmp_sample);
 	/* The ranks, each on one host. */
-	out->ranks = calloc(m + 1, sizeof(*out->ranks));
-	if (out->ranks == NULL)
-		goto fail;
-	nr = ca_rank_pairs(s, m, out->ranks);
+	{
+		ptrdiff_t k = ca_rank_pairs(s, m, &out->ranks);
+
+		if (k < 0)
+			goto fail;
+		nr = (size_t)k;
+	}
 	{
 		size_t w = 0;
 
