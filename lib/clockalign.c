@@ -151,45 +151,104 @@ ca_sort_av(struct ca_av *a, size_t n)
 }
 
 /*
- * Moves the k-th smallest of v[n] (k < n) to v[k], with none larger
- * before it and none smaller after (quickselect, median of three).  A
- * range that does not shrink as it should (crafted input) is sorted.
+ * NAME(v, n, k): moves the k-th smallest of v[n] (k < n) to v[k], with
+ * none larger before it and none smaller after (quickselect, median of
+ * three; LT is the order, CMP the same for qsort).  A range that does not
+ * shrink as it should (crafted input) is sorted.  One for the int64
+ * values, one for the (value, unit) pairs.
+ */
+#define CA_SELECT(NAME, T, LT, CMP)					\
+static void								\
+NAME(T *v, size_t n, size_t k)						\
+{									\
+	ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;	\
+									\
+	for (int budget = 64; hi > lo; budget--) {			\
+		ptrdiff_t i = lo, j = hi, mid = lo + (hi - lo) / 2;	\
+		T a = v[lo], b = v[mid], c = v[hi], p;			\
+									\
+		if (budget == 0) {					\
+			qsort(v + lo, (size_t)(hi - lo + 1), sizeof(*v),\
+			    CMP);					\
+			return;						\
+		}							\
+		p = LT(a, b) ? (LT(b, c) ? b : LT(a, c) ? c : a) :	\
+		    (LT(a, c) ? a : LT(b, c) ? c : b);			\
+		while (i <= j) {					\
+			while (LT(v[i], p))				\
+				i++;					\
+			while (LT(p, v[j]))				\
+				j--;					\
+			if (i <= j) {					\
+				T t = v[i];				\
+									\
+				v[i++] = v[j];				\
+				v[j--] = t;				\
+			}						\
+		}							\
+		/* v[lo..j] <= p <= v[i..hi]; between them, p. */	\
+		if (kk <= j)						\
+			hi = j;						\
+		else if (kk >= i)					\
+			lo = i;						\
+		else							\
+			return;						\
+	}								\
+}
+
+#define CA_LT_I64(x, y)	((x) < (y))
+#define CA_LT_AV(x, y)	((x).v < (y).v || ((x).v == (y).v && \
+			    (x).unit < (y).unit))
+CA_SELECT(ca_select, int64_t, CA_LT_I64, ca_cmp_i64)
+CA_SELECT(ca_select_av, struct ca_av, CA_LT_AV, ca_cmp_av)
+
+/*
+ * For each of the k >= 2 (value, unit) pairs of one instance, the median
+ * of the other k - 1 values, into loo[] (av may be reordered; loo[p]
+ * goes with av[p] as left).  With m = k - 1, that median is made of the
+ * order statistics lo = (m - 1) / 2 and hi = m / 2 of the others, which
+ * are those of all k at lo or lo + 1 and hi or hi + 1, as the pair
+ * itself comes after them or not: a sort for a few pairs; for many, the
+ * (at most three) statistics selected in linear time, as the k-way
+ * collectives of a large job have them.
  */
 static void
-ca_select(int64_t *v, size_t n, size_t k)
+ca_loo(struct ca_av *av, size_t k, int64_t *loo)
 {
-	ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+	size_t m = k - 1, lo = (m - 1) / 2, hi = m / 2;
+	struct ca_av sl, sl1, sh, sh1;
 
-	for (int budget = 64; hi > lo; budget--) {
-		ptrdiff_t i = lo, j = hi, mid = lo + (hi - lo) / 2;
-		int64_t a = v[lo], b = v[mid], c = v[hi], p;
+	if (k <= CA_SMALL) {
+		ca_sort_av(av, k);
+		for (size_t p = 0; p < k; p++) {
+			int64_t vl = av[lo < p ? lo : lo + 1].v;
+			int64_t vh = av[hi < p ? hi : hi + 1].v;
 
-		if (budget == 0) {
-			qsort(v + lo, (size_t)(hi - lo + 1), sizeof(*v),
-			    ca_cmp_i64);
-			return;
+			loo[p] = vl + (vh - vl) / 2;
 		}
-		p = a < b ? (b < c ? b : a < c ? c : a) :
-		    (a < c ? a : b < c ? c : b);
-		while (i <= j) {
-			while (v[i] < p)
-				i++;
-			while (v[j] > p)
-				j--;
-			if (i <= j) {
-				int64_t t = v[i];
+		return;
+	}
+	ca_select_av(av, k, lo);
+	for (size_t q = lo + 1; q <= hi + 1; q++) {
+		size_t at = q;		/* the next smallest into q */
+		struct ca_av t;
 
-				v[i++] = v[j];
-				v[j--] = t;
-			}
-		}
-		/* v[lo..j] <= p <= v[i..hi]; between them, p itself. */
-		if (kk <= j)
-			hi = j;
-		else if (kk >= i)
-			lo = i;
-		else
-			return;
+		for (size_t i = q + 1; i < k; i++)
+			if (CA_LT_AV(av[i], av[at]))
+				at = i;
+		t = av[q];
+		av[q] = av[at];
+		av[at] = t;
+	}
+	sl = av[lo];
+	sl1 = av[lo + 1];
+	sh = av[hi];
+	sh1 = av[hi + 1];
+	for (size_t p = 0; p < k; p++) {
+		int64_t vl = CA_LT_AV(sl, av[p]) ? sl.v : sl1.v;
+		int64_t vh = CA_LT_AV(sh, av[p]) ? sh.v : sh1.v;
+
+		loo[p] = vl + (vh - vl) / 2;
 	}
 }
 
@@ -766,13 +825,9 @@ again:
 			}
 			if (k < 2)
 				continue;
-			ca_sort_av(av, k);
+			ca_loo(av, k, tmp);
 			for (size_t p = 0; p < k; p++) {
-				/* Median of the other k - 1. */
-				size_t m = k - 1, lo = (m - 1) / 2, hi = m / 2;
-				int64_t vl = av[lo < p ? lo : lo + 1].v;
-				int64_t vh = av[hi < p ? hi : hi + 1].v;
-				int64_t t = vl + (vh - vl) / 2;
+				int64_t t = tmp[p];
 				uint32_t u = av[p].unit;
 
 				dtm[uoff[u] + ufill[u]] = t;
