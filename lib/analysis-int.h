@@ -33,8 +33,17 @@ struct table {
 	size_t		 ncols;
 	char		**cols;
 	size_t		 nrows, cap;
-	char		**cells;	/* nrows * ncols, into the arena */
-	unsigned char	*numeric;	/* nrows * ncols */
+	char		**cells;	/* nrows * ncols, into the arena; NULL:
+					   a number not yet written */
+	unsigned char	*numeric;	/* nrows * ncols: TAB_* (table_cell) */
+	/* Numbers as given, written out on the first table_cell: a report
+	 * builds a row a step and rank, and the text report prints only a
+	 * summary of them. */
+	union tab_val {
+		double		 d;
+		int64_t		 i;
+		uint64_t	 u;
+	}		*vals;		/* nrows * ncols */
 	size_t		 cur;		/* cells filled in the last row */
 	/* The cells' text, packed in blocks freed together: a report
 	 * builds hundreds of thousands of cells (a row a step), and one

@@ -73,6 +73,7 @@ table_free(struct table *t)
 		free(t->cols[i]);
 	free(t->cells);
 	free(t->numeric);
+	free(t->vals);
 	free(t->cols);
 	free(t->name);
 	free(t->title);
@@ -90,10 +91,26 @@ table_row(struct table *t)
 		t->cells = tab_xrealloc(t->cells,
 		    t->cap * t->ncols * sizeof(char *));
 		t->numeric = tab_xrealloc(t->numeric, t->cap * t->ncols);
+		t->vals = tab_xrealloc(t->vals,
+		    t->cap * t->ncols * sizeof(*t->vals));
 	}
 	t->nrows++;
 	t->cur = 0;
 }
+
+/*
+ * What a cell holds (struct table's numeric[]): text, a number already
+ * written, or a number kept in vals[] until table_cell writes it (a
+ * double with TAB_F + prec digits, prec 0 to TAB_F_MAX).
+ */
+enum {
+	TAB_TEXT = 0,
+	TAB_NUM = 1,
+	TAB_I64 = 2,
+	TAB_U64 = 3,
+	TAB_F = 4,
+	TAB_F_MAX = 100,
+};
 
 /* The next cell of the row: s[0..n). */
 static void
@@ -106,6 +123,20 @@ tab_put(struct table *t, const char *s, size_t n, int numeric)
 	i = (t->nrows - 1) * t->ncols + t->cur++;
 	t->cells[i] = tab_arena_dup(t, s, n);
 	t->numeric[i] = (unsigned char)numeric;
+}
+
+/* The next cell of the row: v, written out when first read. */
+static void
+tab_put_val(struct table *t, union tab_val v, int kind)
+{
+	size_t i;
+
+	if (t->nrows == 0 || t->cur >= t->ncols)
+		return;
+	i = (t->nrows - 1) * t->ncols + t->cur++;
+	t->cells[i] = NULL;
+	t->vals[i] = v;
+	t->numeric[i] = (unsigned char)kind;
 }
 
 void
@@ -165,43 +196,46 @@ tab_fixed(char *buf, double v, int prec)
 	return o;
 }
 
+/* Writes v with prec digits as printf's "%.*f" does into buf (64). */
+static int
+tab_num_text(char *buf, double v, int prec)
+{
+	int n;
+
+	if ((n = tab_fixed(buf, v, prec)) == 0) {
+		/* Cut as the copy of buf was (a huge value). */
+		n = snprintf(buf, 64, "%.*f", prec, v);
+		if (n < 0)
+			n = 0;
+		else if (n >= 64)
+			n = 63;
+	}
+	return n;
+}
+
 void
 table_num(struct table *t, double v, int prec)
 {
 	char buf[64];
-	int n;
 
 	if (!isfinite(v))
 		v = 0;
-	if ((n = tab_fixed(buf, v, prec)) == 0) {
-		/* Cut as the copy of buf was (a huge value). */
-		n = snprintf(buf, sizeof(buf), "%.*f", prec, v);
-		if (n < 0)
-			n = 0;
-		else if ((size_t)n >= sizeof(buf))
-			n = (int)sizeof(buf) - 1;
-	}
-	tab_put(t, buf, (size_t)n, 1);
+	if (prec >= 0 && prec <= TAB_F_MAX)
+		tab_put_val(t, (union tab_val){ .d = v }, TAB_F + prec);
+	else
+		tab_put(t, buf, (size_t)tab_num_text(buf, v, prec), 1);
 }
 
 void
 table_u64(struct table *t, uint64_t v)
 {
-	char buf[32];
-
-	tab_put(t, buf, (size_t)(util_u64_dec(buf, v) - buf), 1);
+	tab_put_val(t, (union tab_val){ .u = v }, TAB_U64);
 }
 
 void
 table_i64(struct table *t, int64_t v)
 {
-	char buf[32];
-	char *o = buf;
-
-	if (v < 0)
-		*o++ = '-';
-	o = util_u64_dec(o, v < 0 ? -(uint64_t)v : (uint64_t)v);
-	tab_put(t, buf, (size_t)(o - buf), 1);
+	tab_put_val(t, (union tab_val){ .i = v }, TAB_I64);
 }
 
 const char *table_name(const struct table *t) { return t->name; }
@@ -226,7 +260,32 @@ table_cell(const struct table *t, size_t row, size_t col, bool *numeric)
 	    (row == t->nrows - 1 && col >= t->cur))
 		return "";
 	if (numeric != NULL)
-		*numeric = t->numeric[i] != 0;
+		*numeric = t->numeric[i] != TAB_TEXT;
+	if (t->cells[i] == NULL) {
+		/* A number kept as given: written once, into the arena (the
+		 * table's text is a cache; the table is read by one thread
+		 * at a time). */
+		struct table *w = (struct table *)(uintptr_t)t;
+		char buf[64], *o = buf;
+		const union tab_val *v = &t->vals[i];
+
+		switch (t->numeric[i]) {
+		case TAB_I64:
+			if (v->i < 0)
+				*o++ = '-';
+			o = util_u64_dec(o, v->i < 0 ? -(uint64_t)v->i :
+			    (uint64_t)v->i);
+			break;
+		case TAB_U64:
+			o = util_u64_dec(o, v->u);
+			break;
+		default:
+			o += tab_num_text(buf, v->d, t->numeric[i] - TAB_F);
+			break;
+		}
+		w->cells[i] = tab_arena_dup(w, buf, (size_t)(o - buf));
+		w->numeric[i] = TAB_NUM;
+	}
 	return t->cells[i];
 }
 

@@ -287,7 +287,8 @@ size_t		 table_ncols(const struct table *t);
 size_t		 table_nrows(const struct table *t);
 const char	*table_col(const struct table *t, size_t col);
 /* The cell's text ("" when out of range); *numeric (may be NULL) says
- * whether it is a number. */
+ * whether it is a number.  Numbers are written out when first read, so
+ * one table is read (and printed) by one thread at a time. */
 const char	*table_cell(const struct table *t, size_t row, size_t col,
 	    bool *numeric);
 int		 table_print(const struct table *t, enum table_format f,
