@@ -179,6 +179,87 @@ direct(uint64_t n)
 	analysis_free(a);
 }
 
+/*
+ * A large job's collectives, fed directly: nr ranks on nodes of 8, each
+ * in "world", its node's tensor-parallel group ("tp<node>", 8 ranks) and
+ * its data-parallel group ("dp<local rank>", nr / 8 ranks), ncoll
+ * all-reduces in each, a step range around each round.  What it times is
+ * analysis_run over them: the communication tables and the clock
+ * alignment across every rank, the part of a cluster report that one
+ * host does.
+ */
+static void
+many_ranks(int nr, int ncoll)
+{
+	struct analysis *a = analysis_new(NULL);
+	double t0, t1, c0, c1;
+
+	for (int r = 0; r < nr; r++) {
+		char host[32], name[32];
+		struct analysis_source *src;
+		struct rec_process p;
+		uint32_t comm[3];
+
+		snprintf(host, sizeof(host), "node%d", r / 8);
+		src = analysis_source_new(a, "bench", host);
+		analysis_source_string(src, 1, "HcclAllReduce");
+		analysis_source_string(src, 2, "step");
+		analysis_source_string(src, 3, "world");
+		snprintf(name, sizeof(name), "tp%d", r / 8);
+		analysis_source_string(src, 4, name);
+		snprintf(name, sizeof(name), "dp%d", r % 8);
+		analysis_source_string(src, 5, name);
+		comm[0] = 3;
+		comm[1] = 4;
+		comm[2] = 5;
+		REC_INIT(&p, REC_PROCESS, 0);
+		p.pid = 1000 + (uint32_t)r;
+		p.rank = r;
+		p.local_rank = r % 8;
+		p.world_size = nr;
+		analysis_source_add(src, &p.hdr);
+		for (int k = 0; k < ncoll; k++) {
+			uint64_t t = 1700000000000000000ull +
+			    (uint64_t)k * 1000000;
+			struct rec_marker m;
+
+			REC_INIT(&m, REC_MARKER, 0);
+			m.pid = p.pid;
+			m.id = (uint64_t)k + 1;
+			m.name_id = 2;
+			m.flag = 2;		/* range start */
+			m.timestamp = t;
+			analysis_source_add(src, &m.hdr);
+			for (int c = 0; c < 3; c++) {
+				struct rec_communication x;
+
+				REC_INIT(&x, REC_COMMUNICATION, 0);
+				x.pid = p.pid;
+				x.start = t + (uint64_t)c * 300000 +
+				    (uint64_t)(r % 7) * 1000;
+				x.end = t + (uint64_t)c * 300000 + 200000;
+				x.name_id = 1;
+				x.comm_name_id = comm[c];
+				x.count = 1 << 20;
+				x.seq = (uint32_t)k + 1;
+				analysis_source_add(src, &x.hdr);
+			}
+			m.flag = 4;		/* range end */
+			m.timestamp = t + 999000;
+			analysis_source_add(src, &m.hdr);
+		}
+	}
+	c0 = cpu_now();
+	t0 = now();
+	analysis_run(a);
+	t1 = now();
+	c1 = cpu_now();
+	printf("report, final pass over %d ranks (3 communicators each, %d "
+	    "collectives in each): %.3f s, CPU %.3f s\n", nr, ncoll, t1 - t0,
+	    c1 - c0);
+	analysis_free(a);
+}
+
 /* Writes the workload to path; the ids match names[] (interned first). */
 static void
 write_trace_rank(const char *path, uint64_t n, int rank, int world)
@@ -561,7 +642,8 @@ main(int argc, char **argv)
 		return 0;
 	}
 	/* BENCH_EXPORT_ONLY=1 (or =chrome, perfetto, csv: that one): the
-	 * export figures alone (for profiling). */
+	 * export figures alone (for profiling); =jobs: the multi-file and
+	 * many-rank figures; =ranks: the many-rank one. */
 	only = getenv("BENCH_EXPORT_ONLY") != NULL;
 	for (size_t i = 0; i < 2 && !only; i++)
 		direct(sizes[i]);
@@ -591,8 +673,12 @@ main(int argc, char **argv)
 		multi(tmp, 1, 4000000);
 		multi(tmp, 4, 1000000);
 	}
+	if (!only || strcmp(getenv("BENCH_EXPORT_ONLY"), "jobs") == 0 ||
+	    strcmp(getenv("BENCH_EXPORT_ONLY"), "ranks") == 0)
+		many_ranks(1024, 100);
 	for (size_t i = 0; i < 2 && (!only ||
-	    strcmp(getenv("BENCH_EXPORT_ONLY"), "jobs") != 0); i++) {
+	    (strcmp(getenv("BENCH_EXPORT_ONLY"), "jobs") != 0 &&
+	    strcmp(getenv("BENCH_EXPORT_ONLY"), "ranks") != 0)); i++) {
 		snprintf(path, sizeof(path), "%s/bench-report-ex-%d-%llu.trace",
 		    tmp, (int)getpid(), (unsigned long long)ex_sizes[i]);
 		from_file(path, ex_sizes[i], true);

@@ -139,27 +139,78 @@ sec_comm_hosts(struct analysis *a, size_t *np)
 	return ci;
 }
 
-/*
- * The rank after p among the ranks of communicator comm (in rank order,
- * the first after the last), and in *n how many ranks it has.
- */
-static int
-sec_ring_next(const struct analysis *a, const struct an_proc *p,
-    uint32_t comm, int *n)
-{
-	int pos = 0, dst = -1, first = -1;
+/* A communicator's member: a ranked process with a collective in it. */
+struct sec_member {
+	uint32_t	comm;
+	uint32_t	q;		/* its index in a->proc */
+};
 
-	*n = 0;
+static int
+sec_cmp_member(const void *x, const void *y)
+{
+	const struct sec_member *a = x, *b = y;
+
+	if (a->comm != b->comm)
+		return a->comm < b->comm ? -1 : 1;
+	return a->q < b->q ? -1 : a->q > b->q;
+}
+
+/* Every communicator's members, by communicator then process order; *np
+ * their count. */
+static struct sec_member *
+sec_members(const struct analysis *a, size_t *np)
+{
+	struct sec_member *m = NULL;
+	size_t n = 0, cap = 0, w = 0;
+
 	for (size_t q = 0; q < a->nproc; q++) {
 		const struct an_proc *o = a->proc[q];
-		bool in = false;
 
 		if (o->rank < 0)
 			continue;
-		for (size_t m = 0; m < o->ncoll[o->cw] && !in; m++)
-			in = o->coll[o->cw][m].comm == comm;
-		if (!in)
-			continue;
+		for (size_t k = 0; k < o->ncoll[o->cw]; k++) {
+			uint32_t cm = o->coll[o->cw][k].comm;
+
+			if (k > 0 && cm == o->coll[o->cw][k - 1].comm)
+				continue;
+			an_grow(&m, &cap, n, sizeof(*m));
+			m[n++] = (struct sec_member){ cm, (uint32_t)q };
+		}
+	}
+	an_sort(m, n, sizeof(*m), sec_cmp_member);
+	for (size_t i = 0; i < n; i++)
+		if (w == 0 || sec_cmp_member(&m[w - 1], &m[i]) != 0)
+			m[w++] = m[i];
+	*np = w;
+	return m;
+}
+
+/*
+ * The rank after p among the ranks of communicator comm (in rank order,
+ * the first after the last), and in *n how many ranks it has; mem[nmem]
+ * from sec_members.  Only the communicator's members are visited: a
+ * visit of every process and its collectives for each rank and
+ * communicator was cubic in a large job's ranks.
+ */
+static int
+sec_ring_next(const struct analysis *a, const struct sec_member *mem,
+    size_t nmem, const struct an_proc *p, uint32_t comm, int *n)
+{
+	int pos = 0, dst = -1, first = -1;
+	size_t lo = 0, hi = nmem;
+
+	while (lo < hi) {		/* the communicator's first member */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (mem[mid].comm < comm)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*n = 0;
+	for (size_t i = lo; i < nmem && mem[i].comm == comm; i++) {
+		const struct an_proc *o = a->proc[mem[i].q];
+
 		if (first < 0)
 			first = o->rank;
 		if (o == p)
@@ -185,24 +236,33 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	    "Bandwidth(GB/s)" };
 	struct sec_comm *v = NULL;
 	struct sec_link *l = NULL;
-	size_t nv = 0, nl = 0, nci;
+	struct sec_member *mem;
+	size_t nv = 0, nl = 0, cl = 0, nci, nmem;
 	struct sec_cinfo *ci = sec_comm_hosts(a, &nci);
 	uint64_t total = 0;
 	struct table *t;
 
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
+		uint32_t rc = 0;
+		bool remote = false;
 
 		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
 			struct an_coll *c = &p->coll[p->cw][k];
 			uint64_t dur = c->end - c->start, w = c->w;
 			size_t j;
 
-			bool remote = false;
-
-			for (j = 0; j < nci; j++)
-				if (ci[j].comm == c->comm)
-					remote = ci[j].remote;
+			/* Looked up once a run of one communicator (p's
+			 * collectives are in (comm, seq) order): a scan of
+			 * every communicator a collective was quadratic in
+			 * the ranks of a large job. */
+			if (k == 0 || c->comm != rc) {
+				rc = c->comm;
+				remote = false;
+				for (j = 0; j < nci; j++)
+					if (ci[j].comm == c->comm)
+						remote = ci[j].remote;
+			}
 			for (j = 0; j < nv && v[j].name != c->name; j++)
 				;
 			if (j == nv) {
@@ -284,6 +344,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	a->tables[ANALYSIS_COMM] = t;
 
 	/* Communication matrix: ring algorithms, rank r -> next rank. */
+	mem = sec_members(a, &nmem);
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 		uint32_t lc = 0, lname = 0;
@@ -301,7 +362,8 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 			/* Once a run of one communicator: p's collectives
 			 * are in (comm, seq) order. */
 			if (k == 0 || c->comm != lc) {
-				dst = sec_ring_next(a, p, c->comm, &n);
+				dst = sec_ring_next(a, mem, nmem, p, c->comm,
+				    &n);
 				lc = c->comm;
 			}
 			if (n != ln || c->name != lname) {
@@ -311,14 +373,15 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 			}
 			if (f == 0 || dst == p->rank)
 				continue;
-			for (j = 0; j < nl; j++)
+			/* From the last: p's links are the newest (there is
+			 * one a name, communicator and source rank). */
+			for (j = nl; j-- > 0;)
 				if (l[j].name == c->name && l[j].comm ==
 				    c->comm && l[j].src == p->rank)
 					break;
-			if (j == nl) {
-				l = realloc(l, (nl + 1) * sizeof(*l));
-				if (l == NULL)
-					abort();
+			if (j == (size_t)-1) {
+				an_grow(&l, &cl, nl, sizeof(*l));
+				j = nl;
 				memset(&l[nl++], 0, sizeof(*l));
 				l[j].name = c->name;
 				l[j].comm = c->comm;
@@ -350,6 +413,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 		    (double)l[j].time : 0, 3);
 	}
 	a->tables[ANALYSIS_COMM_MATRIX] = t;
+	free(mem);
 	free(v);
 	free(l);
 	free(ci);

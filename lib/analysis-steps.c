@@ -291,35 +291,105 @@ st_align(struct analysis *a)
 	free(off);
 }
 
-/* The next collective instance (comm, seq) at the procs' cursors: its
- * records in grp[], their procs in gp[]; 0 once none is left.  The
- * cursors stay (the caller advances them). */
-static size_t
-st_group(struct analysis *a, struct an_coll **grp, struct an_proc **gp)
+/*
+ * The procs' cursors merged by collective instance (comm, seq): a heap
+ * of the procs that have collectives left, by their cursor's key and
+ * then their order.  A scan of every proc for every instance was
+ * O(instances x procs), most of a thousand-rank report's final pass.
+ */
+struct st_merge {
+	struct analysis	*a;
+	uint32_t	*h;		/* proc indexes, a heap */
+	size_t		 n;
+	uint32_t	*last;		/* the last group's, to put back */
+	size_t		 nlast;
+};
+
+static const struct an_coll *
+st_head(const struct an_proc *p)
 {
-	struct an_coll *min = NULL;
+	return p->cur < p->ncoll[p->cw] ? &p->coll[p->cw][p->cur] : NULL;
+}
+
+static bool
+st_before(const struct st_merge *m, uint32_t x, uint32_t y)
+{
+	int c = st_cmp_coll_key(st_head(m->a->proc[x]),
+	    st_head(m->a->proc[y]));
+
+	return c < 0 || (c == 0 && x < y);
+}
+
+static void
+st_push(struct st_merge *m, uint32_t x)
+{
+	size_t i = m->n++;
+
+	while (i > 0 && st_before(m, x, m->h[(i - 1) / 2])) {
+		m->h[i] = m->h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	m->h[i] = x;
+}
+
+static uint32_t
+st_pop(struct st_merge *m)
+{
+	uint32_t top = m->h[0], x = m->h[--m->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= m->n)
+			break;
+		if (c + 1 < m->n && st_before(m, m->h[c + 1], m->h[c]))
+			c++;
+		if (!st_before(m, m->h[c], x))
+			break;
+		m->h[i] = m->h[c];
+		i = c;
+	}
+	if (m->n > 0)
+		m->h[i] = x;
+	return top;
+}
+
+/* Starts a merge of a's procs from their cursors. */
+static void
+st_merge_init(struct st_merge *m, struct analysis *a)
+{
+	m->a = a;
+	m->n = m->nlast = 0;
+	for (size_t i = 0; i < a->nproc; i++)
+		if (st_head(a->proc[i]) != NULL)
+			st_push(m, (uint32_t)i);
+}
+
+/* The next collective instance at the procs' cursors: its records in
+ * grp[], their procs in gp[] (in proc order); 0 once none is left.  The
+ * caller advances the cursors of gp[] before the next call. */
+static size_t
+st_group(struct st_merge *m, struct an_coll **grp, struct an_proc **gp)
+{
+	const struct an_coll *key;
 	size_t ng = 0;
 
-	for (size_t i = 0; i < a->nproc; i++) {
-		struct an_proc *p = a->proc[i];
-
-		if (p->cur < p->ncoll[p->cw] && (min == NULL ||
-		    st_cmp_coll_key(&p->coll[p->cw][p->cur], min) < 0))
-			min = &p->coll[p->cw][p->cur];
-	}
-	if (min == NULL)
+	for (size_t i = 0; i < m->nlast; i++)
+		if (st_head(m->a->proc[m->last[i]]) != NULL)
+			st_push(m, m->last[i]);
+	m->nlast = 0;
+	if (m->n == 0)
 		return 0;
-	for (size_t i = 0; i < a->nproc; i++) {
-		struct an_proc *p = a->proc[i];
-		struct an_coll *c;
+	key = st_head(m->a->proc[m->h[0]]);
+	while (m->n > 0 &&
+	    st_cmp_coll_key(st_head(m->a->proc[m->h[0]]), key) == 0) {
+		uint32_t x = st_pop(m);
 
-		if (p->cur >= p->ncoll[p->cw])
-			continue;
-		c = &p->coll[p->cw][p->cur];
-		if (c != min && st_cmp_coll_key(c, min) != 0)
-			continue;
-		grp[ng] = c;
-		gp[ng++] = p;
+		m->last[m->nlast++] = x;
+		gp[ng] = m->a->proc[x];
+		grp[ng] = (struct an_coll *)(uintptr_t)st_head(gp[ng]);
+		ng++;
 	}
 	return ng;
 }
@@ -341,10 +411,13 @@ st_match(struct analysis *a)
 	struct { uint32_t comm; size_t n; } *full = NULL;
 	size_t nfull = 0, cfull = 0, fi = 0, ng;
 	uint64_t unsplit = 0, unsplit_ns = 0;
+	struct st_merge m = { .h = st_alloc(a->nproc * sizeof(uint32_t)),
+	    .last = st_alloc(a->nproc * sizeof(uint32_t)) };
 
 	for (size_t i = 0; i < a->nproc; i++)
 		a->proc[i]->cur = 0;
-	while ((ng = st_group(a, grp, gp)) > 0) {
+	st_merge_init(&m, a);
+	while ((ng = st_group(&m, grp, gp)) > 0) {
 		if (nfull == 0 || full[nfull - 1].comm != grp[0]->comm) {
 			an_grow(&full, &cfull, nfull, sizeof(*full));
 			full[nfull].comm = grp[0]->comm;
@@ -357,7 +430,8 @@ st_match(struct analysis *a)
 	}
 	for (size_t i = 0; i < a->nproc; i++)
 		a->proc[i]->cur = 0;
-	while ((ng = st_group(a, grp, gp)) > 0) {
+	st_merge_init(&m, a);
+	while ((ng = st_group(&m, grp, gp)) > 0) {
 		uint64_t last = 0, mind = UINT64_MAX;
 		size_t vote = 0;
 		bool whole;
@@ -409,6 +483,8 @@ st_match(struct analysis *a)
 		    "ranks (the capture's edges, a rank captured late): their "
 		    "wait and transit are not split (Unmatched Time) and they "
 		    "cast no slow-rank vote", unsplit, (double)unsplit_ns / 1e6);
+	free(m.h);
+	free(m.last);
 	free(full);
 	free(grp);
 	free(gp);

@@ -131,6 +131,94 @@ vd_spread(double *v, size_t n, double m)
 	return VD_MAD_SIGMA * vd_median(v, n);
 }
 
+/* A value and where it came from, sorted by value (then place). */
+struct vd_at {
+	double		v;
+	size_t		i;
+};
+
+static int
+vd_cmp_at(const void *x, const void *y)
+{
+	const struct vd_at *a = x, *b = y;
+
+	if (a->v != b->v)
+		return a->v < b->v ? -1 : 1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* Sorts v[0..n) into s with each value's place; rank[i]: where v[i] went. */
+static void
+vd_rank(const double *v, size_t n, struct vd_at *s, size_t *rank)
+{
+	for (size_t i = 0; i < n; i++)
+		s[i] = (struct vd_at){ v[i], i };
+	qsort(s, n, sizeof(*s), vd_cmp_at);
+	for (size_t p = 0; p < n; p++)
+		rank[s[p].i] = p;
+}
+
+/* vd_median of the n - 1 values of sorted s[0..n) other than s[r]: the
+ * p-th of them is s[p] below r, s[p + 1] from r on. */
+static double
+vd_median_but(const struct vd_at *s, size_t n, size_t r)
+{
+	size_t m = n - 1, k = m / 2;
+	double hi = s[k < r ? k : k + 1].v, lo;
+
+	if (m % 2)
+		return hi;
+	lo = s[k - 1 < r ? k - 1 : k].v;
+	return (lo + hi) / 2;
+}
+
+/*
+ * For each i of x[0..n) (n >= 2), what vd_median (ref[i]) and, with 3 or
+ * more of them, vd_spread around it (cross[i], else 0) give on the other
+ * n - 1 values, for all i at once: a median of the others is one of
+ * all n's order statistics, or the next one, as i's own value comes
+ * before it or not; and the others' median takes at most three values,
+ * so their distances to it are sorted at most three times.  A thousand
+ * ranks' verdict was O(n^2) with a median and a spread per rank.
+ * s, s2 hold n; rank, rank2 n.
+ */
+static void
+vd_loo(const double *x, size_t n, double *ref, double *cross,
+    struct vd_at *s, struct vd_at *s2, size_t *rank, size_t *rank2,
+    double *d)
+{
+	double seen[3];
+	size_t nseen = 0;
+
+	vd_rank(x, n, s, rank);
+	for (size_t i = 0; i < n; i++) {
+		ref[i] = vd_median_but(s, n, rank[i]);
+		cross[i] = 0;
+	}
+	if (n - 1 < 3)
+		return;
+	/* Per distinct median of the others (three at most: i's value
+	 * below, inside or above the middle), the distances to it. */
+	for (size_t i = 0; i < n; i++) {
+		double r = ref[i];
+		size_t k = 0;
+
+		while (k < nseen && seen[k] != r)
+			k++;
+		if (k < nseen)
+			continue;
+		if (nseen < 3)
+			seen[nseen++] = r;
+		for (size_t j = 0; j < n; j++)
+			d[j] = fabs(x[j] - r);
+		vd_rank(d, n, s2, rank2);
+		for (size_t j = i; j < n; j++)
+			if (ref[j] == r)
+				cross[j] = VD_MAD_SIGMA *
+				    vd_median_but(s2, n, rank2[j]);
+	}
+}
+
 static double
 vd_value(const struct an_stepres *r, int f)
 {
@@ -152,7 +240,9 @@ void
 an_verdict(struct analysis *a)
 {
 	size_t n = 0, maxres = 1, minsteps = SIZE_MAX;
-	double (*med)[V_NF], (*sd)[V_NF], *col, *tmp;
+	double (*med)[V_NF], (*sd)[V_NF], *col, *tmp, *lref, *lcross, *d;
+	struct vd_at *s1, *s2;
+	size_t *rk1, *rk2;
 	double maxo = -1, mino = 1e300, sumt = 0, tmean, best = 0;
 	double thr_c = -1, noise_c = 0, ex_c = -1e300;
 	struct an_proc **rp;
@@ -176,6 +266,13 @@ an_verdict(struct analysis *a)
 	sd = vd_alloc(a->nproc * sizeof(*sd));
 	col = vd_alloc(maxres * sizeof(double));
 	tmp = vd_alloc(a->nproc * sizeof(double) + 8);
+	lref = vd_alloc(a->nproc * sizeof(double));
+	lcross = vd_alloc(a->nproc * sizeof(double));
+	d = vd_alloc(a->nproc * sizeof(double));
+	s1 = vd_alloc(a->nproc * sizeof(*s1));
+	s2 = vd_alloc(a->nproc * sizeof(*s2));
+	rk1 = vd_alloc(a->nproc * sizeof(*rk1));
+	rk2 = vd_alloc(a->nproc * sizeof(*rk2));
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 
@@ -235,16 +332,14 @@ an_verdict(struct analysis *a)
 		for (size_t i = 0; i < n; i++)
 			tmp[i] = med[i][V_C] + med[i][V_X];
 		level = vd_median(tmp, n);
+		for (size_t i = 0; i < n; i++)
+			tmp[i] = med[i][f];
+		vd_loo(tmp, n, lref, lcross, s1, s2, rk1, rk2, d);
 		for (size_t i = 0; i < n; i++) {
-			size_t m = 0;
-			double ref, ex, cross = 0, noise, thr;
+			size_t m = n - 1;
+			/* The others' median and spread around it. */
+			double ref = lref[i], ex, cross = lcross[i], noise, thr;
 
-			for (size_t j = 0; j < n; j++)
-				if (j != i)
-					tmp[m++] = med[j][f];
-			ref = vd_median(tmp, m);
-			if (m >= 3)
-				cross = vd_spread(tmp, m, ref);
 			noise = base_step > cross ? base_step : cross;
 			thr = k * noise;
 			/* The smallest effect worth a verdict: a share of the
@@ -279,6 +374,13 @@ an_verdict(struct analysis *a)
 		v->noise = noise_c / tmean;
 	}
 out:
+	free(rk2);
+	free(rk1);
+	free(s2);
+	free(s1);
+	free(d);
+	free(lcross);
+	free(lref);
 	free(tmp);
 	free(col);
 	free(sd);

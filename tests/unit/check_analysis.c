@@ -613,6 +613,91 @@ START_TEST(test_slow_rank_link)
 }
 END_TEST
 
+/*
+ * The communication matrix of a job with several communicators: 8 ranks
+ * on two hosts (0-3, 4-7), "world" with all of them, "tp0"/"tp1" with
+ * each host's four, "dp0"/"dp1" with ranks {0, 4} and {1, 5}.  Every
+ * rank sends to the next rank of each of its communicators (the first
+ * after the last), over RDMA where that rank is on the other host, an
+ * all-reduce's 2(n-1)/n of its bytes.
+ */
+START_TEST(test_comm_matrix_groups)
+{
+	static const char *const cname[] = { "world", "tp0", "tp1", "dp0",
+	    "dp1" };
+	static const int members[5][8] = {
+		{ 0, 1, 2, 3, 4, 5, 6, 7 }, { 0, 1, 2, 3, -1 },
+		{ 4, 5, 6, 7, -1 }, { 0, 4, -1 }, { 1, 5, -1 },
+	};
+	struct analysis *a = analysis_new(NULL);
+	const struct table *t;
+	size_t rows = 0;
+
+	for (int r = 0; r < 8; r++) {
+		struct analysis_source *src = src_new(a, r < 4 ? "h0" : "h1",
+		    (uint32_t)(100 + r), r, 8);
+
+		for (uint32_t i = 0; i < 5; i++)
+			ck_assert_int_eq(analysis_source_string(src, 20 + i,
+			    cname[i]), 0);
+		for (int c = 0; c < 5; c++)
+			for (int k = 0; k < 8 && members[c][k] >= 0; k++) {
+				struct rec_communication x;
+
+				if (members[c][k] != r)
+					continue;
+				REC_INIT(&x, REC_COMMUNICATION, 0);
+				x.pid = (uint32_t)(100 + r);
+				x.start = T0 + (uint64_t)c * 100 * US;
+				x.end = x.start + 50 * US;
+				x.name_id = 4;		/* HcclAllReduce */
+				x.comm_name_id = 20 + (uint32_t)c;
+				x.count = 1 << 20;
+				x.data_type = 0;
+				x.seq = 1;
+				ck_assert_int_eq(analysis_source_add(src,
+				    &x.hdr), 0);
+			}
+	}
+	run(a);
+	t = analysis_table(a, ANALYSIS_COMM_MATRIX);
+	ck_assert_ptr_nonnull(t);
+	for (int c = 0; c < 5; c++) {
+		int n = 0;
+
+		while (n < 8 && members[c][n] >= 0)
+			n++;
+		for (int k = 0; k < n; k++) {
+			int src = members[c][k], dst = members[c][(k + 1) % n];
+			char want_src[8], want_dst[8], mb[32];
+			size_t row;
+
+			snprintf(want_src, sizeof(want_src), "%d", src);
+			snprintf(want_dst, sizeof(want_dst), "%d", dst);
+			snprintf(mb, sizeof(mb), "%.3f", 2.0 * (n - 1) / n);
+			for (row = 0; row < table_nrows(t); row++)
+				if (strcmp(table_cell(t, row, col_of(t,
+				    "Group"), NULL), cname[c]) == 0 &&
+				    strcmp(table_cell(t, row, col_of(t,
+				    "Src Rank"), NULL), want_src) == 0)
+					break;
+			ck_assert_msg(row < table_nrows(t), "no link of rank "
+			    "%d in %s", src, cname[c]);
+			ck_assert_str_eq(table_cell(t, row, col_of(t,
+			    "Dst Rank"), NULL), want_dst);
+			ck_assert_str_eq(table_cell(t, row, col_of(t,
+			    "Transport"), NULL), (src < 4) == (dst < 4) ?
+			    "HCCS" : "RDMA");
+			ck_assert_str_eq(table_cell(t, row, col_of(t,
+			    "Transit Size(MB)"), NULL), mb);
+			rows++;
+		}
+	}
+	ck_assert_uint_eq(table_nrows(t), rows);
+	analysis_free(a);
+}
+END_TEST
+
 /* Clock alignment between hosts: rank 2's clock runs 5 ms ahead. */
 START_TEST(test_balanced_and_aligned)
 {
@@ -1066,6 +1151,7 @@ main(void)
 	tcase_add_test(tc, test_memory_peak);
 	tcase_add_test(tc, test_slow_rank_compute);
 	tcase_add_test(tc, test_slow_rank_link);
+	tcase_add_test(tc, test_comm_matrix_groups);
 	tcase_add_test(tc, test_balanced_and_aligned);
 	tcase_add_test(tc, test_collective_on_some_ranks);
 	tcase_add_test(tc, test_missing_rank_and_losses);
