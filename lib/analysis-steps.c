@@ -299,7 +299,12 @@ st_align(struct analysis *a)
  */
 struct st_merge {
 	struct analysis	*a;
-	uint32_t	*h;		/* proc indexes, a heap */
+	/* A proc with collectives left: its cursor's key, and its index
+	 * (the order among equal keys), compared as one number. */
+	struct st_mkey {
+		uint64_t key;		/* comm << 32 | seq */
+		uint32_t q;
+	}		*h;		/* a heap */
 	size_t		 n;
 	uint32_t	*last;		/* the last group's, to put back */
 	size_t		 nlast;
@@ -311,31 +316,31 @@ st_head(const struct an_proc *p)
 	return p->cur < p->ncoll[p->cw] ? &p->coll[p->cw][p->cur] : NULL;
 }
 
-static bool
-st_before(const struct st_merge *m, uint32_t x, uint32_t y)
+/* st_cmp_coll_key's order, then the procs' order. */
+static inline bool
+st_before(struct st_mkey x, struct st_mkey y)
 {
-	int c = st_cmp_coll_key(st_head(m->a->proc[x]),
-	    st_head(m->a->proc[y]));
-
-	return c < 0 || (c == 0 && x < y);
+	return x.key < y.key || (x.key == y.key && x.q < y.q);
 }
 
 static void
-st_push(struct st_merge *m, uint32_t x)
+st_push(struct st_merge *m, uint32_t q)
 {
+	const struct an_coll *c = st_head(m->a->proc[q]);
+	struct st_mkey x = { (uint64_t)c->comm << 32 | c->seq, q };
 	size_t i = m->n++;
 
-	while (i > 0 && st_before(m, x, m->h[(i - 1) / 2])) {
+	while (i > 0 && st_before(x, m->h[(i - 1) / 2])) {
 		m->h[i] = m->h[(i - 1) / 2];
 		i = (i - 1) / 2;
 	}
 	m->h[i] = x;
 }
 
-static uint32_t
+static struct st_mkey
 st_pop(struct st_merge *m)
 {
-	uint32_t top = m->h[0], x = m->h[--m->n];
+	struct st_mkey top = m->h[0], x = m->h[--m->n];
 	size_t i = 0;
 
 	for (;;) {
@@ -343,9 +348,9 @@ st_pop(struct st_merge *m)
 
 		if (c >= m->n)
 			break;
-		if (c + 1 < m->n && st_before(m, m->h[c + 1], m->h[c]))
+		if (c + 1 < m->n && st_before(m->h[c + 1], m->h[c]))
 			c++;
-		if (!st_before(m, m->h[c], x))
+		if (!st_before(m->h[c], x))
 			break;
 		m->h[i] = m->h[c];
 		i = c;
@@ -372,7 +377,7 @@ st_merge_init(struct st_merge *m, struct analysis *a)
 static size_t
 st_group(struct st_merge *m, struct an_coll **grp, struct an_proc **gp)
 {
-	const struct an_coll *key;
+	uint64_t key;
 	size_t ng = 0;
 
 	for (size_t i = 0; i < m->nlast; i++)
@@ -381,10 +386,9 @@ st_group(struct st_merge *m, struct an_coll **grp, struct an_proc **gp)
 	m->nlast = 0;
 	if (m->n == 0)
 		return 0;
-	key = st_head(m->a->proc[m->h[0]]);
-	while (m->n > 0 &&
-	    st_cmp_coll_key(st_head(m->a->proc[m->h[0]]), key) == 0) {
-		uint32_t x = st_pop(m);
+	key = m->h[0].key;
+	while (m->n > 0 && m->h[0].key == key) {
+		uint32_t x = st_pop(m).q;
 
 		m->last[m->nlast++] = x;
 		gp[ng] = m->a->proc[x];
@@ -411,7 +415,7 @@ st_match(struct analysis *a)
 	struct { uint32_t comm; size_t n; } *full = NULL;
 	size_t nfull = 0, cfull = 0, fi = 0, ng;
 	uint64_t unsplit = 0, unsplit_ns = 0;
-	struct st_merge m = { .h = st_alloc(a->nproc * sizeof(uint32_t)),
+	struct st_merge m = { .h = st_alloc(a->nproc * sizeof(*m.h)),
 	    .last = st_alloc(a->nproc * sizeof(uint32_t)) };
 
 	for (size_t i = 0; i < a->nproc; i++)
