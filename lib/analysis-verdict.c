@@ -219,6 +219,13 @@ vd_loo(const double *x, size_t n, double *ref, double *cross,
 	}
 }
 
+/* Whether p's steps are compared with the other ranks'. */
+static bool
+vd_compared(const struct an_proc *p, bool stepped)
+{
+	return p->rank >= 0 && p->nres > 0 && !(stepped && p->nsteps == 0);
+}
+
 static double
 vd_value(const struct an_stepres *r, int f)
 {
@@ -273,12 +280,18 @@ an_verdict(struct analysis *a)
 	s2 = vd_alloc(a->nproc * sizeof(*s2));
 	rk1 = vd_alloc(a->nproc * sizeof(*rk1));
 	rk2 = vd_alloc(a->nproc * sizeof(*rk2));
+	/* A whole capture is no step: with step markers on some ranks,
+	 * ranks without them are not compared.  Fewer than two to compare
+	 * (one rank's report): no verdict, and no statistics for it. */
+	for (size_t i = 0; i < a->nproc; i++)
+		n += vd_compared(a->proc[i], stepped);
+	if (n < 2)
+		goto out;
+	n = 0;
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 
-		/* A whole capture is no step: with step markers on some
-		 * ranks, ranks without them are not compared. */
-		if (p->rank < 0 || p->nres == 0 || (stepped && p->nsteps == 0))
+		if (!vd_compared(p, stepped))
 			continue;
 		for (int f = 0; f < V_NF; f++) {
 			for (size_t j = 0; j < p->nres; j++)
