@@ -186,18 +186,21 @@ sec_members(const struct analysis *a, size_t *np)
 }
 
 /*
- * The rank after p among the ranks of communicator comm (in rank order,
- * the first after the last), and in *n how many ranks it has; mem[nmem]
- * from sec_members.  Only the communicator's members are visited: a
- * visit of every process and its collectives for each rank and
- * communicator was cubic in a large job's ranks.
+ * The rank after p (a->proc[pq]) among the ranks of communicator comm (in
+ * rank order, the first after the last), and in *n how many ranks it
+ * has; mem[nmem] from sec_members.  As a walk of the members in order
+ * would find it, where the member just after p gets it if its rank is
+ * higher (so does the second member, before p is seen), but from p's
+ * place, found by binary search: a walk of every process and its
+ * collectives for each rank and communicator was cubic in a large job's
+ * ranks.
  */
 static int
 sec_ring_next(const struct analysis *a, const struct sec_member *mem,
-    size_t nmem, const struct an_proc *p, uint32_t comm, int *n)
+    size_t nmem, size_t pq, uint32_t comm, int *n)
 {
-	int pos = 0, dst = -1, first = -1;
-	size_t lo = 0, hi = nmem;
+	const struct an_proc *p = a->proc[pq];
+	size_t lo = 0, hi = nmem, first, end, at;
 
 	while (lo < hi) {		/* the communicator's first member */
 		size_t mid = lo + (hi - lo) / 2;
@@ -207,20 +210,68 @@ sec_ring_next(const struct analysis *a, const struct sec_member *mem,
 		else
 			hi = mid;
 	}
-	*n = 0;
-	for (size_t i = lo; i < nmem && mem[i].comm == comm; i++) {
-		const struct an_proc *o = a->proc[mem[i].q];
+	first = lo;
+	for (hi = nmem; lo < hi;) {	/* and its end */
+		size_t mid = lo + (hi - lo) / 2;
 
-		if (first < 0)
-			first = o->rank;
-		if (o == p)
-			pos = *n;
-		else if (*n == pos + 1 && dst < 0 && *n > 0 &&
-		    o->rank > p->rank)
-			dst = o->rank;
-		(*n)++;
+		if (mem[mid].comm <= comm)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return dst < 0 ? first : dst;
+	end = lo;
+	*n = (int)(end - first);
+	if (end == first)
+		return -1;
+	for (lo = first, hi = end; lo < hi;) {	/* p's place */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (mem[mid].q < pq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	at = lo - first;
+	if (at >= 2 && a->proc[mem[first + 1].q]->rank > p->rank)
+		return a->proc[mem[first + 1].q]->rank;
+	if (first + at + 1 < end &&
+	    a->proc[mem[first + at + 1].q]->rank > p->rank)
+		return a->proc[mem[first + at + 1].q]->rank;
+	return a->proc[mem[first].q]->rank;
+}
+
+/* A process's rank and index, sorted by rank then index. */
+struct sec_rankq {
+	int32_t		rank;
+	uint32_t	q;
+};
+
+static int
+sec_cmp_rankq(const void *x, const void *y)
+{
+	const struct sec_rankq *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->q < b->q ? -1 : a->q > b->q;
+}
+
+/* The first entry of rq[n] at or after (rank, q). */
+static size_t
+sec_rankq_at(const struct sec_rankq *rq, size_t n, int32_t rank, uint32_t q)
+{
+	struct sec_rankq key = { rank, q };
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sec_cmp_rankq(&rq[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static void
@@ -237,6 +288,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 	struct sec_comm *v = NULL;
 	struct sec_link *l = NULL;
 	struct sec_member *mem;
+	struct sec_rankq *rq;
 	size_t nv = 0, nl = 0, cl = 0, nci, nmem;
 	struct sec_cinfo *ci = sec_comm_hosts(a, &nci);
 	uint64_t total = 0;
@@ -345,14 +397,25 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 
 	/* Communication matrix: ring algorithms, rank r -> next rank. */
 	mem = sec_members(a, &nmem);
+	rq = an_realloc(NULL, (a->nproc + 1) * sizeof(*rq));
+	for (size_t i = 0; i < a->nproc; i++)
+		rq[i] = (struct sec_rankq){ a->proc[i]->rank, (uint32_t)i };
+	an_sort(rq, a->nproc, sizeof(*rq), sec_cmp_rankq);
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 		uint32_t lc = 0, lname = 0;
 		int n = 0, dst = -1, ln = -1;
 		double f = 0;
+		size_t from = nl, at;
 
 		if (p->rank < 0)
 			continue;
+		/* A link's source is its process's rank: only a process
+		 * before p with the same rank (bad input) made links p can
+		 * find before its own. */
+		at = sec_rankq_at(rq, a->nproc, p->rank, 0);
+		if (rq[at].q < (uint32_t)i)
+			from = 0;
 		for (size_t k = 0; k < p->ncoll[p->cw]; k++) {
 			struct an_coll *c = &p->coll[p->cw][k];
 			const char *op = an_str_get(a, c->name);
@@ -362,7 +425,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 			/* Once a run of one communicator: p's collectives
 			 * are in (comm, seq) order. */
 			if (k == 0 || c->comm != lc) {
-				dst = sec_ring_next(a, mem, nmem, p, c->comm,
+				dst = sec_ring_next(a, mem, nmem, i, c->comm,
 				    &n);
 				lc = c->comm;
 			}
@@ -375,11 +438,11 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 				continue;
 			/* From the last: p's links are the newest (there is
 			 * one a name, communicator and source rank). */
-			for (j = nl; j-- > 0;)
+			for (j = nl; j-- > from;)
 				if (l[j].name == c->name && l[j].comm ==
 				    c->comm && l[j].src == p->rank)
 					break;
-			if (j == (size_t)-1) {
+			if (j == from - 1) {
 				an_grow(&l, &cl, nl, sizeof(*l));
 				j = nl;
 				memset(&l[nl++], 0, sizeof(*l));
@@ -387,11 +450,12 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 				l[j].comm = c->comm;
 				l[j].src = p->rank;
 				l[j].dst = dst;
-				for (size_t q = 0; q < a->nproc; q++)
-					if (a->proc[q]->rank == dst)
-						l[j].remote = strcmp(
-						    a->proc[q]->src->host,
-						    p->src->host) != 0;
+				/* The transport: where dst's last process is. */
+				at = sec_rankq_at(rq, a->nproc, dst, UINT32_MAX);
+				if (at > 0 && rq[at - 1].rank == dst)
+					l[j].remote = strcmp(
+					    a->proc[rq[at - 1].q]->src->host,
+					    p->src->host) != 0;
 			}
 			l[j].bytes += (uint64_t)((double)c->bytes * f) * w;
 			l[j].time += c->transit * w;
@@ -413,6 +477,7 @@ sec_comm(struct analysis *a, uint64_t *comm_total)
 		    (double)l[j].time : 0, 3);
 	}
 	a->tables[ANALYSIS_COMM_MATRIX] = t;
+	free(rq);
 	free(mem);
 	free(v);
 	free(l);
