@@ -355,6 +355,47 @@ START_TEST(many_hosts_any_order)
 }
 END_TEST
 
+/*
+ * The estimates of one fixed noisy scenario of wide collectives, to the
+ * nanosecond: 20 hosts of one rank (20 units a collective at both
+ * levels, past the insertion-sort size), ends read with +-3 us, 150
+ * collectives.  The values are those the sort-based implementation
+ * (before the selections replaced its sorts, 58c9875) gave; taking the
+ * wrong neighbour in a leave-one-out median, which the truth checks above
+ * do not see, changes them.
+ */
+START_TEST(wide_exact)
+{
+	static const int64_t want_off[20] = { 0, 862927, 726462, 588903,
+	    452613, 315191, 178054, 41011, -96148, -233169, -370187, -507177,
+	    -644090, -781073, -918328, -1054940, -1192122, -1329112, -1465829,
+	    -1602977 };
+	static const int64_t want_unc[20] = { 0, 1466, 1584, 1489, 1467,
+	    1687, 1518, 1480, 1426, 1614, 1531, 1390, 1452, 1402, 1622, 1664,
+	    1611, 1588, 1589, 1420 };
+	uint32_t hosts[20];
+	int64_t skew[20];
+	struct gen g = { 0 };
+	struct clockalign ca;
+
+	rng = 12345;
+	for (uint32_t h = 0; h < 20; h++) {
+		hosts[h] = h;
+		skew[h] = h == 0 ? 0 : (int64_t)h * 137000 - 1000000;
+	}
+	gen_world(&g, hosts, 20, skew, 150, 1000000, 3000);
+	estimate(&g, 20, -1, &ca);
+	for (uint32_t h = 0; h < 20; h++) {
+		ck_assert_int_eq(ca.host[h].offset_ns, want_off[h]);
+		ck_assert_int_eq(ca.host[h].uncertainty_ns, want_unc[h]);
+		/* One rank a host: its own estimate is the host's. */
+		ck_assert_int_eq(ca.ranks[h].est.offset_ns, want_off[h]);
+		ck_assert_int_eq(ca.ranks[h].est.uncertainty_ns, want_unc[h]);
+	}
+	done(&g, &ca);
+}
+END_TEST
+
 /* A tenth of one host's ends are late by 1-5 ms (a rank descheduled
  * before it logged the end): the median does not move. */
 START_TEST(outliers)
@@ -1025,6 +1066,7 @@ main(int argc, char **argv)
 	tcase_add_test(tc, drifting_host);
 	tcase_add_test(tc, four_hosts_any_order);
 	tcase_add_test(tc, many_hosts_any_order);
+	tcase_add_test(tc, wide_exact);
 	tcase_add_test(tc, outliers);
 	tcase_add_test(tc, chain_and_unlinked);
 	tcase_add_test(tc, split_host);
