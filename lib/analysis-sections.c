@@ -185,6 +185,26 @@ sec_members(const struct analysis *a, size_t *np)
 	return m;
 }
 
+/* The first of mem[n] at or after (comm, q): with q 0, comm's first
+ * member; with q UINT32_MAX, the end of its members. */
+static size_t
+sec_member_at(const struct sec_member *mem, size_t n, uint32_t comm,
+    uint32_t q)
+{
+	struct sec_member key = { comm, q };
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sec_cmp_member(&mem[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * The rank after p (a->proc[pq]) among the ranks of communicator comm (in
  * rank order, the first after the last), and in *n how many ranks it
@@ -200,38 +220,13 @@ sec_ring_next(const struct analysis *a, const struct sec_member *mem,
     size_t nmem, size_t pq, uint32_t comm, int *n)
 {
 	const struct an_proc *p = a->proc[pq];
-	size_t lo = 0, hi = nmem, first, end, at;
+	size_t first = sec_member_at(mem, nmem, comm, 0);
+	size_t end = sec_member_at(mem, nmem, comm, UINT32_MAX);
+	size_t at = sec_member_at(mem, nmem, comm, (uint32_t)pq) - first;
 
-	while (lo < hi) {		/* the communicator's first member */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (mem[mid].comm < comm)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	first = lo;
-	for (hi = nmem; lo < hi;) {	/* and its end */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (mem[mid].comm <= comm)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	end = lo;
 	*n = (int)(end - first);
 	if (end == first)
 		return -1;
-	for (lo = first, hi = end; lo < hi;) {	/* p's place */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (mem[mid].q < pq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	at = lo - first;
 	if (at >= 2 && a->proc[mem[first + 1].q]->rank > p->rank)
 		return a->proc[mem[first + 1].q]->rank;
 	if (first + at + 1 < end &&
