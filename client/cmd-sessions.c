@@ -116,8 +116,12 @@ client_json_session(const Mspti__SessionInfo *i)
 	for (size_t k = 0; k < i->n_losses && k < nitems(loss_names); k++)
 		printf("%s\"%s\":%llu", k ? "," : "", loss_names[k],
 		    (unsigned long long)i->losses[k]);
-	printf("},\"step_from\":%lld,\"step_skew_ns\":%llu,\"stop_reason\":",
-	    (long long)i->step_from, (unsigned long long)i->step_skew_ns);
+	printf("},\"step_from\":%lld,\"step_skew_ns\":%llu,"
+	    "\"dev_tasks_waiting\":%llu,\"launches_waiting\":%llu,"
+	    "\"stop_reason\":", (long long)i->step_from,
+	    (unsigned long long)i->step_skew_ns,
+	    (unsigned long long)i->dev_tasks_waiting,
+	    (unsigned long long)i->launches_waiting);
 	util_json_str(stdout, i->stop_reason);
 	printf(",\"error\":");
 	util_json_str(stdout, i->error);
@@ -163,6 +167,11 @@ client_print_session(const struct client *c, const Mspti__SessionInfo *i)
 	    strcmp(i->state, "failed") == 0 || strcmp(i->state, "active") == 0 ||
 	    strcmp(i->state, "stopping") == 0))
 		printf("  file: %s\n", i->output);
+	if (i->dev_tasks_waiting + i->launches_waiting > 0)
+		printf("  device join: %llu device task(s) waiting for their "
+		    "launch, %llu launch(es) for their device task\n",
+		    (unsigned long long)i->dev_tasks_waiting,
+		    (unsigned long long)i->launches_waiting);
 	for (size_t k = 0; k < i->n_losses; k++)
 		lost += i->losses[k];
 	if (lost == 0)

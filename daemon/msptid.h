@@ -302,6 +302,7 @@ struct session {
 	bool			 elastic;	/* new matching agents join */
 	/* Config. */
 	uint32_t		 kinds;
+	uint32_t		 kinds_ever;	/* every kind on at some time */
 	char			**domains_off;
 	size_t			 ndomains_off;
 	uint64_t		 duration_ns;
@@ -542,6 +543,8 @@ int		 session_dev_floor_add(struct agent *a, uint32_t device,
 		     uint64_t now);
 void		 session_dev_join_flush(struct session *s);
 bool		 session_dev_inflight(const struct session *s);
+void		 session_dev_waiting(const struct session *s, uint64_t *dev,
+		     uint64_t *host);
 void		 session_dev_last_metrics(struct session *s);
 void		 session_dev_first_metrics(struct session *s);
 void		 session_dev_agent_changed(struct daemon *d, struct agent *a);

@@ -101,6 +101,7 @@ session_ctl_info(struct session *s, Mspti__SessionInfo *i,
 	i->steps = s->steps_seen;
 	i->step_from = s->steps_max > 0 ? s->step_from : -1;
 	i->step_skew_ns = session_steps_skew(s);
+	session_dev_waiting(s, &i->dev_tasks_waiting, &i->launches_waiting);
 	i->stop_reason = (char *)(s->stop_reason ? s->stop_reason : "");
 	i->target = s->target_text;
 	TAILQ_FOREACH(sa, &s->agents, entry)
@@ -434,6 +435,7 @@ session_ctl_start_fd(struct peer *p, const Mspti__StartSession *req, int fd)
 	s->outfd = fd;
 	fd = -1;
 	s->kinds = kinds;
+	s->kinds_ever = kinds;
 	s->state = SESS_STARTING;
 	s->start_ns = util_realtime_ns();
 	for (unsigned i = 0; i < nitems(s->kind_on_ns); i++)
@@ -784,6 +786,7 @@ session_ctl_retarget(struct peer *p, const ProtobufCMessage *m)
 		if ((on & ~s->kinds) & (1u << i))
 			s->kind_on_ns[i] = util_realtime_ns();
 	s->kinds = (s->kinds | on) & ~off;
+	s->kinds_ever |= s->kinds;
 	if (session_domains_set(s, req->domains_on, req->n_domains_on,
 	    req->domains_off, req->n_domains_off) != 0) {
 		free(k);

@@ -458,12 +458,39 @@ session_dev_route(struct daemon *d, const struct devcol_task *t)
 	return live != NULL ? live : ended;
 }
 
+/* The record types that a device task of kind k can become. */
+static uint32_t
+session_dev_kind_mask(uint32_t k)
+{
+	switch (k) {
+	case DEVCOL_KERNEL:
+		return 1u << REC_KERNEL;
+	case DEVCOL_MEMCPY:
+		return 1u << REC_MEMCPY;
+	case DEVCOL_MEMSET:
+		return 1u << REC_MEMSET;
+	case DEVCOL_COMM:
+		return 1u << REC_HCCL | 1u << REC_COMMUNICATION;
+	}
+	return 0;
+}
+
+/*
+ * Routes t.  A work task of a kind that its session never had on is not
+ * joined: the agent writes launches only for kinds on, so none can come
+ * for it, and the emit would discard it after it waited out the join's
+ * device timeout (a marker-only capture of a busy device held up to
+ * JOIN_MAX_DEV such tasks and spent most of the daemon's time on them).
+ */
 static void
 session_dev_task(const struct devcol_task *t, void *arg)
 {
 	struct sess_agent *sa = session_dev_route(arg, t);
 
 	if (sa == NULL)
+		return;
+	if (t->kind != DEVCOL_MARKER &&
+	    !(sa->s->kinds_ever & session_dev_kind_mask(t->kind)))
 		return;
 	switch (t->kind) {
 	case DEVCOL_MARKER:
@@ -705,6 +732,24 @@ session_dev_inflight(const struct session *s)
 			return true;
 	}
 	return false;
+}
+
+/* What the joins of s hold now: device tasks waiting for their launch
+ * (*dev) and launch tasks waiting for their device task (*host). */
+void
+session_dev_waiting(const struct session *s, uint64_t *dev, uint64_t *host)
+{
+	const struct sess_agent *sa;
+	struct join_stats st;
+
+	*dev = *host = 0;
+	TAILQ_FOREACH(sa, &s->agents, entry) {
+		if (sa->join == NULL)
+			continue;
+		join_get_stats(sa->join, &st);
+		*dev += st.dev_waiting;
+		*host += st.host_waiting;
+	}
 }
 
 /* A launch task still waiting at the end: its (device, stream) task id

@@ -1,0 +1,59 @@
+#!/bin/sh
+# The daemon's join of device tasks to launches holds only what can still
+# be joined.  A marker-only capture of a process whose device runs
+# kernels all the time keeps no device task waiting (msptictl sessions
+# shows what the join holds): no launch can come for a kind the session
+# never had on.  Retargeted to add kernel, the capture then gets kernel
+# records joined to their launches, and the join drains as it goes.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/session-lib.sh"
+
+start_daemon
+$WITH_AGENT "$TRAIN" --steps 0 >"$T/train.out" 2>&1 &
+APP=$!; PIDS="$PIDS $APP"
+wait_until 30 is_registered "$APP" || fail "npusim-train did not register"
+$CTL --json start --pid "$APP" --kinds marker --output "$T/j.mspti" \
+    >"$T/s.json" 2>&1 || fail "start: $(cat "$T/s.json")"
+SID=$(json "$T/s.json" 'j["session"]')
+sleep 1
+$CTL --json sessions >"$T/a.json" || fail "sessions"
+python3 - "$T/a.json" "$SID" <<'PY' >"$T/py.out" 2>&1 || fail "marker capture: $(tail -3 "$T/py.out")"
+import json, sys
+s = [x for x in json.load(open(sys.argv[1])) if x["session"] == int(sys.argv[2])]
+assert s and s[0]["state"] == "active", s
+s = s[0]
+# Two marker records a step: the app ran hundreds of steps.
+assert s["records"] > 400, "the app did not run: %s" % s
+assert s["dev_tasks_waiting"] == 0, "%d device tasks held for launches " \
+    "that cannot come" % s["dev_tasks_waiting"]
+assert s["launches_waiting"] == 0, s
+PY
+ok "a marker-only capture of a busy device holds no device task"
+
+T0=$(now_ns)
+$CTL retarget --kinds +kernel "$SID" >"$T/r.out" 2>&1 ||
+	fail "retarget: $(cat "$T/r.out")"
+sleep 1
+$CTL --json sessions >"$T/b.json" || fail "sessions"
+$CTL stop "$SID" >"$T/stop.out" 2>&1 || fail "stop: $(cat "$T/stop.out")"
+kill "$APP"
+"$DUMP" "$T/j.mspti" >"$T/j.jsonl" || fail "trace unreadable"
+python3 - "$T/b.json" "$SID" "$T/j.jsonl" "$T0" <<'PY' >"$T/py.out" 2>&1 || fail "kernel after retarget: $(tail -3 "$T/py.out")"
+import json, sys
+s = [x for x in json.load(open(sys.argv[1])) if x["session"] == int(sys.argv[2])][0]
+# Launches and tasks meet within a drain or two: a step's worth, not
+# the ~1,300 steps a second that the device runs.
+assert s["dev_tasks_waiting"] + s["launches_waiting"] < 20000, s
+recs = [json.loads(l) for l in open(sys.argv[3])][:-1]
+t0 = int(sys.argv[4])
+kern = [r for r in recs if r["type"] == "kernel"]
+assert len(kern) > 1000, "%d kernel records after the retarget" % len(kern)
+assert all(k["ts"] >= t0 - 1000000000 for k in kern), \
+    [k for k in kern if k["ts"] < t0 - 1000000000][:2]
+unjoined = [k for k in kern if k["corr"] == 0]
+# At most the tasks of the launches in flight at the change.
+assert len(unjoined) < 200, "%d of %d kernels without their launch" % (
+    len(unjoined), len(kern))
+PY
+ok "after +kernel, kernels come joined to their launches"
+echo "session-devjoin: all passed"
