@@ -12,8 +12,11 @@
 # session; printed are the medians of those ratios.  Never fails on
 # timing; exits 1 only when something is broken.
 #
+# Then the same process with and without a session (inproc below).
+#
 # Knobs: BENCH_OVERHEAD_REPS (5), BENCH_TRAIN_STEPS (60),
-# BENCH_DIST_STEPS (30), BENCH_DIST_RANKS (2).
+# BENCH_DIST_STEPS (30), BENCH_DIST_RANKS (2), BENCH_OVERHEAD_PHASES (8),
+# BENCH_OVERHEAD_PHASE_S (1).
 set -u
 : "${top_builddir:?top_builddir not set}"
 MSPTID="$top_builddir/daemon/msptid"
@@ -25,6 +28,8 @@ REPS=${BENCH_OVERHEAD_REPS:-5}
 TSTEPS=${BENCH_TRAIN_STEPS:-60}
 DSTEPS=${BENCH_DIST_STEPS:-30}
 DRANKS=${BENCH_DIST_RANKS:-2}
+PHASES=${BENCH_OVERHEAD_PHASES:-8}
+PHASE_S=${BENCH_OVERHEAD_PHASE_S:-1}
 for f in "$MSPTID" "$CTLBIN" "$AGENT" "$TRAIN" "$DIST"; do
 	[ -e "$f" ] || { echo "bench-overhead: BROKEN: $f not built"; exit 1; }
 done
@@ -145,8 +150,86 @@ for cfg in ["nosession", "api", "kernel", "memcpy", "communication",
 PY
 }
 
+# inproc NAME CMD...: one process (its ranks: job ovjob) under the agent,
+# and a session with every kind started and stopped on it in turn, PHASES
+# times, PHASE_S seconds on and off.  The process-to-process spread of a
+# run's median step (where the scheduler puts its threads: +-2-3 % here)
+# drops out; what is left is the session's own cost.  A phase's steps are
+# those its ranks printed between its two marks, less the first 30 (the
+# start itself, or the tail of the stop) and the last 5; the steps while
+# `msptictl stop` runs belong to neither.  Each on-phase's median is
+# compared with the mean of the off-phases before and after it.
+inproc() {
+	name=$1
+	shift
+	out="$T/ip.out"
+	env MSPTID_RUNTIME_DIR="$RT" LD_PRELOAD="$AGENT" MSPTI_JOB_ID=ovjob \
+	    "$@" >"$out" 2>"$out.err" &
+	app=$!
+	i=0
+	while ! $CTL --json list 2>/dev/null | grep -q '"job":"ovjob"'; do
+		i=$((i + 1))
+		[ $i -gt 200 ] && { echo "bench-overhead: BROKEN: $name did not register"
+			kill "$app" 2>/dev/null; exit 1; }
+		sleep 0.05
+	done
+	sleep "$PHASE_S"
+	: >"$T/phases"
+	p=0
+	while [ $p -lt "$PHASES" ]; do
+		echo "off $(wc -l <"$out")" >>"$T/phases"
+		sleep "$PHASE_S"
+		echo "on $(wc -l <"$out")" >>"$T/phases"
+		$CTL --json start --job ovjob --kinds \
+		    api,kernel,memcpy,communication,marker \
+		    --output "$T/ip.mspti" >"$T/ip.json" 2>&1 || {
+			echo "bench-overhead: BROKEN: $name: start: $(cat "$T/ip.json")"
+			kill "$app" 2>/dev/null; exit 1; }
+		sleep "$PHASE_S"
+		echo "stopping $(wc -l <"$out")" >>"$T/phases"
+		$CTL stop "$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["session"])' "$T/ip.json")" \
+		    >/dev/null 2>&1
+		rm -f "$T/ip.mspti"
+		p=$((p + 1))
+	done
+	echo "end $(wc -l <"$out")" >>"$T/phases"
+	kill -TERM "$app" 2>/dev/null
+	wait "$app" 2>/dev/null
+	python3 - "$out" "$T/phases" "$name" "$PHASE_S" <<'PY'
+import re, statistics, sys
+lines = open(sys.argv[1]).read().split("\n")
+marks = [l.split() for l in open(sys.argv[2])]
+seg = []
+for (lab, a), (_, b) in zip(marks, marks[1:]):
+    t = [float(m.group(1)) for l in lines[int(a):int(b)]
+         for m in [re.match(r"(?:rank \d+ )?step \d+: ([\d.]+) ms", l)] if m]
+    t = t[30:-5]
+    seg.append((lab, statistics.median(t) if t else float("nan")))
+seg = [x for x in seg if x[0] != "stopping"]
+rat = []
+for i, (lab, ms) in enumerate(seg):
+    if lab != "on":
+        continue
+    nb = [seg[j][1] for j in (i - 1, i + 1) if 0 <= j < len(seg) and
+          seg[j][0] == "off" and seg[j][1] == seg[j][1]]
+    if nb and ms == ms:
+        rat.append(ms / statistics.mean(nb) - 1)
+if not rat:
+    print("%s: in one process: no phase had steps" % sys.argv[3])
+    sys.exit(0)
+print("%s, in one process: all kinds on vs the agent without session "
+      "%+6.2f %% (phases %+.1f..%+.1f; %d pairs of %s s)  [target <= 1 %%]" %
+      (sys.argv[3], 100 * statistics.median(rat), 100 * min(rat),
+       100 * max(rat), len(rat), sys.argv[4]))
+PY
+}
+
 echo "step-time inflation, medians of paired ratios (one round = every configuration once, order rotated; $REPS rounds)"
 echo "  'all' = --kinds api,kernel,memcpy,communication,marker; 'all, MSPTI_CLOCK=realtime' = the same with the agent's clock_gettime clock (before the TSC mapping)"
 bench "npusim-train --steps $TSTEPS" "$TRAIN" --steps "$TSTEPS"
 bench "npusim-dist --ranks $DRANKS --steps $DSTEPS" "$DIST" --ranks "$DRANKS" --steps "$DSTEPS"
+echo "step-time inflation of one running process, a session started and stopped on it in turn ($PHASES times, $PHASE_S s each way): median of each on-phase against the off-phases beside it"
+inproc "npusim-train" "$TRAIN" --steps 0
+inproc "npusim-dist --ranks $DRANKS" "$DIST" --ranks "$DRANKS" --steps 0
 exit 0

@@ -167,11 +167,6 @@ client_print_session(const struct client *c, const Mspti__SessionInfo *i)
 	    strcmp(i->state, "failed") == 0 || strcmp(i->state, "active") == 0 ||
 	    strcmp(i->state, "stopping") == 0))
 		printf("  file: %s\n", i->output);
-	if (i->dev_tasks_waiting + i->launches_waiting > 0)
-		printf("  device join: %llu device task(s) waiting for their "
-		    "launch, %llu launch(es) for their device task\n",
-		    (unsigned long long)i->dev_tasks_waiting,
-		    (unsigned long long)i->launches_waiting);
 	for (size_t k = 0; k < i->n_losses; k++)
 		lost += i->losses[k];
 	if (lost == 0)
@@ -368,6 +363,12 @@ cmd_sessions_exec(struct client *c, int argc, char **argv)
 				    (long long)s->step_from,
 				    client_step_source(s->targets,
 				    s->n_targets));
+			if (s->dev_tasks_waiting + s->launches_waiting > 0)
+				printf("    device join: %llu task(s) waiting for "
+				    "their launch, %llu launch(es) for their "
+				    "task\n",
+				    (unsigned long long)s->dev_tasks_waiting,
+				    (unsigned long long)s->launches_waiting);
 			client_print_target_losses(s->targets, s->n_targets);
 		}
 		client_table_free(t);

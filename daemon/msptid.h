@@ -524,7 +524,7 @@ int		 session_flight_write(struct session *s, int fd,
 /* session-dev.c */
 bool		 session_dev_is_launch(const struct rec_hdr *h);
 void		 session_dev_add_launch(struct sess_agent *sa,
-		     const struct rec_hdr *h);
+		     const struct rec_hdr *h, uint64_t now);
 bool		 session_dev_filter(uint32_t device, uint32_t pid, void *arg);
 void		 session_dev_poll(struct daemon *d);
 void		 session_dev_use(struct session *s, const struct agent *a);

@@ -60,10 +60,12 @@ session_dev_is_launch(const struct rec_hdr *h)
 	return false;
 }
 
-/* Feeds a launch record into sa's join.  user keeps what the device task
- * lacks: copy kind or memset value, and the async flag (bit 32). */
+/* Feeds a launch record into sa's join, as drained at now (realtime ns).
+ * user keeps what the device task lacks: copy kind or memset value, and
+ * the async flag (bit 32). */
 void
-session_dev_add_launch(struct sess_agent *sa, const struct rec_hdr *h)
+session_dev_add_launch(struct sess_agent *sa, const struct rec_hdr *h,
+    uint64_t now)
 {
 	struct join_launch l;
 
@@ -115,7 +117,7 @@ session_dev_add_launch(struct sess_agent *sa, const struct rec_hdr *h)
 #undef LAUNCH_FROM
 	l.pid = (uint32_t)sa->pid;
 	/* -ENOMEM: the task went through the drop callback, counted. */
-	(void)join_add_launch(sa->join, &l, util_realtime_ns());
+	(void)join_add_launch(sa->join, &l, now);
 }
 
 static const char *
@@ -452,11 +454,16 @@ session_dev_route(struct daemon *d, const struct devcol_task *t)
 	if (window != NULL)
 		return window;
 	if (live != NULL && live->agent != NULL &&
+	    live->agent->ndev_floors > 0 &&
 	    session_dev_floor_drop(live->agent, t->device, t->stream,
 	    t->task_id, util_monotonic_ns()))
 		return NULL;
 	return live != NULL ? live : ended;
 }
+
+/* When the current session_dev_poll began (CLOCK_REALTIME): the time
+ * each task it routes entered the join (one clock read per poll). */
+static uint64_t session_dev_poll_ns;
 
 /* The record types that a device task of kind k can become. */
 static uint32_t
@@ -501,7 +508,7 @@ session_dev_task(const struct devcol_task *t, void *arg)
 	case DEVCOL_MEMSET:
 	case DEVCOL_COMM:
 		(void)join_add_task(sa->join, t->device, t->stream,
-		    t->task_id, t, util_realtime_ns());
+		    t->task_id, t, session_dev_poll_ns);
 		break;
 	default:
 		break;
@@ -523,6 +530,7 @@ session_dev_poll(struct daemon *d)
 	if (d->devcol == NULL || polling)
 		return;
 	polling = true;
+	session_dev_poll_ns = util_realtime_ns();
 	devcol_poll(d->devcol, session_dev_task, d);
 	now = util_realtime_ns();
 	TAILQ_FOREACH(s, &d->sessions, entry) {

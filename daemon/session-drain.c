@@ -30,6 +30,7 @@
 struct sess_drain_ctx {
 	struct sess_agent	*sa;
 	bool			 stop;
+	uint64_t		 now;	/* realtime ns at the drain's start */
 };
 
 /* Rewrites the producer string ids of rec (a private copy) to trace ids. */
@@ -209,7 +210,7 @@ session_drain_one_cb(const struct rec_hdr *h, void *arg)
 	}
 	/* A host launch waits in the join for its device task. */
 	if (session_dev_is_launch(h) && sa->join != NULL) {
-		session_dev_add_launch(sa, h);
+		session_dev_add_launch(sa, h, ctx->now);
 		return 0;
 	}
 	/* h is ring_drain's private, validated copy: remapped in place
@@ -252,7 +253,7 @@ void
 session_drain_agent(struct sess_agent *sa)
 {
 	struct session *s = sa->s;
-	struct sess_drain_ctx ctx = { sa, false };
+	struct sess_drain_ctx ctx = { sa, false, util_realtime_ns() };
 	struct ring_stats st;
 	int n, rounds = 0;
 
