@@ -85,6 +85,7 @@ uint64_t	session_current(void);
 /* Writes a host launch (device, stream, task id) into the session ring. */
 struct pending;
 bool		session_launch(const struct pending *p);
+void		session_call_end(uint64_t corr);
 void		session_after_fork_child(void);
 /* MSTX hooks (any thread): step counting and the window, the mark gate. */
 void		session_step_begin(const char *msg, uint64_t id);

@@ -342,7 +342,12 @@ struct icall {
 	uint64_t		 end;		/* set by icall_done */
 	uint64_t		 cbslot;	/* correlationData */
 	bool			 devcall;	/* devtime_call_begin done */
+	uint64_t		 outer_corr;	/* icall_open_corr before it */
 };
+/* The correlation id of the innermost interposed call open on this
+ * thread (0: none): a daemon session writes that call's work records
+ * with its API record (session.c). */
+extern API_TLS uint64_t icall_open_corr;
 /* True when anything (a kind, a callback) wants this call. */
 bool		icall_enter(struct icall *c, msptiCallbackDomain d,
 		    msptiCallbackId cbid, const char *name, const void *params,

@@ -5,7 +5,9 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <acl/acl.h>
 
@@ -19,6 +21,24 @@
 	(1u << MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
 
 static API_TLS int32_t tls_device = -1;
+API_TLS uint64_t icall_open_corr;
+
+/* MSPTI_TEST_CALL_EXIT_DELAY_US (tests): each call sleeps this long
+ * between its work records and its API record, where a stop can land. */
+static int icall_exit_delay_us = -1;
+
+static void
+icall_test_delay(void)
+{
+	char v[16];
+
+	if (icall_exit_delay_us < 0)
+		icall_exit_delay_us = env_get("MSPTI_TEST_CALL_EXIT_DELAY_US",
+		    v, sizeof(v)) && atoi(v) > 0 && atoi(v) < 1000000 ?
+		    atoi(v) : 0;
+	if (icall_exit_delay_us > 0)
+		usleep((useconds_t)icall_exit_delay_us);
+}
 
 void
 icall_set_current_device(int32_t dev)
@@ -143,6 +163,8 @@ icall_enter(struct icall *c, msptiCallbackDomain d, msptiCallbackId cbid,
 	/* The call's device record may be read before it queues its
 	 * pending entry: the reader waits for the end of the call. */
 	c->devcall = (w & API_DEVICE_KINDS) != 0 && devtime_call_begin();
+	c->outer_corr = icall_open_corr;
+	icall_open_corr = c->corr;
 	c->start = api_now();
 	return true;
 }
@@ -172,7 +194,9 @@ icall_exit(struct icall *c, const void *ret)
 		callback_invoke(c->domain, c->cbid, &data);
 	}
 	if ((c->wanted & API_KINDS) == 0)
-		return;
+		goto out;
+	if (API_UNLIKELY(icall_exit_delay_us != 0))
+		icall_test_delay();
 	if (c->wanted & (1u << MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
 		activity_emit_external(c->corr);
 	memset(&r, 0, sizeof(r));
@@ -189,4 +213,8 @@ icall_exit(struct icall *c, const void *ret)
 		r.kind = (msptiActivityKind)c->api_kind_extra;
 		activity_emit(&r, sizeof(r));
 	}
+out:
+	/* What the API record did not take goes now (session.c). */
+	session_call_end(c->corr);
+	icall_open_corr = c->outer_corr;
 }

@@ -119,6 +119,15 @@ static int64_t first_note;
 
 /* A producing thread's fence slot (see the top); kept for the life of the
  * process, reused by a later thread once its thread has exited. */
+/* A device-work record of the call open on its thread, waiting for the
+ * call's API record (sess_stash_put). */
+#define SESS_STASH	4
+struct sess_stash {
+	const void		*s;	/* its session: compared only */
+	uint64_t		 corr;
+	uint64_t		 rec[REC_FIXED_MAX / 8];
+};
+
 struct sess_thread {
 	_Atomic uint32_t	 in;	/* nesting depth inside the sink */
 	_Atomic int		 used;	/* owned by a live thread */
@@ -127,6 +136,8 @@ struct sess_thread {
 	 * record in session prod_gen (ring.h). */
 	uint64_t		 prod_gen;
 	struct ring_producer	 prod;
+	unsigned		 nstash;
+	struct sess_stash	 stash[SESS_STASH];
 } __attribute__((aligned(64)));
 
 static struct sess_thread *_Atomic sess_threads;
@@ -182,6 +193,7 @@ sess_thread_get(void)
 			t->next = head;
 		while (!atomic_compare_exchange_weak(&sess_threads, &head, t));
 	}
+	t->nstash = 0;		/* a slot given back mid-call */
 	if (sess_key_ok)
 		(void)pthread_setspecific(sess_key, t);
 	tls_sess = t;
@@ -603,6 +615,102 @@ session_rec_size(const void *rec)
 }
 
 /*
+ * A call's records go into the session with its API record: both or
+ * neither.  An interposer writes the launch record (session_launch) or a
+ * host-timed work record after the real call, and icall_exit writes the
+ * API record after that; a stop landing in between used to keep the
+ * launch, which msptid joins into a KERNEL (MEMCPY, ...) record of a call
+ * the trace does not hold.  So while the session takes API records, a
+ * work record of the call open on its thread (icall_open_corr) waits in
+ * the thread's slot, and the API record's entry into the session writes
+ * it first.  What the API record did not take (the call's API kind came
+ * on after it began) goes at the call's end (session_call_end), if the
+ * session is still the same; a waiting record whose session ended goes
+ * nowhere, like the call's API record.
+ */
+static uint64_t
+sess_work_corr(const void *rec)
+{
+	struct rec_hdr h;
+
+	memcpy(&h, rec, sizeof(h));
+	switch (h.type) {
+	case REC_KERNEL:
+		return ((const struct rec_kernel *)rec)->correlation_id;
+	case REC_MEMCPY:
+		return ((const struct rec_memcpy *)rec)->correlation_id;
+	case REC_MEMSET:
+		return ((const struct rec_memset *)rec)->correlation_id;
+	case REC_HCCL:
+		return ((const struct rec_hccl *)rec)->correlation_id;
+	case REC_COMMUNICATION:
+		return ((const struct rec_communication *)rec)->correlation_id;
+	}
+	return 0;
+}
+
+/* Keeps rec (of session s) for its call's API record: false when it is
+ * not a work record of the call open on this thread, the session takes
+ * no API records, or the slot is full (written at once, as before). */
+static bool
+sess_stash_put(const struct agent_session *s, struct sess_thread *t,
+    const void *rec)
+{
+	uint64_t corr = sess_work_corr(rec);
+	struct sess_stash *e;
+
+	if (corr == 0 || corr != icall_open_corr ||
+	    !(api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)) ||
+	    t->nstash == SESS_STASH)
+		return false;
+	e = &t->stash[t->nstash++];
+	e->s = s;
+	e->corr = corr;
+	memcpy(e->rec, rec, session_rec_size(rec));
+	return true;
+}
+
+/* Writes t's waiting records of call corr into s (s NULL: none), and
+ * forgets them; those of another session are forgotten unwritten. */
+static void
+sess_stash_write(const struct agent_session *s, struct sess_thread *t,
+    struct ring_producer *q, uint64_t corr)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->nstash; i++) {
+		struct sess_stash *e = &t->stash[i];
+
+		if (e->corr != corr)
+			t->stash[n++] = *e;
+		else if (s != NULL && e->s == s)
+			ring_pwrite(q, e->rec);	/* counts its own drop */
+	}
+	t->nstash = n;
+}
+
+void
+session_call_end(uint64_t corr)
+{
+	struct sess_thread *t = tls_sess;
+	struct agent_session *s;
+	struct ring_producer *q = NULL;
+
+	if (API_LIKELY(t == NULL || t->nstash == 0))
+		return;
+	if ((s = session_enter_on(t)) != NULL &&
+	    atomic_load_explicit(&s->win, memory_order_relaxed) ==
+	    SESS_WIN_OPEN)
+		q = session_prod(s, t);
+	else
+		s = NULL;
+	sess_stash_write(s, t, q, corr);
+	if (s != NULL)
+		session_wake(s, q);
+	session_leave(t);
+}
+
+/*
  * A record found no live session although session kinds are on: maybe we
  * are a child forked without the atfork handlers (_Fork, clone), whose
  * wiped fork page says so.  The first thread to see it makes the process
@@ -935,8 +1043,16 @@ session_sink(const msptiActivity *a, size_t len, void *arg)
 	if (API_UNLIKELY(sess_def_full)) {
 		sess_def_full = false;
 		ring_pdrop(p, session_rec_size(rec));
-	} else
+	} else if (sess_stash_put(s, t, rec))
+		goto out;
+	else {
+		/* A call's API record takes its waiting work records. */
+		if (API_UNLIKELY(t->nstash != 0) &&
+		    a->kind == MSPTI_ACTIVITY_KIND_API)
+			sess_stash_write(s, t, p, ((const msptiActivityApi *)
+			    (const void *)a)->correlationId);
 		ring_pwrite(p, rec);	/* a full ring counts its own drops */
+	}
 	session_wake(s, p);
 out:
 	session_leave(t);
@@ -1015,7 +1131,9 @@ session_launch(const struct pending *p)
 	if (API_UNLIKELY(sess_def_full)) {
 		sess_def_full = false;
 		ring_pdrop(q, session_rec_size(rec));
-	} else
+	} else if (sess_stash_put(s, t, rec))
+		ok = true;		/* goes with the call's API record */
+	else
 		ok = ring_pwrite(q, rec) == 0;
 	session_wake(s, q);
 out:
@@ -1259,12 +1377,15 @@ session_after_fork_child(void)
 	atomic_store(&sess_fp->live, NULL);
 	if (atomic_load(&sess_fp->mine) == 0)
 		atomic_store(&sess_fp->mine, 2);	/* set to 1 below */
-	/* Slots of the parent's other threads: they do not exist here. */
-	for (t = atomic_load(&sess_threads); t != NULL; t = t->next)
+	/* Slots of the parent's other threads: they do not exist here.
+	 * No record waits for a call of the parent's session. */
+	for (t = atomic_load(&sess_threads); t != NULL; t = t->next) {
+		t->nstash = 0;
 		if (t != tls_sess) {
 			atomic_store(&t->in, 0);
 			atomic_store(&t->used, 0);
 		}
+	}
 	atomic_store(&sess_fp->mine, 1);
 	if (s == NULL)
 		return;

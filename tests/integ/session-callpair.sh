@@ -1,0 +1,42 @@
+#!/bin/sh
+# A call's records are in a capture together or not at all.  Each call of
+# npusim-train sleeps 3 ms between its launch and its API record
+# (MSPTI_TEST_CALL_EXIT_DELAY_US), so a capture stopped by its duration
+# lands between the two; every KERNEL and MEMCPY record in the trace must
+# still belong to an API record the trace holds, and the calls before the
+# stop must have their device records.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/session-lib.sh"
+
+start_daemon
+MSPTI_TEST_CALL_EXIT_DELAY_US=3000 $WITH_AGENT "$TRAIN" --steps 0 \
+    >"$T/train.out" 2>&1 &
+APP=$!; PIDS="$PIDS $APP"
+wait_until 30 is_registered "$APP" || fail "npusim-train did not register"
+for i in 1 2; do
+	$CTL start --pid "$APP" --kinds api,kernel,memcpy --duration 1s \
+	    --wait --output "$T/p$i.mspti" >"$T/start$i.out" 2>&1 ||
+		fail "start: $(cat "$T/start$i.out")"
+	"$DUMP" "$T/p$i.mspti" >"$T/p$i.jsonl" || fail "trace $i unreadable"
+	python3 - "$T/p$i.jsonl" <<'PY' >"$T/py.out" 2>&1 || fail "capture $i: $(tail -3 "$T/py.out")"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])][:-1]
+api = {r["corr"]: r for r in recs if r["type"] == "api"}
+work = [r for r in recs if r["type"] in ("kernel", "memcpy")]
+assert len(api) > 50 and len(work) > 50, (len(api), len(work))
+orphans = [r for r in work if r["corr"] not in api]
+assert not orphans, "%d device records of calls the trace does not " \
+    "hold: %s" % (len(orphans), orphans[:2])
+# Launch calls without their device record: only the last ones (still
+# queued when the capture ended).
+got = {r["corr"] for r in work}
+launch = sorted((a["ts"], c) for c, a in api.items()
+                if a["name"] in ("aclrtLaunchKernel", "aclrtMemcpyAsync"))
+missing = [i for i, (_, c) in enumerate(launch) if c not in got]
+assert not missing or missing[0] >= len(launch) - 40, \
+    "call %d of %d has no device record" % (missing[0], len(launch))
+PY
+done
+kill "$APP"
+ok "a stop between a call's launch and its API record takes both or neither"
+echo "session-callpair: all passed"
