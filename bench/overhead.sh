@@ -192,9 +192,11 @@ inproc() {
 			kill "$app" 2>/dev/null; exit 1; }
 		sleep "$PHASE_S"
 		echo "stopping $(wc -l <"$out")" >>"$T/phases"
-		$CTL stop "$(python3 -c 'import json, sys
-print(json.load(open(sys.argv[1]))["session"])' "$T/ip.json")" \
-		    >/dev/null 2>&1
+		# No python here: its start-up would compete with the steps.
+		$CTL stop "$(grep -o '"session":[0-9]*' "$T/ip.json" |
+		    head -1 | cut -d: -f2)" >/dev/null 2>&1 || {
+			echo "bench-overhead: BROKEN: $name: stop failed"
+			kill "$app" 2>/dev/null; exit 1; }
 		rm -f "$T/ip.mspti"
 		p=$((p + 1))
 	done
@@ -205,12 +207,28 @@ print(json.load(open(sys.argv[1]))["session"])' "$T/ip.json")" \
 import re, statistics, sys
 lines = open(sys.argv[1]).read().split("\n")
 marks = [l.split() for l in open(sys.argv[2])]
-seg = []
+seg, raw = [], []
 for (lab, a), (_, b) in zip(marks, marks[1:]):
     t = [float(m.group(1)) for l in lines[int(a):int(b)]
          for m in [re.match(r"(?:rank \d+ )?step \d+: ([\d.]+) ms", l)] if m]
+    raw.append((lab, t))
     t = t[30:-5]
     seg.append((lab, statistics.median(t) if t else float("nan")))
+# Start and stop: the step time the first 30 step lines of an on-phase,
+# and the lines printed while `msptictl stop` ran, took beyond the
+# median of the off-phase before them.
+start_ms, stop_ms, stop_n = [], [], []
+for i in range(1, len(raw)):
+    lab, t = raw[i]
+    base = seg[i - 1][1]
+    if lab == "on" and seg[i - 1][0] == "off" and base == base and \
+            len(t) > 30:
+        start_ms.append(sum(t[:30]) - 30 * base)
+    if lab == "stopping" and i >= 2 and seg[i - 2][0] == "off" and \
+            seg[i - 2][1] == seg[i - 2][1]:
+        base = seg[i - 2][1]
+        stop_ms.append(sum(t) - len(t) * base)
+        stop_n.append(len(t))
 seg = [x for x in seg if x[0] != "stopping"]
 rat = []
 for i, (lab, ms) in enumerate(seg):
@@ -227,6 +245,11 @@ print("%s, in one process: all kinds on vs the agent without session "
       "%+6.2f %% (phases %+.1f..%+.1f; %d pairs of %s s)  [target <= 1 %%]" %
       (sys.argv[3], 100 * statistics.median(rat), 100 * min(rat),
        100 * max(rat), len(rat), sys.argv[4]))
+if start_ms and stop_ms:
+    print("  start: the first 30 step lines took %+.2f ms in all beyond "
+          "the steady step (median); stop: %.0f step lines printed while "
+          "it ran, %+.2f ms in all" % (statistics.median(start_ms),
+          statistics.median(stop_n), statistics.median(stop_ms)))
 PY
 }
 

@@ -1,8 +1,10 @@
 /*
  * join: two waiting tables (launches, device tasks), each a chained hash on
  * (device, stream, task id) plus an age list in insertion order, so that
- * expiry and eviction take the oldest entry in O(1).  The emit callback
- * must not call back into the same join.
+ * expiry and eviction take the oldest entry in O(1).  Entries that leave
+ * are kept (up to JOIN_SPARE_MAX a table) for the next ones: a capture
+ * takes and gives back one per launch and per device task.  The emit
+ * callback must not call back into the same join.
  */
 #include "config.h"
 
@@ -18,6 +20,7 @@
 #define JOIN_MIN_BUCKETS	256
 #define JOIN_STREAM_BUCKETS	64
 #define JOIN_MAX_STREAMS	4096	/* beyond: no window for new ones */
+#define JOIN_SPARE_MAX		1024	/* freed entries kept for reuse */
 
 /* The task ids of the launches seen on one (device, stream). */
 struct jstream {
@@ -47,6 +50,11 @@ struct jtable {
 	size_t		  n;
 	size_t		  max;
 	struct jent_list  ages;
+	/* Entries that left, for the next ones (all esize bytes): a join
+	 * takes and gives back one per launch and per device task. */
+	struct jent	 *spare;
+	size_t		  nspare;
+	size_t		  esize;
 };
 
 struct join {
@@ -73,12 +81,15 @@ jhash(uint32_t device, uint32_t stream, uint32_t task)
 }
 
 static int
-jtable_init(struct jtable *t, size_t max)
+jtable_init(struct jtable *t, size_t max, size_t data)
 {
 	t->nbuckets = JOIN_MIN_BUCKETS;
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
 	t->n = 0;
 	t->max = max;
+	t->spare = NULL;
+	t->nspare = 0;
+	t->esize = sizeof(struct jent) + data;
 	TAILQ_INIT(&t->ages);
 	return t->buckets == NULL ? -ENOMEM : 0;
 }
@@ -92,6 +103,11 @@ jtable_free(struct jtable *t)
 		TAILQ_REMOVE(&t->ages, e, age);
 		free(e);
 	}
+	while ((e = t->spare) != NULL) {
+		t->spare = e->next;
+		free(e);
+	}
+	t->nspare = 0;
 	free(t->buckets);
 	t->buckets = NULL;
 }
@@ -154,18 +170,34 @@ jtable_insert(struct jtable *t, struct jent **slot, struct jent *e)
 }
 
 static struct jent *
-jent_new(size_t data, uint32_t device, uint32_t stream, uint32_t task,
+jent_new(struct jtable *t, uint32_t device, uint32_t stream, uint32_t task,
     uint64_t now)
 {
-	struct jent *e = malloc(sizeof(*e) + data);
+	struct jent *e = t->spare;
 
-	if (e == NULL)
+	if (e != NULL) {
+		t->spare = e->next;
+		t->nspare--;
+	} else if ((e = malloc(t->esize)) == NULL)
 		return NULL;
 	e->device = device;
 	e->stream = stream;
 	e->task = task;
 	e->added = now;
 	return e;
+}
+
+/* e left t (unlinked): kept for reuse, or freed past JOIN_SPARE_MAX. */
+static void
+jent_put(struct jtable *t, struct jent *e)
+{
+	if (t->nspare >= JOIN_SPARE_MAX) {
+		free(e);
+		return;
+	}
+	e->next = t->spare;
+	t->spare = e;
+	t->nspare++;
 }
 
 static struct jstream **
@@ -241,8 +273,8 @@ join_new(const struct join_config *cfg, join_emit_cb emit, void *arg)
 		j->cfg.max_host = JOIN_MAX_HOST;
 	j->emit = emit;
 	j->arg = arg;
-	if (jtable_init(&j->host, j->cfg.max_host) != 0 ||
-	    jtable_init(&j->dev, j->cfg.max_dev) != 0) {
+	if (jtable_init(&j->host, j->cfg.max_host, 0) != 0 ||
+	    jtable_init(&j->dev, j->cfg.max_dev, j->cfg.dev_size) != 0) {
 		join_free(j);
 		return NULL;
 	}
@@ -281,7 +313,7 @@ join_emit_dev(struct join *j, struct jent *e, const struct join_launch *l)
 {
 	jtable_unlink(&j->dev, e);
 	j->emit(e->data, l, j->arg);
-	free(e);
+	jent_put(&j->dev, e);
 }
 
 /* A waiting device task leaves alone: emitted (counted in *stat) unless
@@ -292,7 +324,7 @@ join_emit_alone(struct join *j, struct jent *e, uint64_t *stat, bool final)
 	if (join_outside(j, e->device, e->stream, e->task, final)) {
 		j->st.dev_outside++;
 		jtable_unlink(&j->dev, e);
-		free(e);
+		jent_put(&j->dev, e);
 		return;
 	}
 	(*stat)++;
@@ -328,10 +360,11 @@ join_add_one(struct join *j, const struct join_launch *l, uint32_t task,
 		e = TAILQ_FIRST(&j->host.ages);
 		jtable_unlink(&j->host, e);
 		join_drop(j, &e->launch, &j->st.host_evicted);
-		free(e);
+		jent_put(&j->host, e);
 		pp = jtable_slot(&j->host, l->device, l->stream, task);
 	}
-	if ((e = jent_new(0, l->device, l->stream, task, now)) == NULL) {
+	if ((e = jent_new(&j->host, l->device, l->stream, task, now)) ==
+	    NULL) {
 		/* No room, as at max_host: counted and passed on, never
 		 * lost silently. */
 		join_drop(j, l, &j->st.host_evicted);
@@ -372,7 +405,7 @@ join_add_task(struct join *j, uint32_t device, uint32_t stream,
 		e = *pp;
 		l = e->launch;
 		jtable_unlink(&j->host, e);
-		free(e);
+		jent_put(&j->host, e);
 		j->st.matched++;
 		j->emit(dev_task, &l, j->arg);
 		return 0;
@@ -388,8 +421,7 @@ join_add_task(struct join *j, uint32_t device, uint32_t stream,
 		    false);
 		pp = jtable_slot(&j->dev, device, stream, task_id);
 	}
-	if ((e = jent_new(j->cfg.dev_size, device, stream, task_id, now)) ==
-	    NULL) {
+	if ((e = jent_new(&j->dev, device, stream, task_id, now)) == NULL) {
 		if (join_outside(j, device, stream, task_id, false)) {
 			j->st.dev_outside++;
 			return -ENOMEM;
@@ -417,7 +449,7 @@ join_expire(struct join *j, uint64_t now)
 	    now >= e->added && now - e->added >= j->cfg.host_timeout_ns) {
 		jtable_unlink(&j->host, e);
 		join_drop(j, &e->launch, &j->st.host_only);
-		free(e);
+		jent_put(&j->host, e);
 	}
 }
 
@@ -433,7 +465,7 @@ join_flush_at(struct join *j, uint64_t now, uint64_t inflight_ns)
 		join_drop(j, &e->launch, inflight_ns > 0 && e->added <= now &&
 		    now - e->added < inflight_ns ? &j->st.host_inflight :
 		    &j->st.host_only);
-		free(e);
+		jent_put(&j->host, e);
 	}
 }
 
