@@ -80,8 +80,14 @@ run_cfg() {
 		rm -f "$T/cap.mspti" ;;
 	*) kinds=$cfg
 		[ "$cfg" = all ] && kinds=api,kernel,memcpy,communication,marker
+		c0=$(cut -d' ' -f1 /proc/"$DAEMON_PID"/schedstat)
 		$CTL run --kinds "$kinds" --output "$T/cap.mspti" -- "$@" \
 		    >"$out" 2>"$out.err"
+		c1=$(cut -d' ' -f1 /proc/"$DAEMON_PID"/schedstat)
+		# msptid's CPU (ns, schedstat) for the records of the capture.
+		[ "$cfg" = all ] && echo "$((c1 - c0)) $(sed -n \
+		    's/.*finalized: .*[^0-9]\([0-9][0-9]*\) records.*/\1/p' \
+		    "$out.err" | head -1)" >>"$T/daemon.cpu"
 		rm -f "$T/cap.mspti" ;;
 	esac
 }
@@ -124,7 +130,9 @@ PY
 		done
 		r=$((r + 1))
 	done
-	python3 - "$T/$name.runs" "$name" "$REPS" <<'PY'
+	: >"$T/daemon.cpu.$name"
+	[ -s "$T/daemon.cpu" ] && mv "$T/daemon.cpu" "$T/daemon.cpu.$name"
+	python3 - "$T/$name.runs" "$name" "$REPS" "$T/daemon.cpu.$name" <<'PY'
 import collections, math, statistics, sys
 runs = collections.defaultdict(dict)
 for l in open(sys.argv[1]):
@@ -152,6 +160,13 @@ for cfg in ["nosession", "api", "kernel", "memcpy", "communication",
     if cfg == "all":
         line += "  [target <= 1 %]"
     print(line)
+cpu = [l.split() for l in open(sys.argv[4]) if len(l.split()) == 2]
+ns, recs = sum(int(c) for c, _ in cpu), sum(int(r) for _, r in cpu)
+if recs:
+    print("  msptid: %.0f ns of CPU per record captured (all five kinds, "
+          "each capture's start and finalizing included: %d records in "
+          "%d runs, from its schedstat)" %
+          (ns / recs, recs, len(cpu)))
 PY
 }
 
