@@ -77,6 +77,7 @@ int		session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		    struct session_step_info *si);
 bool		session_first_due(uint64_t *sid, struct session_step_info *si);
 void		session_prefault(void);
+void		session_populate_due(void);
 int		session_update(uint64_t id, uint32_t kinds, char **domains_off,
 		    size_t ndomains_off, int64_t step_from,
 		    struct session_step_info *si);

@@ -503,6 +503,7 @@ register_serve(void)
 		if (gate_device_sync_due(&cookie) &&
 		    register_send_sync(reg.sock, cookie) != 0)
 			break;
+		session_populate_due();
 		if (session_first_due(&sid, &si))
 			register_ack(reg.sock, sid, MSPTI__CAPTURE_OP__CAPTURE_FIRST,
 			    0, NULL, -1, &si);

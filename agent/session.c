@@ -65,6 +65,9 @@ struct agent_session {
 	uint64_t		 gen;		/* this process's session count */
 	struct ring		*ring;
 	struct ring_producer	 shared;	/* segment 0, for nested calls */
+	/* Segments claimed by a thread, for the registration thread to
+	 * populate (session_populate_due): not the claimer's to wait for. */
+	_Atomic uint64_t	 populate_due;
 	int			 wakefd;
 	_Atomic bool		 active;
 	uint32_t		 pid;
@@ -292,8 +295,14 @@ session_prod(struct agent_session *s, struct sess_thread *t)
 	    != 1))
 		p = &s->shared;
 	else if (API_UNLIKELY(t->prod_gen != s->gen)) {
-		(void)ring_producer_claim(s->ring, &t->prod);
+		unsigned seg = ring_producer_claim(s->ring, &t->prod);
+
 		t->prod_gen = s->gen;
+		/* Its pages fault in as it writes, until the registration
+		 * thread has populated the rest. */
+		if (seg != 0 && !(atomic_fetch_or(&s->populate_due,
+		    1ull << seg) & (1ull << seg)))
+			register_wake();
 	}
 	if (API_UNLIKELY(atomic_load_explicit(&hostclock.gen,
 	    memory_order_relaxed) != atomic_load_explicit(&s->clock_gen,
@@ -983,6 +992,21 @@ session_prefault(void)
 	ring_populate(cur->ring, 1);
 }
 
+/* Registration thread: populates the segments threads claimed since
+ * (ring_populate skips one done already, such as segment 1). */
+void
+session_populate_due(void)
+{
+	uint64_t due;
+
+	if (cur == NULL ||
+	    (due = atomic_exchange(&cur->populate_due, 0)) == 0)
+		return;
+	for (unsigned i = 0; i < 64; i++)
+		if (due & (1ull << i))
+			ring_populate(cur->ring, i);
+}
+
 /* Registration thread: true, with the session and si->first, when
  * msptid is to be told the first step its window records now. */
 bool
@@ -1221,6 +1245,7 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		free(s);
 		return rc;
 	}
+	ring_set_lazy(s->ring, true);
 	ring_producer_shared(s->ring, &s->shared);
 	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->wakefd < 0 || (*wakefdp = dup(s->wakefd)) < 0) {

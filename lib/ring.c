@@ -108,6 +108,8 @@ struct ring {
 	 * those whose pages this process faulted in already. */
 	alignas(64) _Atomic uint64_t claimed;
 	_Atomic uint64_t	 populated;
+	bool			 lazy;		/* claim leaves populating to
+						   the owner (ring_set_lazy) */
 	/* Consumer side, private. */
 	alignas(64) unsigned	 next;		/* segment drained first */
 	struct ring_stats	 st;
@@ -273,6 +275,12 @@ ring_populate(struct ring *r, unsigned seg)
 	/* Best effort: an older kernel faults on first touch instead. */
 	(void)madvise(r->seg[seg].sh, RING_HDR_SIZE + r->cap,
 	    MADV_POPULATE_WRITE);
+}
+
+void
+ring_set_lazy(struct ring *r, bool lazy)
+{
+	r->lazy = lazy;
 }
 
 static void
@@ -463,8 +471,9 @@ ring_producer_claim(struct ring *r, struct ring_producer *p)
 		p->head = atomic_load_explicit(&sh->head, memory_order_relaxed);
 		p->tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
 		/* Its pages now rather than one fault per page on the hot
-		 * path (unless done already). */
-		ring_populate(r, i);
+		 * path (unless done already, or the owner does it). */
+		if (!r->lazy)
+			ring_populate(r, i);
 	}
 	return i;
 }

@@ -156,14 +156,19 @@ bool	ring_needs_wake(struct ring *ring);
 
 /*
  * Per-thread producers.  ring_producer_claim gives p a segment of its own
- * (the lowest free one; its pages are faulted in now, off the hot path,
- * unless ring_populate did it) or, when all are taken, the shared segment 0; returns the segment.
+ * (the lowest free one; its pages are faulted in now, unless
+ * ring_populate did it or the ring is lazy) or, when all are taken, the
+ * shared segment 0; returns the segment.
  * One thread, and no nested call, may use p at a time.  ring_producer_
  * release frees the segment for another thread (once p is no longer used).
  * ring_preserve, ring_pcommit (= ring_commit), ring_pwrite and
  * ring_pneeds_wake are the calls above on p's segment.
  */
 unsigned	ring_producer_claim(struct ring *ring, struct ring_producer *p);
+/* With lazy set, ring_producer_claim leaves a segment's pages to fault in
+ * on use, for the owner to ring_populate from a thread of its own (a
+ * segment is megabytes: populating it took the claiming thread ~5 ms). */
+void	ring_set_lazy(struct ring *ring, bool lazy);
 /* Sets p up on the shared segment 0 (any number of threads may use it). */
 void	ring_producer_shared(struct ring *ring, struct ring_producer *p);
 void	ring_producer_release(struct ring_producer *p);

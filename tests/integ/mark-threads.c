@@ -2,25 +2,51 @@
  * mark-threads N PER GOFILE: waits until GOFILE exists, then N threads each
  * call mstxMarkA("common") once and mstxMarkA("t<i>") PER times (the
  * header's inline check, as any program built against it), then exits.
+ * It prints "populates on marking threads: K": the madvise
+ * (MADV_POPULATE_WRITE) calls its marking threads made, which the agent
+ * should leave to a thread of its own (this program's madvise comes
+ * before libc's for the agent too).
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "mstx/ms_tools_ext.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
 #define MAXT	32
 
 static long per;
+static __thread int marking;
+static atomic_int populates;
+
+int
+madvise(void *addr, size_t len, int advice)
+{
+	static int (*real)(void *, size_t, int);
+
+	if (real == NULL)
+		real = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT,
+		    "madvise");
+	if (marking && advice == MADV_POPULATE_WRITE)
+		atomic_fetch_add(&populates, 1);
+	return real != NULL ? real(addr, len, advice) : -1;
+}
 
 static void *
 run(void *arg)
 {
 	char name[16];
 
+	marking = 1;
 	snprintf(name, sizeof name, "t%d", (int)(long)arg);
 	mstxMarkA("common", NULL);
 	for (long i = 0; i < per; i++)
@@ -46,5 +72,6 @@ main(int argc, char **argv)
 			return 1;
 	for (long i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
+	printf("populates on marking threads: %d\n", atomic_load(&populates));
 	return 0;
 }

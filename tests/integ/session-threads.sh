@@ -6,7 +6,9 @@
 # marker lost its name (each segment defines its strings before use), and
 # with no loss every thread's count is exact.  Run with the default ring
 # and with 64 KiB segments, which lose records for sure: a STRING_DEF that
-# finds its segment full loses its record once, not twice.
+# finds its segment full loses its record once, not twice.  No marking
+# thread populates its segment's pages itself (mark-threads counts the
+# madvise calls of its threads).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/session-lib.sh"
 
@@ -54,4 +56,9 @@ if lost == 0:
 print("markers", len(marks), "lost", lost, "threads", len(tids))
 PY
 ok "$N threads, ring $buf: $(cat "$T/py.out")"
+# A thread's first record in its own segment does not wait for the
+# segment's megabytes to be populated: the agent's own thread does it.
+grep -qx "populates on marking threads: 0" "$T/mt.out" ||
+	fail "ring $buf: a marking thread populated its segment: $(cat "$T/mt.out")"
 done
+ok "no marking thread waited for its segment's pages"
