@@ -299,9 +299,10 @@ session_prod(struct agent_session *s, struct sess_thread *t)
 
 		t->prod_gen = s->gen;
 		/* Its pages fault in as it writes, until the registration
-		 * thread has populated the rest. */
-		if (seg != 0 && !(atomic_fetch_or(&s->populate_due,
-		    1ull << seg) & (1ull << seg)))
+		 * thread has populated the rest (segment 0 too, once threads
+		 * share it: all the others are taken). */
+		if (!(atomic_fetch_or(&s->populate_due, 1ull << seg) &
+		    (1ull << seg)))
 			register_wake();
 	}
 	if (API_UNLIKELY(atomic_load_explicit(&hostclock.gen,
@@ -979,16 +980,18 @@ session_win_set(struct agent_session *s, int64_t from,
 
 /*
  * Registration thread, once the start is acked (so that the capture is
- * active without waiting for it): the pages of the shared segment and of
- * the one the first producing thread claims, here rather than one fault
- * at a time on the application's records.
+ * active without waiting for it): the pages of the segment the first
+ * producing thread claims, here rather than one fault at a time on the
+ * application's records.  The shared segment 0 takes nested records and
+ * the threads past the per-thread segments: it is populated when the
+ * first thread falls back to it (session_prod).  A segment is 8 MB by
+ * default: populating it costs ~5 ms of CPU and its memory at once.
  */
 void
 session_prefault(void)
 {
 	if (cur == NULL)
 		return;
-	ring_populate(cur->ring, 0);
 	ring_populate(cur->ring, 1);
 }
 
