@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,19 +26,23 @@ API_TLS uint64_t icall_open_corr;
 
 /* MSPTI_TEST_CALL_EXIT_DELAY_US (tests): each call sleeps this long
  * between its work records and its API record, where a stop can land. */
-static int icall_exit_delay_us = -1;
+static _Atomic int icall_exit_delay_us = -1;
 
 static void
 icall_test_delay(void)
 {
 	char v[16];
+	int us = atomic_load_explicit(&icall_exit_delay_us,
+	    memory_order_relaxed);
 
-	if (icall_exit_delay_us < 0)
-		icall_exit_delay_us = env_get("MSPTI_TEST_CALL_EXIT_DELAY_US",
-		    v, sizeof(v)) && atoi(v) > 0 && atoi(v) < 1000000 ?
-		    atoi(v) : 0;
-	if (icall_exit_delay_us > 0)
-		usleep((useconds_t)icall_exit_delay_us);
+	if (us < 0) {
+		us = env_get("MSPTI_TEST_CALL_EXIT_DELAY_US", v, sizeof(v)) &&
+		    atoi(v) > 0 && atoi(v) < 1000000 ? atoi(v) : 0;
+		atomic_store_explicit(&icall_exit_delay_us, us,
+		    memory_order_relaxed);
+	}
+	if (us > 0)
+		usleep((useconds_t)us);
 }
 
 void
@@ -195,7 +200,8 @@ icall_exit(struct icall *c, const void *ret)
 	}
 	if ((c->wanted & API_KINDS) == 0)
 		goto out;
-	if (API_UNLIKELY(icall_exit_delay_us != 0))
+	if (API_UNLIKELY(atomic_load_explicit(&icall_exit_delay_us,
+	    memory_order_relaxed) != 0))
 		icall_test_delay();
 	if (c->wanted & (1u << MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
 		activity_emit_external(c->corr);

@@ -120,8 +120,6 @@ static uint64_t step_sync_open, step_sync_gen;
 static uint64_t first_note_sid;
 static int64_t first_note;
 
-/* A producing thread's fence slot (see the top); kept for the life of the
- * process, reused by a later thread once its thread has exited. */
 /* A device-work record of the call open on its thread, waiting for the
  * call's API record (sess_stash_put). */
 #define SESS_STASH	4
@@ -131,6 +129,8 @@ struct sess_stash {
 	uint64_t		 rec[REC_FIXED_MAX / 8];
 };
 
+/* A producing thread's fence slot (see the top); kept for the life of the
+ * process, reused by a later thread once its thread has exited. */
 struct sess_thread {
 	_Atomic uint32_t	 in;	/* nesting depth inside the sink */
 	_Atomic int		 used;	/* owned by a live thread */
@@ -659,17 +659,19 @@ sess_work_corr(const void *rec)
 	return 0;
 }
 
-/* Keeps rec (of session s) for its call's API record: false when it is
- * not a work record of the call open on this thread, the session takes
- * no API records, or the slot is full (written at once, as before). */
+/* Keeps rec (of session s, encoded for producer q) for its call's API
+ * record: false when it is not a work record of the call open on this
+ * thread, the session takes no API records, q is not the thread's own
+ * segment (a nested entry: its strings may be defined elsewhere), or the
+ * slot is full; the caller then writes it at once, as before. */
 static bool
 sess_stash_put(const struct agent_session *s, struct sess_thread *t,
-    const void *rec)
+    const struct ring_producer *q, const void *rec)
 {
 	uint64_t corr = sess_work_corr(rec);
 	struct sess_stash *e;
 
-	if (corr == 0 || corr != icall_open_corr ||
+	if (corr == 0 || corr != icall_open_corr || q != &t->prod ||
 	    !(api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)) ||
 	    t->nstash == SESS_STASH)
 		return false;
@@ -1070,7 +1072,7 @@ session_sink(const msptiActivity *a, size_t len, void *arg)
 	if (API_UNLIKELY(sess_def_full)) {
 		sess_def_full = false;
 		ring_pdrop(p, session_rec_size(rec));
-	} else if (sess_stash_put(s, t, rec))
+	} else if (sess_stash_put(s, t, p, rec))
 		goto out;
 	else {
 		/* A call's API record takes its waiting work records. */
@@ -1158,7 +1160,7 @@ session_launch(const struct pending *p)
 	if (API_UNLIKELY(sess_def_full)) {
 		sess_def_full = false;
 		ring_pdrop(q, session_rec_size(rec));
-	} else if (sess_stash_put(s, t, rec))
+	} else if (sess_stash_put(s, t, q, rec))
 		ok = true;		/* goes with the call's API record */
 	else
 		ok = ring_pwrite(q, rec) == 0;
