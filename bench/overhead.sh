@@ -8,7 +8,7 @@
 # so a busy spell of the machine falls on all of them; a run's step time
 # is the median of its steps after the 30th (the last skipped:
 # npusim-dist's final barrier), and its start-up the median of steps 3 to
-# 30 (a session's first records populate the ring and intern strings).
+# 30 (a session's first records fault in ring pages and intern strings).
 # Per repetition the ratio to the run without the agent and to the run
 # with the agent and no session; printed are the medians of those ratios.
 # Never fails on timing; exits 1 only when something is broken.

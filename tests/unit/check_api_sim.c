@@ -58,6 +58,15 @@ api_by_corr(uint64_t corr)
 static aclrtStream stream;
 static int32_t stream_id;
 
+static uint64_t
+now_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void
 setup(void)
 {
@@ -94,7 +103,12 @@ START_TEST(test_kernels)
 	    MSPTI_SUCCESS);
 	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL),
 	    MSPTI_SUCCESS);
-	t0 = (uint64_t)time(NULL) * 1000000000ull;
+	/* CLOCK_REALTIME itself, not time(): glibc's time() reads the
+	 * coarse clock, up to a tick behind, so a whole second taken from
+	 * it just after a second began is before work that ended in it
+	 * (seen: a kernel end 331 us past the bound).  2 ms: the clock
+	 * sync tolerance, as below. */
+	t0 = now_realtime_ns() - 2000000;
 	for (i = 0; i < 5; i++) {
 		ck_assert_int_eq(aclrtLaunchKernel(mm, 8, NULL, 0, stream),
 		    ACL_SUCCESS);
@@ -102,7 +116,7 @@ START_TEST(test_kernels)
 		    ACL_SUCCESS);
 	}
 	ck_assert_int_eq(aclrtSynchronizeStream(stream), ACL_SUCCESS);
-	t1 = ((uint64_t)time(NULL) + 1) * 1000000000ull;
+	t1 = now_realtime_ns() + 2000000;
 	msptiActivityFlushAll(1);
 	k = records(MSPTI_ACTIVITY_KIND_KERNEL, &n);
 	ck_assert_uint_eq(n, 10);
