@@ -34,6 +34,8 @@
 /* Offsets that move less than this in a round have settled (a hundredth
  * of the floor). */
 #define CA_SETTLED_NS	10
+/* Pairs that rank the candidate shifts of one rank's renumbering. */
+#define CA_SEARCH_PAIRS	512
 
 /* One unit's view of one instance. */
 struct ca_ent {
@@ -323,22 +325,21 @@ ca_sort_samples(struct clockalign_sample *s, size_t m,
 }
 
 /* Interquartile range of the end differences ref[j + d] - r[j] over the
- * pairs that exist; *np their count.  tmp holds n values. */
+ * pairs that exist, every step-th of them; *np the count of all of them.
+ * tmp holds nr values. */
 static int64_t
 ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
-    const struct clockalign_sample *ref, size_t nref, long d, int64_t *tmp,
-    size_t *np)
+    const struct clockalign_sample *ref, size_t nref, long d, size_t step,
+    int64_t *tmp, size_t *np)
 {
+	long lo = d < 0 ? -d : 0, hi = (long)nref - d;
 	size_t k = 0;
 
-	for (size_t j = 0; j < nr; j++) {
-		long q = (long)j + d;
-
-		if (q < 0 || (size_t)q >= nref)
-			continue;
-		tmp[k++] = (int64_t)ref[q].end_ns - (int64_t)r[j].end_ns;
-	}
-	*np = k;
+	if (hi > (long)nr)
+		hi = (long)nr;
+	*np = hi > lo ? (size_t)(hi - lo) : 0;
+	for (long j = lo; j < hi; j += (long)step)
+		tmp[k++] = (int64_t)ref[j + d].end_ns - (int64_t)r[j].end_ns;
 	if (k < 4)
 		return INT64_MAX;
 	/* Two order statistics, not a sort: the shift search below asks
@@ -357,7 +358,10 @@ ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
  * where the pairing by ordinal disagrees by more than 4 x the floor, the
  * shift of up to CLOCKALIGN_MAX_SHIFT collectives whose differences agree
  * best (a quarter of the spread or less) renumbers its collectives onto
- * the reference's; its unpaired ones get ordinals no one else has.
+ * the reference's; its unpaired ones get ordinals no one else has.  The
+ * search ranks the shifts on CA_SEARCH_PAIRS evenly spaced pairs (a
+ * wrong shift spreads every pair by a step's jitter, so a sample tells
+ * it as well as all do); the spread that decides is the whole one.
  */
 static void
 ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
@@ -372,7 +376,7 @@ ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
 	while (r1 < m && s[r1].rank == refrank)
 		r1++;
 	while (i < m) {
-		size_t j = i, a, b, base, np, best_np = 0;
+		size_t j = i, a, b, base, np, best_np = 0, step;
 		int64_t eq, best = INT64_MAX, v;
 		long best_d = 0;
 
@@ -390,13 +394,14 @@ ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
 		for (base = a; base < b && s[base].seq < s[i].seq; base++)
 			;
 		eq = ca_pair_iqr(s + i, j - i, s + a, b - a,
-		    (long)(base - a), tmp, &np);
+		    (long)(base - a), 1, tmp, &np);
 		if (eq != INT64_MAX && eq <= 4 * CLOCKALIGN_FLOOR_NS)
 			goto next;
+		step = (j - i) / CA_SEARCH_PAIRS + 1;
 		for (long d = -CLOCKALIGN_MAX_SHIFT; d <= CLOCKALIGN_MAX_SHIFT;
 		    d++) {
 			v = ca_pair_iqr(s + i, j - i, s + a, b - a,
-			    (long)(base - a) + d, tmp, &np);
+			    (long)(base - a) + d, step, tmp, &np);
 			if (np * 2 < (j - i < b - a ? j - i : b - a))
 				continue;
 			if (v < best) {
@@ -405,6 +410,9 @@ ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
 				best_np = np;
 			}
 		}
+		if (best_np != 0 && step > 1)
+			best = ca_pair_iqr(s + i, j - i, s + a, b - a, best_d, 1,
+			    tmp, &np);
 		if (best_np == 0 || (eq != INT64_MAX && best > eq / 4) ||
 		    best_d == (long)(base - a))
 			goto next;

@@ -524,6 +524,28 @@ START_TEST(windows_apart)
 }
 END_TEST
 
+/* The same with 5,000 all-reduces: the shift search ranks its candidates
+ * on a sample of the pairs (CA_SEARCH_PAIRS), and still finds the shift
+ * that every pair agrees with. */
+START_TEST(windows_apart_long)
+{
+	const uint32_t *hosts = hosts22;
+	const int64_t *skew = skew22;
+	struct gen g = { 0 };
+	struct clockalign ca;
+
+	gen_world(&g, hosts, 4, skew, 5000, 1000000, 1000);
+	gen_window(&g, false, 0, 0, 4998);
+	gen_window(&g, false, 1, 3, UINT64_MAX);
+	gen_window(&g, true, 1, 1, UINT64_MAX);
+	estimate(&g, 2, -1, &ca);
+	check_host(&ca, 1, -3200000, 2000);
+	ck_assert(!ca.host_split[0] && !ca.host_split[1]);
+	ck_assert(llabs(clockalign_rank(&ca, 1)->est.offset_ns) <= 2000);
+	done(&g, &ca);
+}
+END_TEST
+
 /* Captures of different steps altogether (host 1 recorded collectives
  * 100-107, host 0 0-7, both numbered from 0): no shift lines them up, and
  * host 1 is not estimable rather than off by 100 steps. */
@@ -1071,6 +1093,7 @@ main(int argc, char **argv)
 	tcase_add_test(tc, chain_and_unlinked);
 	tcase_add_test(tc, split_host);
 	tcase_add_test(tc, windows_apart);
+	tcase_add_test(tc, windows_apart_long);
 	tcase_add_test(tc, windows_disjoint);
 	tcase_add_test(tc, empty_and_bad);
 	tcase_add_test(tc, skew_hook);
