@@ -565,13 +565,14 @@ chunk_corrupt(struct trace_reader *r, uint64_t off, uint64_t next,
 }
 
 /*
- * Checks every record of the decompressed chunk; 0 or -EBADMSG.  String ids
- * must go on from the last one defined, or jump by at most as many as the
- * chunks skipped as corrupt could have defined.
+ * Checks the string ids of a decompressed chunk whose records are valid
+ * (trace_chunk_decode); 0 or -EBADMSG.  They must go on from the last one
+ * defined, or jump by at most as many as the chunks skipped as corrupt
+ * could have defined.
  */
 static int
 chunk_check(struct trace_reader *r, const uint8_t *raw, size_t len,
-    uint32_t records, bool valid)
+    uint32_t records)
 {
 	const struct rec_hdr *h;
 	uint64_t nextid = (uint64_t)r->nstrs + 1, gap = r->str_gap, id;
@@ -580,9 +581,6 @@ chunk_check(struct trace_reader *r, const uint8_t *raw, size_t len,
 
 	while (p < len) {
 		h = (const struct rec_hdr *)(raw + p);
-		if (!valid && (record_validate(h, len - p) != 0 ||
-		    h->type == REC_PAD))
-			return -EBADMSG;
 		if (h->type == REC_STRING_DEF) {
 			id = ((const struct rec_string_def *)h)->id;
 			if (id < nextid || id > nextid + gap ||
@@ -607,6 +605,7 @@ chunk_load(struct trace_reader *r)
 {
 	struct trace_chunk_hdr ch;
 	uint64_t off = r->off, next;
+	uint32_t nrec, ndefs;
 	size_t got;
 	ssize_t n;
 	int rc;
@@ -670,15 +669,13 @@ chunk_load(struct trace_reader *r)
 	    ch.comp_size);
 	if (ZSTD_isError(got) || got != ch.raw_size)
 		return chunk_corrupt(r, off, next, "bad zstd frame");
-	if (r->delta && trace_delta_decode(r->raw, got) != 0)
+	if (trace_chunk_decode(r->raw, got, r->delta, &nrec, &ndefs) != 0 ||
+	    nrec != ch.records || (ndefs > 0 && chunk_check(r, r->raw, got,
+	    ch.records) != 0))
 		return chunk_corrupt(r, off, next, "invalid records");
 	r->rawlen = ch.raw_size;
 	r->rpos = 0;
 	r->data = r->raw;
-	if (chunk_check(r, r->raw, r->rawlen, ch.records, false) != 0) {
-		r->rawlen = 0;
-		return chunk_corrupt(r, off, next, "invalid records");
-	}
 	r->off = next;
 	r->st.chunks++;
 	r->st.offset = next;
@@ -727,9 +724,8 @@ static void
 slot_work(struct trace_reader *r, ZSTD_DCtx *dctx, struct rd_slot *sl)
 {
 	const struct trace_chunk_hdr *ch = &sl->ch;
-	const struct rec_hdr *h;
-	uint32_t n = 0;
-	size_t got, p = 0;
+	uint32_t n;
+	size_t got;
 	ssize_t rn;
 
 	sl->ok = false;
@@ -744,17 +740,8 @@ slot_work(struct trace_reader *r, ZSTD_DCtx *dctx, struct rd_slot *sl)
 	got = ZSTD_decompressDCtx(dctx, sl->raw, ch->raw_size, sl->comp,
 	    ch->comp_size);
 	if (ZSTD_isError(got) || got != ch->raw_size ||
-	    (r->delta && trace_delta_decode(sl->raw, got) != 0))
+	    trace_chunk_decode(sl->raw, got, r->delta, &n, &sl->ndefs) != 0)
 		return;
-	while (p < got) {
-		h = (const struct rec_hdr *)(sl->raw + p);
-		if (record_validate(h, got - p) != 0 || h->type == REC_PAD)
-			return;
-		if (h->type == REC_STRING_DEF)
-			sl->ndefs++;
-		p += h->size;
-		n++;
-	}
 	sl->ok = n == ch->records;
 }
 
@@ -943,8 +930,7 @@ pool_next(struct trace_reader *r)
 		pthread_cond_wait(&pl->done, &pl->mu);
 	pthread_mutex_unlock(&pl->mu);
 	if (!sl->ok || sl->off != r->off || (sl->ndefs > 0 &&
-	    chunk_check(r, sl->raw, sl->ch.raw_size, sl->ch.records,
-	    true) != 0))
+	    chunk_check(r, sl->raw, sl->ch.raw_size, sl->ch.records) != 0))
 		goto serial;
 	pl->cur = (int)pl->head;
 	r->data = sl->raw;

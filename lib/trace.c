@@ -177,6 +177,57 @@ trace_delta_decode(void *buf, size_t len)
 	return p == len ? 0 : -EBADMSG;
 }
 
+/*
+ * A chunk's records as the reader takes them, in one pass while each is
+ * in cache: delta-decoded in place (when delta), then checked as
+ * record_validate does, REC_PAD refused.  *nrec gets the count, *ndefs
+ * the STRING_DEFs among them.  0, or -EBADMSG at the first bad one.
+ */
+int
+trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
+    uint32_t *ndefs)
+{
+	const uint64_t *prev[TRACE_DELTA_TYPES];
+	uint8_t pn[TRACE_DELTA_TYPES] = { 0 }, *b = buf;
+	uint32_t n = 0, defs = 0;
+	size_t p = 0;
+
+	while (p < len) {
+		struct rec_hdr *h = (void *)(b + p);
+		size_t size, words, m;
+		uint64_t *w;
+
+		if (len - p < REC_HDR_SIZE)
+			return -EBADMSG;
+		size = h->size;
+		if (size < REC_HDR_SIZE || (size & 7) || size > len - p)
+			return -EBADMSG;
+		if (delta && h->type < TRACE_DELTA_TYPES &&
+		    h->type != REC_STRING_DEF) {
+			w = (uint64_t *)(void *)h;
+			words = size / 8 < TRACE_DELTA_WORDS ? size / 8 :
+			    TRACE_DELTA_WORDS;
+			m = pn[h->type] < words ? pn[h->type] : words;
+			if (m == 8)	/* the common size, unrolled */
+				for (size_t i = 1; i < 8; i++)
+					w[i] += prev[h->type][i];
+			else
+				for (size_t i = 1; i < m; i++)
+					w[i] += prev[h->type][i];
+			prev[h->type] = w;
+			pn[h->type] = (uint8_t)words;
+		}
+		if (record_validate(h, len - p) != 0 || h->type == REC_PAD)
+			return -EBADMSG;
+		defs += h->type == REC_STRING_DEF;
+		p += size;
+		n++;
+	}
+	*nrec = n;
+	*ndefs = defs;
+	return 0;
+}
+
 const char *
 trace_strerror(int err)
 {

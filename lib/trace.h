@@ -253,6 +253,8 @@ const char	*trace_strerror(int err);
  */
 void	trace_delta_encode(void *buf, size_t len);
 int	trace_delta_decode(void *buf, size_t len);
+int	trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
+	    uint32_t *ndefs);
 
 /* CRC-32C (Castagnoli) of buf, continuing from crc (start with 0). */
 uint32_t	trace_crc32c(uint32_t crc, const void *buf, size_t len);

@@ -643,6 +643,91 @@ START_TEST(test_corrupt_strings)
 }
 END_TEST
 
+/*
+ * A chunk whose frame and CRCs are sound but one of whose records is not
+ * (an API record with a nonzero aux): the serial reader and the read-ahead
+ * threads both skip the whole chunk as corrupt, deliver none of its
+ * records, and read the chunks after it.  The file is cut after chunk 2,
+ * so the reader walks the chunks rather than the footer's index.
+ */
+START_TEST(test_invalid_record)
+{
+	struct trace_reader *r;
+	const struct trace_index_entry *ix;
+	struct trace_chunk_hdr ch;
+	size_t len, n, rawlen, clen, at;
+	uint8_t *buf, *raw, *comp, *out;
+	struct rec_hdr *rh;
+	int fd = write_trace(60000, NULL), cfd;
+
+	buf = slurp(fd, &len);
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	ix = trace_reader_index(r, &n);
+	ck_assert_uint_ge(n, 3);
+	/* Chunk 1, decompressed; an API record's aux set; recompressed. */
+	memcpy(&ch, buf + ix[1].offset, sizeof ch);
+	rawlen = ch.raw_size;
+	raw = malloc(rawlen);
+	comp = malloc(ZSTD_compressBound(rawlen));
+	ck_assert_uint_eq(ZSTD_decompress(raw, rawlen, buf + ix[1].offset +
+	    sizeof ch, ch.comp_size), rawlen);
+	for (at = 0, rh = (void *)raw; rh->type != REC_API || at < 1000;
+	    rh = (void *)(raw + at))
+		at += rh->size;
+	rh->aux = 1;
+	clen = ZSTD_compress(comp, ZSTD_compressBound(rawlen), raw, rawlen, 1);
+	ck_assert(!ZSTD_isError(clen));
+	ch.comp_size = (uint32_t)clen;
+	ch.data_crc = trace_crc32c(0, comp, clen);
+	ch.hdr_crc = 0;
+	ch.hdr_crc = trace_crc32c(0, &ch, sizeof ch);
+	/* Header and chunk 0, the new chunk 1, chunk 2 as it was. */
+	out = malloc(len + clen);
+	at = ix[1].offset;
+	memcpy(out, buf, at);
+	memcpy(out + at, &ch, sizeof ch);
+	memcpy(out + at + sizeof ch, comp, clen);
+	at += sizeof ch + clen;
+	memcpy(out + at, buf + ix[2].offset, ix[3].offset - ix[2].offset);
+	at += ix[3].offset - ix[2].offset;
+	for (unsigned threads = 0; threads <= 2; threads += 2) {
+		struct readout o;
+		struct trace_reader *q;
+		const struct rec_hdr *h;
+		uint64_t got = 0;
+		int rc;
+
+		cfd = memfd_with(out, at);
+		ck_assert_int_eq(trace_reader_open_fd(cfd, &q), 0);
+		ck_assert_int_eq(trace_reader_set_threads(q, threads), 0);
+		memset(&o, 0, sizeof o);
+		while ((rc = trace_reader_next(q, &h)) != 0) {
+			if (rc < 0) {
+				ck_assert_int_eq(rc, -EBADMSG);
+				ck_assert_ptr_nonnull(strstr(
+				    trace_reader_error(q), "invalid records"));
+				o.errors++;
+				continue;
+			}
+			got++;
+		}
+		trace_reader_get_stats(q, &o.st);
+		ck_assert_int_eq(o.errors, 1);
+		ck_assert_uint_eq(o.st.corrupt_chunks, 1);
+		ck_assert_uint_eq(o.st.chunks, 2);
+		ck_assert_uint_eq(got, ix[0].records + ix[2].records);
+		trace_reader_close(q);
+		close(cfd);
+	}
+	trace_reader_close(r);
+	free(out);
+	free(comp);
+	free(raw);
+	free(buf);
+	close(fd);
+}
+END_TEST
+
 /* What a reader delivers: every return code, record byte and resolved
  * name, hashed in order, and its stats at the end. */
 struct digest {
@@ -1196,6 +1281,7 @@ trace_suite(void)
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_corrupt);
 	tcase_add_test(tc, test_corrupt_strings);
+	tcase_add_test(tc, test_invalid_record);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_pipe);
 	tcase_add_test(tc, test_dev_full);
