@@ -34,8 +34,10 @@
 /* Offsets that move less than this in a round have settled (a hundredth
  * of the floor). */
 #define CA_SETTLED_NS	10
-/* Pairs that rank the candidate shifts of one rank's renumbering. */
+/* Pairs that rank the candidate shifts of one rank's renumbering, and
+ * how many of the best on them are judged on every pair. */
 #define CA_SEARCH_PAIRS	512
+#define CA_SEARCH_TOP	3
 
 /* One unit's view of one instance. */
 struct ca_ent {
@@ -349,6 +351,29 @@ ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
 	return tmp[(3 * k) / 4] - tmp[k / 4];
 }
 
+/* A candidate shift of ca_repair and its spread on the sample. */
+struct ca_shift {
+	int64_t	v;
+	long	d;
+};
+
+/* Keeps the CA_SEARCH_TOP smallest spreads (the first of equal ones). */
+static void
+ca_top_add(struct ca_shift *top, size_t *n, int64_t v, long d)
+{
+	size_t i = *n < CA_SEARCH_TOP ? (*n)++ : CA_SEARCH_TOP;
+
+	if (i == CA_SEARCH_TOP && v >= top[CA_SEARCH_TOP - 1].v)
+		return;
+	if (i == CA_SEARCH_TOP)
+		i--;
+	while (i > 0 && top[i - 1].v > v) {
+		top[i] = top[i - 1];
+		i--;
+	}
+	top[i] = (struct ca_shift){ v, d };
+}
+
 /*
  * Ordinals that do not match: a rank whose capture began a few
  * collectives before or after the reference rank's numbers them from a
@@ -361,7 +386,9 @@ ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
  * the reference's; its unpaired ones get ordinals no one else has.  The
  * search ranks the shifts on CA_SEARCH_PAIRS evenly spaced pairs (a
  * wrong shift spreads every pair by a step's jitter, so a sample tells
- * it as well as all do); the spread that decides is the whole one.
+ * it as well as all do) and judges its CA_SEARCH_TOP best on every pair:
+ * the shift taken is the one the whole spread prefers, as when every
+ * shift was judged on every pair.
  */
 static void
 ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
@@ -376,7 +403,8 @@ ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
 	while (r1 < m && s[r1].rank == refrank)
 		r1++;
 	while (i < m) {
-		size_t j = i, a, b, base, np, best_np = 0, step;
+		size_t j = i, a, b, base, np, best_np = 0, step, ntop;
+		struct ca_shift top[CA_SEARCH_TOP];
 		int64_t eq, best = INT64_MAX, v;
 		long best_d = 0;
 
@@ -398,21 +426,27 @@ ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
 		if (eq != INT64_MAX && eq <= 4 * CLOCKALIGN_FLOOR_NS)
 			goto next;
 		step = (j - i) / CA_SEARCH_PAIRS + 1;
+		ntop = 0;
 		for (long d = -CLOCKALIGN_MAX_SHIFT; d <= CLOCKALIGN_MAX_SHIFT;
 		    d++) {
 			v = ca_pair_iqr(s + i, j - i, s + a, b - a,
 			    (long)(base - a) + d, step, tmp, &np);
 			if (np * 2 < (j - i < b - a ? j - i : b - a))
 				continue;
-			if (v < best) {
+			ca_top_add(top, &ntop, v, (long)(base - a) + d);
+		}
+		/* The sample's best few, judged on every pair. */
+		for (size_t t = 0; t < ntop; t++) {
+			v = step > 1 ? ca_pair_iqr(s + i, j - i, s + a, b - a,
+			    top[t].d, 1, tmp, &np) : top[t].v;
+			if (v == INT64_MAX)
+				continue;
+			if (v < best || (v == best && top[t].d < best_d)) {
 				best = v;
-				best_d = (long)(base - a) + d;
-				best_np = np;
+				best_d = top[t].d;
+				best_np = 1;
 			}
 		}
-		if (best_np != 0 && step > 1)
-			best = ca_pair_iqr(s + i, j - i, s + a, b - a, best_d, 1,
-			    tmp, &np);
 		if (best_np == 0 || (eq != INT64_MAX && best > eq / 4) ||
 		    best_d == (long)(base - a))
 			goto next;

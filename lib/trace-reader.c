@@ -125,8 +125,6 @@ reader_err(struct trace_reader *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Reads up to len bytes at off; returns the count (short only at the end
- * of the file) or -errno.  A stream only goes forward. */
 /*
  * A chunk's frame is decompressed only after its CRC-32C matched, and
  * every record it yields is validated: zstd's own XXH64 content checksum,
@@ -146,6 +144,8 @@ reader_dctx_tune(ZSTD_DCtx *dctx)
 #endif
 }
 
+/* Reads up to len bytes at off; returns the count (short only at the end
+ * of the file) or -errno.  A stream only goes forward. */
 static ssize_t
 rd_at(struct trace_reader *r, uint64_t off, void *buf, size_t len)
 {
