@@ -150,6 +150,21 @@ trace_delta_encode(void *buf, size_t len)
 	}
 }
 
+/* Words 1..m of a record plus those of the previous one of its type. */
+static inline void
+delta_add(uint64_t *w, const uint64_t *prev, size_t m)
+{
+	if (m == 8)	/* the common sizes, unrolled */
+		for (size_t i = 1; i < 8; i++)
+			w[i] += prev[i];
+	else if (m == 7)
+		for (size_t i = 1; i < 7; i++)
+			w[i] += prev[i];
+	else
+		for (size_t i = 1; i < m; i++)
+			w[i] += prev[i];
+}
+
 /* Decoding in place: the previous record of a type is already decoded,
  * so it is read where it lies (one store a word). */
 int
@@ -162,15 +177,7 @@ trace_delta_decode(void *buf, size_t len)
 	unsigned t;
 
 	while ((w = delta_next(buf, len, &p, pn, &t, &n, &m)) != NULL) {
-		if (m == 8)	/* the common sizes, unrolled */
-			for (size_t i = 1; i < 8; i++)
-				w[i] += prev[t][i];
-		else if (m == 7)
-			for (size_t i = 1; i < 7; i++)
-				w[i] += prev[t][i];
-		else
-			for (size_t i = 1; i < m; i++)
-				w[i] += prev[t][i];
+		delta_add(w, prev[t], m);
 		prev[t] = w;
 		pn[t] = (uint8_t)n;
 	}
@@ -208,12 +215,7 @@ trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
 			words = size / 8 < TRACE_DELTA_WORDS ? size / 8 :
 			    TRACE_DELTA_WORDS;
 			m = pn[h->type] < words ? pn[h->type] : words;
-			if (m == 8)	/* the common size, unrolled */
-				for (size_t i = 1; i < 8; i++)
-					w[i] += prev[h->type][i];
-			else
-				for (size_t i = 1; i < m; i++)
-					w[i] += prev[h->type][i];
+			delta_add(w, prev[h->type], m);
 			prev[h->type] = w;
 			pn[h->type] = (uint8_t)words;
 		}
