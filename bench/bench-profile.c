@@ -1,8 +1,9 @@
 /*
  * Profile's overhead on a ResNet-50 training step: runs
  * bench/bench-profile.py (mspti.Profile off, NPU only, CPU+NPU, CPU+NPU
- * with shapes, stacks and memory; paired rounds, medians) with the build
- * tree's Python package.  Prints figures only.
+ * with shapes, stacks and memory; paired rounds, medians), then a capture
+ * by a private msptid started and stopped on the same steps, with the
+ * build tree's Python package.  Prints figures only.
  */
 #include "config.h"
 

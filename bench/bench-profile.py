@@ -11,16 +11,67 @@ hits each variant alike; figures are medians over rounds.  A profiled
 step is its own window: start, step, stop (the window-end cost, flushing
 and taking the records, is printed apart).  Prints figures only.
 
+Then the same model under a capture by msptid (issue 16: the step-time
+inflation of a capture, on a PyTorch model): a private msptid, the
+process registered with it, and a session of every kind (api, kernel,
+memcpy, communication, marker) started and stopped on it in turn with
+msptictl, MSPTI_BENCH_CAPTURE_PHASES times (8) for
+MSPTI_BENCH_CAPTURE_STEPS steps each way (16).  Each on-phase's median
+step is compared with the mean of the off-phases beside it (one process
+throughout: the process-to-process spread drops out); the first two
+steps of each phase are left out of the medians and printed apart (a
+start faults in the ring and defines the strings).  Beside the step
+times, the process's CPU time per step on and off (its threads: the
+model's, the agent's and the simulator's), which other load moves less.
+
 Runs itself as a child with the build tree's package and libmspti.so
 preloaded (top_builddir, as bench/run.sh sets it).
 """
 
 import glob
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+
+KINDS = "api,kernel,memcpy,communication,marker"
+
+
+def start_msptid(top, env):
+    """A private msptid for the capture phases: (process, runtime dir), or
+    (None, None) when it is not built or does not come up."""
+    daemon = os.path.join(top, "daemon", "msptid")
+    if not os.access(daemon, os.X_OK):
+        return None, None
+    rt = tempfile.mkdtemp(prefix="mspti-bench-profile.")
+    denv = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+    with open(os.path.join(rt, "daemon.log"), "w") as log:
+        d = subprocess.Popen([daemon, "--foreground", "--runtime-dir", rt],
+                             env=denv, stdout=log, stderr=log)
+    for _ in range(200):
+        if os.path.exists(os.path.join(rt, "ctl.sock")):
+            return d, rt
+        if d.poll() is not None:
+            break
+        time.sleep(0.05)
+    stop_msptid(d, rt)
+    return None, None
+
+
+def stop_msptid(d, rt):
+    if d is not None and d.poll() is None:
+        d.terminate()
+        try:
+            d.wait(10)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            d.wait()
+    if rt is not None:
+        shutil.rmtree(rt, ignore_errors=True)
 
 
 def reexec():
@@ -41,11 +92,16 @@ def reexec():
     # Debian's python3, which has Debian's PyTorch.
     py = os.environ.get("PYTHON3") or ("/usr/bin/python3" if os.access(
         "/usr/bin/python3", os.X_OK) else sys.executable)
+    d, rt = start_msptid(top, env)
+    if rt is not None:
+        env["MSPTID_RUNTIME_DIR"] = rt
+        env["MSPTI_BENCH_MSPTICTL"] = os.path.join(top, "client", "msptictl")
     # A child, not an exec: the simulator's shm objects of this run are
     # removed when it ends, however it ends.
     try:
         return subprocess.call([py] + sys.argv, env=env)
     finally:
+        stop_msptid(d, rt)
         for f in glob.glob("/dev/shm/%s-*" % env["NPUSIM_SHM_PREFIX"]):
             try:
                 os.unlink(f)
@@ -134,7 +190,102 @@ def main():
             name, m * 1e3, ov, st, "-" if o is None else "%d / %d" % o))
     print("  (step: host wall time of one step with the profile recording;"
           " stop: ending its window)")
+    capture(step, npu.synchronize)
     return 0
+
+
+def ctl(*args):
+    """msptictl --json ARGS against the private msptid: its JSON, or None.
+    Without the agent: msptictl is not an application to capture."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run([os.environ["MSPTI_BENCH_MSPTICTL"], "-r",
+                        os.environ["MSPTID_RUNTIME_DIR"], "--json"] +
+                       list(args), env=env, capture_output=True, text=True)
+    try:
+        return json.loads(r.stdout) if r.returncode == 0 else None
+    except ValueError:
+        return None
+
+
+def capture(step, sync):
+    """The capture phases (module docstring)."""
+    if "MSPTI_BENCH_MSPTICTL" not in os.environ:
+        print("msptid capture: msptid not built or did not start; skipped")
+        return
+    phases = int(os.environ.get("MSPTI_BENCH_CAPTURE_PHASES", "8"))
+    nsteps = max(3, int(os.environ.get("MSPTI_BENCH_CAPTURE_STEPS", "16")))
+    me = os.getpid()
+    for _ in range(100):
+        agents = ctl("list") or []
+        if any(a.get("pid") == me for a in agents):
+            break
+        time.sleep(0.05)
+    else:
+        print("msptid capture: this process did not register; skipped")
+        return
+    out = os.path.join(os.environ["MSPTID_RUNTIME_DIR"], "cap.mspti")
+
+    cpu = []    # (on?, CPU seconds of this process per step, steps 3..)
+
+    def run_phase(on):
+        t = []
+        for i in range(nsteps):
+            if i == 2:
+                c0 = time.process_time()
+            t0 = time.perf_counter()
+            step()
+            sync()
+            t.append(time.perf_counter() - t0)
+        cpu.append((on, (time.process_time() - c0) / (nsteps - 2)))
+        return t
+
+    seg, first, recs, lost = [], [], [], 0
+    for p in range(phases):
+        seg.append(("off", run_phase(False)))
+        st = ctl("start", "--pid", str(me), "--kinds", KINDS, "--output",
+                 out)
+        if st is None or not st.get("started"):
+            print("msptid capture: start failed; skipped")
+            return
+        seg.append(("on", run_phase(True)))
+        sp = ctl("stop", str(st["session"]))
+        if sp is None or sp.get("state") != "finalized":
+            print("msptid capture: stop failed; skipped")
+            return
+        recs.append(sp.get("records", 0))
+        lost += sum(sp.get("losses", {}).values())
+        try:
+            os.unlink(out)
+        except OSError:
+            pass
+    seg.append(("off", run_phase(False)))
+    med = [(lab, statistics.median(t[2:])) for lab, t in seg]
+    rat, on_ms, off_ms = [], [], []
+    for i, (lab, m) in enumerate(med):
+        if lab != "on":
+            continue
+        base = statistics.mean([med[i - 1][1], med[i + 1][1]])
+        rat.append(m / base - 1)
+        on_ms.append(m)
+        off_ms.append(base)
+        first.append(sum(seg[i][1][:2]) - 2 * base)
+    print("msptid capture of ResNet-50 training steps (--kinds %s), one "
+          "process, a session started and stopped on it %d times, %d "
+          "steps each way:" % (KINDS, phases, nsteps))
+    print("  step %.1f ms on vs %.1f ms off: %+.2f %% (phases %+.1f..%+.1f)"
+          "  [target <= 1 %%]" % (1e3 * statistics.median(on_ms),
+                                 1e3 * statistics.median(off_ms),
+                                 100 * statistics.median(rat),
+                                 100 * min(rat), 100 * max(rat)))
+    con = statistics.median([c for on, c in cpu if on])
+    coff = statistics.median([c for on, c in cpu if not on])
+    print("  CPU time of the process (its threads, the simulator's "
+          "included) per step: %.1f ms on vs %.1f ms off: %+.2f %%" % (
+              1e3 * con, 1e3 * coff, 100 * (con / coff - 1)))
+    print("  records per step %.0f (%d lost); a start's first two steps "
+          "took %+.1f ms beyond the steady step (median)" % (
+              statistics.median(recs) / nsteps, lost,
+              1e3 * statistics.median(first)))
 
 
 if __name__ == "__main__":
