@@ -212,7 +212,7 @@ def capture(step, sync):
     if "MSPTI_BENCH_MSPTICTL" not in os.environ:
         print("msptid capture: msptid not built or did not start; skipped")
         return
-    phases = int(os.environ.get("MSPTI_BENCH_CAPTURE_PHASES", "8"))
+    phases = max(1, int(os.environ.get("MSPTI_BENCH_CAPTURE_PHASES", "8")))
     nsteps = max(3, int(os.environ.get("MSPTI_BENCH_CAPTURE_STEPS", "16")))
     me = os.getpid()
     for _ in range(100):

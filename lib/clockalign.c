@@ -34,8 +34,10 @@
 /* Offsets that move less than this in a round have settled (a hundredth
  * of the floor). */
 #define CA_SETTLED_NS	10
-/* Pairs that rank the candidate shifts of one rank's renumbering, and
- * how many of the best on them are judged on every pair. */
+/* A rank's renumbering judges every candidate shift on all its pairs up
+ * to CA_SEARCH_ALL of them; past that it ranks them on CA_SEARCH_PAIRS
+ * and judges the CA_SEARCH_TOP best on all. */
+#define CA_SEARCH_ALL	2048
 #define CA_SEARCH_PAIRS	512
 #define CA_SEARCH_TOP	3
 
@@ -383,12 +385,12 @@ ca_top_add(struct ca_shift *top, size_t *n, int64_t v, long d)
  * where the pairing by ordinal disagrees by more than 4 x the floor, the
  * shift of up to CLOCKALIGN_MAX_SHIFT collectives whose differences agree
  * best (a quarter of the spread or less) renumbers its collectives onto
- * the reference's; its unpaired ones get ordinals no one else has.  The
- * search ranks the shifts on CA_SEARCH_PAIRS evenly spaced pairs (a
- * wrong shift spreads every pair by a step's jitter, so a sample tells
- * it as well as all do) and judges its CA_SEARCH_TOP best on every pair:
- * the shift taken is the one the whole spread prefers, as when every
- * shift was judged on every pair.
+ * the reference's; its unpaired ones get ordinals no one else has.  Past
+ * CA_SEARCH_ALL pairs the search ranks the shifts on CA_SEARCH_PAIRS
+ * evenly spaced pairs (a wrong shift spreads every pair by a step's
+ * jitter, so a sample tells it as well as all do) and judges its
+ * CA_SEARCH_TOP best on every pair: the shift taken is the one the whole
+ * spread prefers, as when every shift was judged on every pair.
  */
 static void
 ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
@@ -425,7 +427,7 @@ ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
 		    (long)(base - a), 1, tmp, &np);
 		if (eq != INT64_MAX && eq <= 4 * CLOCKALIGN_FLOOR_NS)
 			goto next;
-		step = (j - i) / CA_SEARCH_PAIRS + 1;
+		step = j - i > CA_SEARCH_ALL ? (j - i) / CA_SEARCH_PAIRS + 1 : 1;
 		ntop = 0;
 		for (long d = -CLOCKALIGN_MAX_SHIFT; d <= CLOCKALIGN_MAX_SHIFT;
 		    d++) {
