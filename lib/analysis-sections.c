@@ -185,6 +185,25 @@ sec_members(const struct analysis *a, size_t *np)
 	return m;
 }
 
+/* The index of the first of the n sorted elements of size sz at base
+ * that cmp does not order before key (n when none). */
+static size_t
+sec_lower_bound(const void *base, size_t n, size_t sz, const void *key,
+    int (*cmp)(const void *, const void *))
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cmp((const char *)base + mid * sz, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The first of mem[n] at or after (comm, q): with q 0, comm's first
  * member; with q UINT32_MAX, the end of its members. */
 static size_t
@@ -192,17 +211,8 @@ sec_member_at(const struct sec_member *mem, size_t n, uint32_t comm,
     uint32_t q)
 {
 	struct sec_member key = { comm, q };
-	size_t lo = 0, hi = n;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sec_cmp_member(&mem[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return sec_lower_bound(mem, n, sizeof(*mem), &key, sec_cmp_member);
 }
 
 /*
@@ -256,17 +266,8 @@ static size_t
 sec_rankq_at(const struct sec_rankq *rq, size_t n, int32_t rank, uint32_t q)
 {
 	struct sec_rankq key = { rank, q };
-	size_t lo = 0, hi = n;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sec_cmp_rankq(&rq[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return sec_lower_bound(rq, n, sizeof(*rq), &key, sec_cmp_rankq);
 }
 
 static void
