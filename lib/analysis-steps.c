@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "analysis-int.h"
 
@@ -407,6 +408,78 @@ st_group(struct st_merge *m, struct an_coll **grp, struct an_proc **gp)
  * wait and transit stay unsplit and it casts no vote.  Instances come in
  * (comm, seq) order, so a first pass notes each communicator's ranks.
  */
+/*
+ * Whether instance c is a send or receive, by its algorithm ("P2P") or
+ * its name; kind caches the answer per name id (0 not asked, 1 no, 2
+ * yes).
+ */
+static bool
+st_p2p(const struct analysis *a, uint8_t **kind, const struct an_coll *c)
+{
+	const char *n;
+
+	if (strcasecmp(an_str_get(a, c->alg), "P2P") == 0)
+		return true;
+	if (*kind == NULL)
+		*kind = st_alloc(a->str.n + 1);
+	if (c->name > a->str.n)
+		return false;
+	if ((*kind)[c->name] == 0) {
+		n = an_str_get(a, c->name);
+		(*kind)[c->name] = strcasestr(n, "send") != NULL ||
+		    strcasestr(n, "recv") != NULL ||
+		    strcasestr(n, "receive") != NULL ? 2 : 1;
+	}
+	return (*kind)[c->name] == 2;
+}
+
+/* The share of a send/recv's length allowed for clock mapping error. */
+#define ST_P2P_SLACK	64
+
+static int
+st_cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * The last arrival that a send or receive c can have waited for, with the
+ * group's arrivals sorted in starts[0..n) and its shortest op mind long.
+ * A send/recv waits only for its peers, which the records do not name,
+ * so the last arrival of the whole communicator is no rank's wait: in a
+ * ring, a rank whose neighbour arrived early is done before a late rank
+ * elsewhere arrives.  A peer must have arrived at least the transfer's
+ * length before c ended, and the group's shortest op (the last arrival's,
+ * which waited for no one) is taken as that length: the latest arrival
+ * no later than c's end less it.  Ranks' clocks are mapped onto one with
+ * some error, so a peer's arrival may appear a little later than that;
+ * 1/64 of the length is allowed for it.  Exact when every rank's
+ * transfer takes as long (to within that 1/64, were another rank to
+ * arrive just after the peer); with one slow link, its rank's transit is
+ * found between the others' and its own.
+ */
+static uint64_t
+st_p2p_last(const uint64_t *starts, size_t n, const struct an_coll *c,
+    uint64_t mind)
+{
+	uint64_t by = c->end - mind + mind / ST_P2P_SLACK;
+	size_t lo = 0, hi = n;
+
+	/* The first arrival after by; c's own is never after it. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (starts[mid] <= by)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && starts[lo - 1] > c->start ? starts[lo - 1] :
+	    c->start;
+}
+
 static void
 st_match(struct analysis *a)
 {
@@ -415,6 +488,9 @@ st_match(struct analysis *a)
 	struct { uint32_t comm; size_t n; } *full = NULL;
 	size_t nfull = 0, cfull = 0, fi = 0, ng;
 	uint64_t unsplit = 0, unsplit_ns = 0;
+	uint64_t *starts = st_alloc(a->nproc * sizeof(*starts));
+	uint8_t *kind = NULL;
+	bool p2p;
 	struct st_merge m = { .h = st_alloc(a->nproc * sizeof(*m.h)),
 	    .last = st_alloc(a->nproc * sizeof(uint32_t)) };
 
@@ -451,11 +527,21 @@ st_match(struct analysis *a)
 				vote = i;
 			}
 		}
+		p2p = ng > 1 && st_p2p(a, &kind, grp[0]);
+		if (p2p) {
+			for (size_t i = 0; i < ng; i++)
+				starts[i] = grp[i]->start;
+			an_sort(starts, ng, sizeof(*starts), st_cmp_u64);
+		}
 		for (size_t i = 0; i < ng; i++) {
 			struct an_coll *c = grp[i];
 			uint64_t dur = c->end - c->start;
-			uint64_t w = last > c->start ? last - c->start : 0;
-			uint64_t t = c->end > last ? c->end - last : 0;
+			uint64_t w, t;
+
+			if (p2p)
+				last = st_p2p_last(starts, ng, c, mind);
+			w = last > c->start ? last - c->start : 0;
+			t = c->end > last ? c->end - last : 0;
 
 			if (w > dur)
 				w = dur;
@@ -487,6 +573,8 @@ st_match(struct analysis *a)
 		    "ranks (the capture's edges, a rank captured late): their "
 		    "wait and transit are not split (Unmatched Time) and they "
 		    "cast no slow-rank vote", unsplit, (double)unsplit_ns / 1e6);
+	free(kind);
+	free(starts);
 	free(m.h);
 	free(m.last);
 	free(full);

@@ -3,7 +3,8 @@
  *
  * Each rank's step time is split into categories that have one cause
  * each: device compute, link transit (collective time after the last
- * rank arrived), host/launch (device idle outside data ranges) and data
+ * rank arrived; a send/recv's after its peers did, analysis-steps.c),
+ * host/launch (device idle outside data ranges) and data
  * loading ("data*" ranges).  Time spent waiting for other ranks is no
  * rank's own and is left out.  A rank is slow in a category when its
  * median over its steps exceeds the median of the other ranks by more

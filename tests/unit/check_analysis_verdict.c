@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,7 @@ struct shape {
 	double host_extra_us;
 	int late_rank;		/* its records start at step late_steps+1 */
 	int late_steps;
+	bool ring;		/* the send/recv waits only for rank r - 1 */
 	uint64_t seed;
 };
 
@@ -202,14 +204,19 @@ build(const struct shape *sh)
 			if (t > last)
 				last = t;
 		}
-		/* The send/recv starts once every rank arrived; the slow
-		 * link's transfer takes longer. */
+		/* The send/recv starts once every rank arrived (in a ring:
+		 * once this rank and the one it receives from arrived); the
+		 * slow link's transfer takes longer. */
 		for (int r = 0; r < sh->nr; r++) {
 			double l = 50 + (r == sh->link_rank ? sh->link_us : 0);
+			uint64_t from = sent[(r + sh->nr - 1) % sh->nr];
 
+			if (sh->ring)
+				last = sent[r] > from ? sent[r] : from;
 			arrive[r] = last + (uint64_t)(l * US);
 			comm(s[r], (uint32_t)(100 + r), sent[r], arrive[r], 6);
 		}
+		last = 0;
 		for (int r = 0; r < sh->nr; r++)
 			if (arrive[r] > last)
 				last = arrive[r];
@@ -437,6 +444,92 @@ START_TEST(test_late_rank)
 }
 END_TEST
 
+/* The communication table's Transit Time(us) of HcclSend, all ranks. */
+static double
+send_transit(struct analysis *a)
+{
+	const struct table *t = analysis_table(a, ANALYSIS_COMM);
+	size_t op = SIZE_MAX, tr = SIZE_MAX;
+
+	ck_assert_ptr_nonnull(t);
+	for (size_t c = 0; c < table_ncols(t); c++) {
+		if (strcmp(table_col(t, c), "OP Type") == 0)
+			op = c;
+		else if (strcmp(table_col(t, c), "Transit Time(us)") == 0)
+			tr = c;
+	}
+	ck_assert(op != SIZE_MAX && tr != SIZE_MAX);
+	for (size_t r = 0; r < table_nrows(t); r++)
+		if (strcmp(table_cell(t, r, op, NULL), "HcclSend") == 0)
+			return strtod(table_cell(t, r, tr, NULL), NULL);
+	ck_abort_msg("no HcclSend row");
+	return 0;
+}
+
+/*
+ * Point-to-point in a ring: each rank receives from the one before it,
+ * so its send/recv waits for that rank alone, then moves data for 50 us.
+ * Rank 1's host is late by 150 us every step (within its host noise).
+ * Transit is 50 us on every rank in every step (to within the 1/64 of it
+ * allowed for clock mapping error), and rank 1 is no slow
+ * link: a split against the last arrival of all four ranks gave rank 1
+ * and rank 2 (which waits for it) 50 us and ranks 3 and 0, which ended
+ * before rank 1 arrived, none, and named rank 1's link.
+ */
+START_TEST(test_ring_late_host)
+{
+	for (uint64_t seed = 1; seed <= 10; seed++) {
+		struct shape sh = shape(4, 12);
+		struct analysis_verdict v;
+		struct analysis *a;
+		double t;
+
+		sh.ring = true;
+		sh.seed = seed;
+		sh.comp_j = 0.001;
+		sh.host_us = 200;
+		sh.host_j = 0.5;
+		sh.host_rank = 1;
+		sh.host_extra_us = 150;
+		a = build(&sh);
+		analysis_verdict(a, &v);
+		ck_assert_msg(v.cause == NULL || strcmp(v.cause, "link") != 0,
+		    "seed %d: rank %d's link named", (int)seed, v.rank);
+		t = send_transit(a);
+		/* Within the 1/64 allowed for clock error. */
+		ck_assert_msg(t > 4 * 12 * 50 * 0.98 && t < 4 * 12 * 50 + 1,
+		    "seed %d: transit %f us", (int)seed, t);
+		analysis_free(a);
+	}
+}
+END_TEST
+
+/* The same ring with rank 2's transfers 60 us longer: its link is named
+ * whatever order the ranks arrive in. */
+START_TEST(test_ring_slow_link)
+{
+	for (uint64_t seed = 1; seed <= 10; seed++) {
+		struct shape sh = shape(4, 12);
+		struct analysis_verdict v;
+		struct analysis *a;
+
+		sh.ring = true;
+		sh.seed = seed;
+		sh.comp_j = 0.001;
+		sh.host_us = 200;
+		sh.host_j = 0.5;
+		sh.link_rank = 2;
+		sh.link_us = 60;
+		a = build(&sh);
+		analysis_verdict(a, &v);
+		ck_assert_msg(v.rank == 2 && v.cause != NULL &&
+		    strcmp(v.cause, "link") == 0, "seed %d: rank %d (%s)",
+		    (int)seed, v.rank, v.cause ? v.cause : "-");
+		analysis_free(a);
+	}
+}
+END_TEST
+
 /* The slow_rank table says which threshold and noise the verdict used. */
 START_TEST(test_table)
 {
@@ -532,6 +625,8 @@ main(void)
 	tcase_add_test(tc, test_causes);
 	tcase_add_test(tc, test_table);
 	tcase_add_test(tc, test_late_rank);
+	tcase_add_test(tc, test_ring_late_host);
+	tcase_add_test(tc, test_ring_slow_link);
 	tcase_add_test(tc, test_queued_launches);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
