@@ -308,6 +308,14 @@ an_clock(struct analysis *a)
 		if (used != NULL)
 			off[i] = ac_clk(used);
 		p->skew = off[i].off;
+		/* Its own estimate says how far its ends sit from the
+		 * others' (half their interquartile range at least), also
+		 * on the reference host where nothing is applied. */
+		p->clk_unc = r != NULL && r->est.status ==
+		    CLOCKALIGN_ESTIMATED ? r->est.uncertainty_ns :
+		    used != NULL ? used->uncertainty_ns : 0;
+		if (p->clk_unc < CLOCKALIGN_FLOOR_NS)
+			p->clk_unc = CLOCKALIGN_FLOOR_NS;
 		p->aligned = have && (r != NULL || he != NULL);
 		if (!have || a->o.align == ANALYSIS_ALIGN_NEVER)
 			memset(&off[i], 0, sizeof(off[i]));

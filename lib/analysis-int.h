@@ -242,6 +242,10 @@ struct an_proc {
 	uint32_t	 job, exe;		/* global string ids */
 	struct an_clk	 clk;			/* added to align clocks */
 	int64_t		 skew;			/* measured offset to the reference */
+	/* How far its times may sit from another rank's after alignment:
+	 * the uncertainty of its own offset estimate (on the reference
+	 * host too), at least CLOCKALIGN_FLOOR_NS (analysis-clock.c). */
+	int64_t		 clk_unc;
 	/* The index of its first step in a steps window (the daemon's record
 	 * of it leaving says "steps K..M"), else -1: its steps are numbered
 	 * from there, as every rank's window starts at the same K. */

@@ -433,8 +433,8 @@ st_p2p(const struct analysis *a, uint8_t **kind, const struct an_coll *c)
 	return (*kind)[c->name] == 2;
 }
 
-/* The share of a send/recv's length allowed for clock mapping error. */
-#define ST_P2P_SLACK	64
+/* 1/this of a send/recv's length is allowed for transfers that differ. */
+#define ST_P2P_SHARE	64
 
 static int
 st_cmp_u64(const void *x, const void *y)
@@ -453,19 +453,23 @@ st_cmp_u64(const void *x, const void *y)
  * elsewhere arrives.  A peer must have arrived at least the transfer's
  * length before c ended, and the group's shortest op (the last arrival's,
  * which waited for no one) is taken as that length: the latest arrival
- * no later than c's end less it.  Ranks' clocks are mapped onto one with
- * some error, so a peer's arrival may appear a little later than that;
- * 1/64 of the length is allowed for it.  Exact when every rank's
- * transfer takes as long (to within that 1/64, were another rank to
- * arrive just after the peer); with one slow link, its rank's transit is
- * found between the others' and its own.
+ * no later than c's end less it.  The ranks' times sit apart by their
+ * clocks' mapping errors (slack: their uncertainties), and transfers
+ * differ a little, so a peer's arrival may appear somewhat later: slack
+ * and 1/64 of the length are allowed for it.  Exact when every rank's
+ * transfer takes as long (to within that allowance, were another rank
+ * to arrive just after the peer); with one slow link, its rank's transit
+ * is found between the others' and its own.
  */
 static uint64_t
 st_p2p_last(const uint64_t *starts, size_t n, const struct an_coll *c,
-    uint64_t mind)
+    uint64_t mind, uint64_t slack)
 {
-	uint64_t by = c->end - mind + mind / ST_P2P_SLACK;
+	uint64_t by = c->end - mind + mind / ST_P2P_SHARE + slack;
 	size_t lo = 0, hi = n;
+
+	if (by > c->end)
+		by = c->end;
 
 	/* The first arrival after by; c's own is never after it. */
 	while (lo < hi) {
@@ -490,6 +494,7 @@ st_match(struct analysis *a)
 	uint64_t unsplit = 0, unsplit_ns = 0;
 	uint64_t *starts = st_alloc(a->nproc * sizeof(*starts));
 	uint8_t *kind = NULL;
+	int64_t unc = 0;
 	bool p2p;
 	struct st_merge m = { .h = st_alloc(a->nproc * sizeof(*m.h)),
 	    .last = st_alloc(a->nproc * sizeof(uint32_t)) };
@@ -529,8 +534,12 @@ st_match(struct analysis *a)
 		}
 		p2p = ng > 1 && st_p2p(a, &kind, grp[0]);
 		if (p2p) {
-			for (size_t i = 0; i < ng; i++)
+			unc = 0;
+			for (size_t i = 0; i < ng; i++) {
 				starts[i] = grp[i]->start;
+				if (gp[i]->clk_unc > unc)
+					unc = gp[i]->clk_unc;
+			}
 			an_sort(starts, ng, sizeof(*starts), st_cmp_u64);
 		}
 		for (size_t i = 0; i < ng; i++) {
@@ -539,7 +548,8 @@ st_match(struct analysis *a)
 			uint64_t w, t;
 
 			if (p2p)
-				last = st_p2p_last(starts, ng, c, mind);
+				last = st_p2p_last(starts, ng, c, mind,
+				    (uint64_t)(gp[i]->clk_unc + unc));
 			w = last > c->start ? last - c->start : 0;
 			t = c->end > last ? c->end - last : 0;
 

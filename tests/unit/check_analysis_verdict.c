@@ -21,6 +21,18 @@
 #define T0	1000000000000ull
 #define NR_MAX	8
 
+/* Each rank's clock error (rank r is process 100 + r): its records'
+ * times are that much late. */
+static uint64_t clk_err[NR_MAX];
+
+/* Where time t of process pid is recorded. */
+static uint64_t
+tz(uint32_t pid, uint64_t t)
+{
+	return T0 + t + (pid >= 100 && pid < 100 + NR_MAX ? clk_err[pid - 100] :
+	    0);
+}
+
 /* String ids: 1 step, 2 MatMul, 3 AI_CORE, 4 HcclAllReduce, 5 comm0,
  * 6 HcclSend, 7 dataload, 8 aclrtLaunchKernel. */
 static struct analysis_source *
@@ -52,8 +64,8 @@ kernel_corr(struct analysis_source *src, uint32_t pid, uint64_t s,
 
 	REC_INIT(&k, REC_KERNEL, 0);
 	k.pid = pid;
-	k.start = T0 + s;
-	k.end = T0 + e;
+	k.start = tz(pid, s);
+	k.end = tz(pid, e);
 	k.name_id = 2;
 	k.type_id = 3;
 	k.correlation_id = corr;
@@ -74,8 +86,8 @@ launch_api(struct analysis_source *src, uint32_t pid, uint64_t s,
 
 	REC_INIT(&r, REC_API, 0);
 	r.pid = pid;
-	r.start = T0 + s;
-	r.end = T0 + e;
+	r.start = tz(pid, s);
+	r.end = tz(pid, e);
 	r.name_id = 8;
 	r.correlation_id = corr;
 	ck_assert_int_eq(analysis_source_add(src, &r.hdr), 0);
@@ -101,8 +113,8 @@ comm(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
 
 	REC_INIT(&c, REC_COMMUNICATION, 0);
 	c.pid = pid;
-	c.start = T0 + s;
-	c.end = T0 + e;
+	c.start = tz(pid, s);
+	c.end = tz(pid, e);
 	c.name_id = name;
 	c.comm_name_id = 5;
 	c.count = 1 << 20;
@@ -117,7 +129,7 @@ marker(struct analysis_source *src, uint32_t pid, uint64_t ts, uint64_t id,
 
 	REC_INIT(&m, REC_MARKER, 0);
 	m.pid = pid;
-	m.timestamp = T0 + ts;
+	m.timestamp = tz(pid, ts);
 	m.id = id;
 	m.name_id = name;
 	m.flag = start ? 2u : 4u;
@@ -155,6 +167,8 @@ struct shape {
 	int late_rank;		/* its records start at step late_steps+1 */
 	int late_steps;
 	bool ring;		/* the send/recv waits only for rank r - 1 */
+	double xfer_us;		/* its transfer, else 50 us */
+	double clk_err_us;	/* rank r's clock is r times this late */
 	uint64_t seed;
 };
 
@@ -168,8 +182,10 @@ build(const struct shape *sh)
 	ck_assert_int_le(sh->nr, NR_MAX);
 	struct analysis_source *skip = NULL;
 
-	for (int r = 0; r < sh->nr; r++)
+	for (int r = 0; r < sh->nr; r++) {
 		s[r] = src_new(a, (uint32_t)(100 + r), r, sh->nr);
+		clk_err[r] = (uint64_t)(sh->clk_err_us * US * r);
+	}
 	if (sh->late_rank >= 0) {
 		/* Its first steps go to a process of no rank: never seen. */
 		skip = src_new(a, 999, -1, 0);
@@ -208,7 +224,8 @@ build(const struct shape *sh)
 		 * once this rank and the one it receives from arrived); the
 		 * slow link's transfer takes longer. */
 		for (int r = 0; r < sh->nr; r++) {
-			double l = 50 + (r == sh->link_rank ? sh->link_us : 0);
+			double l = (sh->xfer_us > 0 ? sh->xfer_us : 50) +
+			    (r == sh->link_rank ? sh->link_us : 0);
 			uint64_t from = sent[(r + sh->nr - 1) % sh->nr];
 
 			if (sh->ring)
@@ -229,6 +246,7 @@ build(const struct shape *sh)
 		b = end + 20 * US;
 	}
 	ck_assert_int_eq(analysis_run(a), 0);
+	memset(clk_err, 0, sizeof(clk_err));
 	return a;
 }
 
@@ -504,6 +522,45 @@ START_TEST(test_ring_late_host)
 }
 END_TEST
 
+/*
+ * The same ring with 5 us transfers, rank 3 late on its host, and the
+ * ranks' clocks 0.3 us apart each (rank 3's 0.9 us from rank 0's; one
+ * host's ranks map their device times with errors that size).  Rank 0
+ * receives from rank 3, whose arrival then looks 0.9 us later than the
+ * transfer allows: a split that allows no clock error passes over it,
+ * takes rank 0's own arrival instead and counts its wait for rank 3 as
+ * transit, naming rank 0's link.
+ */
+START_TEST(test_ring_clock_error)
+{
+	for (uint64_t seed = 1; seed <= 10; seed++) {
+		struct shape sh = shape(4, 12);
+		struct analysis_verdict v;
+		struct analysis *a;
+		double t;
+
+		sh.ring = true;
+		sh.seed = seed;
+		sh.comp_j = 0.001;
+		sh.host_us = 200;
+		sh.host_j = 0.5;
+		sh.host_rank = 3;
+		sh.host_extra_us = 150;
+		sh.xfer_us = 5;
+		sh.clk_err_us = 0.3;
+		a = build(&sh);
+		analysis_verdict(a, &v);
+		ck_assert_msg(v.cause == NULL || strcmp(v.cause, "link") != 0,
+		    "seed %d: rank %d's link named", (int)seed, v.rank);
+		/* Each transit off by the clocks' 0.9 us at most. */
+		t = send_transit(a);
+		ck_assert_msg(t > 4 * 12 * 5 - 12 * 0.9 && t < 4 * 12 * 5 +
+		    12 * 0.9, "seed %d: transit %f us", (int)seed, t);
+		analysis_free(a);
+	}
+}
+END_TEST
+
 /* The same ring with rank 2's transfers 60 us longer: its link is named
  * whatever order the ranks arrive in. */
 START_TEST(test_ring_slow_link)
@@ -627,6 +684,7 @@ main(void)
 	tcase_add_test(tc, test_late_rank);
 	tcase_add_test(tc, test_ring_late_host);
 	tcase_add_test(tc, test_ring_slow_link);
+	tcase_add_test(tc, test_ring_clock_error);
 	tcase_add_test(tc, test_queued_launches);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
