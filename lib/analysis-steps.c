@@ -400,15 +400,6 @@ st_group(struct st_merge *m, struct an_coll **grp, struct an_proc **gp)
 }
 
 /*
- * Walks collective instances (comm, seq) across procs: wait/transit and
- * votes (the rank with the shortest time is the one the others waited
- * for).  An instance is split only when every rank its communicator has
- * in other instances holds it: with one missing (the capture's edges, a
- * rank whose capture began late) the last arrival is not known, so its
- * wait and transit stay unsplit and it casts no vote.  Instances come in
- * (comm, seq) order, so a first pass notes each communicator's ranks.
- */
-/*
  * Whether instance c is a send or receive, by its algorithm ("P2P") or
  * its name; kind caches the answer per name id (0 not asked, 1 no, 2
  * yes).
@@ -470,7 +461,6 @@ st_p2p_last(const uint64_t *starts, size_t n, const struct an_coll *c,
 
 	if (by > c->end)
 		by = c->end;
-
 	/* The first arrival after by; c's own is never after it. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -484,6 +474,15 @@ st_p2p_last(const uint64_t *starts, size_t n, const struct an_coll *c,
 	    c->start;
 }
 
+/*
+ * Walks collective instances (comm, seq) across procs: wait/transit (a
+ * send/recv's against its peers' arrival, st_p2p_last) and votes (the
+ * rank with the shortest time is the one the others waited for).  An instance is split only when every rank its communicator has
+ * in other instances holds it: with one missing (the capture's edges, a
+ * rank whose capture began late) the last arrival is not known, so its
+ * wait and transit stay unsplit and it casts no vote.  Instances come in
+ * (comm, seq) order, so a first pass notes each communicator's ranks.
+ */
 static void
 st_match(struct analysis *a)
 {
