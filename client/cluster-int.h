@@ -36,6 +36,10 @@ struct cluster_node {
 	bool		 open;		/* out holds a reply cut short (srun) */
 	bool		 cut;		/* raw: the last piece was a cut one */
 	bool		 k_failed;	/* did not take the common k */
+	/* Kept an earlier k: its window had opened at it before k was
+	 * chosen again, and an opened window cannot move. */
+	bool		 k_kept;
+	long long	 k_at;		/* that k */
 	/* The node read node_ns on its CLOCK_REALTIME after we launched at
 	 * launch_ns and before its line reached us at recv_ns (both ours):
 	 * its offset to us lies in [node - recv, node - launch]. */

@@ -130,13 +130,28 @@ cluster_start_steps(const struct cluster *cl, struct json_object **rep)
 		any = true;
 	}
 	if (cl->common_k) {
+		bool kept = false;
+
+		for (size_t i = 0; i < cl->nnodes; i++)
+			kept |= cl->nodes[i].k_kept;
 		if (cl->k < 0)
 			printf("  no common step window: no node took one\n");
-		else
+		else if (!kept)
 			printf("  steps [%lld, %lld) on every node (one k for all: "
 			    "ranks were at most at step %lld, asked in %lld ms)\n",
 			    cl->k, cl->k + cl->steps, cl->max_step,
 			    (long long)cl->ask_ms);
+		else {
+			printf("  step windows differ across nodes (k was chosen "
+			    "again after a node's window had opened at the "
+			    "earlier one):");
+			for (size_t i = 0; i < cl->nnodes; i++)
+				if (!cl->nodes[i].k_failed &&
+				    jget(rep[i], "step_from") != NULL)
+					printf(" %s from %lld", cl->nodes[i].name,
+					    jint(rep[i], "step_from", -1));
+			printf("\n");
+		}
 		return;
 	}
 	if (!any)
@@ -403,6 +418,18 @@ cluster_rollback(struct cluster *cl)
 }
 
 /*
+ * Whether a node's refusal of `retarget --start-step` says its window
+ * had opened already: its session recorded (or is recording) the window
+ * it was given, or finished it and ended.
+ */
+static bool
+cluster_window_opened(const char *err)
+{
+	return err != NULL && (strstr(err, "step window has started "
+	    "already") != NULL || strstr(err, ", not active") != NULL);
+}
+
+/*
  * Second round of a common-k start: `retarget --start-step k` on every
  * node that started (through the same fan-out, one step); a node that
  * could not take it fails the start, and its session is rolled back.
@@ -410,7 +437,10 @@ cluster_rollback(struct cluster *cl)
  * its node said, or the fan-out slower than the lead) records nothing:
  * then k is chosen again from the round's own acks, with a lead twice
  * that round's length, up to CLUSTER_K_TRIES rounds, and a node whose
- * ranks still pass it fails.
+ * ranks still pass it fails.  Meanwhile a node whose ranks took the
+ * earlier k may have opened its window there, or recorded it whole and
+ * ended: a window that opened cannot move, so that node keeps its k
+ * (the reply says the windows differ) rather than losing its capture.
  */
 static void
 cluster_set_k(struct cluster *cl, struct json_object **rep)
@@ -422,6 +452,7 @@ cluster_set_k(struct cluster *cl, struct json_object **rep)
 	char *argv[8];
 	struct json_object **r2;
 	bool *ok;
+	long long *took;	/* per node: the last k none of its ranks passed */
 	int64_t lead_ms = 2 * cl->ask_ms + CLUSTER_LEAD_MS;
 	int tries = 0;
 
@@ -432,8 +463,11 @@ cluster_set_k(struct cluster *cl, struct json_object **rep)
 		return;
 	r2 = calloc(sub.nnodes + 1, sizeof(*r2));
 	ok = calloc(sub.nnodes + 1, sizeof(*ok));
-	if (r2 == NULL || ok == NULL)
+	took = calloc(sub.nnodes + 1, sizeof(*took));
+	if (r2 == NULL || ok == NULL || took == NULL)
 		goto out;
+	for (size_t j = 0; j < sub.nnodes; j++)
+		took[j] = -1;
 	argv[0] = (char *)self_exe();
 	argv[1] = "--json";
 	argv[2] = "retarget";
@@ -470,6 +504,7 @@ cluster_set_k(struct cluster *cl, struct json_object **rep)
 		for (size_t j = 0; j < sub.nnodes; j++) {
 			struct cluster_node *sn = &sub.nodes[j];
 			struct json_object *acks = NULL;
+			size_t pj;
 
 			ok[j] = sn->rc == 0 && sn->out != NULL &&
 			    (r2[j] = jparse(sn->out)) != NULL &&
@@ -481,7 +516,9 @@ cluster_set_k(struct cluster *cl, struct json_object **rep)
 					ok[j] = false;
 			if (!ok[j])
 				continue;
-			passed += cluster_k_passed(acks, cl->k);
+			if ((pj = cluster_k_passed(acks, cl->k)) == 0)
+				took[j] = cl->k;
+			passed += pj;
 			cluster_k_acks(acks, rt_lead, &next, &max_step);
 		}
 		if (passed == 0 || tries >= CLUSTER_K_TRIES)
@@ -505,6 +542,13 @@ cluster_set_k(struct cluster *cl, struct json_object **rep)
 				continue;
 			if (ok[j] && passed == 0) {
 				cluster_set_window(rep[i], cl->k, cl->steps);
+				continue;
+			}
+			if (!ok[j] && took[j] >= 0 && took[j] != cl->k &&
+			    cluster_window_opened(sn->err)) {
+				n->k_kept = true;
+				n->k_at = took[j];
+				cluster_set_window(rep[i], took[j], cl->steps);
 				continue;
 			}
 			n->k_failed = true;
@@ -533,10 +577,29 @@ out:
 	}
 	free(r2);
 	free(ok);
+	free(took);
 	free(sub.nodes);
 	free(map);
 	if (nfailed > 0)
 		cluster_rollback(cl);
+}
+
+/* JSON: the nodes that kept an earlier k, "kept_step_from": {node: k}. */
+static void
+cluster_start_kept_json(const struct cluster *cl)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < cl->nnodes; i++) {
+		if (!cl->nodes[i].k_kept)
+			continue;
+		printf("%s", any ? "," : "\"kept_step_from\":{");
+		util_json_str(stdout, cl->nodes[i].name);
+		printf(":%lld", cl->nodes[i].k_at);
+		any = true;
+	}
+	if (any)
+		printf("},");
 }
 
 static int
@@ -584,6 +647,7 @@ cluster_start_report(struct client *c, struct cluster *cl,
 			    "\"max_step\":%lld,\"ask_ms\":%lld,", cl->k,
 			    cl->k < 0 ? -1 : cl->k + cl->steps, cl->max_step,
 			    (long long)cl->ask_ms);
+		cluster_start_kept_json(cl);
 		printf("\"manifest\":");
 		{
 			char p[PATH_MAX];

@@ -257,7 +257,8 @@ ok "export --align never keeps each node's clock (ends ~3 ms apart)"
 grep -q 'node2 .*estimated' "$T/never.txt" || fail "no estimate with --align never: $(cat "$T/never.txt")"
 ok "report --align never still states the estimate"
 # Windows the start picks by itself (no --start-step): one k for every
-# node, else windows that start at different steps.  Windows that share 3
+# node, else windows that start at different steps (k was chosen again
+# after a node's window opened).  Windows that share 3
 # steps or more are renumbered onto each other and recovered as well;
 # windows with no step in common are "not estimable", never given an
 # offset (check_clockalign's windows_disjoint covers that case for sure).
@@ -283,7 +284,10 @@ if apart <= 5:
     assert h["Status"] == "estimated", h
     assert abs(h["Offset(us)"] * 1e3 + skew) <= 20000, h
 elif apart >= 8:
-    assert h["Status"] == "not estimable" and "do not agree" in h["Note"], h
+    # Ends of different collectives paired (ordinals from each window's
+    # start) disagree; with the records' own seq, none is shared.
+    assert h["Status"] == "not estimable" and ("do not agree" in h["Note"] or
+                                               "no collective shared" in h["Note"]), h
     r2 = [r for r in c if r["Kind"] == "rank" and r["Rank"] == 2][0]
     assert r2["Applied(us)"] == "", r2
 PY

@@ -8,11 +8,16 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/session-lib.sh"
 
+# With $T/slow-HOST, the next retarget reaches HOST 4 s late (a slow
+# fan-out to one node).
 cat >"$T/fakessh" <<EOS
 #!/bin/sh
 while [ "\$1" = -o ]; do shift 2; done
 host=\$1; shift
 [ -d "$T/\$host" ] || { echo "ssh: Could not resolve hostname \$host" >&2; exit 255; }
+case "\$*" in
+*retarget*) rm "$T/slow-\$host" 2>/dev/null && sleep 4 ;;
+esac
 MSPTID_RUNTIME_DIR="$T/\$host" exec sh -c "\$*"
 EOS
 chmod +x "$T/fakessh"
@@ -144,6 +149,34 @@ grep -q '^  hA: FAILED: [12] of its ranks had passed step [0-9]* when it reached
 timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap8 >wait8.out 2>&1
 [ $? -ne 124 ] || fail "wait hung after a rolled-back start: $(cat wait8.out)"
 ok "ranks already past k: k is chosen again; a node whose ranks pass every k fails the start, and wait ends"
+
+# k reaches hA 4 s late, so hA's ranks pass it and k is chosen again; by
+# then hB's ranks (160 steps behind) reached the first k and recorded
+# their whole window, and hB's session ended.  A window that opened
+# cannot move: hB keeps its k instead of failing (it failed the start
+# before, "session N is finalized, not active"), the reply says the
+# windows differ, and each node records its own whole window.
+: >"$T/slow-hA"
+"$MSPTICTL" start --hosts hosts --job sk --steps 3 --output-dir cap9 \
+    >start9.out 2>start9.err || fail "start: $(cat start9.out start9.err)"
+grep -q 'rank(s) had passed step [0-9]* when it reached them; choosing k again' start9.err ||
+	fail "no second choice of k: $(cat start9.out start9.err)"
+grep -q '^  step windows differ across nodes (k was chosen again after a node.s window had opened at the earlier one): hA from [0-9]* hB from [0-9]*$' start9.out ||
+	fail "no differing windows in the reply: $(cat start9.out start9.err)"
+kA=$(sed -n 's/.* hA from \([0-9]*\) .*/\1/p' start9.out)
+kB=$(sed -n 's/.* hB from \([0-9]*\)$/\1/p' start9.out)
+[ "$kA" -gt "$kB" ] || fail "hA's k $kA is not the later one (hB $kB)"
+python3 - cap9/manifest.json "$kA" "$kB" <<'PY' || fail "manifest: $(cat cap9/manifest.json)"
+import json, sys
+m = json.load(open(sys.argv[1]))
+k = {n["node"]: n for n in m["nodes"]}
+assert k["hA"]["ok"] and k["hB"]["ok"], k
+PY
+timeout 60 "$MSPTICTL" wait --hosts hosts --output-dir cap9 >wait9.out 2>&1 ||
+	fail "wait: $(cat wait9.out)"
+step_window cap9/hA.mspti 3 "$kA" >/dev/null || exit 1
+step_window cap9/hB.mspti 3 "$kB" >/dev/null || exit 1
+ok "a node whose window opened before k was chosen again keeps it; each node records its whole window"
 
 # retarget --start-step (what the common k is set with): refused, with the
 # reason, for a session without --steps, a bad value, or a window that has
