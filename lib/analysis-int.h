@@ -147,6 +147,15 @@ an_cmp_ival(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
+/* Orders uint64_t values (an_sort). */
+static inline int
+an_cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
 /* A closed union segment waiting for its steps to be known. */
 struct an_seg {
 	uint64_t	s, e;

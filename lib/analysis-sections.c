@@ -945,14 +945,6 @@ an_sections(struct analysis *a)
 
 /* ---- text view of the sections that grow with the capture ---- */
 
-static int
-sec_cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /* Nearest-rank percentile of sorted v[n], n > 0. */
 static uint64_t
 sec_pct(const uint64_t *v, size_t n, unsigned pct)
@@ -1062,7 +1054,7 @@ sec_steps_text(struct analysis *a, FILE *f)
 			avg[7] += (double)s->memcpy;
 			avg[8] += (double)s->data;
 		}
-		an_sort(len, p->nres, sizeof(*len), sec_cmp_u64);
+		an_sort(len, p->nres, sizeof(*len), an_cmp_u64);
 		m = (double)p->nres;
 		table_row(sum);
 		table_i64(sum, p->rank);

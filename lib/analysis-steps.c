@@ -427,14 +427,6 @@ st_p2p(const struct analysis *a, uint8_t **kind, const struct an_coll *c)
 /* 1/this of a send/recv's length is allowed for transfers that differ. */
 #define ST_P2P_SHARE	64
 
-static int
-st_cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /*
  * The last arrival that a send or receive c can have waited for, with the
  * group's arrivals sorted in starts[0..n) and its shortest op mind long.
@@ -539,7 +531,7 @@ st_match(struct analysis *a)
 				if (gp[i]->clk_unc > unc)
 					unc = gp[i]->clk_unc;
 			}
-			an_sort(starts, ng, sizeof(*starts), st_cmp_u64);
+			an_sort(starts, ng, sizeof(*starts), an_cmp_u64);
 		}
 		for (size_t i = 0; i < ng; i++) {
 			struct an_coll *c = grp[i];

@@ -484,6 +484,38 @@ send_transit(struct analysis *a)
 	return 0;
 }
 
+/* A 4-rank, 12-step ring (seeded): compute exact to 0.1 %, host gaps
+ * of 200 us +- 50 %. */
+static struct shape
+ring_shape(uint64_t seed)
+{
+	struct shape sh = shape(4, 12);
+
+	sh.ring = true;
+	sh.seed = seed;
+	sh.comp_j = 0.001;
+	sh.host_us = 200;
+	sh.host_j = 0.5;
+	return sh;
+}
+
+/* No link named on sh; the sends' transit (us, all ranks) in (lo, hi). */
+static void
+ring_no_link(const struct shape *sh, double lo, double hi)
+{
+	struct analysis *a = build(sh);
+	struct analysis_verdict v;
+	double t;
+
+	analysis_verdict(a, &v);
+	ck_assert_msg(v.cause == NULL || strcmp(v.cause, "link") != 0,
+	    "seed %d: rank %d's link named", (int)sh->seed, v.rank);
+	t = send_transit(a);
+	ck_assert_msg(t > lo && t < hi, "seed %d: transit %f us",
+	    (int)sh->seed, t);
+	analysis_free(a);
+}
+
 /*
  * Point-to-point in a ring: each rank receives from the one before it,
  * so its send/recv waits for that rank alone, then moves data for 50 us.
@@ -497,27 +529,11 @@ send_transit(struct analysis *a)
 START_TEST(test_ring_late_host)
 {
 	for (uint64_t seed = 1; seed <= 10; seed++) {
-		struct shape sh = shape(4, 12);
-		struct analysis_verdict v;
-		struct analysis *a;
-		double t;
+		struct shape sh = ring_shape(seed);
 
-		sh.ring = true;
-		sh.seed = seed;
-		sh.comp_j = 0.001;
-		sh.host_us = 200;
-		sh.host_j = 0.5;
 		sh.host_rank = 1;
 		sh.host_extra_us = 150;
-		a = build(&sh);
-		analysis_verdict(a, &v);
-		ck_assert_msg(v.cause == NULL || strcmp(v.cause, "link") != 0,
-		    "seed %d: rank %d's link named", (int)seed, v.rank);
-		t = send_transit(a);
-		/* Within the 1/64 allowed for clock error. */
-		ck_assert_msg(t > 4 * 12 * 50 * 0.98 && t < 4 * 12 * 50 + 1,
-		    "seed %d: transit %f us", (int)seed, t);
-		analysis_free(a);
+		ring_no_link(&sh, 4 * 12 * 50 * 0.98, 4 * 12 * 50 + 1);
 	}
 }
 END_TEST
@@ -529,34 +545,19 @@ END_TEST
  * receives from rank 3, whose arrival then looks 0.9 us later than the
  * transfer allows: a split that allows no clock error passes over it,
  * takes rank 0's own arrival instead and counts its wait for rank 3 as
- * transit, naming rank 0's link.
+ * transit, naming rank 0's link.  Each transit is off by the clocks'
+ * 0.9 us at most.
  */
 START_TEST(test_ring_clock_error)
 {
 	for (uint64_t seed = 1; seed <= 10; seed++) {
-		struct shape sh = shape(4, 12);
-		struct analysis_verdict v;
-		struct analysis *a;
-		double t;
+		struct shape sh = ring_shape(seed);
 
-		sh.ring = true;
-		sh.seed = seed;
-		sh.comp_j = 0.001;
-		sh.host_us = 200;
-		sh.host_j = 0.5;
 		sh.host_rank = 3;
 		sh.host_extra_us = 150;
 		sh.xfer_us = 5;
 		sh.clk_err_us = 0.3;
-		a = build(&sh);
-		analysis_verdict(a, &v);
-		ck_assert_msg(v.cause == NULL || strcmp(v.cause, "link") != 0,
-		    "seed %d: rank %d's link named", (int)seed, v.rank);
-		/* Each transit off by the clocks' 0.9 us at most. */
-		t = send_transit(a);
-		ck_assert_msg(t > 4 * 12 * 5 - 12 * 0.9 && t < 4 * 12 * 5 +
-		    12 * 0.9, "seed %d: transit %f us", (int)seed, t);
-		analysis_free(a);
+		ring_no_link(&sh, 4 * 12 * 5 - 12 * 0.9, 4 * 12 * 5 + 12 * 0.9);
 	}
 }
 END_TEST
@@ -566,15 +567,10 @@ END_TEST
 START_TEST(test_ring_slow_link)
 {
 	for (uint64_t seed = 1; seed <= 10; seed++) {
-		struct shape sh = shape(4, 12);
+		struct shape sh = ring_shape(seed);
 		struct analysis_verdict v;
 		struct analysis *a;
 
-		sh.ring = true;
-		sh.seed = seed;
-		sh.comp_j = 0.001;
-		sh.host_us = 200;
-		sh.host_j = 0.5;
 		sh.link_rank = 2;
 		sh.link_us = 60;
 		a = build(&sh);
