@@ -166,7 +166,7 @@ grep -q '^  step windows differ across nodes (k was chosen again after a node.s 
 kA=$(sed -n 's/.* hA from \([0-9]*\) .*/\1/p' start9.out)
 kB=$(sed -n 's/.* hB from \([0-9]*\)$/\1/p' start9.out)
 [ "$kA" -gt "$kB" ] || fail "hA's k $kA is not the later one (hB $kB)"
-python3 - cap9/manifest.json "$kA" "$kB" <<'PY' || fail "manifest: $(cat cap9/manifest.json)"
+python3 - cap9/manifest.json <<'PY' || fail "manifest: $(cat cap9/manifest.json)"
 import json, sys
 m = json.load(open(sys.argv[1]))
 k = {n["node"]: n for n in m["nodes"]}
