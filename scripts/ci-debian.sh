@@ -56,7 +56,10 @@ ls "$W"/*.deb | sed 's|.*/|  |'
 	{ mkdir -p "$MSPTI_DEB_KEEP"; cp "$W"/*.deb "$W"/*.changes "$W"/*.buildinfo "$MSPTI_DEB_KEEP/"; }
 
 echo "== lintian"
-lintian --fail-on error "$W"/*.changes >"$W/lintian.out" 2>&1 || lint=$?
+# Its scratch files (mldbm-elf-*) go under $W, not /tmp, where each run
+# left a dozen.
+mkdir -p "$W/tmp"
+TMPDIR="$W/tmp" lintian --fail-on error "$W"/*.changes >"$W/lintian.out" 2>&1 || lint=$?
 grep -v '^running with root' "$W/lintian.out" || true
 [ "${lint:-0}" -eq 0 ] || { echo "ci-debian: lintian reports errors"; exit 1; }
 
