@@ -348,7 +348,8 @@ struct analysis_source {
 	struct an_clk	 clk;		/* its host's clock correction, for
 					   records of no process
 					   (analysis-clock.c) */
-	/* Launch join: direct-mapped by correlation id. */
+	/* Launch join: direct-mapped by correlation id; NULL until the
+	 * first correlated record (an_pend_free unmaps it). */
 	struct an_pend	*pend;
 	uint64_t	 losses[LOSS_STAGE_MAX];
 	uint64_t	 loss_records[LOSS_STAGE_MAX];
@@ -462,6 +463,8 @@ AN_HIDDEN uint64_t	 an_union_measure(const struct an_union *u,
 			    uint64_t a, uint64_t b);
 AN_HIDDEN void		*an_realloc(void *p, size_t n);
 AN_HIDDEN void		 an_grow(void *vp, size_t *cap, size_t n, size_t sz);
+/* Unmaps the source's launch join table (made on first use). */
+AN_HIDDEN void		 an_pend_free(struct analysis_source *src);
 /* analysis-merge.c */
 AN_HIDDEN void		 an_finish_input(struct analysis *a);
 /* 1 + the first op named name (0: none); sets it unless set. */

@@ -54,9 +54,8 @@ an_finish_input(struct analysis *a)
 		free(s->map);
 		free(s->op_of);
 		free(s->api_of);
-		free(s->pend);
+		an_pend_free(s);
 		s->map = s->op_of = s->api_of = NULL;
-		s->pend = NULL;
 		s->nmap = s->nop_of = s->napi_of = 0;
 		s->last = NULL;
 	}

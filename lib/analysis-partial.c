@@ -859,8 +859,6 @@ pt_read(struct pt_r *r, const struct analysis *a, struct analysis *b)
 			pt_bad(r, "out of memory");
 			break;
 		}
-		free(src->pend);
-		src->pend = NULL;
 		src->path = strdup(src->name);
 		src->reorder_ns = pt_ru(r);
 		nl = pt_rn(r, 2, 64);

@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <sys/mman.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -191,7 +193,7 @@ analysis_free(struct analysis *a)
 		free(s->map);
 		free(s->op_of);
 		free(s->api_of);
-		free(s->pend);
+		an_pend_free(s);
 		free(s);
 	}
 	for (size_t i = 0; i < a->nproc; i++) {
@@ -238,13 +240,11 @@ analysis_source_new(struct analysis *a, const char *name, const char *host)
 	s->a = a;
 	s->name = strdup(name ? name : "-");
 	s->host = strdup(host ? host : "");
-	s->pend = calloc(AN_PEND_SIZE, sizeof(struct an_pend));
 	s->reorder_ns = a->o.reorder_ns ? a->o.reorder_ns :
 	    ANALYSIS_REORDER_NS;
-	if (s->name == NULL || s->host == NULL || s->pend == NULL) {
+	if (s->name == NULL || s->host == NULL) {
 		free(s->name);
 		free(s->host);
-		free(s->pend);
 		free(s);
 		return NULL;
 	}
@@ -474,6 +474,39 @@ an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 	an_stat_add(&a->apis[idx - 1].st, dur);
 }
 
+/*
+ * The launch join's table (AN_PEND_SIZE slots, 3 MiB), made on a
+ * source's first correlated record, so that sources without launches
+ * (a cluster's many ranks of collectives) cost nothing.  Mapped populated:
+ * from calloc each page's first probe mapped the shared zero page and the
+ * write after it faulted again, a copy-on-write whose TLB shootdown
+ * interrupts every CPU the report's threads run on (a quarter of the
+ * analysing thread's time on 4 files with --jobs 2).
+ */
+static struct an_pend *
+an_pend_table(struct analysis_source *src)
+{
+	void *m;
+
+	if (src->pend != NULL)
+		return src->pend;
+	m = mmap(NULL, AN_PEND_SIZE * sizeof(struct an_pend), PROT_READ |
+	    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (m == MAP_FAILED) {
+		fputs("analysis: out of memory\n", stderr);
+		abort();
+	}
+	return src->pend = m;
+}
+
+void
+an_pend_free(struct analysis_source *src)
+{
+	if (src->pend != NULL)
+		munmap(src->pend, AN_PEND_SIZE * sizeof(struct an_pend));
+	src->pend = NULL;
+}
+
 /* A launch joined: API [as, ae] launched device work [ds, de].  Its
  * delay is a stall only for the part the device was idle: a kernel that
  * waited behind the process's earlier device work was queued, not
@@ -538,16 +571,17 @@ static void
 an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
     uint64_t s, uint64_t e, uint32_t gname, int is_dev)
 {
-	struct an_pend *slot, me;
+	struct an_pend *pend, *slot, me;
 
 	if (corr == 0)
 		return;
+	pend = an_pend_table(src);
 	/* Correlation ids are per process: processes share a file. */
-	slot = &src->pend[(corr ^ (uint64_t)p->pid * 0x9e3779b1u) &
+	slot = &pend[(corr ^ (uint64_t)p->pid * 0x9e3779b1u) &
 	    (AN_PEND_SIZE - 1)];
 	/* Ids mostly count up: the slots of the next launches are last
 	 * touched a table ago, so fetch them ahead of their records. */
-	__builtin_prefetch(&src->pend[((corr + 16) ^ (uint64_t)p->pid *
+	__builtin_prefetch(&pend[((corr + 16) ^ (uint64_t)p->pid *
 	    0x9e3779b1u) & (AN_PEND_SIZE - 1)], 1);
 	me = (struct an_pend){ corr, s, e, 0, gname, p->pid, (uint8_t)is_dev };
 	if (is_dev) {
