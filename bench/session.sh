@@ -16,13 +16,14 @@ MSPTID="$top_builddir/daemon/msptid"
 CTLBIN="$top_builddir/client/msptictl"
 AGENT="$top_builddir/agent/.libs/libmspti.so"
 H="$top_builddir/bench/bench-session-rate"
+KAPP="$top_builddir/bench/bench-session-kernels"
 TRAIN="$top_builddir/sim/npusim-train"
 NSTARTS=${BENCH_STARTS:-20}
 NREC=${BENCH_RECORDS:-1000000}
 NRUNS=${BENCH_RATE_RUNS:-5}
 NAGENTS=${BENCH_AGENTS:-256}
 IDLE_S=${BENCH_IDLE_S:-5}
-for f in "$MSPTID" "$CTLBIN" "$AGENT" "$H" "$TRAIN"; do
+for f in "$MSPTID" "$CTLBIN" "$AGENT" "$H" "$KAPP" "$TRAIN"; do
 	[ -x "$f" ] || [ -f "$f" ] || { echo "bench-session: BROKEN: $f not built"; exit 1; }
 done
 command -v python3 >/dev/null 2>&1 ||
@@ -353,6 +354,36 @@ fi
 echo "  (5 more runs at $zdesc for the stop figure: $zlost of 5 lost records)"
 echo "stop -> finalized, $NREC records written, zero loss: $(stats 1000000 <"$T/zl.stop") ms   [target <= 200 ms]"
 echo "  (msptictl stop wall time, fork to exit; it returns after the footer is written and fsynced)"
+echo
+
+# --- 7. msptid CPU per device record as the kernel names grow --------------
+# One process launching 200000 kernels of 1 us under `msptictl run --kinds
+# kernel`, cycling through NAMES distinct kernel names; msptid's CPU time
+# (its schedstat) over the run, start and finalizing included, per record
+# written.  msptid names each device record in the agent's string space,
+# so a lookup that grows with the names shows here.
+echo "msptid CPU per kernel record as the distinct kernel names grow (200000 launches of 1 us, --kinds kernel, start and finalize included):"
+for names in 1 100 1000 4000; do
+	best="" lostall=""
+	for rep in 1 2 3; do
+		c0=$(cut -d' ' -f1 /proc/"$DAEMON_PID"/schedstat)
+		$CTL run --kinds kernel --output "$T/k.mspti" -- \
+		    "$KAPP" "$names" 200000 >"$T/k.out" 2>"$T/k.err" ||
+			broken "kernels ($names names): $(tail -2 "$T/k.err")"
+		c1=$(cut -d' ' -f1 /proc/"$DAEMON_PID"/schedstat)
+		recs=$(sed -n 's/.*finalized: .*[^0-9]\([0-9][0-9]*\) records.*/\1/p' \
+		    "$T/k.err" | head -1)
+		[ -n "$recs" ] && [ "$recs" -ge 200000 ] ||
+			broken "kernels ($names names): $recs records: $(tail -2 "$T/k.err")"
+		lost=$(sed -n 's/.*finalized: .* \([0-9][0-9]*\) lost.*/\1/p' \
+		    "$T/k.err" | head -1)
+		ns=$(( (c1 - c0) / recs ))
+		[ -z "$best" ] || [ "$ns" -lt "$best" ] && best=$ns
+		lostall="$lostall${lostall:+ }${lost:-?}"
+		rm -f "$T/k.mspti"
+	done
+	echo "  $names name(s): $best ns of msptid CPU per record (best of 3; $recs records; lost per run: $lostall)"
+done
 echo
 
 # --- 6. ns per record into the session ring, side by side with LTTng-UST ----

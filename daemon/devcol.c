@@ -54,6 +54,7 @@ struct devcol {
 	unsigned		 nused;		/* devices with users > 0 */
 	devcol_filter_cb	 filter;
 	void			*filter_arg;
+	unsigned		 fill;		/* devcol_last_fill */
 	struct devcol_chan	 dev[DEVCOL_MAX_DEVICES];
 	struct npusim_record	 batch[DEVCOL_BATCH];
 };
@@ -398,13 +399,21 @@ devcol_poll(struct devcol *dc, devcol_task_cb cb, void *arg)
 	struct devcol_task t;
 	size_t total = 0, n, i, budget;
 
+	dc->fill = 0;
 	for (uint32_t dev = 0; dev < DEVCOL_MAX_DEVICES; dev++) {
 		struct devcol_chan *c = &dc->dev[dev];
+		uint64_t backlog;
 
 		devcol_try_open(dev, c, now);
 		if (!c->open)
 			continue;
 		devcol_clock_sample(c);
+		backlog = __atomic_load_n(&c->hdr->head, __ATOMIC_ACQUIRE) -
+		    c->cursor;
+		if (backlog > c->cap)
+			backlog = c->cap;
+		if (backlog * 1000 / c->cap > dc->fill)
+			dc->fill = (unsigned)(backlog * 1000 / c->cap);
 		/* One lap at most per call, so a flood cannot stall the loop. */
 		for (budget = c->cap; budget > 0; budget -= n) {
 			n = devcol_read(c, dc->batch, budget < DEVCOL_BATCH ?
@@ -429,6 +438,12 @@ devcol_poll(struct devcol *dc, devcol_task_cb cb, void *arg)
 		}
 	}
 	return total;
+}
+
+unsigned
+devcol_last_fill(const struct devcol *dc)
+{
+	return dc->fill;
 }
 
 uint64_t

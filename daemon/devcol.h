@@ -125,6 +125,10 @@ void		 devcol_set_filter(struct devcol *, devcol_filter_cb, void *arg);
  * first.  Returns the number of tasks delivered.
  */
 size_t		 devcol_poll(struct devcol *, devcol_task_cb cb, void *arg);
+/* How full the fullest channel was when the last devcol_poll read it:
+ * its backlog in thousandths of its capacity (1000: lapped, records
+ * lost).  The caller polls sooner while channels fill fast. */
+unsigned	 devcol_last_fill(const struct devcol *);
 
 /* Channel overruns (records lost) on device since it was opened. */
 uint64_t	 devcol_lost(struct devcol *, uint32_t device);

@@ -61,6 +61,10 @@ struct evbuffer;
 #define SESS_ACK_TIMEOUT_MS	3000	/* agent acks of start and stop */
 #define SESS_DRAIN_MS		100	/* drain timer */
 #define SESS_DRAIN_BATCH	65536	/* records per ring per drain call */
+/* Device channels are polled sooner than the drain timer while they fill
+ * fast: the next poll comes when the fullest would be a quarter full at
+ * the rate it filled since the last one, at least this long after. */
+#define SESS_DEV_POLL_MIN_MS	5
 /* A launch this recent at the end may still be queued on the device. */
 #define SESS_INFLIGHT_NS	JOIN_DEV_TIMEOUT_NS
 /* At the stop, the most finalizing waits for the device tasks of launches
@@ -81,6 +85,7 @@ struct evbuffer;
 #define SESS_KEEP_DONE		64	/* finished sessions kept for `sessions` */
 #define SESS_STRINGS		4096	/* producer string ids 1..this */
 #define SESS_ALLSTR		(2 * SESS_STRINGS)	/* + daemon-made ones */
+#define SESS_DHASH		(4 * SESS_STRINGS)	/* their hash slots */
 #define SESS_MARKS		1024	/* host marker ids remembered */
 /* Marker ids from here on are the agent's synchronize step ranges
  * (agent/session.c STEP_SYNC_ID), never an MSTX id with a device task. */
@@ -266,6 +271,9 @@ struct sess_agent {
 	uint64_t		 dev_lost_kind[REC_TYPE_MAX];	/* the same,
 						   by the launch's type */
 	uint32_t		 ndstr;		/* daemon strings in strs[] */
+	uint16_t		*dhash;		/* their index (1..ndstr) by
+						   hash, 0 empty; made on
+						   first use (SESS_DHASH) */
 	struct sess_mark	*marks;		/* host marker id -> strings */
 	bool			 watched;	/* metrics_watch_pid taken */
 	uint64_t		 fork_lost;	/* a fork child's early records */
@@ -396,6 +404,9 @@ struct daemon {
 	uint64_t		 frames_rejected;
 	uint64_t		 peers_dropped;
 	struct devcol		*devcol;	/* device channels */
+	struct event		*devpoll_ev;	/* the next poll, sooner
+						   than the drain timer's
+						   while channels fill fast */
 	struct metrics		*metrics;	/* metric sampling */
 	struct httpmetrics	*http;		/* --metrics-listen */
 	/* Of sessions already freed, so node totals never go down. */
@@ -527,6 +538,7 @@ void		 session_dev_add_launch(struct sess_agent *sa,
 		     const struct rec_hdr *h, uint64_t now);
 bool		 session_dev_filter(uint32_t device, uint32_t pid, void *arg);
 void		 session_dev_poll(struct daemon *d);
+void		 session_dev_poll_cb(evutil_socket_t, short, void *);
 void		 session_dev_use(struct session *s, const struct agent *a);
 uint64_t	 session_dev_lost(const struct session *s);
 void		 session_dev_release(struct session *s);

@@ -81,13 +81,16 @@ server_create(const char *rundir)
 	}
 	if ((d->reap_ev = event_new(d->base, -1, 0, server_reap_cb, d)) ==
 	    NULL || (d->trim_ev = evtimer_new(d->base, server_trim_cb, d)) ==
-	    NULL || (d->devcol = devcol_new(d->base)) == NULL ||
+	    NULL || (d->devpoll_ev = evtimer_new(d->base, session_dev_poll_cb,
+	    d)) == NULL || (d->devcol = devcol_new(d->base)) == NULL ||
 	    (d->metrics = metrics_new(d->base)) == NULL) {
 		devcol_free(d->devcol);
 		if (d->reap_ev != NULL)
 			event_free(d->reap_ev);
 		if (d->trim_ev != NULL)
 			event_free(d->trim_ev);
+		if (d->devpoll_ev != NULL)
+			event_free(d->devpoll_ev);
 		event_base_free(d->base);
 		free(d->rundir);
 		free(d);
@@ -359,6 +362,8 @@ server_free(struct daemon *d)
 		event_free(d->reap_ev);
 	if (d->trim_ev != NULL)
 		event_free(d->trim_ev);
+	if (d->devpoll_ev != NULL)
+		event_free(d->devpoll_ev);
 	metrics_free(d->metrics);
 	d->metrics = NULL;
 	devcol_free(d->devcol);

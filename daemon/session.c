@@ -159,6 +159,7 @@ session_agent_free(struct sess_agent *sa)
 		free(sa->strs[i]);
 	free(sa->strs);
 	free(sa->strmap);
+	free(sa->dhash);
 	free(sa->fr);
 	free(sa->error);
 	free(sa->win_note);

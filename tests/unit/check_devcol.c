@@ -3,8 +3,9 @@
  * device and launches kernels on command; the parent (which never calls
  * the simulator itself) reads the channel with devcol.  Checks host-time
  * conversion against the child's own clock readings, the clock model's
- * drift, the pid filter, overrun counting with a tiny channel, and that a
- * missing or garbage channel is harmless.
+ * drift, the pid filter, overrun counting with a tiny channel, how full
+ * the channel was at each poll, and that a missing or garbage channel is
+ * harmless.
  */
 #include "config.h"
 
@@ -372,6 +373,19 @@ START_TEST(real_tasks)
 	ck_assert_uint_eq(st.filtered, 5);
 	ck_assert_uint_eq(g->n, 20);
 	devcol_set_filter(dc, NULL, NULL);
+	/* Nothing new since: an empty channel. */
+	devcol_poll(dc, collect, g);
+	ck_assert_uint_eq(devcol_last_fill(dc), 0);
+
+	/* How full the channel was when read (msptid polls sooner while it
+	 * fills fast): 16 of 64 slots, a quarter. */
+	g->n = 0;
+	child_do(&ch, 'F', 16);
+	devcol_poll(dc, collect, g);
+	ck_assert_uint_eq(g->n, 16);
+	ck_assert_uint_eq(devcol_last_fill(dc), 250);
+	devcol_poll(dc, collect, g);
+	ck_assert_uint_eq(devcol_last_fill(dc), 0);
 
 	/* A reader that does not keep up: 500 tasks into a 64-slot channel
 	 * before the next poll.  Every one is either read or counted. */
@@ -382,6 +396,7 @@ START_TEST(real_tasks)
 	ck_assert_uint_eq(g->n, CHAN_RECORDS);
 	ck_assert_uint_eq(devcol_lost(dc, 0), 500 - CHAN_RECORDS);
 	ck_assert_uint_eq(st.lost + g->n, 500);
+	ck_assert_uint_eq(devcol_last_fill(dc), 1000);	/* lapped */
 
 	child_stop(&ch);
 	devcol_unuse(dc, 0);
