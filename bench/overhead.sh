@@ -16,7 +16,7 @@
 # Then the same process with and without a session (inproc below).
 #
 # Knobs: BENCH_OVERHEAD_REPS (10), BENCH_TRAIN_STEPS (300),
-# BENCH_DIST_STEPS (150), BENCH_DIST_RANKS (2), BENCH_OVERHEAD_PHASES (8),
+# BENCH_DIST_STEPS (150), BENCH_DIST_RANKS (2), BENCH_OVERHEAD_PHASES (16),
 # BENCH_OVERHEAD_PHASE_S (1).
 set -u
 : "${top_builddir:?top_builddir not set}"
@@ -29,7 +29,7 @@ REPS=${BENCH_OVERHEAD_REPS:-10}
 TSTEPS=${BENCH_TRAIN_STEPS:-300}
 DSTEPS=${BENCH_DIST_STEPS:-150}
 DRANKS=${BENCH_DIST_RANKS:-2}
-PHASES=${BENCH_OVERHEAD_PHASES:-8}
+PHASES=${BENCH_OVERHEAD_PHASES:-16}
 PHASE_S=${BENCH_OVERHEAD_PHASE_S:-1}
 for f in "$MSPTID" "$CTLBIN" "$AGENT" "$TRAIN" "$DIST"; do
 	[ -e "$f" ] || { echo "bench-overhead: BROKEN: $f not built"; exit 1; }
@@ -143,6 +143,18 @@ name = sys.argv[2]
 base = statistics.median(v["none"] for v in runs.values())
 print("%s: step time without the agent %.3f ms (median of %s runs)" %
       (name, base, sys.argv[3]))
+def ci(x):
+    """The distribution-free 95 % interval of the median of x: order
+    statistics k and n + 1 - k, k the largest with P(Bin(n, 1/2) < k)
+    <= 2.5 % (None when n is too small for one)."""
+    x, n = sorted(x), len(x)
+    k, p = 0, 0.0
+    while True:
+        p += math.comb(n, k) / 2 ** n
+        if p > 0.025:
+            break
+        k += 1
+    return (x[k - 1], x[n - k]) if k >= 1 else None
 def infl(cfg, ref):
     x = [v[cfg] / v[ref] - 1 for v in runs.values()
          if not math.isnan(v[cfg]) and not math.isnan(v[ref])]
@@ -158,6 +170,12 @@ for cfg in ["nosession", "api", "kernel", "memcpy", "communication",
         line += ", %+6.2f %% vs agent without session" % b[0]
     line += "; steps 3-30 %+.2f %%" % infl(cfg + "/early", "none/early")[0]
     if cfg == "all":
+        x = [v["all"] / v["nosession"] - 1 for v in runs.values()
+             if not math.isnan(v["all"]) and not math.isnan(v["nosession"])]
+        c = ci(x)
+        if c:
+            line += "; 95 %% interval of the median vs agent without " \
+                "session %+.2f..%+.2f %%" % (100 * c[0], 100 * c[1])
         line += "  [target <= 1 %]"
     print(line)
 cpu = [l.split() for l in open(sys.argv[4]) if len(l.split()) == 2]
@@ -219,7 +237,7 @@ inproc() {
 	kill -TERM "$app" 2>/dev/null
 	wait "$app" 2>/dev/null
 	python3 - "$out" "$T/phases" "$name" "$PHASE_S" <<'PY'
-import re, statistics, sys
+import math, re, statistics, sys
 lines = open(sys.argv[1]).read().split("\n")
 marks = [l.split() for l in open(sys.argv[2])]
 seg, raw = [], []
@@ -256,10 +274,21 @@ for i, (lab, ms) in enumerate(seg):
 if not rat:
     print("%s: in one process: no phase had steps" % sys.argv[3])
     sys.exit(0)
+# The distribution-free 95 % interval of the median: order statistics k
+# and n + 1 - k, k the largest with P(Bin(n, 1/2) < k) <= 2.5 %.
+srt, k, p = sorted(rat), 0, 0.0
+while True:
+    p += math.comb(len(srt), k) / 2 ** len(srt)
+    if p > 0.025:
+        break
+    k += 1
+iv = ("; 95 %% interval of the median %+.2f..%+.2f %%" %
+      (100 * srt[k - 1], 100 * srt[len(srt) - k])) if k >= 1 else ""
 print("%s, in one process: all kinds on vs the agent without session "
-      "%+6.2f %% (phases %+.1f..%+.1f; %d pairs of %s s)  [target <= 1 %%]" %
+      "%+6.2f %% (phases %+.1f..%+.1f; %d pairs of %s s%s)  "
+      "[target <= 1 %%]" %
       (sys.argv[3], 100 * statistics.median(rat), 100 * min(rat),
-       100 * max(rat), len(rat), sys.argv[4]))
+       100 * max(rat), len(rat), sys.argv[4], iv))
 if start_ms and stop_ms:
     print("  start: the first 30 step lines took %+.2f ms in all beyond "
           "the steady step (median); stop: %.0f step lines printed while "
