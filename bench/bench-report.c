@@ -85,11 +85,33 @@ jit(uint64_t t)
 	return t - t / 8 + x % (t / 4 + 1);
 }
 
+/* The next of a jitter sequence of its own (xorshift64): t plus up to
+ * +-12.5 % of it. */
+static uint64_t
+jit_common(uint64_t *state, uint64_t t)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return t - t / 8 + x % (t / 4 + 1);
+}
+
 /*
  * About n records of a training-like mix: per step a "step" range, 32
- * launches (API + kernel, two op types), one all-reduce.  Rank 0 of 1.
- * Jittered: every duration and gap varies, and the thread ids alternate,
- * so consecutive records differ as in a real capture.
+ * launches (API + kernel, two op types), one all-reduce.  Jittered: every
+ * duration and gap varies, and the thread ids alternate, so consecutive
+ * records differ as in a real capture.  With world > 1 the ranks leave
+ * each all-reduce together, as a job's do: the steps follow a clock
+ * common to the ranks (jittered by a sequence of its own, the same for
+ * every rank), each step's all-reduce ends 420 us into it on every rank
+ * give or take 1 us, and the step ends 440 us in; between, each rank's
+ * times vary on their own.  (Before, each rank's times drifted apart
+ * step by step, so no collective's ends agreed, and the final pass's
+ * clock alignment spent its worst case on them, a fifth of a 4-file
+ * report.)
  */
 static void
 workload_rank(struct sink *k, uint64_t n, int rank, int world)
@@ -100,6 +122,7 @@ workload_rank(struct sink *k, uint64_t n, int rank, int world)
 	struct rec_marker m;
 	struct rec_communication c;
 	uint64_t t = 1700000000000000000ull, done = 0, corr = 1, step = 1;
+	uint64_t tstep = t, common = 0x2545f4914f6cdd1dull;
 
 	REC_INIT(&pr, REC_PROCESS, 0);
 	pr.pid = (uint32_t)rank + 1;
@@ -120,6 +143,8 @@ workload_rank(struct sink *k, uint64_t n, int rank, int world)
 	c.alg_type_id = 9;
 	c.count = 1 << 20;
 	while (done < n) {
+		if (world > 1)
+			t = tstep;
 		m.id = step;
 		m.timestamp = t;
 		m.flag = 2;
@@ -139,9 +164,17 @@ workload_rank(struct sink *k, uint64_t n, int rank, int world)
 		}
 		c.start = t + jit(6000);
 		c.end = c.start + jit(44000);
+		if (world > 1) {
+			/* 32 launches take at most 360 us: the all-reduce
+			 * starts before 367 us. */
+			c.end = tstep + 420000 + jit(1000) - 500;
+			t = tstep + 440000;
+			tstep += jit_common(&common, 480000);
+		}
 		c.correlation_id = corr++;
 		put(k, &c);
-		t += jit(60000);
+		if (world == 1)
+			t += jit(60000);
 		m.timestamp = t;
 		m.flag = 4;
 		put(k, &m);
