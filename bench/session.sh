@@ -357,12 +357,12 @@ echo "  (msptictl stop wall time, fork to exit; it returns after the footer is w
 echo
 
 # --- 7. msptid CPU per device record as the kernel names grow --------------
-# One process launching 200000 kernels of 1 us under `msptictl run --kinds
+# One process launching 200000 kernels of 5 us under `msptictl run --kinds
 # kernel`, cycling through NAMES distinct kernel names; msptid's CPU time
 # (its schedstat) over the run, start and finalizing included, per record
 # written.  msptid names each device record in the agent's string space,
 # so a lookup that grows with the names shows here.
-echo "msptid CPU per kernel record as the distinct kernel names grow (200000 launches of 1 us, --kinds kernel, start and finalize included):"
+echo "msptid CPU per kernel record as the distinct kernel names grow (200000 launches of 5 us, --kinds kernel, start and finalize included):"
 for names in 1 100 1000 4000; do
 	best="" lostall=""
 	for rep in 1 2 3; do
