@@ -1,7 +1,9 @@
-/* lib/join: both arrival orders, multi-task launches, timeouts, bounds. */
+/* lib/join: both arrival orders, multi-task launches, timeouts, bounds,
+ * keys that collide leaving in random order. */
 #include "config.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,6 +250,72 @@ START_TEST(many)
 }
 END_TEST
 
+/*
+ * Keys that collide, taken out in random order while others come in: a
+ * model of what waits checked against join_has_launch (the tables'
+ * deletion moves later slots back; a slot moved wrongly leaves a waiting
+ * launch unfindable, or a gone one findable).
+ */
+START_TEST(random_order)
+{
+	static struct out o;
+	struct join_config cfg = { .dev_size = sizeof(struct dtask) };
+	enum { N = 6000 };
+	static uint32_t key[N][3];
+	static bool waiting[N];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	struct join_stats st;
+	struct join *j;
+	size_t nwait = 0, matched = 0;
+
+	j = join_new(&cfg, emit, &o);
+	ck_assert_ptr_nonnull(j);
+	for (size_t step = 0; step < 4 * N; step++) {
+		size_t i;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		i = (size_t)(x % N);
+		if (!waiting[i]) {
+			struct join_launch l;
+
+			/* Few devices and streams, tasks from a small range:
+			 * many keys share a home slot. */
+			key[i][0] = (uint32_t)(x >> 20) % 3;
+			key[i][1] = (uint32_t)(x >> 24) % 5;
+			key[i][2] = (uint32_t)i * 7u;
+			l = launch(key[i][0], key[i][1], key[i][2], i + 1);
+			ck_assert_int_eq(join_add_launch(j, &l, 0), 0);
+			waiting[i] = true;
+			nwait++;
+		} else {
+			struct dtask d = { key[i][0], key[i][1], key[i][2], i };
+
+			o.n = 0;
+			ck_assert_int_eq(join_add_task(j, d.device, d.stream,
+			    d.task, &d, 0), 0);
+			ck_assert_uint_eq(o.n, 1);
+			ck_assert_uint_eq(o.corr[0], i + 1);
+			waiting[i] = false;
+			nwait--;
+			matched++;
+		}
+		if (step % 997 != 0 && step != 4 * N - 1)
+			continue;
+		for (size_t k = 0; k < N; k++)
+			if (key[k][1] != 0 || key[k][2] != 0 || waiting[k])
+				ck_assert_int_eq(join_has_launch(j, key[k][0],
+				    key[k][1], key[k][2]), waiting[k]);
+	}
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_waiting, nwait);
+	ck_assert_uint_eq(st.matched, matched);
+	ck_assert_uint_eq(st.dev_waiting, 0);
+	join_free(j);
+}
+END_TEST
+
 START_TEST(bad_config)
 {
 	struct join_config cfg = { .dev_size = 0 };
@@ -458,6 +526,7 @@ main(void)
 	tcase_add_test(tc, flush_inflight);
 	tcase_add_test(tc, host_foreach);
 	tcase_add_test(tc, many);
+	tcase_add_test(tc, random_order);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, capture_window);
 	tcase_add_test(tc, drop_per_kind);
