@@ -330,6 +330,24 @@ struct an_dev {
 	uint64_t	peak_ts;
 };
 
+#define AN_PEND_SIZE	65536u
+/* Its pages (of 4 KiB at least), for their first touch. */
+#define AN_PAGE		4096u
+#define AN_PEND_PAGES	((AN_PEND_SIZE * sizeof(struct an_pend) + \
+			    AN_PAGE - 1) / AN_PAGE)
+/* MSTX ranges open at once per process before the oldest is given up
+ * (counted, warned): bounds memory against STARTs that never end. */
+#define AN_OPEN_MAX	65536u
+struct an_pend {
+	uint64_t	corr;		/* per process: keyed with pid */
+	uint64_t	start, end;	/* API or device op */
+	uint64_t	prev_end;	/* device op: the process's device work
+					   seen before it ended here */
+	uint32_t	name;		/* global: API name or kernel name */
+	uint32_t	pid;
+	uint8_t		is_dev;
+};
+
 struct analysis_source {
 	struct analysis	*a;
 	char		*name;
@@ -349,27 +367,15 @@ struct analysis_source {
 					   records of no process
 					   (analysis-clock.c) */
 	/* Launch join: direct-mapped by correlation id; NULL until the
-	 * first correlated record (an_pend_free unmaps it). */
+	 * first correlated record (an_pend_free unmaps it); the pages
+	 * of it written to already (each is first touched by a write). */
 	struct an_pend	*pend;
+	uint64_t	 pend_touched[AN_PEND_PAGES / 64 + 1];
 	uint64_t	 losses[LOSS_STAGE_MAX];
 	uint64_t	 loss_records[LOSS_STAGE_MAX];
 	uint64_t	 records;
 	bool		 truncated;
 	uint64_t	 corrupt;
-};
-
-#define AN_PEND_SIZE	65536u
-/* MSTX ranges open at once per process before the oldest is given up
- * (counted, warned): bounds memory against STARTs that never end. */
-#define AN_OPEN_MAX	65536u
-struct an_pend {
-	uint64_t	corr;		/* per process: keyed with pid */
-	uint64_t	start, end;	/* API or device op */
-	uint64_t	prev_end;	/* device op: the process's device work
-					   seen before it ended here */
-	uint32_t	name;		/* global: API name or kernel name */
-	uint32_t	pid;
-	uint8_t		is_dev;
 };
 
 struct an_op {

@@ -475,13 +475,16 @@ an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 }
 
 /*
- * The launch join's table (AN_PEND_SIZE slots, 3 MiB), made on a
+ * The launch join's table (AN_PEND_SIZE slots, 3 MiB), mapped on a
  * source's first correlated record, so that sources without launches
- * (a cluster's many ranks of collectives) cost nothing.  Mapped populated:
- * from calloc each page's first probe mapped the shared zero page and the
- * write after it faulted again, a copy-on-write whose TLB shootdown
- * interrupts every CPU the report's threads run on (a quarter of the
- * analysing thread's time on 4 files with --jobs 2).
+ * (a cluster's many ranks of collectives) cost nothing, and its pages
+ * come in as they are used.  A page's first touch is a write
+ * (an_pend_touch): from calloc the first probe of a page, a read, mapped
+ * the shared zero page and the write after it faulted again, a
+ * copy-on-write whose TLB shootdown interrupted every CPU the report's
+ * threads ran on (a quarter of the analysing thread's time on 4 files
+ * with --jobs 2).  Mapping it populated instead cost 1 ms a source, what
+ * a report over many small rank files would pay for every one.
  */
 static struct an_pend *
 an_pend_table(struct analysis_source *src)
@@ -491,12 +494,29 @@ an_pend_table(struct analysis_source *src)
 	if (src->pend != NULL)
 		return src->pend;
 	m = mmap(NULL, AN_PEND_SIZE * sizeof(struct an_pend), PROT_READ |
-	    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {
 		fputs("analysis: out of memory\n", stderr);
 		abort();
 	}
+	memset(src->pend_touched, 0, sizeof(src->pend_touched));
 	return src->pend = m;
+}
+
+/* Writes to the pages slot lies on before anything reads them. */
+static inline void
+an_pend_touch(struct analysis_source *src, const struct an_pend *slot)
+{
+	size_t first = (size_t)((const char *)slot - (const char *)src->pend) /
+	    AN_PAGE, last = (size_t)((const char *)(slot + 1) - 1 -
+	    (const char *)src->pend) / AN_PAGE;
+
+	for (size_t pg = first; pg <= last; pg++)
+		if (!(src->pend_touched[pg / 64] & (1ull << (pg % 64)))) {
+			src->pend_touched[pg / 64] |= 1ull << (pg % 64);
+			*(volatile char *)((char *)src->pend + pg * AN_PAGE) =
+			    0;
+		}
 }
 
 void
@@ -579,6 +599,7 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	/* Correlation ids are per process: processes share a file. */
 	slot = &pend[(corr ^ (uint64_t)p->pid * 0x9e3779b1u) &
 	    (AN_PEND_SIZE - 1)];
+	an_pend_touch(src, slot);
 	/* Ids mostly count up: the slots of the next launches are last
 	 * touched a table ago, so fetch them ahead of their records. */
 	__builtin_prefetch(&pend[((corr + 16) ^ (uint64_t)p->pid *
