@@ -110,8 +110,8 @@ jit_common(uint64_t *state, uint64_t t)
  * give or take 1 us, and the step ends 440 us in; between, each rank's
  * times vary on their own.  (Before, each rank's times drifted apart
  * step by step, so no collective's ends agreed, and the final pass's
- * clock alignment spent its worst case on them, a fifth of a 4-file
- * report.)
+ * clock alignment spent its worst case on them: about half of that pass
+ * over 4 files.)
  */
 static void
 workload_rank(struct sink *k, uint64_t n, int rank, int world)

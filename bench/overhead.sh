@@ -20,6 +20,7 @@
 # BENCH_OVERHEAD_PHASE_S (1).
 set -u
 : "${top_builddir:?top_builddir not set}"
+src=$(cd "$(dirname "$0")" && pwd)
 MSPTID="$top_builddir/daemon/msptid"
 CTLBIN="$top_builddir/client/msptictl"
 AGENT="$top_builddir/agent/.libs/libmspti.so"
@@ -132,8 +133,11 @@ PY
 	done
 	: >"$T/daemon.cpu.$name"
 	[ -s "$T/daemon.cpu" ] && mv "$T/daemon.cpu" "$T/daemon.cpu.$name"
-	python3 - "$T/$name.runs" "$name" "$REPS" "$T/daemon.cpu.$name" <<'PY'
+	python3 - "$T/$name.runs" "$name" "$REPS" "$T/daemon.cpu.$name" "$src" \
+	    <<'PY'
 import collections, math, statistics, sys
+sys.path.insert(0, sys.argv[5])
+import medianci
 runs = collections.defaultdict(dict)
 for l in open(sys.argv[1]):
     r, cfg, ms, early = l.split()
@@ -143,18 +147,6 @@ name = sys.argv[2]
 base = statistics.median(v["none"] for v in runs.values())
 print("%s: step time without the agent %.3f ms (median of %s runs)" %
       (name, base, sys.argv[3]))
-def ci(x):
-    """The distribution-free 95 % interval of the median of x: order
-    statistics k and n + 1 - k, k the largest with P(Bin(n, 1/2) < k)
-    <= 2.5 % (None when n is too small for one)."""
-    x, n = sorted(x), len(x)
-    k, p = 0, 0.0
-    while True:
-        p += math.comb(n, k) / 2 ** n
-        if p > 0.025:
-            break
-        k += 1
-    return (x[k - 1], x[n - k]) if k >= 1 else None
 def infl(cfg, ref):
     x = [v[cfg] / v[ref] - 1 for v in runs.values()
          if not math.isnan(v[cfg]) and not math.isnan(v[ref])]
@@ -172,7 +164,7 @@ for cfg in ["nosession", "api", "kernel", "memcpy", "communication",
     if cfg == "all":
         x = [v["all"] / v["nosession"] - 1 for v in runs.values()
              if not math.isnan(v["all"]) and not math.isnan(v["nosession"])]
-        c = ci(x)
+        c = medianci.interval(x)
         if c:
             line += "; 95 %% interval of the median vs agent without " \
                 "session %+.2f..%+.2f %%" % (100 * c[0], 100 * c[1])
@@ -236,8 +228,10 @@ inproc() {
 	echo "end $(wc -l <"$out")" >>"$T/phases"
 	kill -TERM "$app" 2>/dev/null
 	wait "$app" 2>/dev/null
-	python3 - "$out" "$T/phases" "$name" "$PHASE_S" <<'PY'
-import math, re, statistics, sys
+	python3 - "$out" "$T/phases" "$name" "$PHASE_S" "$src" <<'PY'
+import re, statistics, sys
+sys.path.insert(0, sys.argv[5])
+import medianci
 lines = open(sys.argv[1]).read().split("\n")
 marks = [l.split() for l in open(sys.argv[2])]
 seg, raw = [], []
@@ -274,16 +268,9 @@ for i, (lab, ms) in enumerate(seg):
 if not rat:
     print("%s: in one process: no phase had steps" % sys.argv[3])
     sys.exit(0)
-# The distribution-free 95 % interval of the median: order statistics k
-# and n + 1 - k, k the largest with P(Bin(n, 1/2) < k) <= 2.5 %.
-srt, k, p = sorted(rat), 0, 0.0
-while True:
-    p += math.comb(len(srt), k) / 2 ** len(srt)
-    if p > 0.025:
-        break
-    k += 1
+c = medianci.interval(rat)
 iv = ("; 95 %% interval of the median %+.2f..%+.2f %%" %
-      (100 * srt[k - 1], 100 * srt[len(srt) - k])) if k >= 1 else ""
+      (100 * c[0], 100 * c[1])) if c else ""
 print("%s, in one process: all kinds on vs the agent without session "
       "%+6.2f %% (phases %+.1f..%+.1f; %d pairs of %s s%s)  "
       "[target <= 1 %%]" %
