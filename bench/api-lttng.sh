@@ -39,6 +39,9 @@ fi
 tmp=$(mktemp -d /tmp/mspti-lttng.XXXXXX) || exit 0
 SESSIOND_PID=""
 SESSION=""
+# liblttng-ust leaves its wait pages in /dev/shm (lttng-ust-wait-*, made
+# by the first traced process): the ones this run made go with it.
+shm_before=$(ls /dev/shm 2>/dev/null | grep '^lttng-ust-wait-')
 cleanup() {
 	[ -n "$SESSION" ] && lttng destroy "$SESSION" >/dev/null 2>&1
 	if [ -n "$SESSIOND_PID" ]; then
@@ -50,6 +53,9 @@ cleanup() {
 		kill -9 "$SESSIOND_PID" 2>/dev/null
 		wait "$SESSIOND_PID" 2>/dev/null
 	fi
+	for f in $(ls /dev/shm 2>/dev/null | grep '^lttng-ust-wait-'); do
+		echo "$shm_before" | grep -qx "$f" || rm -f "/dev/shm/$f"
+	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
