@@ -121,6 +121,11 @@ session_drain_out(struct sess_agent *sa, const struct rec_hdr *h)
 	return session_drain_put(sa, (struct rec_hdr *)buf, false);
 }
 
+_Static_assert(SESS_ALLSTR - SESS_STRINGS <= UINT16_MAX &&
+    SESS_DHASH > SESS_ALLSTR - SESS_STRINGS &&
+    (SESS_DHASH & (SESS_DHASH - 1)) == 0, "SESS_DHASH: too small for the "
+    "daemon strings, or not a power of two");
+
 /*
  * Interns str in sa's namespace above the agent's ids; 0 when full.  A
  * device record names its kernel (and type, communicator, algorithm) by
@@ -130,11 +135,6 @@ session_drain_out(struct sess_agent *sa, const struct rec_hdr *h)
  * distinct kernel names: 16 times as much, and records lost at the device
  * channel, with 4,000 names.)
  */
-_Static_assert(SESS_ALLSTR - SESS_STRINGS <= UINT16_MAX &&
-    SESS_DHASH > SESS_ALLSTR - SESS_STRINGS &&
-    (SESS_DHASH & (SESS_DHASH - 1)) == 0, "SESS_DHASH: too small for the "
-    "daemon strings, or not a power of two");
-
 uint32_t
 session_drain_string(struct sess_agent *sa, const char *str)
 {
