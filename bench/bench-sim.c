@@ -7,6 +7,7 @@
  * was busy, and the largest gap between two kernels in the records.
  * Then collectives between rank processes: host wall time per all_reduce
  * against the modelled time (the host waits for the data really moved).
+ * Last, how late after the modelled end a host wait returns.
  * Prints figures only.
  */
 #include <sys/mman.h>
@@ -145,6 +146,69 @@ run(const char *label, uint64_t kernel_ns, long count, int record)
 	return (aclrtDestroyStream(s) != ACL_SUCCESS);
 }
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x < y ? -1 : x > y);
+}
+
+/*
+ * A training step's end: a kernel, a 4-byte copy into host memory and a
+ * synchronize, steps times.  How long after the copy's modelled end
+ * (its record, device clock) the synchronize returned (the device clock
+ * read at once): the host's wake-up latency, which every step pays.
+ */
+static int
+host_wait(long steps)
+{
+	static struct npusim_record	 buf[64];
+	struct npusim_channel_reader	 r;
+	aclrtFuncHandle			 k;
+	aclrtStream			 s;
+	uint64_t			*late, rt, d1, lost, sleeps, v = 0;
+	void				*dev;
+	long				 i, m = 0;
+	int				 n, j, bad = 0;
+
+	if ((late = calloc((size_t)steps, sizeof *late)) == NULL ||
+	    npusimKernelRegister("stepend", NPUSIM_KERNEL_AI_CORE, 0, 0,
+	    200000, &k) != ACL_SUCCESS || aclrtCreateStream(&s) !=
+	    ACL_SUCCESS || aclrtMalloc(&dev, 4096, ACL_MEM_MALLOC_HUGE_FIRST)
+	    != ACL_SUCCESS || npusim_channel_open(0, &r) != 0) {
+		free(late);
+		return (1);
+	}
+	sleeps = npusimHostSleeps();
+	for (i = 0; i < steps && !bad; i++) {
+		bad = aclrtLaunchKernel(k, 1, NULL, 0, s) != ACL_SUCCESS ||
+		    aclrtMemcpyAsync(&v, sizeof v, dev, sizeof v,
+		    ACL_MEMCPY_DEVICE_TO_HOST, s) != ACL_SUCCESS ||
+		    aclrtSynchronizeStream(s) != ACL_SUCCESS ||
+		    npusimReadClock(0, &rt, &d1) != ACL_SUCCESS;
+		while (!bad && (n = npusim_channel_read(&r, buf, 64,
+		    &lost)) > 0)
+			for (j = 0; j < n; j++)
+				if (buf[j].kind == NPUSIM_TASK_MEMCPY &&
+				    buf[j].end_ns <= d1)
+					late[m++] = d1 - buf[j].end_ns;
+	}
+	npusim_channel_close(&r);
+	if (!bad && m > 0) {
+		qsort(late, (size_t)m, sizeof *late, cmp_u64);
+		printf("host wait after a step's copy into host memory, %ld "
+		    "steps: returns %.1f us after the modelled end (median; "
+		    "p10 %.1f, p90 %.1f), %.2f sleeps a step\n", m,
+		    (double)late[m / 2] / 1e3, (double)late[m / 10] / 1e3,
+		    (double)late[m * 9 / 10] / 1e3,
+		    (double)(npusimHostSleeps() - sleeps) / (double)steps);
+	}
+	free(late);
+	bad |= aclrtFree(dev) != ACL_SUCCESS;
+	return (bad | (aclrtDestroyStream(s) != ACL_SUCCESS));
+}
+
 /* One rank: reps all_reduces of count elements of type dt; prints. */
 static int
 coll_rank(uint32_t r, uint32_t n, HcclRootInfo *root, uint64_t count,
@@ -268,6 +332,7 @@ main(int argc, char **argv)
 	bad |= run("tiny, recorded", 100, n, 1);
 	bad |= run("10us, not recorded", 10000, n / 10, 0);
 	bad |= run("10us, recorded", 10000, n / 10, 1);
+	bad |= host_wait(2000);
 	aclFinalize();
 	cleanup();
 	if (bad)

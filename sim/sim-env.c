@@ -108,6 +108,10 @@ sim_env_do_load(void)
 	 * sampler that has not run yet when the device is named). */
 	sim_cfg.test_metrics_delay_ms = (int)sim_env_ll(
 	    "NPUSIM_TEST_METRICS_DELAY_MS", 0, 0, 60000);
+	/* Test hook: a stream's worker wakes this late from its sleep to a
+	 * copy into host memory (a worker thread the kernel descheduled). */
+	sim_cfg.test_worker_lag_ms = (int)sim_env_ll(
+	    "NPUSIM_TEST_WORKER_LAG_MS", 0, 0, 60000);
 	sim_cfg.env_rank = (int)sim_env_ll("RANK", -1, 0, 1 << 20);
 }
 

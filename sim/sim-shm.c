@@ -349,6 +349,38 @@ sim_shm_task_done(struct sim_device *d, struct sim_busy *b, uint64_t start,
 	pthread_mutex_unlock(&d->busy_lock);
 }
 
+/*
+ * Before a host wait at whose end b's held records fall due: take the
+ * channel slots they will most likely fill into this CPU's cache for
+ * writing, so that publishing them after the wait, on the waiter's
+ * critical path, does not stall on a cache miss per line.  Only a hint:
+ * another writer may take some of those slots first.
+ */
+void
+sim_shm_busy_prefetch(struct sim_device *d, struct sim_busy *b)
+{
+	struct npusim_channel_header	*h = d->chan;
+	const char			*p;
+	uint64_t			 idx;
+	unsigned			 i, n;
+	size_t				 off;
+
+	if (b == NULL || h == NULL ||
+	    __atomic_load_n(&h->enable_count, __ATOMIC_RELAXED) == 0)
+		return;
+	pthread_mutex_lock(&d->busy_lock);
+	n = b->rn + 1;		/* and a paced copy's, not held yet */
+	pthread_mutex_unlock(&d->busy_lock);
+	if (n > SIM_PREFETCH_RECS)
+		n = SIM_PREFETCH_RECS;
+	idx = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+	for (i = 0; i < n; i++) {
+		p = (const char *)&d->chan_rec[(idx + i) & (h->capacity - 1)];
+		for (off = 0; off < sizeof *d->chan_rec; off += 64)
+			__builtin_prefetch(p + off, 1, 3);
+	}
+}
+
 /* After a host wait: publish what is due now (everything waited for). */
 void
 sim_shm_busy_flush(struct sim_device *d, struct sim_busy *b)

@@ -13,7 +13,8 @@
  * behind them, go to the stream's worker thread, which sleeps only
  * before a copy into host memory (so the host never sees the data before
  * the model says it arrived).  Host waits block until the work has been
- * executed, then sleep once until its modelled end.
+ * executed, or only such a copy is left, then sleep once until its
+ * modelled end (and finish the copy if the worker has not yet).
  */
 #include <sys/syscall.h>
 
@@ -174,6 +175,74 @@ sim_stream_inline(struct sim_task *t)
 }
 
 /*
+ * Copy a paced task's bytes and account it, once: the worker after its
+ * sleep, or a host wait that passed the copy's end first.  Under the
+ * stream lock, so no syncer sees the task complete with its bytes half
+ * moved.
+ */
+void
+sim_stream_paced_finish(struct sim_stream *s, uint64_t n)
+{
+	struct sim_task	*t;
+	int		 done = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->paced_n == n && n != 0) {
+		t = s->paced;
+		s->paced_n = s->paced_host = 0;
+		s->paced = NULL;
+		if (t->u.memcpy.count > 0)
+			memmove(t->u.memcpy.dst, t->u.memcpy.src,
+			    t->u.memcpy.count);
+		sim_shm_task_done(s->dev, s->busy, s->paced_start, s->vtime,
+		    &s->paced_rec, sim_clock_mono());
+		done = 1;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (done)
+		pthread_cond_signal(&s->wake);	/* the worker, if it waits */
+}
+
+/*
+ * A copy into host memory (on the worker): its bytes move at its modelled
+ * end, so the host never sees them sooner.  A host wait for the stream
+ * sleeps to that end and finishes the copy, paying its own wake-up only;
+ * the worker waits for that (woken after it, off the host's path) or,
+ * when no host waits, for the end itself, and then finishes it.
+ */
+static void
+sim_stream_paced(struct sim_stream *s, struct sim_task *t,
+    struct npusim_record *rec, uint64_t start, uint64_t end)
+{
+	struct timespec	ts;
+	uint64_t	n;
+
+	rec->start_ns = sim_clock_device(s->dev->id, start);
+	rec->end_ns = sim_clock_device(s->dev->id, end);
+	ts.tv_sec = (time_t)(end / 1000000000ULL);
+	ts.tv_nsec = (long)(end % 1000000000ULL);
+	pthread_mutex_lock(&s->lock);
+	n = s->paced_n = s->completed + 1;
+	s->paced = t;
+	s->paced_start = start;
+	s->paced_rec = *rec;
+	s->vtime = end;
+	pthread_cond_broadcast(&s->done);	/* a syncer may take it */
+	while (s->paced_n == n) {
+		if (s->paced_host == n)		/* a host wait will finish it */
+			pthread_cond_wait(&s->wake, &s->lock);
+		else if (sim_clock_mono() < end)
+			pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+		else
+			break;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (sim_cfg.test_worker_lag_ms > 0)
+		usleep((useconds_t)sim_cfg.test_worker_lag_ms * 1000);
+	sim_stream_paced_finish(s, n);
+}
+
+/*
  * Execute one task at its modelled time; returns its error (sticky on the
  * stream).  Called by whoever owns the stream's timeline: the submitter
  * under the stream lock while the queue is empty, else the worker.
@@ -225,13 +294,15 @@ sim_stream_exec(struct sim_stream *s, struct sim_task *t, uint64_t now)
 			t->u.kernel.ops->run(t->u.kernel.args);
 		break;
 	case NPUSIM_TASK_MEMCPY:
-		if (sim_stream_to_host(t))
-			sim_clock_wait_until(end);
+		rec.bytes = t->u.memcpy.count;
+		rec.memcpy_kind = (uint32_t)t->u.memcpy.kind;
+		if (sim_stream_to_host(t)) {
+			sim_stream_paced(s, t, &rec, start, end);
+			return (ACL_SUCCESS);
+		}
 		if (t->u.memcpy.count > 0)
 			memmove(t->u.memcpy.dst, t->u.memcpy.src,
 			    t->u.memcpy.count);
-		rec.bytes = t->u.memcpy.count;
-		rec.memcpy_kind = (uint32_t)t->u.memcpy.kind;
 		break;
 	case NPUSIM_TASK_MEMSET:
 		memset(t->u.memset.dst, t->u.memset.value, t->u.memset.count);
@@ -263,7 +334,7 @@ sim_stream_exec(struct sim_stream *s, struct sim_task *t, uint64_t now)
 		pthread_cond_broadcast(&ev->cond);
 		pthread_mutex_unlock(&ev->lock);
 	}
-	if (t->kind == NPUSIM_TASK_COMM || sim_stream_to_host(t))
+	if (t->kind == NPUSIM_TASK_COMM)
 		now = sim_clock_mono();	/* it took real time */
 	/* Waiting for the last rank is not busy; the transfer is. */
 	if (t->kind == NPUSIM_TASK_COMM && start + rec.wait_ns <= end)
@@ -294,7 +365,10 @@ sim_stream_main(void *arg)
 		if (e != ACL_SUCCESS && s->error == ACL_SUCCESS)
 			s->error = e;
 		s->completed++;
-		pthread_cond_broadcast(&s->done);
+		if (s->completed >= s->wake_at) {
+			s->wake_at = UINT64_MAX;
+			pthread_cond_broadcast(&s->done);
+		}
 		pthread_mutex_unlock(&s->lock);
 		sim_stream_free_task(t);
 		pthread_mutex_lock(&s->lock);
@@ -341,6 +415,7 @@ struct sim_stream *
 sim_stream_create(struct sim_device *d, int is_default)
 {
 	struct sim_stream	*s;
+	pthread_condattr_t	 ca;
 	sigset_t		 old;
 	int			 rc;
 
@@ -351,8 +426,13 @@ sim_stream_create(struct sim_device *d, int is_default)
 	s->id = sim_stream_new_id(d);
 	s->busy = sim_shm_busy_new(d);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->wake, NULL);
+	/* The worker also waits on wake for a paced copy's modelled end. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&s->done, NULL);
+	s->wake_at = UINT64_MAX;
 	TAILQ_INIT(&s->queue);
 	util_block_async_signals(&old);
 	rc = pthread_create(&s->thread, NULL, sim_stream_main, s);
@@ -507,19 +587,32 @@ sim_stream_submit_copy(struct sim_stream *s, struct sim_task *t)
 }
 
 /*
- * Wait until everything submitted so far has been executed; *end gets its
- * modelled end.  Reports and clears a task error.  Does not sleep.
+ * Wait until everything submitted so far has been executed, or all but
+ * the last, a copy into host memory waiting for its end (*paced gets its
+ * number for sim_stream_paced_finish, else 0); *end gets the modelled
+ * end.  Reports and clears a task error.  Does not sleep.
  */
 aclError
-sim_stream_drain(struct sim_stream *s, uint64_t *end)
+sim_stream_drain(struct sim_stream *s, uint64_t *end, uint64_t *paced)
 {
 	uint64_t	target;
 	aclError	e;
 
 	pthread_mutex_lock(&s->lock);
 	target = s->submitted;
-	while (s->completed < target)
+	*paced = 0;
+	while (s->completed < target) {
+		/* All but the last ran, and the last is a copy waiting for
+		 * its modelled end: the caller sleeps to it and finishes it. */
+		if (s->paced_n != 0 && s->paced_n == target) {
+			*paced = s->paced_host = target;
+			break;
+		}
+		/* Woken when the last of ours ran, not at every task. */
+		if (target < s->wake_at)
+			s->wake_at = target;
 		pthread_cond_wait(&s->done, &s->lock);
+	}
 	*end = s->vtime;
 	e = s->error;
 	s->error = ACL_SUCCESS;
@@ -533,11 +626,13 @@ sim_stream_drain(struct sim_stream *s, uint64_t *end)
 aclError
 sim_stream_sync(struct sim_stream *s)
 {
-	uint64_t	end;
+	uint64_t	end, paced;
 	aclError	e;
 
-	e = sim_stream_drain(s, &end);
+	e = sim_stream_drain(s, &end, &paced);
+	sim_shm_busy_prefetch(s->dev, s->busy);
 	sim_clock_wait_until(end);
+	sim_stream_paced_finish(s, paced);
 	sim_shm_busy_flush(s->dev, s->busy);
 	return (e);
 }
@@ -545,10 +640,14 @@ sim_stream_sync(struct sim_stream *s)
 aclError
 sim_stream_sync_device(struct sim_device *d)
 {
-	struct sim_stream	**v = NULL, *s, **nv;
-	size_t			  n = 0, i;
-	uint64_t		  end, last = 0;
-	aclError		  e = ACL_SUCCESS, e1;
+	struct sim_sync {
+		struct sim_stream	*s;
+		uint64_t		 paced;
+	}			*v = NULL, *nv;
+	struct sim_stream	*s;
+	size_t			 n = 0, i;
+	uint64_t		 end, last = 0;
+	aclError		 e = ACL_SUCCESS, e1;
 
 	pthread_mutex_lock(&sim_rt.lock);
 	LIST_FOREACH(s, &d->streams, entry) {
@@ -556,19 +655,21 @@ sim_stream_sync_device(struct sim_device *d)
 			break;
 		v = nv;
 		sim_handle_ref(&s->obj);
-		v[n++] = s;
+		v[n++].s = s;
 	}
 	pthread_mutex_unlock(&sim_rt.lock);
 	for (i = 0; i < n; i++) {
-		if ((e1 = sim_stream_drain(v[i], &end)) != ACL_SUCCESS &&
-		    e == 0)
+		if ((e1 = sim_stream_drain(v[i].s, &end, &v[i].paced)) !=
+		    ACL_SUCCESS && e == 0)
 			e = e1;
 		last = sim_stream_max(last, end);
+		sim_shm_busy_prefetch(d, v[i].s->busy);
 	}
 	sim_clock_wait_until(last);
 	for (i = 0; i < n; i++) {
-		sim_shm_busy_flush(d, v[i]->busy);
-		sim_handle_put(&v[i]->obj);
+		sim_stream_paced_finish(v[i].s, v[i].paced);
+		sim_shm_busy_flush(d, v[i].s->busy);
+		sim_handle_put(&v[i].s->obj);
 	}
 	free(v);
 	return (e);

@@ -71,6 +71,7 @@ struct sim_config {
 	uint32_t		 channel_records;
 	int			 metrics_ms;
 	int			 test_metrics_delay_ms;
+	int			 test_worker_lag_ms;
 	int			 env_rank;	/* $RANK, -1 if unset */
 };
 
@@ -203,6 +204,7 @@ struct sim_device;
  */
 #define SIM_BUSY_SEGS	64
 #define SIM_BUSY_RECS	256
+#define SIM_PREFETCH_RECS 128	/* slots taken into cache before a wait */
 struct sim_busy_seg {
 	uint64_t		 start;
 	uint64_t		 end;
@@ -235,12 +237,26 @@ struct sim_stream {
 	uint32_t		 next_task_id;
 	uint64_t		 submitted;
 	uint64_t		 completed;
+	uint64_t		 wake_at;	/* syncers' least target, or
+						 * UINT64_MAX: none waits */
 	uint64_t		 vtime;		/* modelled end of last task */
 	struct sim_busy		*busy;		/* NULL: publish at once */
 	aclError		 error;		/* sticky until a sync reports it */
 	int			 stop;
 	pthread_t		 thread;
 	LIST_ENTRY(sim_stream)	 entry;		/* on dev->streams */
+	/*
+	 * A copy into host memory waits for its modelled end before its
+	 * bytes move; the worker sleeps to it, and a host wait that
+	 * reaches it first finishes the copy itself rather than wait for
+	 * the worker's wake-up too (sim_stream_paced_finish).  paced_n is
+	 * its number (completed + 1 when it ran), 0 when none waits.
+	 */
+	uint64_t		 paced_n;
+	uint64_t		 paced_host;	/* = paced_n: a host wait took it */
+	uint64_t		 paced_start;
+	struct sim_task		*paced;
+	struct npusim_record	 paced_rec;
 };
 LIST_HEAD(sim_streams, sim_stream);
 
@@ -322,6 +338,7 @@ struct sim_busy	*sim_shm_busy_new(struct sim_device *);
 void		 sim_shm_task_done(struct sim_device *, struct sim_busy *,
 		     uint64_t, uint64_t, struct npusim_record *, uint64_t);
 void		 sim_shm_busy_flush(struct sim_device *, struct sim_busy *);
+void		 sim_shm_busy_prefetch(struct sim_device *, struct sim_busy *);
 void		 sim_shm_busy_sweep(struct sim_device *, uint64_t);
 void		 sim_shm_busy_release(struct sim_device *, struct sim_busy *);
 
@@ -342,7 +359,8 @@ struct sim_task	*sim_stream_task(int, const char *);
 aclError	 sim_stream_submit(struct sim_stream *, struct sim_task *);
 aclError	 sim_stream_submit_copy(struct sim_stream *, struct sim_task *);
 aclError	 sim_stream_sync(struct sim_stream *);
-aclError	 sim_stream_drain(struct sim_stream *, uint64_t *);
+aclError	 sim_stream_drain(struct sim_stream *, uint64_t *, uint64_t *);
+void		 sim_stream_paced_finish(struct sim_stream *, uint64_t);
 void		 sim_stream_free_task(struct sim_task *);
 aclError	 sim_stream_sync_device(struct sim_device *);
 

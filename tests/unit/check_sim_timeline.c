@@ -5,9 +5,11 @@
  * before it ends), host waits sleep once rather than once per task, and
  * the metrics page follows the modelled busy time.
  *
- * Nothing here asserts how long anything took on the host; the record
- * times are model outputs, compared exactly.
+ * The record times are model outputs, compared exactly.  One test bounds
+ * a host wait from above, and only against an injected 1.5 s delay of the
+ * stream's worker (it must not wait for the worker): half of it.
  */
+#define _GNU_SOURCE	/* RUSAGE_THREAD */
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -191,6 +193,95 @@ START_TEST(test_sync_sleeps_once)
 	/* 200 ms modelled: ~10 sampler ticks at 20 ms, plus the sync. */
 	ck_assert_msg(vcsw < N / 4, "%ld voluntary switches for %d tasks",
 	    vcsw, N);
+}
+END_TEST
+
+/*
+ * A host wait for a stream whose worker still has many tasks queued
+ * sleeps until the last of them ran, not once per task: the worker woke
+ * every waiter at every task's end, so npusim-train's host thread, in
+ * its synchronize behind the step's big input copy, took ~18 needless
+ * wake-ups a step (each a switch away from the worker on a shared core).
+ */
+START_TEST(test_drain_wakes_once)
+{
+	aclrtStream	s;
+	struct rusage	ru0, ru1;
+	void		*dev;
+	long		vcsw;
+	int		i, N = 100;
+
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMalloc(&dev, 4U << 20,
+	    ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+	/* Sets past the inline limit run on the worker, each taking real
+	 * time (4 MiB written): the host is waiting while they end. */
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(aclrtMemsetAsync(dev, 4U << 20, i, 4U << 20,
+		    s), ACL_SUCCESS);
+	ck_assert_int_eq(getrusage(RUSAGE_THREAD, &ru0), 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	ck_assert_int_eq(getrusage(RUSAGE_THREAD, &ru1), 0);
+	vcsw = ru1.ru_nvcsw - ru0.ru_nvcsw;
+	ck_assert_msg(vcsw <= 4, "the host thread slept %ld times in one "
+	    "synchronize behind %d queued tasks", vcsw, N);
+	ck_assert_int_eq(aclrtFree(dev), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+}
+END_TEST
+
+/*
+ * A host wait whose last task is a copy into host memory returns at the
+ * copy's modelled end, whenever the stream's worker wakes from its sleep
+ * to that end: with the worker 1.5 s late (NPUSIM_TEST_WORKER_LAG_MS, a
+ * descheduled thread) a step of a 1 ms kernel and a 4-byte copy back is
+ * synchronized long before, its bytes there and its record published.
+ * The host used to wait for the worker's wake-up on top of its own, so
+ * every training step paid two wake-ups back to back (tens of us each on
+ * a virtual machine).
+ */
+START_TEST(test_copy_to_host_own_wakeup)
+{
+	struct npusim_channel_reader	 r;
+	aclrtFuncHandle			 k;
+	aclrtStream			 s;
+	void				*dev;
+	uint64_t			 t0, t1, lost, rt, d1;
+	uint32_t			 v = 0;
+	int				 n, i, copies = 0;
+
+	setenv("NPUSIM_TEST_WORKER_LAG_MS", "1500", 1);
+	k = kernel("Fwd", 1000000);
+	ck_assert_int_eq(npusim_channel_open(0, &r), 0);
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMalloc(&dev, 4096, ACL_MEM_MALLOC_HUGE_FIRST),
+	    ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemset(dev, 4096, 0x5a, 4096), ACL_SUCCESS);
+	t0 = mono_ns();
+	ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtMemcpyAsync(&v, sizeof v, dev, sizeof v,
+	    ACL_MEMCPY_DEVICE_TO_HOST, s), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	t1 = mono_ns();
+	ck_assert_int_eq(npusimReadClock(0, &rt, &d1), ACL_SUCCESS);
+	ck_assert_uint_eq(v, 0x5a5a5a5aU);
+	ck_assert_uint_ge(t1 - t0, 1000000);
+	ck_assert_msg(t1 - t0 < 750000000ULL, "the synchronize took %llu ms: "
+	    "it waited for the worker", (unsigned long long)(t1 - t0) / 1000000);
+	n = npusim_channel_read(&r, recs, MAXREC, &lost);
+	for (i = 0; i < n; i++)
+		if (recs[i].kind == NPUSIM_TASK_MEMCPY &&
+		    recs[i].memcpy_kind == ACL_MEMCPY_DEVICE_TO_HOST) {
+			copies++;
+			ck_assert_uint_eq(recs[i].bytes, sizeof v);
+			ck_assert_uint_le(recs[i].end_ns, d1);
+		}
+	ck_assert_int_eq(copies, 1);
+	npusim_channel_close(&r);
+	ck_assert_int_eq(aclrtFree(dev), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtDestroyStream(s), ACL_SUCCESS);
 }
 END_TEST
 
@@ -487,6 +578,8 @@ sim_timeline_suite(void)
 	tcase_add_test(tc, test_zero_gap);
 	tcase_add_test(tc, test_event_model_time);
 	tcase_add_test(tc, test_sync_sleeps_once);
+	tcase_add_test(tc, test_copy_to_host_own_wakeup);
+	tcase_add_test(tc, test_drain_wakes_once);
 	tcase_add_test(tc, test_stream_wait_event);
 	tcase_add_test(tc, test_sleep_count);
 	tcase_add_test(tc, test_record_after_end);
