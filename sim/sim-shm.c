@@ -193,6 +193,27 @@ sim_shm_seq_unlock(uint32_t *seq)
 
 #define SIM_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
+#endif
+
+/*
+ * Once a reader wants records, map the whole channel into this process
+ * for writing, off the host's path (at the device's open, or from the
+ * sampler): else the first pass over it faults a page per 16 records in
+ * the host wait that publishes them.  Best effort: an older kernel
+ * faults on first touch instead.
+ */
+static void
+sim_shm_channel_populate(struct sim_device *d)
+{
+	if (d->chan == NULL || d->chan_populated ||
+	    __atomic_load_n(&d->chan->enable_count, __ATOMIC_RELAXED) == 0)
+		return;
+	d->chan_populated = 1;
+	(void)madvise(d->chan, d->chan_size, MADV_POPULATE_WRITE);
+}
+
 static void
 sim_shm_clock_sample(struct sim_device *d, unsigned *stuck)
 {
@@ -514,6 +535,7 @@ sim_shm_sampler_main(void *arg)
 	pthread_mutex_lock(&d->sampler_lock);
 	while (!d->sampler_stop) {
 		pthread_mutex_unlock(&d->sampler_lock);
+		sim_shm_channel_populate(d);
 		sim_shm_clock_sample(d, &cstuck);
 		if (sim_clock_mono() >= first)
 			sim_shm_metrics_sample(d, &s);
@@ -546,6 +568,8 @@ sim_shm_device_open(struct sim_device *d)
 	if (d->chan != NULL)
 		d->chan_rec = (struct npusim_record *)((char *)d->chan +
 		    d->chan->header_size);
+	d->chan_populated = 0;
+	sim_shm_channel_populate(d);	/* the sampler once recording starts */
 	d->metrics = sim_shm_metrics_map(d->id);
 	if (d->metrics != NULL)
 		__atomic_fetch_add(&d->metrics->processes, 1,

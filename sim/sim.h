@@ -275,6 +275,7 @@ struct sim_device {
 	struct npusim_channel_header *chan;
 	struct npusim_record	*chan_rec;
 	size_t			 chan_size;
+	int			 chan_populated;	/* sampler's, after open */
 	struct npusim_metrics_page *metrics;
 	pthread_t		 sampler;
 	int			 sampler_stop;
