@@ -191,7 +191,7 @@ host_wait(long steps)
 		    &lost)) > 0)
 			for (j = 0; j < n; j++)
 				if (buf[j].kind == NPUSIM_TASK_MEMCPY &&
-				    buf[j].end_ns <= d1)
+				    buf[j].end_ns <= d1 && m < steps)
 					late[m++] = d1 - buf[j].end_ns;
 	}
 	npusim_channel_close(&r);
