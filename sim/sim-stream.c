@@ -180,7 +180,7 @@ sim_stream_inline(struct sim_task *t)
  * stream lock, so no syncer sees the task complete with its bytes half
  * moved.
  */
-void
+static void
 sim_stream_paced_finish(struct sim_stream *s, uint64_t n)
 {
 	struct sim_task	*t;

@@ -361,7 +361,6 @@ aclError	 sim_stream_submit(struct sim_stream *, struct sim_task *);
 aclError	 sim_stream_submit_copy(struct sim_stream *, struct sim_task *);
 aclError	 sim_stream_sync(struct sim_stream *);
 aclError	 sim_stream_drain(struct sim_stream *, uint64_t *, uint64_t *);
-void		 sim_stream_paced_finish(struct sim_stream *, uint64_t);
 void		 sim_stream_free_task(struct sim_task *);
 aclError	 sim_stream_sync_device(struct sim_device *);
 
