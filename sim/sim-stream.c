@@ -188,9 +188,9 @@ sim_stream_paced_finish(struct sim_stream *s, uint64_t n)
 
 	pthread_mutex_lock(&s->lock);
 	if (s->paced_n == n && n != 0) {
-		t = s->paced;
+		/* The worker keeps a task queued while it runs it. */
+		t = TAILQ_FIRST(&s->queue);
 		s->paced_n = s->paced_host = 0;
-		s->paced = NULL;
 		if (t->u.memcpy.count > 0)
 			memmove(t->u.memcpy.dst, t->u.memcpy.src,
 			    t->u.memcpy.count);
@@ -211,8 +211,8 @@ sim_stream_paced_finish(struct sim_stream *s, uint64_t n)
  * when no host waits, for the end itself, and then finishes it.
  */
 static void
-sim_stream_paced(struct sim_stream *s, struct sim_task *t,
-    struct npusim_record *rec, uint64_t start, uint64_t end)
+sim_stream_paced(struct sim_stream *s, struct npusim_record *rec,
+    uint64_t start, uint64_t end)
 {
 	struct timespec	ts;
 	uint64_t	n;
@@ -223,7 +223,6 @@ sim_stream_paced(struct sim_stream *s, struct sim_task *t,
 	ts.tv_nsec = (long)(end % 1000000000ULL);
 	pthread_mutex_lock(&s->lock);
 	n = s->paced_n = s->completed + 1;
-	s->paced = t;
 	s->paced_start = start;
 	s->paced_rec = *rec;
 	s->vtime = end;
@@ -297,7 +296,7 @@ sim_stream_exec(struct sim_stream *s, struct sim_task *t, uint64_t now)
 		rec.bytes = t->u.memcpy.count;
 		rec.memcpy_kind = (uint32_t)t->u.memcpy.kind;
 		if (sim_stream_to_host(t)) {
-			sim_stream_paced(s, t, &rec, start, end);
+			sim_stream_paced(s, &rec, start, end);
 			return (ACL_SUCCESS);
 		}
 		if (t->u.memcpy.count > 0)

@@ -255,8 +255,7 @@ struct sim_stream {
 	uint64_t		 paced_n;
 	uint64_t		 paced_host;	/* = paced_n: a host wait took it */
 	uint64_t		 paced_start;
-	struct sim_task		*paced;
-	struct npusim_record	 paced_rec;
+	struct npusim_record	 paced_rec;	/* the queue's head's */
 };
 LIST_HEAD(sim_streams, sim_stream);
 
