@@ -2,10 +2,11 @@
  * npusim-dist - an N-rank data-parallel training job on the simulated
  * NPU: one process per rank (RANK, LOCAL_RANK and WORLD_SIZE set), each
  * running forward and backward kernels and an HcclAllReduce of its
- * gradients per step.  --slow-rank R makes rank R compute slower, so the
- * others wait for it in the all-reduce.  --steps 0 runs until SIGTERM or
- * SIGINT, which the parent forwards to the ranks; exit status is 0 only
- * if every rank succeeded.
+ * gradients per step (--grads N fp32 elements, 1 MiB by default).
+ * --slow-rank R makes rank R compute slower, so the others wait for it in
+ * the all-reduce.  --steps 0 runs until SIGTERM or SIGINT, which the
+ * parent forwards to the ranks; exit status is 0 only if every rank
+ * succeeded.
  *
  * --launched runs one rank of a job a launcher started (srun, torchrun):
  * rank, world size and local rank from RANK/WORLD_SIZE/LOCAL_RANK, else
@@ -37,12 +38,15 @@
 
 #include "example.h"
 
-#define DIST_GRADS	(256U * 1024)	/* fp32 gradient elements */
+#define DIST_GRADS	(256U * 1024)	/* fp32 gradient elements (1 MiB) */
+#define DIST_GRADS_MAX	(64U << 20)	/* --grads: at most 256 MiB */
 #define DIST_MAX_RANKS	64
 
-#define DIST_USAGE	"[--ranks N | --launched] [--steps S] [--slow-rank R]"
+#define DIST_USAGE	"[--ranks N | --launched] [--steps S] [--slow-rank R]" \
+	"\n    [--grads N]"
 
 static int	dist_device = -1;	/* -1: rank % devices */
+static size_t	dist_grads = DIST_GRADS;	/* --grads */
 static char	dist_root_path[512];	/* --launched rank 0: the root info */
 
 /* Every rank joined the comm, so every rank read the root info: rank 0
@@ -238,9 +242,9 @@ dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
 	    1.6e7);
 	opt = example_kernel("ApplyAdam", NPUSIM_KERNEL_AI_VECTOR, 4e6, 8e6);
 	if (example_check(aclrtCreateStream(&s), "aclrtCreateStream") ||
-	    example_check(aclrtMalloc(&grads, DIST_GRADS * sizeof(float),
+	    example_check(aclrtMalloc(&grads, dist_grads * sizeof(float),
 	    ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc") ||
-	    example_check(aclrtMallocHost((void **)&host, DIST_GRADS *
+	    example_check(aclrtMallocHost((void **)&host, dist_grads *
 	    sizeof(float)), "aclrtMallocHost"))
 		goto out;
 	for (step = 1; steps == 0 || step <= steps; step++) {
@@ -248,17 +252,17 @@ dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
 			break;
 		t0 = example_now_ms();
 		range = example_range_start("step", NULL);
-		for (i = 0; i < DIST_GRADS; i++)
+		for (i = 0; i < dist_grads; i++)
 			host[i] = (float)(rank + 1);
-		if (example_check(aclrtMemcpyAsync(grads, DIST_GRADS *
-		    sizeof(float), host, DIST_GRADS * sizeof(float),
+		if (example_check(aclrtMemcpyAsync(grads, dist_grads *
+		    sizeof(float), host, dist_grads * sizeof(float),
 		    ACL_MEMCPY_HOST_TO_DEVICE, s), "memcpy"))
 			goto out;
 		for (l = 0; l < 4; l++)
 			aclrtLaunchKernel(fwd, 32, NULL, 0, s);
 		for (l = 0; l < 4; l++)
 			aclrtLaunchKernel(bwd, 32, NULL, 0, s);
-		if ((hr = HcclAllReduce(grads, grads, DIST_GRADS,
+		if ((hr = HcclAllReduce(grads, grads, dist_grads,
 		    HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s)) !=
 		    HCCL_SUCCESS) {
 			fprintf(stderr, "rank %d: HcclAllReduce: %d\n", rank,
@@ -266,8 +270,8 @@ dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
 			goto out;
 		}
 		aclrtLaunchKernel(opt, 16, NULL, 0, s);
-		aclrtMemcpyAsync(host, DIST_GRADS * sizeof(float), grads,
-		    DIST_GRADS * sizeof(float), ACL_MEMCPY_DEVICE_TO_HOST, s);
+		aclrtMemcpyAsync(host, dist_grads * sizeof(float), grads,
+		    dist_grads * sizeof(float), ACL_MEMCPY_DEVICE_TO_HOST, s);
 		if (aclrtSynchronizeStream(s) != ACL_SUCCESS) {
 			/* A peer stopping first is not a failure when asked. */
 			if (example_stop)
@@ -278,7 +282,7 @@ dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
 		}
 		example_range_end(range);
 		want = (float)nranks * (float)(nranks + 1) / 2.0f;
-		for (i = 0; i < DIST_GRADS; i += 4097)
+		for (i = 0; i < dist_grads; i += 4097)
 			if (fabsf(host[i] - want) > 1e-3f)
 				bad = 1;
 		if (bad) {
@@ -302,6 +306,25 @@ out:
 		HcclCommDestroy(comm);
 	aclFinalize();
 	return (rc);
+}
+
+/* --grads N: 1 to DIST_GRADS_MAX elements, or a one-line error. */
+static int
+dist_parse_grads(const char *arg)
+{
+	unsigned long long	 v;
+	char			*end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0' || arg[0] == '-' ||
+	    v < 1 || v > DIST_GRADS_MAX) {
+		fprintf(stderr, "npusim-dist: --grads %s: not a count of "
+		    "gradient elements from 1 to %u\n", arg, DIST_GRADS_MAX);
+		return (-1);
+	}
+	dist_grads = (size_t)v;
+	return (0);
 }
 
 /* --launched: this process is one rank; its exit status. */
@@ -347,6 +370,7 @@ main(int argc, char **argv)
 		{ "steps", required_argument, NULL, 's' },
 		{ "slow-rank", required_argument, NULL, 'r' },
 		{ "launched", no_argument, NULL, 'L' },
+		{ "grads", required_argument, NULL, 'g' },
 		EXAMPLE_LONGOPTS,
 		SCENARIO_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -357,7 +381,7 @@ main(int argc, char **argv)
 	long				 steps = 10;
 	int				 nranks = 2, slow = -1, ch, i, status;
 	int				 left, failed = 0, forwarded = 0;
-	int				 launched = 0;
+	int				 launched = 0, grads_set = 0;
 
 	scenario_init(&sc, 1, nranks, steps);
 	while ((ch = getopt_long(argc, argv, "n:s:r:h", opts, NULL)) != -1) {
@@ -377,6 +401,11 @@ main(int argc, char **argv)
 		case 'L':
 			launched = 1;
 			break;
+		case 'g':
+			if (dist_parse_grads(optarg) != 0)
+				return (2);
+			grads_set = 1;
+			break;
 		default:
 			if (scenario_option(&sc, ch, optarg) != 0)
 				example_option("npusim-dist", DIST_USAGE, ch);
@@ -393,6 +422,11 @@ main(int argc, char **argv)
 	if (nranks < 1 || nranks > DIST_MAX_RANKS || steps < 0 ||
 	    slow >= nranks || optind != argc)
 		example_usage("npusim-dist", DIST_USAGE, 2);
+	if (sc.kind != SCENARIO_NONE && grads_set) {
+		fprintf(stderr, "npusim-dist: --grads does not apply to a "
+		    "scenario (it sizes its own tensors)\n");
+		return (2);
+	}
 	if (sc.kind != SCENARIO_NONE) {
 		/* Before the library reads its environment. */
 		if (scenario_prepare(&sc) != 0)

@@ -125,8 +125,10 @@ ok "unknown pid: exit 3, clear message, no file"
 
 kill -TERM $APP; wait $APP || fail "npusim-train exit status after capture"
 
-# A 4-rank job captured by job id.
-MSPTI_JOB_ID=distjob $WITH_AGENT "$DIST" --ranks 4 --steps 0 >"$T/dist.out" 2>&1 &
+# A 4-rank job captured by job id (all-reducing 1000 gradient elements:
+# the records carry the count the job asked for).
+MSPTI_JOB_ID=distjob $WITH_AGENT "$DIST" --ranks 4 --grads 1000 --steps 0 \
+    >"$T/dist.out" 2>&1 &
 DP=$!; PIDS="$PIDS $DP"
 wait_until 30 job_agents_ge distjob 4 || fail "ranks did not register"
 $CTL --json start --job distjob --kinds kernel,hccl,communication \
@@ -147,7 +149,9 @@ assert len(procs) >= 4, procs
 comm = [r for r in recs if r["type"] in ("hccl", "communication")]
 assert comm, "no communication records"
 assert any(r["flags"] & 8 and r["corr"] for r in comm), comm[:3]
+counts = {r["count"] for r in comm if r["type"] == "communication"}
+assert counts == {1000}, counts
 PY
-ok "npusim-dist --ranks 4: one session, every rank's kernels"
+ok "npusim-dist --ranks 4 --grads 1000: one session, every rank's kernels, the all-reduce's count"
 kill -TERM $DP; wait $DP
 echo "session-capture: all passed"

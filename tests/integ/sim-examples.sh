@@ -20,6 +20,25 @@ fail() { echo "FAIL: $*"; cat "$out"; rm -f "$out" /dev/shm/"$NPUSIM_SHM_PREFIX"
 "$bin/npusim-dist" --ranks 2 --steps 1 --slow-rank 5 >"$out" 2>&1 &&
 	fail "bad --slow-rank accepted"
 
+# --grads N: the ranks all-reduce N elements (each checks the sum); a
+# bad count or one beside a scenario is one line on stderr and exit 2.
+"$bin/npusim-dist" --ranks 3 --grads 5000 --steps 2 >"$out" 2>&1 ||
+	fail "npusim-dist --grads 5000 exit"
+[ "$(grep -c '^rank [0-9] step [0-9]*: ' "$out")" -eq 6 ] ||
+	fail "dist --grads steps"
+for bad in 0 -3 12x 67108865 99999999999999999999; do
+	"$bin/npusim-dist" --grads "$bad" --steps 1 >"$out" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "--grads $bad: exit $rc"
+	[ "$(wc -l <"$out")" -eq 1 ] &&
+	    grep -q "^npusim-dist: --grads $bad: not a count" "$out" ||
+		fail "--grads $bad: message"
+done
+"$bin/npusim-dist" --scenario balanced --grads 100 --steps 1 >"$out" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "does not apply to a scenario" "$out" ||
+	fail "--grads beside --scenario: exit $rc"
+
 # --steps 0 runs until signalled and then exits 0.
 "$bin/npusim-train" --steps 0 >"$out" 2>&1 &
 pid=$!
