@@ -286,6 +286,20 @@ session_clock(struct agent_session *s, struct ring_producer *p)
 		    have);
 }
 
+/* A producer came near the end of its segment's populated part (the
+ * ring's populate hook, from its write): the registration thread
+ * populates further. */
+static void
+session_pop_hook(struct ring *r, unsigned seg, void *arg)
+{
+	struct agent_session *s = arg;
+
+	(void)r;
+	if (!(atomic_fetch_or(&s->populate_due, 1ull << seg) &
+	    (1ull << seg)))
+		register_wake();
+}
+
 static inline struct ring_producer *
 session_prod(struct agent_session *s, struct sess_thread *t)
 {
@@ -299,8 +313,8 @@ session_prod(struct agent_session *s, struct sess_thread *t)
 
 		t->prod_gen = s->gen;
 		/* Its pages fault in as it writes, until the registration
-		 * thread has populated the rest (segment 0 too, once threads
-		 * share it: all the others are taken). */
+		 * thread has populated ahead of it (segment 0 too, once
+		 * threads share it: all the others are taken). */
 		if (!(atomic_fetch_or(&s->populate_due, 1ull << seg) &
 		    (1ull << seg)))
 			register_wake();
@@ -987,18 +1001,22 @@ session_win_set(struct agent_session *s, int64_t from,
  * application's records.  The shared segment 0 takes nested records and
  * the threads past the per-thread segments: it is populated when the
  * first thread falls back to it (session_prod).  A segment is 8 MB by
- * default: populating it costs ~5 ms of CPU and its memory at once.
+ * default, and populating all of it cost ~5 ms of CPU, and its memory,
+ * in every session however little it recorded: the first 512 KiB now,
+ * and more as the thread's writes come near the end of them
+ * (session_pop_hook, ring_populate_ahead).
  */
 void
 session_prefault(void)
 {
 	if (cur == NULL)
 		return;
-	ring_populate(cur->ring, 1);
+	ring_populate_ahead(cur->ring, 1);
 }
 
-/* Registration thread: populates the segments threads claimed since
- * (ring_populate skips one done already, such as segment 1). */
+/* Registration thread: populates ahead of the threads that claimed a
+ * segment or came near the end of its populated part since (the shared
+ * segment 0, written by any thread, whole). */
 void
 session_populate_due(void)
 {
@@ -1008,8 +1026,12 @@ session_populate_due(void)
 	    (due = atomic_exchange(&cur->populate_due, 0)) == 0)
 		return;
 	for (unsigned i = 0; i < 64; i++)
-		if (due & (1ull << i))
-			ring_populate(cur->ring, i);
+		if (due & (1ull << i)) {
+			if (i == 0)
+				ring_populate(cur->ring, 0);
+			else
+				ring_populate_ahead(cur->ring, i);
+		}
 }
 
 /* Registration thread: true, with the session and si->first, when
@@ -1251,6 +1273,7 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		return rc;
 	}
 	ring_set_lazy(s->ring, true);
+	ring_set_populate_hook(s->ring, session_pop_hook, s);
 	ring_producer_shared(s->ring, &s->shared);
 	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->wakefd < 0 || (*wakefdp = dup(s->wakefd)) < 0) {

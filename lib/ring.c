@@ -110,6 +110,12 @@ struct ring {
 	_Atomic uint64_t	 populated;
 	bool			 lazy;		/* claim leaves populating to
 						   the owner (ring_set_lazy) */
+	/* Lazy: the data bytes of each segment populated so far (written
+	 * by ring_populate_ahead's one thread), and who hears that a
+	 * producer came near their end (ring_set_populate_hook). */
+	_Atomic uint64_t	 pop_to[RING_MAX_SEGMENTS];
+	ring_populate_fn	 pop_fn;
+	void			*pop_arg;
 	/* Consumer side, private. */
 	alignas(64) unsigned	 next;		/* segment drained first */
 	struct ring_stats	 st;
@@ -118,6 +124,11 @@ struct ring {
 };
 
 #define RING_PREFETCH	512	/* bytes ahead of the head a producer prefetches */
+/* Lazy rings: a producer asks for more pages when it comes within one
+ * chunk of the populated end; ring_populate_ahead then populates up to
+ * two chunks past its head. */
+#define RING_POP_CHUNK	(256u << 10)
+_Static_assert(RING_POP_CHUNK >= REC_MAX_SIZE, "populate chunk");
 
 static int
 is_pow2(uint64_t x)
@@ -275,12 +286,84 @@ ring_populate(struct ring *r, unsigned seg)
 	/* Best effort: an older kernel faults on first touch instead. */
 	(void)madvise(r->seg[seg].sh, RING_HDR_SIZE + r->cap,
 	    MADV_POPULATE_WRITE);
+	atomic_store_explicit(&r->pop_to[seg], r->cap, memory_order_relaxed);
+}
+
+void
+ring_populate_ahead(struct ring *r, unsigned seg)
+{
+	uint64_t from, to, h;
+
+	if (seg >= r->nseg)
+		return;
+	from = atomic_load_explicit(&r->pop_to[seg], memory_order_relaxed);
+	if (from >= r->cap)
+		return;
+	/* The producer's head (its own copy in the header, relaxed: a
+	 * hint).  Past the first lap every page was written already. */
+	h = atomic_load_explicit(&r->seg[seg].sh->head, memory_order_relaxed);
+	to = h >= r->cap ? r->cap : (h & ~(uint64_t)(RING_POP_CHUNK - 1)) +
+	    2 * RING_POP_CHUNK;
+	if (to > r->cap)
+		to = r->cap;
+	if (to <= from)
+		return;
+	/* The header page with the first chunk. */
+	if (from == 0)
+		(void)madvise(r->seg[seg].sh, RING_HDR_SIZE + to,
+		    MADV_POPULATE_WRITE);
+	else
+		(void)madvise(r->seg[seg].data + from, to - from,
+		    MADV_POPULATE_WRITE);
+	atomic_store_explicit(&r->pop_to[seg], to, memory_order_relaxed);
+	if (to == r->cap)
+		atomic_fetch_or(&r->populated, 1ull << seg);
+}
+
+uint64_t
+ring_populated(const struct ring *r, unsigned seg)
+{
+	return seg < r->nseg ? atomic_load_explicit(
+	    &((struct ring *)r)->pop_to[seg], memory_order_relaxed) : 0;
 }
 
 void
 ring_set_lazy(struct ring *r, bool lazy)
 {
 	r->lazy = lazy;
+}
+
+void
+ring_set_populate_hook(struct ring *r, ring_populate_fn fn, void *arg)
+{
+	r->pop_fn = fn;
+	r->pop_arg = arg;
+}
+
+/*
+ * The head up to which p writes without a second look (ring_preserve_):
+ * the end of the space free by the tail it knows; on a lazy ring's
+ * first lap, also the point one chunk before the populated end, where
+ * it asks the hook for more (at most once a chunk).
+ */
+static uint64_t
+ring_plim(struct ring_producer *p)
+{
+	struct ring *r = p->ring;
+	uint64_t lim = p->tail + p->mask + 1, pop, mark;
+
+	if (!r->lazy || p->head >= r->cap)
+		return lim;
+	pop = atomic_load_explicit(&r->pop_to[p->seg], memory_order_relaxed);
+	if (pop >= r->cap)
+		return lim;
+	mark = pop > RING_POP_CHUNK ? pop - RING_POP_CHUNK : 0;
+	if (p->head >= mark) {
+		if (r->pop_fn != NULL)
+			r->pop_fn(r, p->seg, r->pop_arg);
+		mark = p->head + RING_POP_CHUNK;
+	}
+	return mark < lim ? mark : lim;
 }
 
 static void
@@ -474,6 +557,7 @@ ring_producer_claim(struct ring *r, struct ring_producer *p)
 		 * path (unless done already, or the owner does it). */
 		if (!r->lazy)
 			ring_populate(r, i);
+		p->lim = ring_plim(p);
 	}
 	return i;
 }
@@ -527,15 +611,21 @@ ring_preserve_(struct ring_producer *p, size_t len, void **pp, bool count)
 	off = h & p->mask;
 	pad = off + len > cap ? cap - off : 0;
 	need = pad + len;
-	if (__builtin_expect(h - p->tail > cap - need, 0)) {
-		/* Full by the tail we knew: read the consumer's again.  One
-		 * ahead of our head is broken; it counts as full. */
-		p->tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
-		if ((int64_t)(h - p->tail) < 0 || h - p->tail > cap - need) {
-			if (count)
-				ring_pcount_drop(sh, len);
-			return -ENOSPC;
+	if (__builtin_expect(h + need > p->lim, 0)) {
+		if (h - p->tail > cap - need) {
+			/* Full by the tail we knew: read the consumer's
+			 * again.  One ahead of our head is broken; it
+			 * counts as full. */
+			p->tail = atomic_load_explicit(&sh->tail,
+			    memory_order_acquire);
+			if ((int64_t)(h - p->tail) < 0 ||
+			    h - p->tail > cap - need) {
+				if (count)
+					ring_pcount_drop(sh, len);
+				return -ENOSPC;
+			}
 		}
+		p->lim = ring_plim(p);
 	}
 	if (pad != 0)
 		ring_store_word(p->data + off, REC_PAD | (uint64_t)pad << 16);

@@ -76,6 +76,7 @@ struct ring_producer {
 	uint64_t	 maxrec;
 	uint64_t	 head;		/* own head (the shared one is a copy) */
 	uint64_t	 tail;		/* the consumer's tail, as last read */
+	uint64_t	 lim;		/* head it may reach without a look */
 	unsigned	 seg;		/* 0: the shared segment */
 };
 
@@ -169,6 +170,23 @@ unsigned	ring_producer_claim(struct ring *ring, struct ring_producer *p);
  * on use, for the owner to ring_populate from a thread of its own (a
  * segment is megabytes: populating it took the claiming thread ~5 ms). */
 void	ring_set_lazy(struct ring *ring, bool lazy);
+/*
+ * Lazy rings, progressively: a short capture writes far less than a
+ * segment, and populating all of it (then freeing it at the end) cost
+ * milliseconds of CPU per segment and session.  ring_populate_ahead
+ * populates segment seg up to two chunks (RING_POP_CHUNK, in ring.c) past
+ * its producer's head, from one thread off the hot path; a producer that
+ * comes within a chunk of the populated end on its first lap calls the
+ * hook (from its write, at most once a chunk: it must be cheap and must
+ * not write to the ring), whose owner then calls ring_populate_ahead.
+ * Pages not populated yet fault in as they are written.
+ * ring_populated: the data bytes of seg populated so far.
+ */
+typedef void (*ring_populate_fn)(struct ring *ring, unsigned seg, void *arg);
+void	ring_set_populate_hook(struct ring *ring, ring_populate_fn fn,
+	    void *arg);
+void	ring_populate_ahead(struct ring *ring, unsigned seg);
+uint64_t	ring_populated(const struct ring *ring, unsigned seg);
 /* Sets p up on the shared segment 0 (any number of threads may use it). */
 void	ring_producer_shared(struct ring *ring, struct ring_producer *p);
 void	ring_producer_release(struct ring_producer *p);

@@ -1,7 +1,9 @@
 /*
- * mark-threads N PER GOFILE: waits until GOFILE exists, then N threads each
- * call mstxMarkA("common") once and mstxMarkA("t<i>") PER times (the
- * header's inline check, as any program built against it), then exits.
+ * mark-threads N PER GOFILE [HOLDFILE]: waits until GOFILE exists, then N
+ * threads each call mstxMarkA("common") once and mstxMarkA("t<i>") PER
+ * times (the header's inline check, as any program built against it),
+ * then exits (with HOLDFILE, once it exists: a test looks at the process
+ * meanwhile).
  * It prints "populates on marking threads: K": the madvise
  * (MADV_POPULATE_WRITE) calls its marking threads made, which the agent
  * should leave to a thread of its own (this program's madvise comes
@@ -60,9 +62,10 @@ main(int argc, char **argv)
 	pthread_t t[MAXT];
 	long n;
 
-	if (argc != 4 || (n = atol(argv[1])) < 1 || n > MAXT ||
-	    (per = atol(argv[2])) < 0) {
-		fprintf(stderr, "usage: mark-threads N PER GOFILE\n");
+	if ((argc != 4 && argc != 5) || (n = atol(argv[1])) < 1 ||
+	    n > MAXT || (per = atol(argv[2])) < 0) {
+		fprintf(stderr, "usage: mark-threads N PER GOFILE "
+		    "[HOLDFILE]\n");
 		return 2;
 	}
 	while (access(argv[3], F_OK) != 0)
@@ -73,5 +76,8 @@ main(int argc, char **argv)
 	for (long i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
 	printf("populates on marking threads: %d\n", atomic_load(&populates));
+	fflush(stdout);
+	while (argc == 5 && access(argv[4], F_OK) != 0)
+		usleep(10000);
 	return 0;
 }

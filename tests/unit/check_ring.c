@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "ring.h"
@@ -705,6 +706,114 @@ START_TEST(test_segs_claim)
 }
 END_TEST
 
+/* The populate hook's calls (segment and count). */
+static unsigned pop_calls, pop_seg;
+
+static void
+pop_hook(struct ring *r, unsigned seg, void *arg)
+{
+	(void)r;
+	(void)arg;
+	pop_calls++;
+	pop_seg = seg;
+}
+
+/* Bytes of the memfd that have pages. */
+static uint64_t
+fd_allocated(int fd)
+{
+	struct stat st;
+
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	return (uint64_t)st.st_blocks * 512;
+}
+
+/*
+ * A lazy ring populates a segment a little at a time: the claim asks at
+ * once (the hook), ring_populate_ahead populates the header and two
+ * chunks (256 KiB each) past the head; the producer asks again when its
+ * head reaches a chunk before the populated end, and, not answered, a
+ * chunk later; records written past the populated part are kept (they
+ * fault in); once the segment is populated whole no call comes.  A
+ * non-lazy claim populates its segment whole, as before.
+ */
+START_TEST(test_segs_populate_ahead)
+{
+	const uint64_t cap = 8u << 20, chunk = 256u << 10;
+	struct fixture fx;
+	struct ring_producer p, q;
+	struct rec_api rec;
+	struct sink s;
+	uint64_t n = 0, h1, h2, calls, drained = 0;
+	const uint64_t sz = sizeof(rec);
+
+	fx_open_segs(&fx, cap, 3);
+	ring_set_lazy(fx.ring, true);
+	ring_set_populate_hook(fx.ring, pop_hook, NULL);
+	pop_calls = 0;
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &p), 1);
+	ck_assert_uint_eq(pop_calls, 1);
+	ck_assert_uint_eq(pop_seg, 1);
+	ck_assert_uint_eq(ring_populated(fx.ring, 1), 0);
+	ring_populate_ahead(fx.ring, 1);
+	ck_assert_uint_eq(ring_populated(fx.ring, 1), 2 * chunk);
+	ck_assert_uint_le(fd_allocated(fx.fd), 2 * chunk + 4 * RING_HDR_SIZE);
+	/* The next call when the head reaches the populated end less a
+	 * chunk. */
+	while (pop_calls == 1 && n * sz < 4 * chunk) {
+		make_api(&rec, 1, n);
+		ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
+		n++;
+	}
+	ck_assert_uint_eq(pop_calls, 2);
+	h1 = (n - 1) * sz;
+	ck_assert_uint_ge(h1, chunk);
+	ck_assert_uint_lt(h1, chunk + sz);
+	/* Not answered: again a chunk later; what was written past the
+	 * populated part is kept (drained below). */
+	while (pop_calls == 2 && n * sz < 4 * chunk) {
+		make_api(&rec, 1, n);
+		ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
+		n++;
+	}
+	ck_assert_uint_eq(pop_calls, 3);
+	h2 = (n - 1) * sz;
+	ck_assert_uint_gt(h2 + sz, h1 + chunk);	/* its record reaches it */
+	ck_assert_uint_le(h2, h1 + chunk);
+	ring_populate_ahead(fx.ring, 1);
+	ck_assert_uint_eq(ring_populated(fx.ring, 1), 4 * chunk);
+	/* A lap and a bit, drained when full and populated when asked:
+	 * populated to the end, and then no call. */
+	memset(&s, 0, sizeof s);
+	calls = pop_calls;
+	while (n * sz < cap + 2 * chunk) {
+		make_api(&rec, 1, n);
+		if (ring_pwrite(&p, &rec) != 0) {
+			drained += (uint64_t)ring_drain(fx.ring, sink_cb, &s,
+			    SIZE_MAX);
+			ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
+		}
+		n++;
+		if (pop_calls != calls) {
+			ck_assert_uint_lt(ring_populated(fx.ring, 1), cap);
+			calls = pop_calls;
+			ring_populate_ahead(fx.ring, 1);
+		}
+	}
+	ck_assert_uint_eq(ring_populated(fx.ring, 1), cap);
+	drained += (uint64_t)ring_drain(fx.ring, sink_cb, &s, SIZE_MAX);
+	ck_assert_uint_eq(drained, n);
+	ck_assert_int_eq(s.bad, 0);
+	ck_assert_uint_eq(s.next[1], n);
+	/* Not lazy: the claim populates its segment whole. */
+	ring_set_lazy(fx.ring, false);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &q), 2);
+	ck_assert_uint_eq(ring_populated(fx.ring, 2), cap);
+	ck_assert_uint_eq(pop_calls, calls);
+	fx_close(&fx);
+}
+END_TEST
+
 struct seg_prod_arg {
 	struct ring	*ring;
 	uint32_t	 id;
@@ -860,6 +969,7 @@ ring_suite(void)
 	tcase_add_test(tc, test_garbage);
 	tcase_add_test(tc, test_segs_create);
 	tcase_add_test(tc, test_segs_claim);
+	tcase_add_test(tc, test_segs_populate_ahead);
 	tcase_add_test(tc, test_segs_threads_exact_loss);
 	tcase_add_test(tc, test_segs_hostile);
 	suite_add_tcase(s, tc);
