@@ -286,6 +286,10 @@ session_clock(struct agent_session *s, struct ring_producer *p)
 		    have);
 }
 
+/* Registration thread: the bytes each per-thread segment took in this
+ * process's last session, populated up front in the next one. */
+static uint64_t sess_written[RING_MAX_SEGMENTS];
+
 /* A producer came near the end of its segment's populated part (the
  * ring's populate hook, from its write): the registration thread
  * populates further. */
@@ -1002,9 +1006,9 @@ session_win_set(struct agent_session *s, int64_t from,
  * the threads past the per-thread segments: it is populated when the
  * first thread falls back to it (session_prod).  A segment is 8 MB by
  * default, and populating all of it cost ~5 ms of CPU, and its memory,
- * in every session however little it recorded: the first 512 KiB now,
- * and more as the thread's writes come near the end of them
- * (session_pop_hook, ring_populate_ahead).
+ * in every session however little it recorded: now 1 MiB, or what the
+ * segment took in the last session when more, and more as the thread's
+ * writes pass half of it (session_pop_hook, ring_populate_ahead).
  */
 void
 session_prefault(void)
@@ -1274,6 +1278,8 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 	}
 	ring_set_lazy(s->ring, true);
 	ring_set_populate_hook(s->ring, session_pop_hook, s);
+	for (unsigned i = 1; i < RING_MAX_SEGMENTS; i++)
+		ring_set_populate_hint(s->ring, i, sess_written[i]);
 	ring_producer_shared(s->ring, &s->shared);
 	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->wakefd < 0 || (*wakefdp = dup(s->wakefd)) < 0) {
@@ -1398,6 +1404,8 @@ session_stop(uint64_t id, bool flush)
 		return 0;
 	}
 	cur = NULL;
+	for (unsigned i = 1; i < RING_MAX_SEGMENTS; i++)
+		sess_written[i] = ring_written(s->ring, i);
 	ring_unmap(s->ring);
 	close(s->wakefd);
 	session_domains_free(atomic_load(&s->domains_off));
@@ -1421,6 +1429,7 @@ session_after_fork_child(void)
 
 	/* A child is a rank of its own: its steps count from its start. */
 	pthread_mutex_init(&step_lock, NULL);
+	memset(sess_written, 0, sizeof(sess_written));
 	step_starts = 0;
 	step_last_ns = step_period_ns = 0;
 	step_src = SESSION_STEPS_NONE;

@@ -114,6 +114,7 @@ struct ring {
 	 * by ring_populate_ahead's one thread), and who hears that a
 	 * producer came near their end (ring_set_populate_hook). */
 	_Atomic uint64_t	 pop_to[RING_MAX_SEGMENTS];
+	uint64_t		 pop_hint[RING_MAX_SEGMENTS];
 	ring_populate_fn	 pop_fn;
 	void			*pop_arg;
 	/* Consumer side, private. */
@@ -124,11 +125,14 @@ struct ring {
 };
 
 #define RING_PREFETCH	512	/* bytes ahead of the head a producer prefetches */
-/* Lazy rings: a producer asks for more pages when it comes within one
- * chunk of the populated end; ring_populate_ahead then populates up to
- * two chunks past its head. */
+/* Lazy rings: ring_populate_ahead populates a segment to four times its
+ * producer's head plus 1 MiB (RING_POP_FIRST), in chunks, and the
+ * producer asks for more once its head passes half the populated part:
+ * a thread that writes little takes 1 MiB, one that writes fast is kept
+ * ahead of, with a lead that doubles each time. */
 #define RING_POP_CHUNK	(256u << 10)
-_Static_assert(RING_POP_CHUNK >= REC_MAX_SIZE, "populate chunk");
+#define RING_POP_FIRST	(4 * RING_POP_CHUNK)
+_Static_assert(RING_POP_CHUNK >= 2 * REC_MAX_SIZE, "populate chunk");
 
 static int
 is_pow2(uint64_t x)
@@ -302,8 +306,11 @@ ring_populate_ahead(struct ring *r, unsigned seg)
 	/* The producer's head (its own copy in the header, relaxed: a
 	 * hint).  Past the first lap every page was written already. */
 	h = atomic_load_explicit(&r->seg[seg].sh->head, memory_order_relaxed);
-	to = h >= r->cap ? r->cap : (h & ~(uint64_t)(RING_POP_CHUNK - 1)) +
-	    2 * RING_POP_CHUNK;
+	to = h >= r->cap / 4 ? r->cap : ((4 * h + RING_POP_CHUNK - 1) &
+	    ~(uint64_t)(RING_POP_CHUNK - 1)) + RING_POP_FIRST;
+	if (to < r->pop_hint[seg])
+		to = (r->pop_hint[seg] + RING_POP_CHUNK - 1) &
+		    ~(uint64_t)(RING_POP_CHUNK - 1);
 	if (to > r->cap)
 		to = r->cap;
 	if (to <= from)
@@ -334,6 +341,20 @@ ring_set_lazy(struct ring *r, bool lazy)
 }
 
 void
+ring_set_populate_hint(struct ring *r, unsigned seg, uint64_t bytes)
+{
+	if (seg < r->nseg)
+		r->pop_hint[seg] = bytes < r->cap ? bytes : r->cap;
+}
+
+uint64_t
+ring_written(const struct ring *r, unsigned seg)
+{
+	return seg < r->nseg ? atomic_load_explicit(&r->seg[seg].sh->head,
+	    memory_order_relaxed) : 0;
+}
+
+void
 ring_set_populate_hook(struct ring *r, ring_populate_fn fn, void *arg)
 {
 	r->pop_fn = fn;
@@ -343,8 +364,8 @@ ring_set_populate_hook(struct ring *r, ring_populate_fn fn, void *arg)
 /*
  * The head up to which p writes without a second look (ring_preserve_):
  * the end of the space free by the tail it knows; on a lazy ring's
- * first lap, also the point one chunk before the populated end, where
- * it asks the hook for more (at most once a chunk).
+ * first lap, also half the populated part, where it asks the hook for
+ * more (not answered yet: again a chunk later).
  */
 static uint64_t
 ring_plim(struct ring_producer *p)
@@ -357,7 +378,7 @@ ring_plim(struct ring_producer *p)
 	pop = atomic_load_explicit(&r->pop_to[p->seg], memory_order_relaxed);
 	if (pop >= r->cap)
 		return lim;
-	mark = pop > RING_POP_CHUNK ? pop - RING_POP_CHUNK : 0;
+	mark = pop / 2;
 	if (p->head >= mark) {
 		if (r->pop_fn != NULL)
 			r->pop_fn(r, p->seg, r->pop_arg);

@@ -174,11 +174,11 @@ void	ring_set_lazy(struct ring *ring, bool lazy);
  * Lazy rings, progressively: a short capture writes far less than a
  * segment, and populating all of it (then freeing it at the end) cost
  * milliseconds of CPU per segment and session.  ring_populate_ahead
- * populates segment seg up to two chunks (RING_POP_CHUNK, in ring.c) past
- * its producer's head, from one thread off the hot path; a producer that
- * comes within a chunk of the populated end on its first lap calls the
- * hook (from its write, at most once a chunk: it must be cheap and must
- * not write to the ring), whose owner then calls ring_populate_ahead.
+ * populates segment seg to four times its producer's head plus 1 MiB, from
+ * one thread off the hot path; a producer whose head passes half the
+ * populated part on its first lap calls the hook (from its write, at most
+ * once a chunk of 256 KiB: it must be cheap and must not write to the
+ * ring), whose owner then calls ring_populate_ahead.
  * Pages not populated yet fault in as they are written.
  * ring_populated: the data bytes of seg populated so far.
  */
@@ -187,6 +187,15 @@ void	ring_set_populate_hook(struct ring *ring, ring_populate_fn fn,
 	    void *arg);
 void	ring_populate_ahead(struct ring *ring, unsigned seg);
 uint64_t	ring_populated(const struct ring *ring, unsigned seg);
+/* The least that ring_populate_ahead gives seg (bytes, at most a
+ * capacity; set before producers start): e.g. what was written there in
+ * the process's previous session, so that a thread that writes a burst
+ * at the start of every session has its pages ready for it. */
+void	ring_set_populate_hint(struct ring *ring, unsigned seg,
+	    uint64_t bytes);
+/* Bytes producers reserved in seg so far (its head, as this process
+ * mapped it). */
+uint64_t	ring_written(const struct ring *ring, unsigned seg);
 /* Sets p up on the shared segment 0 (any number of threads may use it). */
 void	ring_producer_shared(struct ring *ring, struct ring_producer *p);
 void	ring_producer_release(struct ring_producer *p);

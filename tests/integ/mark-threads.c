@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "mstx/ms_tools_ext.h"
 
@@ -29,6 +30,7 @@
 static long per;
 static __thread int marking;
 static atomic_int populates;
+static atomic_long faults;	/* minor faults of the marking threads */
 
 int
 madvise(void *addr, size_t len, int advice)
@@ -51,8 +53,15 @@ run(void *arg)
 	marking = 1;
 	snprintf(name, sizeof name, "t%d", (int)(long)arg);
 	mstxMarkA("common", NULL);
-	for (long i = 0; i < per; i++)
-		mstxMarkA(name, NULL);
+	{
+		struct rusage ru0, ru1;
+
+		getrusage(RUSAGE_THREAD, &ru0);
+		for (long i = 0; i < per; i++)
+			mstxMarkA(name, NULL);
+		getrusage(RUSAGE_THREAD, &ru1);
+		atomic_fetch_add(&faults, ru1.ru_minflt - ru0.ru_minflt);
+	}
 	return NULL;
 }
 
@@ -76,6 +85,7 @@ main(int argc, char **argv)
 	for (long i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
 	printf("populates on marking threads: %d\n", atomic_load(&populates));
+	printf("page faults on marking threads: %ld\n", atomic_load(&faults));
 	fflush(stdout);
 	while (argc == 5 && access(argv[4], F_OK) != 0)
 		usleep(10000);

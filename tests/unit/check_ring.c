@@ -730,24 +730,25 @@ fd_allocated(int fd)
 
 /*
  * A lazy ring populates a segment a little at a time: the claim asks at
- * once (the hook), ring_populate_ahead populates the header and two
- * chunks (256 KiB each) past the head; the producer asks again when its
- * head reaches a chunk before the populated end, and, not answered, a
+ * once (the hook), ring_populate_ahead populates the header and four
+ * times the head plus 1 MiB (in 256 KiB chunks); the producer asks again
+ * when its head passes half the populated part, and, not answered, a
  * chunk later; records written past the populated part are kept (they
- * fault in); once the segment is populated whole no call comes.  A
+ * fault in); once the segment is populated whole no call comes.  A hint
+ * (what the segment took in the last session) is populated up front.  A
  * non-lazy claim populates its segment whole, as before.
  */
 START_TEST(test_segs_populate_ahead)
 {
 	const uint64_t cap = 8u << 20, chunk = 256u << 10;
 	struct fixture fx;
-	struct ring_producer p, q;
+	struct ring_producer p, q, r2, r3;
 	struct rec_api rec;
 	struct sink s;
-	uint64_t n = 0, h1, h2, calls, drained = 0;
+	uint64_t n = 0, h1, h2, want, calls, drained = 0;
 	const uint64_t sz = sizeof(rec);
 
-	fx_open_segs(&fx, cap, 3);
+	fx_open_segs(&fx, cap, 5);
 	ring_set_lazy(fx.ring, true);
 	ring_set_populate_hook(fx.ring, pop_hook, NULL);
 	pop_calls = 0;
@@ -756,22 +757,21 @@ START_TEST(test_segs_populate_ahead)
 	ck_assert_uint_eq(pop_seg, 1);
 	ck_assert_uint_eq(ring_populated(fx.ring, 1), 0);
 	ring_populate_ahead(fx.ring, 1);
-	ck_assert_uint_eq(ring_populated(fx.ring, 1), 2 * chunk);
-	ck_assert_uint_le(fd_allocated(fx.fd), 2 * chunk + 4 * RING_HDR_SIZE);
-	/* The next call when the head reaches the populated end less a
-	 * chunk. */
-	while (pop_calls == 1 && n * sz < 4 * chunk) {
+	ck_assert_uint_eq(ring_populated(fx.ring, 1), 4 * chunk);
+	ck_assert_uint_le(fd_allocated(fx.fd), 4 * chunk + 5 * RING_HDR_SIZE);
+	/* The next call when the head passes half of it. */
+	while (pop_calls == 1 && n * sz < 8 * chunk) {
 		make_api(&rec, 1, n);
 		ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
 		n++;
 	}
 	ck_assert_uint_eq(pop_calls, 2);
 	h1 = (n - 1) * sz;
-	ck_assert_uint_ge(h1, chunk);
-	ck_assert_uint_lt(h1, chunk + sz);
+	ck_assert_uint_ge(h1, 2 * chunk);
+	ck_assert_uint_lt(h1, 2 * chunk + sz);
 	/* Not answered: again a chunk later; what was written past the
 	 * populated part is kept (drained below). */
-	while (pop_calls == 2 && n * sz < 4 * chunk) {
+	while (pop_calls == 2 && n * sz < 8 * chunk) {
 		make_api(&rec, 1, n);
 		ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
 		n++;
@@ -780,8 +780,10 @@ START_TEST(test_segs_populate_ahead)
 	h2 = (n - 1) * sz;
 	ck_assert_uint_gt(h2 + sz, h1 + chunk);	/* its record reaches it */
 	ck_assert_uint_le(h2, h1 + chunk);
+	ck_assert_uint_eq(ring_written(fx.ring, 1), n * sz);
 	ring_populate_ahead(fx.ring, 1);
-	ck_assert_uint_eq(ring_populated(fx.ring, 1), 4 * chunk);
+	want = (4 * n * sz + chunk - 1) / chunk * chunk + 4 * chunk;
+	ck_assert_uint_eq(ring_populated(fx.ring, 1), want < cap ? want : cap);
 	/* A lap and a bit, drained when full and populated when asked:
 	 * populated to the end, and then no call. */
 	memset(&s, 0, sizeof s);
@@ -805,11 +807,20 @@ START_TEST(test_segs_populate_ahead)
 	ck_assert_uint_eq(drained, n);
 	ck_assert_int_eq(s.bad, 0);
 	ck_assert_uint_eq(s.next[1], n);
+	ck_assert_uint_ge(ring_written(fx.ring, 1), n * sz);
+	/* A hint: populated up front, in chunks, at most a capacity. */
+	ring_set_populate_hint(fx.ring, 2, 5 * chunk + 1);
+	ring_set_populate_hint(fx.ring, 3, 2 * cap);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &q), 2);
+	ring_populate_ahead(fx.ring, 2);
+	ck_assert_uint_eq(ring_populated(fx.ring, 2), 6 * chunk);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &r2), 3);
+	ring_populate_ahead(fx.ring, 3);
+	ck_assert_uint_eq(ring_populated(fx.ring, 3), cap);
 	/* Not lazy: the claim populates its segment whole. */
 	ring_set_lazy(fx.ring, false);
-	ck_assert_uint_eq(ring_producer_claim(fx.ring, &q), 2);
-	ck_assert_uint_eq(ring_populated(fx.ring, 2), cap);
-	ck_assert_uint_eq(pop_calls, calls);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &r3), 4);
+	ck_assert_uint_eq(ring_populated(fx.ring, 4), cap);
 	fx_close(&fx);
 }
 END_TEST
