@@ -35,9 +35,7 @@ else
 fi
 APP=$!; PIDS="$PIDS $APP"
 wait_until 20 registered $APP || fail "clock-marks did not register"
-$CTL --json start --pid $APP --kinds marker --output "$T/$mode.mspti" \
-    >"$T/start.json" || fail "start failed: $(cat "$T/start.json")"
-SID=$(json "$T/start.json" 'j["session"]')
+capture_start $APP marker "$T/$mode.mspti"
 touch "$T/go"
 wait "$APP" || fail "clock-marks failed: $(cat "$T/cm.err")"
 $CTL --json wait "$SID" >"$T/wait.json" 2>&1 || $CTL --json stop "$SID" >"$T/wait.json" 2>&1

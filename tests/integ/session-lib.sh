@@ -27,6 +27,17 @@ json() {
 	python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
 }
 
+# capture_start PID KINDS FILE [OPTION...]: a session on PID writing FILE;
+# its id in SID (the test fails when it did not start).
+capture_start() {
+	cs_pid=$1 cs_kinds=$2 cs_out=$3
+	shift 3
+	$CTL --json start --pid "$cs_pid" --kinds "$cs_kinds" "$@" \
+	    --output "$cs_out" >"$T/start.json" ||
+		fail "start failed: $(cat "$T/start.json")"
+	SID=$(json "$T/start.json" 'j["session"]')
+}
+
 # now_ns: CLOCK_REALTIME in ns.
 now_ns() {
 	python3 -c 'import time; print(time.time_ns())'

@@ -31,9 +31,7 @@ $WITH_AGENT "$MT" $N $PER "$T/go" >"$T/mt.out" 2>&1 &
 APP=$!; PIDS="$PIDS $APP"
 wait_until 20 registered $APP || fail "mark-threads did not register"
 opt=; [ $buf = default ] || opt="--buffer $buf"
-$CTL --json start --pid $APP --kinds marker $opt --output "$T/t$buf.mspti" \
-    >"$T/start.json" || fail "start failed: $(cat "$T/start.json")"
-SID=$(json "$T/start.json" 'j["session"]')
+capture_start $APP marker "$T/t$buf.mspti" $opt
 touch "$T/go"
 wait "$APP" || fail "mark-threads failed: $(cat "$T/mt.out")"
 $CTL --json wait "$SID" >"$T/wait.json" 2>&1 || $CTL --json stop "$SID" >"$T/wait.json" 2>&1
@@ -74,9 +72,7 @@ rm -f "$T/go" "$T/hold"
 $WITH_AGENT "$MT" 1 2000 "$T/go" "$T/hold" >"$T/mt1.out" 2>&1 &
 APP=$!; PIDS="$PIDS $APP"
 wait_until 20 registered $APP || fail "mark-threads (1) did not register"
-$CTL --json start --pid $APP --kinds marker --output "$T/t1.mspti" \
-    >"$T/start.json" || fail "start failed: $(cat "$T/start.json")"
-SID=$(json "$T/start.json" 'j["session"]')
+capture_start $APP marker "$T/t1.mspti"
 touch "$T/go"
 marked() { grep -q "populates on marking threads" "$T/mt1.out"; }
 wait_until 20 marked || fail "mark-threads (1) did not mark"

@@ -718,6 +718,22 @@ pop_hook(struct ring *r, unsigned seg, void *arg)
 	pop_seg = seg;
 }
 
+/* Writes producer 1's next records into p until the hook is called (or
+ * the head reaches max); the head before the record that made the call. */
+static uint64_t
+write_to_call(struct ring_producer *p, uint64_t *n, uint64_t max)
+{
+	unsigned calls = pop_calls;
+	struct rec_api rec;
+
+	while (pop_calls == calls && *n * sizeof(rec) < max) {
+		make_api(&rec, 1, *n);
+		ck_assert_int_eq(ring_pwrite(p, &rec), 0);
+		(*n)++;
+	}
+	return (*n - 1) * sizeof(rec);
+}
+
 /* Bytes of the memfd that have pages. */
 static uint64_t
 fd_allocated(int fd)
@@ -760,24 +776,14 @@ START_TEST(test_segs_populate_ahead)
 	ck_assert_uint_eq(ring_populated(fx.ring, 1), 4 * chunk);
 	ck_assert_uint_le(fd_allocated(fx.fd), 4 * chunk + 5 * RING_HDR_SIZE);
 	/* The next call when the head passes half of it. */
-	while (pop_calls == 1 && n * sz < 8 * chunk) {
-		make_api(&rec, 1, n);
-		ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
-		n++;
-	}
+	h1 = write_to_call(&p, &n, 8 * chunk);
 	ck_assert_uint_eq(pop_calls, 2);
-	h1 = (n - 1) * sz;
 	ck_assert_uint_ge(h1, 2 * chunk);
 	ck_assert_uint_lt(h1, 2 * chunk + sz);
 	/* Not answered: again a chunk later; what was written past the
 	 * populated part is kept (drained below). */
-	while (pop_calls == 2 && n * sz < 8 * chunk) {
-		make_api(&rec, 1, n);
-		ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
-		n++;
-	}
+	h2 = write_to_call(&p, &n, 8 * chunk);
 	ck_assert_uint_eq(pop_calls, 3);
-	h2 = (n - 1) * sz;
 	ck_assert_uint_gt(h2 + sz, h1 + chunk);	/* its record reaches it */
 	ck_assert_uint_le(h2, h1 + chunk);
 	ck_assert_uint_eq(ring_written(fx.ring, 1), n * sz);
