@@ -414,6 +414,38 @@ walk_alone(struct analysis *a, uint64_t records)
 	    (now() - t0) / 1e6, (double)records / (cpu_now() - c0) / 1e6);
 }
 
+/* The same file read alone, on this thread (zstd, delta decoding and
+ * the record checks: what every report pays before its analysis), in
+ * CPU time: the floor under the report's rate per core. */
+static void
+read_alone(const char *path)
+{
+	struct trace_reader *r;
+	const struct rec_hdr *h;
+	uint64_t n = 0;
+	double c0 = cpu_now(), c;
+	int rc;
+
+	if ((rc = trace_reader_open(path, &r)) != 0) {
+		fprintf(stderr, "bench-report: %s: %s\n", path,
+		    trace_strerror(rc));
+		exit(1);
+	}
+	while ((rc = trace_reader_next(r, &h)) == 1)
+		n++;
+	trace_reader_close(r);
+	c = cpu_now() - c0;
+	if (rc != 0) {
+		fprintf(stderr, "bench-report: %s: %s\n", path,
+		    trace_strerror(rc));
+		exit(1);
+	}
+	printf("read alone, no analysis: %6llu records in %7.3f s of CPU: "
+	    "%6.1f M records/s (%.1f ns a record: the report's floor)\n",
+	    (unsigned long long)n, c, (double)n / c / 1e6, c * 1e9 /
+	    (double)n);
+}
+
 static void
 from_file(const char *path, uint64_t n, bool exports)
 {
@@ -442,6 +474,8 @@ from_file(const char *path, uint64_t n, bool exports)
 	    "records/s%s\n", (unsigned long long)tot.records, t1 - t0,
 	    (double)tot.records / (t1 - t0) / 1e6, jitter ? " (jittered "
 	    "times) [target >= 30 per core]" : "");
+	if (jitter)
+		read_alone(path);
 	if (exports) {
 		/* Perfetto twice: deflate on the default pool of workers,
 		 * then on the walk's thread (0 workers), side by side. */
