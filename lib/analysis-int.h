@@ -461,13 +461,24 @@ AN_HIDDEN uint32_t	 an_str_intern(struct analysis *a, const char *s);
 AN_HIDDEN struct an_dev	*an_dev_get(struct analysis *a, uint32_t device);
 AN_HIDDEN void		 an_warn(struct analysis *a, const char *fmt, ...)
 			    __attribute__((format(printf, 2, 3)));
-AN_HIDDEN struct an_proc *an_proc_find(struct analysis_source *src,
+/* an_proc_find's search past its cache (src->last). */
+AN_HIDDEN struct an_proc *an_proc_lookup(struct analysis_source *src,
 			    uint32_t pid);
 AN_HIDDEN uint64_t	 an_dev_time(const struct analysis_source *src,
 			    uint32_t device, uint64_t t);
 AN_HIDDEN uint64_t	 an_union_measure(const struct an_union *u,
 			    uint64_t a, uint64_t b);
 AN_HIDDEN void		*an_realloc(void *p, size_t n);
+
+/* The process record of pid in src (created on first sight); pid 0: the
+ * last one seen.  Inline: nearly every record asks for the one before. */
+static inline struct an_proc *
+an_proc_find(struct analysis_source *src, uint32_t pid)
+{
+	if (src->last != NULL && (src->last->pid == pid || pid == 0))
+		return src->last;
+	return an_proc_lookup(src, pid);
+}
 AN_HIDDEN void		 an_grow(void *vp, size_t *cap, size_t n, size_t sz);
 /* Unmaps the source's launch join table (made on first use). */
 AN_HIDDEN void		 an_pend_free(struct analysis_source *src);

@@ -287,9 +287,8 @@ analysis_source_losses(struct analysis_source *src,
 		src->losses[i] += losses[i];
 }
 
-/* The process record of pid in src (created on first sight). */
 struct an_proc *
-an_proc_find(struct analysis_source *src, uint32_t pid)
+an_proc_lookup(struct analysis_source *src, uint32_t pid)
 {
 	struct analysis *a = src->a;
 	struct an_proc *p;
@@ -592,6 +591,7 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
     uint64_t s, uint64_t e, uint32_t gname, int is_dev)
 {
 	struct an_pend *pend, *slot, me;
+	uint64_t prev_end;
 
 	if (corr == 0)
 		return;
@@ -604,24 +604,31 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	 * touched a table ago, so fetch them ahead of their records. */
 	__builtin_prefetch(&pend[((corr + 16) ^ (uint64_t)p->pid *
 	    0x9e3779b1u) & (AN_PEND_SIZE - 1)], 1);
-	me = (struct an_pend){ corr, s, e, 0, gname, p->pid, (uint8_t)is_dev };
-	if (is_dev) {
-		/* Device records of a process come in about start order. */
-		me.prev_end = p->launch_dev_end;
-		if (e > p->launch_dev_end)
-			p->launch_dev_end = e;
-	}
+	/* Device records of a process come in about start order. */
+	prev_end = p->launch_dev_end;
+	if (is_dev && e > p->launch_dev_end)
+		p->launch_dev_end = e;
 	if (slot->corr == corr && slot->pid == p->pid &&
 	    slot->is_dev != is_dev) {
-		if (is_dev)
+		me = (struct an_pend){ corr, s, e, is_dev ? prev_end : 0,
+		    gname, p->pid, (uint8_t)is_dev };
+		if (is_dev) {
 			an_launch(src, p, corr, slot, &me);
-		else
-			an_launch(src, p, corr, &me, slot);
-		/* 1:N launches: keep the API for further device work. */
-		if (is_dev)
+			/* 1:N launches: keep the API for further device
+			 * work. */
 			return;
+		}
+		an_launch(src, p, corr, &me, slot);
 	}
-	*slot = me;
+	/* Field by field: a copy of a struct built on the stack stalled
+	 * on its narrow stores. */
+	slot->corr = corr;
+	slot->start = s;
+	slot->end = e;
+	slot->prev_end = is_dev ? prev_end : 0;
+	slot->name = gname;
+	slot->pid = p->pid;
+	slot->is_dev = (uint8_t)is_dev;
 }
 
 static void
