@@ -203,9 +203,9 @@ sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
 		s = p->lo;
 	}
 	p->lo = s;
-	for (uint32_t g = 0; g < AN_G_MAX; g++) {
-		if (!(m & (1u << g)))
-			continue;
+	for (; m != 0; m &= m - 1) {	/* its groups, lowest first */
+		uint32_t g = (uint32_t)__builtin_ctz(m);
+
 		if (p->sw_e[g] != 0 && s <= p->sw_e[g]) {
 			if (e > p->sw_e[g])
 				p->sw_e[g] = e;
