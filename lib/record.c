@@ -390,26 +390,50 @@ validate_fields(const struct rec_hdr *h)
 	return -EPROTO;
 }
 
+/* The checks after the framing: the size of a fixed-size type, then the
+ * fields.  The type is known. */
+static inline int
+validate_body(const struct rec_hdr *h)
+{
+	size_t want = rec_info[h->type].size;
+
+	if (want != 0 && h->size != want)
+		return -EBADMSG;
+	if (h->type == REC_STRING_DEF && h->size < sizeof(struct rec_string_def))
+		return -EBADMSG;
+	return validate_fields(h);
+}
+
+static inline int
+known_type(const struct rec_hdr *h)
+{
+	return h->type != REC_INVALID && h->type < REC_TYPE_MAX &&
+	    rec_info[h->type].name != NULL;
+}
+
 int
 record_validate(const void *p, size_t avail)
 {
 	const struct rec_hdr *h = p;
-	size_t want;
 
 	if (p == NULL || avail < REC_HDR_SIZE)
 		return -EMSGSIZE;
-	if (h->type == REC_INVALID || h->type >= REC_TYPE_MAX ||
-	    rec_info[h->type].name == NULL)
+	if (!known_type(h))
 		return -EPROTO;
 	if (h->size < REC_HDR_SIZE || (h->size & (REC_ALIGN - 1)) ||
 	    h->size > REC_MAX_SIZE)
 		return -EBADMSG;
 	if (h->size > avail)
 		return -EMSGSIZE;
-	want = rec_info[h->type].size;
-	if (want != 0 && h->size != want)
+	return validate_body(h);
+}
+
+int
+record_validate_framed(const struct rec_hdr *h)
+{
+	if (!known_type(h))
+		return -EPROTO;
+	if (h->size > REC_MAX_SIZE)
 		return -EBADMSG;
-	if (h->type == REC_STRING_DEF && h->size < sizeof(struct rec_string_def))
-		return -EBADMSG;
-	return validate_fields(h);
+	return validate_body(h);
 }

@@ -409,6 +409,10 @@ size_t	record_string_def_encode(void *buf, size_t bufsize, uint32_t id,
  * (unknown type) or -EMSGSIZE (size beyond avail).
  */
 int	record_validate(const void *p, size_t avail);
+/* record_validate for a record whose framing the caller checked: its size
+ * at least REC_HDR_SIZE, a multiple of REC_ALIGN, and within its buffer
+ * (a reader's hot loop); the same result for such a record. */
+int	record_validate_framed(const struct rec_hdr *h);
 
 /* The fixed size of type (0 for unknown, and for variable-size types). */
 size_t	record_size(unsigned type);

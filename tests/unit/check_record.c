@@ -247,12 +247,19 @@ START_TEST(test_string_def)
 }
 END_TEST
 
-/* Applies one corruption to a fresh sample and expects a reject. */
+/* Applies one corruption to a fresh sample and expects a reject (from
+ * record_validate_framed too when the size still frames it). */
 #define EXPECT_BAD(type, stmt) do {					\
 	size_t n_ = make_sample((type), buf);				\
+	const struct rec_hdr *h_ = (const void *)buf;			\
 	{ stmt; }							\
 	ck_assert_msg(record_validate(buf, n_) != 0,			\
 	    "type %u accepted after: %s", (unsigned)(type), #stmt);	\
+	if (h_->size >= REC_HDR_SIZE && h_->size % REC_ALIGN == 0 &&	\
+	    h_->size <= n_)						\
+		ck_assert_msg(record_validate_framed(h_) != 0,		\
+		    "type %u accepted framed after: %s",		\
+		    (unsigned)(type), #stmt);				\
 } while (0)
 
 START_TEST(test_validate_header)
@@ -347,13 +354,15 @@ START_TEST(test_validate_fields)
 END_TEST
 
 /* Random bytes never crash the validator, and anything it accepts has a
- * size within what it was given. */
+ * size within what it was given; for a framed record (a reader's loop
+ * checked its size) record_validate_framed says what it says. */
 START_TEST(test_validate_random)
 {
 	uint64_t buf[REC_MAX_SIZE / 8];
 	struct rec_hdr *h = (void *)buf;
-	unsigned seed = 12345, i, j;
+	unsigned seed = 12345, i, j, framed = 0, accepted = 0;
 	size_t avail;
+	int rc;
 
 	for (i = 0; i < 200000; i++) {
 		for (j = 0; j < 16; j++)
@@ -364,9 +373,27 @@ START_TEST(test_validate_random)
 		if (i & 2)
 			h->size = (uint16_t)(record_size(h->type));
 		avail = (size_t)rand_r(&seed) % 129;
-		if (record_validate(buf, avail) == 0)
+		if (i % 4 == 3) {	/* a valid record, one byte changed */
+			avail = make_sample(all_types[rand_r(&seed) % NTYPES],
+			    buf);
+			if (i & 4)
+				((unsigned char *)buf)[(unsigned)rand_r(&seed) %
+				    avail] ^= (unsigned char)(1u <<
+				    (rand_r(&seed) % 8));
+		}
+		rc = record_validate(buf, avail);
+		if (rc == 0)
 			ck_assert_uint_le(h->size, avail);
+		if (h->size >= REC_HDR_SIZE && h->size % REC_ALIGN == 0 &&
+		    h->size <= avail) {
+			ck_assert_int_eq(record_validate_framed(h) == 0,
+			    rc == 0);
+			framed++;
+			accepted += rc == 0;
+		}
 	}
+	ck_assert_uint_gt(framed, 1000);
+	ck_assert_uint_gt(accepted, 10);
 }
 END_TEST
 
