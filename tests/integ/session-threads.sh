@@ -9,10 +9,10 @@
 # finds its segment full loses its record once, not twice.  No marking
 # thread populates its segment's pages itself (mark-threads counts the
 # madvise calls of its threads).  A thread that records little gets
-# little of its segment's memory: the agent populates it a chunk at a time
-# as the thread's writes come near the end of what it populated, not all
-# 8 MiB at once (which took ~5 ms of CPU, and its freeing more in msptid,
-# in every session).
+# little of its segment's memory: the agent populates ahead of the
+# thread's writes, not all 8 MiB at once (which took ~5 ms of CPU, and
+# its freeing more in msptid, in every session); a segment starts a
+# session with what it took in the process's session before.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/session-lib.sh"
 
@@ -93,3 +93,24 @@ wait "$APP" || fail "mark-threads (1) failed: $(cat "$T/mt1.out")"
 [ "$(grep -c '"type":"marker"' "$T/t1.jsonl")" -eq 2001 ] ||
 	fail "markers: $(grep -c '"type":"marker"' "$T/t1.jsonl") of 2001"
 ok "one thread, 2000 markers: the ring holds $RSS KiB of its pages, every marker written"
+
+# A thread that wrote 60000 markers (~3.3 MiB) in one session finds that
+# much of its next session's segment populated at the start (the agent
+# remembers what each segment took), not 1 MiB nor the whole 8 MiB.
+rm -f "$T/go" "$T/hold" "$T/mt1.out"
+$WITH_AGENT "$MT" 1 60000 "$T/go" "$T/hold" >"$T/mt1.out" 2>&1 &
+APP=$!; PIDS="$PIDS $APP"
+wait_until 20 registered $APP || fail "mark-threads (60000) did not register"
+capture_start $APP marker "$T/t2.mspti"
+touch "$T/go"
+wait_until 20 marked || fail "mark-threads (60000) did not mark"
+$CTL --json stop "$SID" >"$T/stop.json" 2>&1 || fail "stop: $(cat "$T/stop.json")"
+capture_start $APP marker "$T/t3.mspti"
+sleep 1
+RSS=$(ring_rss)
+[ "$RSS" -ge 2560 ] && [ "$RSS" -le 5120 ] ||
+	fail "the next session's ring holds $RSS KiB after a session that wrote ~3.3 MiB"
+$CTL --json stop "$SID" >"$T/stop.json" 2>&1 || fail "stop: $(cat "$T/stop.json")"
+touch "$T/hold"
+wait "$APP" || fail "mark-threads (60000) failed: $(cat "$T/mt1.out")"
+ok "after a session that wrote ~3.3 MiB, the next one starts with $RSS KiB of its ring"
