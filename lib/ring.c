@@ -104,15 +104,13 @@ struct ring {
 	size_t			 maxrec;
 	size_t			 maplen;
 	unsigned		 nseg;
-	/* Producer side: per-thread segments taken (bit i: segment i), and
-	 * those whose pages this process faulted in already. */
+	/* Producer side: per-thread segments taken (bit i: segment i). */
 	alignas(64) _Atomic uint64_t claimed;
-	_Atomic uint64_t	 populated;
 	bool			 lazy;		/* claim leaves populating to
 						   the owner (ring_set_lazy) */
-	/* Lazy: the data bytes of each segment populated so far (written
-	 * by ring_populate_ahead's one thread), and who hears that a
-	 * producer came near their end (ring_set_populate_hook). */
+	/* The data bytes of each segment this process populated so far
+	 * (the capacity: all of it), and, lazy, who hears that a producer
+	 * came near their end (ring_set_populate_hook). */
 	_Atomic uint64_t	 pop_to[RING_MAX_SEGMENTS];
 	uint64_t		 pop_hint[RING_MAX_SEGMENTS];
 	ring_populate_fn	 pop_fn;
@@ -284,13 +282,13 @@ ring_segments(const struct ring *r)
 void
 ring_populate(struct ring *r, unsigned seg)
 {
-	if (seg >= r->nseg || (atomic_fetch_or(&r->populated, 1ull << seg) &
-	    1ull << seg))
+	/* Once: the first caller to mark it whole does it. */
+	if (seg >= r->nseg || atomic_exchange_explicit(&r->pop_to[seg], r->cap,
+	    memory_order_relaxed) >= r->cap)
 		return;
 	/* Best effort: an older kernel faults on first touch instead. */
 	(void)madvise(r->seg[seg].sh, RING_HDR_SIZE + r->cap,
 	    MADV_POPULATE_WRITE);
-	atomic_store_explicit(&r->pop_to[seg], r->cap, memory_order_relaxed);
 }
 
 void
@@ -323,8 +321,6 @@ ring_populate_ahead(struct ring *r, unsigned seg)
 		(void)madvise(r->seg[seg].data + from, to - from,
 		    MADV_POPULATE_WRITE);
 	atomic_store_explicit(&r->pop_to[seg], to, memory_order_relaxed);
-	if (to == r->cap)
-		atomic_fetch_or(&r->populated, 1ull << seg);
 }
 
 uint64_t
