@@ -293,8 +293,6 @@ an_proc_lookup(struct analysis_source *src, uint32_t pid)
 	struct analysis *a = src->a;
 	struct an_proc *p;
 
-	if (src->last != NULL && (src->last->pid == pid || pid == 0))
-		return src->last;
 	for (size_t i = 0; i < a->nproc; i++)
 		if (a->proc[i]->src == src && a->proc[i]->pid == pid) {
 			src->last = a->proc[i];
