@@ -39,16 +39,31 @@ cpu_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Where the synthetic records go: a direct source or a trace writer. */
+/* Where the synthetic records go: a direct source, a trace writer, or
+ * (neither) memory, to be interleaved with other ranks' (node_file). */
 struct sink {
 	struct analysis_source	*src;
 	struct trace_writer	*w;
+	uint8_t			*buf;
+	size_t			 len, cap;
 };
 
 static void
 put(struct sink *k, const void *rec)
 {
-	if (k->src != NULL)
+	if (k->src == NULL && k->w == NULL) {
+		size_t n = ((const struct rec_hdr *)rec)->size;
+
+		if (k->len + n > k->cap) {
+			k->cap = k->cap ? 2 * k->cap : 1 << 20;
+			if ((k->buf = realloc(k->buf, k->cap)) == NULL) {
+				perror("bench-report");
+				exit(1);
+			}
+		}
+		memcpy(k->buf + k->len, rec, n);
+		k->len += n;
+	} else if (k->src != NULL)
 		analysis_source_add(k->src, rec);
 	else {
 		int rc = trace_writer_add(k->w, rec);
@@ -194,7 +209,7 @@ direct(uint64_t n)
 {
 	struct analysis *a = analysis_new(NULL);
 	struct analysis_source *src = analysis_source_new(a, "bench", NULL);
-	struct sink k = { src, NULL };
+	struct sink k = { src, NULL, NULL, 0, 0 };
 	struct analysis_totals tot;
 	double t0, t1;
 
@@ -298,7 +313,7 @@ static void
 write_trace_rank(const char *path, uint64_t n, int rank, int world)
 {
 	struct trace_header h;
-	struct sink k = { NULL, NULL };
+	struct sink k = { NULL, NULL, NULL, 0, 0 };
 	uint32_t id;
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
@@ -316,6 +331,59 @@ write_trace_rank(const char *path, uint64_t n, int rank, int world)
 			exit(1);
 		}
 	workload_rank(&k, n, rank, world);
+	if (trace_writer_close(k.w, NULL, NULL) != 0 || close(fd) != 0) {
+		perror(path);
+		exit(1);
+	}
+}
+
+/*
+ * One node's capture: ranks processes of n records in all in one file,
+ * as msptid writes it (each agent's ring drained in turn: runs of a few
+ * hundred records a process), the ranks' steps in step.
+ */
+static void
+write_trace_node(const char *path, uint64_t n, int ranks)
+{
+	struct trace_header h;
+	struct sink k = { NULL, NULL, NULL, 0, 0 }, r[8];
+	size_t at[8] = { 0 };
+	uint32_t id;
+	bool more = true;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	memset(&h, 0, sizeof(h));
+	h.hostname = "bench";
+	h.producer = "bench-report";
+	if (fd < 0 || trace_writer_open(fd, &h, 0, &k.w) != 0) {
+		perror(path);
+		exit(1);
+	}
+	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
+		if (trace_writer_intern(k.w, names[i], strlen(names[i]),
+		    &id) != 0 || id != i) {
+			fputs("bench-report: unexpected string id\n", stderr);
+			exit(1);
+		}
+	for (int i = 0; i < ranks && i < 8; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		jitter_state += 0x632be59bd9b4e019ull;
+		workload_rank(&r[i], n / (uint64_t)ranks, i, ranks);
+	}
+	while (more) {
+		more = false;
+		for (int i = 0; i < ranks && i < 8; i++)
+			for (int c = 0; c < 256 && at[i] < r[i].len; c++) {
+				const struct rec_hdr *rh = (const void *)
+				    (r[i].buf + at[i]);
+
+				put(&k, rh);
+				at[i] += rh->size;
+				more = true;
+			}
+	}
+	for (int i = 0; i < ranks && i < 8; i++)
+		free(r[i].buf);
 	if (trace_writer_close(k.w, NULL, NULL) != 0 || close(fd) != 0) {
 		perror(path);
 		exit(1);
@@ -554,7 +622,7 @@ thread_cpu_now(void)
  * that critical path.
  */
 static void
-multi_run(char **pv, int nf, bool merged)
+multi_run(char **pv, int nf, bool merged, const char *what)
 {
 	static const unsigned jobs[] = { 1, 2, 4 };
 	double base = 0, cpu1 = 0, fcpu[8] = { 0 }, fin = 0;
@@ -576,6 +644,7 @@ multi_run(char **pv, int nf, bool merged)
 	for (size_t j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
 		double best = 0, cpu = 0, crit = 0;
 		uint64_t recs = 0;
+		unsigned threads = 1;
 
 		for (int rep = 0; rep < 3; rep++) {
 			struct analysis_opts o;
@@ -601,6 +670,7 @@ multi_run(char **pv, int nf, bool merged)
 			m = thread_cpu_now() - m0;
 			analysis_get_totals(a, &tot);
 			recs = tot.records;
+			threads = tot.threads;
 			if (best == 0 || t1 - t0 < best)
 				best = t1 - t0;
 			if (crit == 0 || m < crit) {
@@ -636,30 +706,37 @@ multi_run(char **pv, int nf, bool merged)
 			path = jobs[j] > 1 && nf > 1 ? span + crit : crit;
 			if (j == 0)
 				cpu1 = path;
-			printf("report (per-file partials, merged), %d file%s, "
+			/* A file in several threads: the calling thread
+			 * is one of them, the estimate does not hold. */
+			printf("report (per-file partials, merged), %s, "
 			    "--jobs %u: %9llu records in %7.3f s: %6.1f M "
 			    "records/s wall (x%.2f of --jobs 1); CPU %.3f s: "
-			    "%.1f M records/s per core; critical path %.3f s: "
-			    "x%.2f on an idle machine\n", nf, nf > 1 ? "s" :
-			    " ", jobs[j], (unsigned long long)recs, best,
-			    (double)recs / best / 1e6, base / best, cpu,
-			    (double)recs / cpu / 1e6, path, cpu1 / path);
+			    "%.1f M records/s per core; ", what, jobs[j],
+			    (unsigned long long)recs, best, (double)recs /
+			    best / 1e6, base / best, cpu, (double)recs / cpu /
+			    1e6);
+			if (threads > 1)
+				printf("%u threads on the file\n", threads);
+			else
+				printf("critical path %.3f s: x%.2f on an idle "
+				    "machine\n", path, cpu1 / path);
 		} else
-			printf("report, %d file%s, --jobs %u: %9llu records in "
+			printf("report, %s, --jobs %u: %9llu records in "
 			    "%7.3f s: %6.1f M records/s wall (x%.2f of --jobs "
 			    "1); CPU %.3f s, analysing thread %.3f s: %.1f M "
-			    "records/s of it, x%.2f on an idle machine\n",
-			    nf, nf > 1 ? "s" : " ", jobs[j],
-			    (unsigned long long)recs, best, (double)recs /
-			    best / 1e6, base / best, cpu, crit, (double)recs /
-			    crit / 1e6, cpu1 / crit);
+			    "records/s of it, x%.2f on an idle machine%s\n",
+			    what, jobs[j], (unsigned long long)recs, best,
+			    (double)recs / best / 1e6, base / best, cpu, crit,
+			    (double)recs / crit / 1e6, cpu1 / crit, threads >
+			    1 ? " (the calling thread is one of a file's "
+			    "threads: not an estimate)" : "");
 	}
 	/* analysis_run: what no --jobs spreads (clock alignment, steps,
 	 * verdicts, tables), the Amdahl term of the scaling above. */
 	if (!merged)
-		printf("report, %d file%s: final pass on one thread (alignment, "
-		    "steps, tables) %.3f s, %.1f %% of --jobs 1\n", nf, nf > 1 ?
-		    "s" : " ", fin, 100 * fin / base);
+		printf("report, %s: final pass on one thread (alignment, "
+		    "steps, tables) %.3f s, %.1f %% of --jobs 1\n", what, fin,
+		    100 * fin / base);
 }
 
 /* The same files analysed in one pass (the reader's threads decompress
@@ -678,10 +755,28 @@ multi(const char *tmp, int nf, uint64_t n)
 		pv[i] = paths[i];
 	}
 	jitter = false;
-	multi_run(pv, nf, false);
-	multi_run(pv, nf, true);
+	multi_run(pv, nf, false, nf > 1 ? "4 files" : "1 file ");
+	multi_run(pv, nf, true, nf > 1 ? "4 files" : "1 file ");
 	for (int i = 0; i < nf; i++)
 		unlink(paths[i]);
+}
+
+/* One node's file of 4 ranks (n records in all): its processes dealt
+ * out to the threads (analysis-shard.c). */
+static void
+node(const char *tmp, uint64_t n)
+{
+	char path[512], *pv[1] = { path };
+
+	snprintf(path, sizeof(path), "%s/bench-report-node%d.trace", tmp,
+	    (int)getpid());
+	jitter = true;
+	write_trace_node(path, n, 4);
+	jitter = false;
+	read_alone(path);
+	multi_run(pv, 1, false, "1 node file (4 ranks)");
+	multi_run(pv, 1, true, "1 node file (4 ranks)");
+	unlink(path);
 }
 
 int
@@ -697,6 +792,13 @@ main(int argc, char **argv)
 		tmp = "/tmp";
 	/* bench-report --write FILE N [RANK WORLD]: only write the workload
 	 * (for profiling msptictl on it; BENCH_JITTER=1: jittered). */
+	/* bench-report --write-node FILE N RANKS: one node's file. */
+	if (argc >= 5 && strcmp(argv[1], "--write-node") == 0) {
+		jitter = true;
+		write_trace_node(argv[2], strtoull(argv[3], NULL, 10),
+		    atoi(argv[4]));
+		return 0;
+	}
 	if (argc >= 4 && strcmp(argv[1], "--write") == 0) {
 		jitter = getenv("BENCH_JITTER") != NULL;
 		/* Ranks written one per run jitter apart, as multi()'s do. */
@@ -739,6 +841,7 @@ main(int argc, char **argv)
 		    "jittered times)\n", sysconf(_SC_NPROCESSORS_ONLN));
 		multi(tmp, 1, 4000000);
 		multi(tmp, 4, 1000000);
+		node(tmp, 4000000);
 	}
 	if (!only || strcmp(getenv("BENCH_EXPORT_ONLY"), "jobs") == 0 ||
 	    strcmp(getenv("BENCH_EXPORT_ONLY"), "ranks") == 0)

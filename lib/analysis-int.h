@@ -11,6 +11,9 @@
 
 #include "analysis.h"
 
+struct trace_reader;
+struct trace_chunk_aux;
+
 #define AN_HIDDEN	__attribute__((visibility("hidden")))
 
 /*
@@ -247,6 +250,7 @@ struct an_proc {
 	uint32_t	 pid;
 	uint64_t	 launch_dev_end;	/* latest device end joined */
 	uint32_t	 idx;			/* creation order: flow ids */
+	uint64_t	 seq;			/* analysis.seq at creation */
 	int32_t		 rank, local_rank, world_size;
 	uint32_t	 job, exe;		/* global string ids */
 	struct an_clk	 clk;			/* added to align clocks */
@@ -376,11 +380,15 @@ struct analysis_source {
 	uint64_t	 records;
 	bool		 truncated;
 	uint64_t	 corrupt;
+	/* A file's shard but the first: device memory totals are the first
+	 * shard's, which sees every MEMORY record in order (an_mem_dev). */
+	bool		 no_mem_dev;
 };
 
 struct an_op {
 	uint32_t	name, type;	/* global ids */
 	bool		aicpu;		/* type names an AI_CPU core */
+	uint64_t	seq;		/* analysis.seq of its first record */
 	struct an_stat	st;
 	uint64_t	host_total;	/* launch API time of its kernels */
 	uint64_t	host_count;
@@ -392,6 +400,7 @@ struct an_op {
 struct an_orphan {
 	uint32_t	name;
 	uint64_t	total, count;
+	uint64_t	seq;		/* analysis.seq of its first launch */
 };
 
 struct an_launch_out {
@@ -399,6 +408,7 @@ struct an_launch_out {
 	uint32_t	api, kernel;
 	uint64_t	runtime, dur, delay;
 	int32_t		rank;
+	uint64_t	seq;		/* analysis.seq of the joining record */
 };
 
 struct an_str {
@@ -437,6 +447,11 @@ struct analysis {
 	size_t			 nl_top;
 	uint64_t		 counts[REC_TYPE_MAX];
 	uint64_t		 records;
+	/* Records walked, in every file in order, this analysis's or not
+	 * (a file's shards, analysis-shard.c, each walk all of it): what
+	 * orders first sights (an_op, an_proc, ... .seq) when the shards
+	 * merge. */
+	uint64_t		 seq;
 	uint64_t		 aicpu_time, aicpu_count, kernel_time;
 	char			**warn;
 	size_t			 nwarn;
@@ -446,6 +461,7 @@ struct analysis {
 	struct table		*tables[ANALYSIS_SECTION_MAX];
 	int			 world_size;
 	unsigned		 files;
+	unsigned		 threads;	/* analysis_totals.threads */
 	bool			 ran;
 	bool			 partial;
 	uint32_t		 step_gid;	/* interned o.step_marker */
@@ -482,15 +498,54 @@ an_proc_find(struct analysis_source *src, uint32_t pid)
 AN_HIDDEN void		 an_grow(void *vp, size_t *cap, size_t n, size_t sz);
 /* Unmaps the source's launch join table (made on first use). */
 AN_HIDDEN void		 an_pend_free(struct analysis_source *src);
+/* A device's clock model from here on. */
+AN_HIDDEN void		 an_clock_sync(struct analysis_source *src,
+			    const struct rec_clock_sync *c);
+/* A MEMORY record's device totals (analysis_source_add does it too). */
+AN_HIDDEN void		 an_mem_dev(struct analysis *a,
+			    const struct rec_memory *r);
+/* The source of a trace file open in r: its host, reorder window and
+ * device clocks from the header. */
+AN_HIDDEN struct analysis_source *an_src_open(struct analysis *a,
+			    const char *path, struct trace_reader *r);
+/* Gives launch time that waited for an op of its name (an_orphan) to
+ * the first op of that name now there is one. */
+AN_HIDDEN void		 an_orphans_settle(struct analysis *a);
+#define AN_SHARD_QUEUE	8	/* chunks a file's shards hold at most */
+/* analysis-shard.c: reads the rest of the file in r into src in up to
+ * a->o.jobs threads, each analysing the processes it is given, and
+ * merges them into a; what trace_reader_next's loop returns (0, or a
+ * read error).  Warnings and corrupt chunks are a's. */
+/* Of jobs threads for a file, how many analyse (the rest decompress
+ * ahead of them): 1, or more for an_shards. */
+AN_HIDDEN unsigned	 an_shard_plan(unsigned jobs);
+/* The trace_chunk_fn an_shards needs on the reader (before its threads). */
+AN_HIDDEN void		 an_shard_index(const uint8_t *data, size_t len,
+			    uint32_t records, struct trace_chunk_aux *aux);
+AN_HIDDEN int		 an_shards(struct analysis *a,
+			    struct analysis_source *src, struct trace_reader *r,
+			    const char *path);
 /* analysis-merge.c */
 AN_HIDDEN void		 an_finish_input(struct analysis *a);
+/* Folds shard b of a file into a, the file's first shard (its source
+ * is a's last): b's input is finished, its sums and statistics added,
+ * its ops, APIs, orphans and launch outliers joined, its ranks moved to
+ * a's source. */
+AN_HIDDEN void		 an_merge_shard(struct analysis *a, struct analysis *b);
+/* After the last an_merge_shard of a file: first sights in file order
+ * (ops, APIs, orphans and ranks since the counts in *before). */
+struct an_counts {
+	size_t		 nops, napis, norph, nproc;
+};
+AN_HIDDEN void		 an_merge_shards_end(struct analysis *a,
+			    const struct an_counts *before);
 /* 1 + the first op named name (0: none); sets it unless set. */
 AN_HIDDEN uint32_t	 an_op_first(const struct analysis *a, uint32_t name);
 AN_HIDDEN void		 an_op_first_set(struct analysis *a, uint32_t name,
 			    size_t idx);
 /* Host launch time of kernels of name with no op of their own. */
 AN_HIDDEN void		 an_orphan_add(struct analysis *a, uint32_t name,
-			    uint64_t total, uint64_t count);
+			    uint64_t total, uint64_t count, uint64_t seq);
 /* analysis-sample.c: keys every rank's collectives; then, past
  * opts.step_cap or .coll_cap, keeps a sample of steps (and what lies in
  * them) and of the collectives outside steps: each rank at its own

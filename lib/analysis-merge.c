@@ -48,6 +48,7 @@ an_finish_input(struct analysis *a)
 		p->open = NULL;
 		p->nopen = p->copen = 0;
 	}
+	an_orphans_settle(a);
 	for (size_t i = 0; i < a->nsrc; i++) {
 		struct analysis_source *s = a->src[i];
 
@@ -87,33 +88,45 @@ an_op_first(const struct analysis *a, uint32_t name)
 
 void
 an_orphan_add(struct analysis *a, uint32_t name, uint64_t total,
-    uint64_t count)
+    uint64_t count, uint64_t seq)
 {
 	for (size_t i = 0; i < a->norph; i++)
 		if (a->orph[i].name == name) {
 			a->orph[i].total += total;
 			a->orph[i].count += count;
+			if (seq < a->orph[i].seq)
+				a->orph[i].seq = seq;
 			return;
 		}
 	an_grow(&a->orph, &a->corph, a->norph, sizeof(*a->orph));
-	a->orph[a->norph++] = (struct an_orphan){ name, total, count };
+	a->orph[a->norph++] = (struct an_orphan){ name, total, count, seq };
+}
+
+void
+an_orphans_settle(struct analysis *a)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->norph; i++) {
+		uint32_t f = an_op_first(a, a->orph[i].name);
+
+		if (f != 0) {
+			a->ops[f - 1].host_total += a->orph[i].total;
+			a->ops[f - 1].host_count += a->orph[i].count;
+		} else
+			a->orph[n++] = a->orph[i];
+	}
+	a->norph = n;
 }
 
 static void
 pt_merge_ops(struct analysis *a, struct analysis *b, const uint32_t *map)
 {
-	/* Launch time the partial could not give to an op: an earlier
-	 * partial's op of that name takes it, as one pass would have. */
-	for (size_t i = 0; i < b->norph; i++) {
-		uint32_t name = map[b->orph[i].name], f = an_op_first(a, name);
-
-		if (f != 0) {
-			a->ops[f - 1].host_total += b->orph[i].total;
-			a->ops[f - 1].host_count += b->orph[i].count;
-		} else
-			an_orphan_add(a, name, b->orph[i].total,
-			    b->orph[i].count);
-	}
+	/* Launch time the partial could not give to an op waits with a's
+	 * for the first op of its name (an_orphans_settle). */
+	for (size_t i = 0; i < b->norph; i++)
+		an_orphan_add(a, map[b->orph[i].name], b->orph[i].total,
+		    b->orph[i].count, b->orph[i].seq);
 	for (size_t i = 0; i < b->nops; i++) {
 		const struct an_op *o = &b->ops[i];
 		uint32_t name = map[o->name], type = map[o->type];
@@ -130,10 +143,13 @@ pt_merge_ops(struct analysis *a, struct analysis *b, const uint32_t *map)
 			a->ops[j].name = name;
 			a->ops[j].type = type;
 			a->ops[j].aicpu = o->aicpu;
+			a->ops[j].seq = o->seq;
 			a->nops++;
 			an_op_first_set(a, name, j);
 		}
 		d = &a->ops[j];
+		if (o->seq < d->seq)
+			d->seq = o->seq;
 		pt_stat_merge(&d->st, &o->st);
 		/* The partial gave its launches to its first op of the name;
 		 * here the first op of the name is an earlier one's. */
@@ -154,15 +170,31 @@ pt_merge_ops(struct analysis *a, struct analysis *b, const uint32_t *map)
 			    sizeof(*a->apis));
 			memset(&a->apis[j], 0, sizeof(a->apis[j]));
 			a->apis[j].name = name;
+			a->apis[j].seq = b->apis[i].seq;
 			a->napis++;
 		}
+		if (b->apis[i].seq < a->apis[j].seq)
+			a->apis[j].seq = b->apis[i].seq;
 		pt_stat_merge(&a->apis[j].st, &b->apis[i].st);
 	}
+	an_orphans_settle(a);
+}
+
+/* Whether launch outlier x goes before y: worse delay, or an equal one
+ * earlier in the input (by record: shards of one file; else a's before
+ * b's, as a merge in input order has them). */
+static bool
+pt_lout_before(const struct an_launch_out *x, const struct an_launch_out *y,
+    bool by_seq)
+{
+	if (x->delay != y->delay)
+		return x->delay > y->delay;
+	return !by_seq || x->seq <= y->seq;
 }
 
 static void
 pt_merge_launch(struct analysis *a, const struct analysis *b,
-    const uint32_t *map)
+    const uint32_t *map, bool by_seq)
 {
 	struct an_launch_out top[32];
 	size_t n = 0, x = 0, y = 0;
@@ -178,7 +210,7 @@ pt_merge_launch(struct analysis *a, const struct analysis *b,
 	 * one pass's insertion keeps. */
 	while (n < 32 && (x < a->nl_top || y < b->nl_top)) {
 		if (y == b->nl_top || (x < a->nl_top &&
-		    a->l_top[x].delay >= b->l_top[y].delay))
+		    pt_lout_before(&a->l_top[x], &b->l_top[y], by_seq)))
 			top[n++] = a->l_top[x++];
 		else {
 			top[n] = b->l_top[y++];
@@ -227,13 +259,12 @@ pt_proc_remap(struct an_proc *p, const uint32_t *map)
 		}
 }
 
-AN_ATTR int
-analysis_merge(struct analysis *a, struct analysis *b)
+/* analysis_merge, or a file's shard b into a (an_merge_shard). */
+static void
+an_merge(struct analysis *a, struct analysis *b, bool shard)
 {
 	uint32_t *map;
 
-	if (a->ran || b->ran || a == b)
-		return -EINVAL;
 	an_finish_input(b);
 	map = an_realloc(NULL, b->str.n * sizeof(uint32_t));
 	for (size_t i = 0; i < b->str.n; i++)
@@ -247,7 +278,7 @@ analysis_merge(struct analysis *a, struct analysis *b)
 		a->memcpy_misaligned[k] += b->memcpy_misaligned[k];
 	}
 	pt_merge_devs(a, b);
-	pt_merge_launch(a, b, map);
+	pt_merge_launch(a, b, map, shard);
 	for (int k = 0; k < REC_TYPE_MAX; k++)
 		a->counts[k] += b->counts[k];
 	a->records += b->records;
@@ -256,13 +287,35 @@ analysis_merge(struct analysis *a, struct analysis *b)
 	a->kernel_time += b->kernel_time;
 	a->files += b->files;
 	a->partial |= b->partial;
-	/* Sources and ranks move over as they are. */
-	a->src = an_realloc(a->src, (a->nsrc + b->nsrc) * sizeof(*a->src));
-	for (size_t i = 0; i < b->nsrc; i++) {
-		b->src[i]->a = a;
-		a->src[a->nsrc++] = b->src[i];
+	if (b->threads > a->threads)
+		a->threads = b->threads;
+	if (shard) {
+		/* One file: b's source is a's last, read in part. */
+		struct analysis_source *d = a->src[a->nsrc - 1];
+
+		for (size_t i = 0; i < b->nsrc; i++) {
+			const struct analysis_source *s = b->src[i];
+
+			d->records += s->records;
+			d->corrupt += s->corrupt;
+			d->truncated |= s->truncated;
+			for (int k = 0; k < LOSS_STAGE_MAX; k++) {
+				d->losses[k] += s->losses[k];
+				d->loss_records[k] += s->loss_records[k];
+			}
+		}
+		for (size_t i = 0; i < b->nproc; i++)
+			b->proc[i]->src = d;
+	} else {
+		/* Sources move over as they are. */
+		a->src = an_realloc(a->src, (a->nsrc + b->nsrc) *
+		    sizeof(*a->src));
+		for (size_t i = 0; i < b->nsrc; i++) {
+			b->src[i]->a = a;
+			a->src[a->nsrc++] = b->src[i];
+		}
+		b->nsrc = 0;
 	}
-	b->nsrc = 0;
 	a->proc = an_realloc(a->proc, (a->nproc + b->nproc) *
 	    sizeof(*a->proc));
 	for (size_t i = 0; i < b->nproc; i++) {
@@ -274,7 +327,85 @@ analysis_merge(struct analysis *a, struct analysis *b)
 	}
 	b->nproc = 0;
 	free(map);
+}
+
+AN_ATTR int
+analysis_merge(struct analysis *a, struct analysis *b)
+{
+	if (a->ran || b->ran || a == b)
+		return -EINVAL;
+	an_merge(a, b, false);
 	return 0;
+}
+
+void
+an_merge_shard(struct analysis *a, struct analysis *b)
+{
+	an_merge(a, b, true);
+}
+
+static int
+an_cmp_op_seq(const void *x, const void *y)
+{
+	const struct an_op *a = x, *b = y;
+
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int
+an_cmp_orph_seq(const void *x, const void *y)
+{
+	const struct an_orphan *a = x, *b = y;
+
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int
+an_cmp_proc_seq(const void *x, const void *y)
+{
+	const struct an_proc *a = *(struct an_proc *const *)x;
+	const struct an_proc *b = *(struct an_proc *const *)y;
+
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+void
+an_merge_shards_end(struct analysis *a, const struct an_counts *before)
+{
+	struct analysis_source *src = a->src[a->nsrc - 1];
+
+	/* What the file brought, in the order one pass met it. */
+	an_sort(a->ops + before->nops, a->nops - before->nops,
+	    sizeof(*a->ops), an_cmp_op_seq);
+	an_sort(a->apis + before->napis, a->napis - before->napis,
+	    sizeof(*a->apis), an_cmp_op_seq);
+	an_sort(a->orph + before->norph, a->norph - before->norph,
+	    sizeof(*a->orph), an_cmp_orph_seq);
+	an_sort(a->proc + before->nproc, a->nproc - before->nproc,
+	    sizeof(*a->proc), an_cmp_proc_seq);
+	for (size_t i = before->nproc; i < a->nproc; i++)
+		a->proc[i]->idx = (uint32_t)i;
+	/* The first op of a name may now be another shard's: the launch
+	 * time of the name is all the first's. */
+	if (a->nop_first > 0)
+		memset(a->op_first, 0, a->nop_first * sizeof(uint32_t));
+	for (size_t i = 0; i < a->nops; i++)
+		an_op_first_set(a, a->ops[i].name, i);
+	for (size_t i = before->nops; i < a->nops; i++) {
+		struct an_op *o = &a->ops[i];
+		struct an_op *f = &a->ops[a->op_first[o->name] - 1];
+
+		if (f != o && (o->host_total || o->host_count)) {
+			f->host_total += o->host_total;
+			f->host_count += o->host_count;
+			o->host_total = o->host_count = 0;
+		}
+	}
+	/* The source's caches point at ops and APIs by index. */
+	free(src->op_of);
+	free(src->api_of);
+	src->op_of = src->api_of = NULL;
+	src->nop_of = src->napi_of = 0;
 }
 
 /* ---- files in threads, merged in order ---- */

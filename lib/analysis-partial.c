@@ -811,7 +811,7 @@ pt_read(struct pt_r *r, const struct analysis *a, struct analysis *b)
 		uint32_t name = map[pt_rid(r)];
 		uint64_t t = pt_ru(r), c = pt_ru(r);
 
-		an_orphan_add(b, name, t, c);
+		an_orphan_add(b, name, t, c, 0);
 	}
 	n = pt_rn(r, 7, UINT32_MAX);
 	for (size_t i = 0; i < n && r->err == NULL; i++) {

@@ -677,6 +677,7 @@ an_steps(struct analysis *a)
 	for (size_t i = 0; i < a->nproc; i++)
 		if (!a->proc[i]->finished)
 			an_sweep_finish(a, a->proc[i]);
+	an_orphans_settle(a);
 	st_check(a);
 	/* Each rank's collectives keyed, steps and collectives sampled
 	 * past the caps (analysis-sample.c), then the collectives in

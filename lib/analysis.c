@@ -303,6 +303,7 @@ an_proc_lookup(struct analysis_source *src, uint32_t pid)
 	p->src = src;
 	p->pid = pid;
 	p->idx = (uint32_t)a->nproc;
+	p->seq = a->seq;
 	p->rank = p->local_rank = p->world_size = -1;
 	p->step_base = -1;
 	p->safe_static = UINT64_MAX;
@@ -401,6 +402,7 @@ an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
 			a->ops[i].type = gtype;
 			a->ops[i].aicpu = strstr(an_str_get(a, gtype), "CPU") !=
 			    NULL;
+			a->ops[i].seq = a->seq;
 			a->nops++;
 			if (gname >= a->nop_first) {
 				size_t n = a->nop_first ? a->nop_first : 256;
@@ -452,6 +454,7 @@ an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 			an_grow(&a->apis, &a->capis, a->napis, sizeof(*a->apis));
 			memset(&a->apis[i], 0, sizeof(a->apis[i]));
 			a->apis[i].name = g;
+			a->apis[i].seq = a->seq;
 			a->napis++;
 		}
 		if (name_id >= src->napi_of) {
@@ -550,7 +553,7 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	if (dur < rt)
 		a->l_short++;
 	/* The host side of the op (key_averages' CPU time): the first op
-	 * of that name. */
+	 * of that name; until there is one, it waits (an_orphans_settle). */
 	if (dev->name != 0 && dev->name < a->nop_first &&
 	    (i = a->op_first[dev->name]) != 0) {
 		a->ops[i - 1].host_total += rt;
@@ -567,7 +570,7 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 			an_grow(&a->orph, &a->corph, a->norph,
 			    sizeof(*a->orph));
 			o = &a->orph[a->norph++];
-			*o = (struct an_orphan){ dev->name, 0, 0 };
+			*o = (struct an_orphan){ dev->name, 0, 0, a->seq };
 		}
 		o->total += rt;
 		o->count++;
@@ -581,7 +584,7 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 		i--;
 	}
 	a->l_top[i] = (struct an_launch_out){ corr, api->name, dev->name, rt,
-	    dur, delay, p->rank };
+	    dur, delay, p->rank, a->seq };
 }
 
 static void
@@ -669,6 +672,37 @@ an_dev_get(struct analysis *a, uint32_t device)
 	memset(&a->devs[a->ndevs], 0, sizeof(a->devs[0]));
 	a->devs[a->ndevs].device = device;
 	return &a->devs[a->ndevs++];
+}
+
+void
+an_clock_sync(struct analysis_source *src, const struct rec_clock_sync *c)
+{
+	if (src->nclocks == 64)
+		memmove(src->clocks, src->clocks + 1,
+		    63 * sizeof(src->clocks[0]));
+	else
+		src->nclocks++;
+	src->clocks[src->nclocks - 1] = *c;
+}
+
+void
+an_mem_dev(struct analysis *a, const struct rec_memory *r)
+{
+	struct an_dev *d = an_dev_get(a, r->device);
+
+	if (r->op == 0) {
+		d->allocs++;
+		d->alloc_bytes += r->bytes;
+		d->cur += (int64_t)r->bytes;
+	} else {
+		d->frees++;
+		d->free_bytes += r->bytes;
+		d->cur -= (int64_t)r->bytes;
+	}
+	if (d->cur > d->peak) {
+		d->peak = d->cur;
+		d->peak_ts = r->end;
+	}
 }
 
 /* A step range's END that withdraws it (record.h): no step. */
@@ -781,6 +815,7 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 	struct an_proc *p;
 	uint64_t s, e;
 
+	a->seq++;
 	if (h->type >= REC_TYPE_MAX)
 		return -EBADMSG;
 	a->counts[h->type]++;
@@ -842,23 +877,11 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 	}
 	case REC_MEMORY: {
 		const struct rec_memory *r = (const void *)h;
-		struct an_dev *d = an_dev_get(a, r->device);
 
 		p = an_proc_find(src, r->pid);
 		an_proc_ts(p, r->start, r->end);
-		if (r->op == 0) {
-			d->allocs++;
-			d->alloc_bytes += r->bytes;
-			d->cur += (int64_t)r->bytes;
-		} else {
-			d->frees++;
-			d->free_bytes += r->bytes;
-			d->cur -= (int64_t)r->bytes;
-		}
-		if (d->cur > d->peak) {
-			d->peak = d->cur;
-			d->peak_ts = r->end;
-		}
+		if (!src->no_mem_dev)
+			an_mem_dev(a, r);
 		break;
 	}
 	case REC_HCCL: {
@@ -907,13 +930,7 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		break;
 	}
 	case REC_CLOCK_SYNC:
-		if (src->nclocks == 64)
-			memmove(src->clocks, src->clocks + 1,
-			    63 * sizeof(src->clocks[0]));
-		else
-			src->nclocks++;
-		memcpy(&src->clocks[src->nclocks - 1], h,
-		    sizeof(struct rec_clock_sync));
+		an_clock_sync(src, (const void *)h);
 		break;
 	case REC_LOSS: {
 		const struct rec_loss *r = (const void *)h;
@@ -952,34 +969,31 @@ an_open(struct analysis *a, const char *path, struct trace_reader **rp)
 
 	if ((rc = trace_reader_open(path, rp)) != 0)
 		return rc;
-	if (a->o.jobs > 1)
-		trace_reader_set_threads(*rp, a->o.jobs - 1);
+	if (a->o.jobs > 1) {
+		unsigned k = an_shard_plan(a->o.jobs);
+
+		if (k > 1) {
+			/* What a file's shards hold at most (an_shards),
+			 * and their index of each chunk. */
+			trace_reader_hold(*rp, AN_SHARD_QUEUE);
+			trace_reader_set_chunk_fn(*rp, an_shard_index);
+		}
+		trace_reader_set_threads(*rp, a->o.jobs - k);
+	}
 	return 0;
 }
 
-/* Analyses the file open in r (or its open error rc); closes r. */
-static int
-an_file(struct analysis *a, const char *path, struct trace_reader *r,
-    int rc)
-{
-	struct analysis_source *src;
-	const struct trace_header *th;
-	const struct trace_footer *ft;
-	struct trace_reader_stats st;
-	const struct rec_hdr *h;
 
-	a->files++;
-	if (rc != 0) {
-		an_warn(a, "%s: cannot read: %s", path, trace_strerror(rc));
-		a->partial = true;
-		return rc;
-	}
-	th = trace_reader_header(r);
+/* The source of the file open in r (analysis-int.h). */
+struct analysis_source *
+an_src_open(struct analysis *a, const char *path, struct trace_reader *r)
+{
+	const struct trace_header *th = trace_reader_header(r);
+	struct analysis_source *src;
+
 	src = analysis_source_new(a, path, th->hostname);
-	if (src == NULL) {
-		trace_reader_close(r);
-		return -ENOMEM;
-	}
+	if (src == NULL)
+		return NULL;
 	src->path = strdup(path);
 	/* The writer's bound on how late it writes device records. */
 	for (size_t i = 0; i < th->nconfig && a->o.reorder_ns == 0; i++) {
@@ -999,6 +1013,17 @@ an_file(struct analysis *a, const char *path, struct trace_reader *r,
 	}
 	for (size_t i = 0; i < th->nclocks && src->nclocks < 64; i++)
 		src->clocks[src->nclocks++] = th->clocks[i];
+	return src;
+}
+
+/* The records of r, one by one on this thread (an_file). */
+static int
+an_records(struct analysis *a, struct analysis_source *src,
+    struct trace_reader *r, const char *path)
+{
+	const struct rec_hdr *h;
+	int rc;
+
 	for (;;) {
 		rc = trace_reader_next(r, &h);
 		if (rc == 1) {
@@ -1014,8 +1039,33 @@ an_file(struct analysis *a, const char *path, struct trace_reader *r,
 		if (rc < 0)
 			an_warn(a, "%s: read error: %s", path,
 			    trace_strerror(rc));
-		break;
+		return rc;
 	}
+}
+
+/* Analyses the file open in r (or its open error rc); closes r. */
+static int
+an_file(struct analysis *a, const char *path, struct trace_reader *r,
+    int rc)
+{
+	struct analysis_source *src;
+	const struct trace_footer *ft;
+	struct trace_reader_stats st;
+
+	a->files++;
+	if (rc != 0) {
+		an_warn(a, "%s: cannot read: %s", path, trace_strerror(rc));
+		a->partial = true;
+		return rc;
+	}
+	if ((src = an_src_open(a, path, r)) == NULL) {
+		trace_reader_close(r);
+		return -ENOMEM;
+	}
+	if (an_shard_plan(a->o.jobs) > 1)
+		rc = an_shards(a, src, r, path);
+	else
+		rc = an_records(a, src, r, path);
 	trace_reader_get_stats(r, &st);
 	ft = trace_reader_footer(r);
 	if (ft != NULL)
@@ -1148,6 +1198,7 @@ analysis_get_totals(const struct analysis *a, struct analysis_totals *t)
 	t->world_size = a->world_size > 0 ? (unsigned)a->world_size : 0;
 	t->files = a->files;
 	t->partial = a->partial;
+	t->threads = a->threads ? a->threads : 1;
 }
 
 AN_ATTR const char *

@@ -269,6 +269,10 @@ struct analysis_totals {
 	unsigned	world_size;	/* largest declared, 0 unknown */
 	unsigned	files;
 	bool		partial;	/* missing ranks, losses or truncation */
+	/* The most threads that analysed one file at once: up to
+	 * analysis_opts.jobs, as many as the file's processes allow (its
+	 * first chunk's); 1 when one thread read every file. */
+	unsigned	threads;
 };
 void	analysis_get_totals(const struct analysis *a,
 	    struct analysis_totals *t);

@@ -53,9 +53,11 @@ struct rd_slot {
 	size_t		 compcap, rawcap;
 	bool		 ok;		/* whole and every record valid */
 	uint32_t	 ndefs;		/* STRING_DEF records in it */
+	struct trace_chunk_aux aux;	/* the chunk function's */
 };
 
-enum { RS_FREE, RS_QUEUED, RS_BUSY, RS_DONE };
+/* RS_HELD: delivered by trace_reader_next_chunk, not done yet. */
+enum { RS_FREE, RS_QUEUED, RS_BUSY, RS_DONE, RS_HELD };
 
 struct rd_pool {
 	pthread_mutex_t	 mu;
@@ -90,7 +92,14 @@ struct trace_reader {
 	size_t		 rawlen;
 	size_t		 rpos;
 	const uint8_t	*data;		/* chunk delivered: raw or a slot's */
+	uint32_t	 nrec;		/* its records */
+	uint32_t	 ndefs;		/* its STRING_DEF records */
 	struct rd_pool	*pool;		/* NULL: serial */
+	bool		 chunks;	/* delivering whole chunks */
+	trace_chunk_fn	 chunk_fn;
+	struct trace_chunk_aux aux;	/* its output on the serial path */
+	int		 held;		/* the slot just delivered so, or -1 */
+	unsigned	 hold;		/* chunks the caller may hold */
 
 	struct trace_header	 hdr;
 	struct trace_kv		*kv;
@@ -423,6 +432,7 @@ trace_reader_close(struct trace_reader *r)
 	ZSTD_freeDCtx(r->dctx);
 	free(r->comp);
 	free(r->raw);
+	free(r->aux.p);
 	free(r->kv);
 	free(r->clocks);
 	free(r->index);
@@ -676,6 +686,8 @@ chunk_load(struct trace_reader *r)
 	r->rawlen = ch.raw_size;
 	r->rpos = 0;
 	r->data = r->raw;
+	r->nrec = ch.records;
+	r->ndefs = ndefs;
 	r->off = next;
 	r->st.chunks++;
 	r->st.offset = next;
@@ -743,6 +755,11 @@ slot_work(struct trace_reader *r, ZSTD_DCtx *dctx, struct rd_slot *sl)
 	    trace_chunk_decode(sl->raw, got, r->delta, &n, &sl->ndefs) != 0)
 		return;
 	sl->ok = n == ch->records;
+	/* While the records are in this CPU's cache. */
+	if (sl->ok && r->chunk_fn != NULL) {
+		sl->aux.len = 0;
+		r->chunk_fn(sl->raw, got, n, &sl->aux);
+	}
 }
 
 static void *
@@ -789,7 +806,17 @@ pool_fill(struct rd_pool *pl)
 
 	while (pl->next_off != 0 && pl->inflight < pl->nslots) {
 		struct rd_slot *sl = &pl->slots[pl->tail];
-		ssize_t n = rd_at(r, pl->next_off, &ch, sizeof(ch));
+		ssize_t n;
+		int st;
+
+		/* A chunk the caller holds (trace_reader_next_chunk) keeps
+		 * its slot until done: the window waits for it. */
+		pthread_mutex_lock(&pl->mu);
+		st = sl->state;
+		pthread_mutex_unlock(&pl->mu);
+		if (st != RS_FREE)
+			break;
+		n = rd_at(r, pl->next_off, &ch, sizeof(ch));
 
 		if (n != (ssize_t)sizeof(ch) || !chunk_hdr_ok(&ch) ||
 		    !chunk_sizes_ok(&ch)) {
@@ -829,9 +856,13 @@ pool_reset(struct rd_pool *pl)
 			}
 			pthread_cond_wait(&pl->done, &pl->mu);
 		}
-		pl->slots[i].state = RS_FREE;
+		if (pl->slots[i].state != RS_HELD)
+			pl->slots[i].state = RS_FREE;
 	}
-	pl->head = pl->qhead = pl->tail = 0;
+	/* From the next slot delivered on: the slots before it that the
+	 * caller still holds (trace_reader_next_chunk) come free in that
+	 * order, after the ones ahead. */
+	pl->qhead = pl->tail = pl->head;
 	pl->inflight = 0;
 	pl->cur = -1;
 	pthread_mutex_unlock(&pl->mu);
@@ -851,6 +882,7 @@ pool_free(struct rd_pool *pl)
 	for (unsigned i = 0; i < pl->nslots; i++) {
 		free(pl->slots[i].comp);
 		free(pl->slots[i].raw);
+		free(pl->slots[i].aux.p);
 	}
 	free(pl->slots);
 	pthread_cond_destroy(&pl->work);
@@ -872,7 +904,7 @@ trace_reader_set_threads(struct trace_reader *r, unsigned n)
 	if ((pl = calloc(1, sizeof(*pl))) == NULL)
 		return -ENOMEM;
 	pl->r = r;
-	pl->nslots = 2 * n + 1;
+	pl->nslots = 2 * n + 1 + r->hold;
 	pl->cur = -1;
 	if ((pl->slots = calloc(pl->nslots, sizeof(*pl->slots))) == NULL) {
 		free(pl);
@@ -922,6 +954,14 @@ pool_next(struct trace_reader *r)
 		pl->inflight--;
 	}
 	pool_fill(pl);
+	if (pl->inflight == 0 && r->chunks && pl->next_off != 0) {
+		/* Every slot is held: wait for the oldest to be done. */
+		pthread_mutex_lock(&pl->mu);
+		while (pl->slots[pl->tail].state == RS_HELD)
+			pthread_cond_wait(&pl->done, &pl->mu);
+		pthread_mutex_unlock(&pl->mu);
+		pool_fill(pl);
+	}
 	if (pl->inflight == 0)
 		goto serial;
 	sl = &pl->slots[pl->head];
@@ -932,8 +972,19 @@ pool_next(struct trace_reader *r)
 	if (!sl->ok || sl->off != r->off || (sl->ndefs > 0 &&
 	    chunk_check(r, sl->raw, sl->ch.raw_size, sl->ch.records) != 0))
 		goto serial;
-	pl->cur = (int)pl->head;
+	if (r->chunks) {
+		/* The caller's until trace_reader_chunk_done. */
+		pthread_mutex_lock(&pl->mu);
+		sl->state = RS_HELD;
+		pthread_mutex_unlock(&pl->mu);
+		r->held = (int)pl->head;
+		pl->head = (pl->head + 1) % pl->nslots;
+		pl->inflight--;
+	} else
+		pl->cur = (int)pl->head;
 	r->data = sl->raw;
+	r->nrec = sl->ch.records;
+	r->ndefs = sl->ndefs;
 	r->rawlen = sl->ch.raw_size;
 	r->rpos = 0;
 	r->off = sl->next;
@@ -974,6 +1025,94 @@ trace_reader_next(struct trace_reader *r, const struct rec_hdr **recp)
 		if ((rc = r->pool != NULL ? pool_next(r) : chunk_load(r)) <= 0)
 			return rc;
 	}
+}
+
+void
+trace_reader_set_chunk_fn(struct trace_reader *r, trace_chunk_fn fn)
+{
+	if (r->pool == NULL)
+		r->chunk_fn = fn;
+}
+
+void
+trace_reader_hold(struct trace_reader *r, unsigned n)
+{
+	r->hold = n > 64 ? 64 : n;
+}
+
+int
+trace_reader_next_chunk(struct trace_reader *r, struct trace_chunk *c)
+{
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->slot = -1;
+	r->chunks = true;
+	r->held = -1;
+	if (r->st.done)
+		return 0;
+	if ((rc = r->pool != NULL ? pool_next(r) : chunk_load(r)) <= 0)
+		return rc;
+	c->data = r->data;
+	c->len = r->rawlen;
+	c->records = r->nrec;
+	if (r->held >= 0) {
+		struct rd_slot *sl = &r->pool->slots[r->held];
+
+		c->slot = r->held;
+		if (r->chunk_fn != NULL) {
+			c->aux = sl->aux.p;
+			c->auxlen = sl->aux.len;
+		}
+	} else {
+		/* The serial path's buffers go with the chunk; the next
+		 * load allocates others. */
+		c->own = r->raw;
+		r->raw = NULL;
+		r->rawcap = 0;
+		if (r->chunk_fn != NULL) {
+			r->aux.len = 0;
+			r->chunk_fn(c->data, c->len, c->records, &r->aux);
+			c->aux = c->own_aux = r->aux.p;
+			c->auxlen = r->aux.len;
+			memset(&r->aux, 0, sizeof(r->aux));
+		}
+	}
+	r->held = -1;
+	r->rpos = r->rawlen;
+	r->data = NULL;
+	r->st.records += c->records;
+	for (size_t at = 0; r->ndefs > 0 && at < c->len;) {
+		const struct rec_hdr *h = (const void *)(c->data + at);
+
+		if (h->type == REC_STRING_DEF &&
+		    (rc = string_add(r, (const void *)h)) != 0) {
+			trace_reader_chunk_done(r, c);
+			return rc;
+		}
+		at += h->size;
+	}
+	return 1;
+}
+
+void
+trace_reader_chunk_done(struct trace_reader *r, struct trace_chunk *c)
+{
+	if (c->slot >= 0 && r->pool != NULL) {
+		struct rd_pool *pl = r->pool;
+
+		pthread_mutex_lock(&pl->mu);
+		pl->slots[c->slot].state = RS_FREE;
+		pthread_cond_broadcast(&pl->done);
+		pthread_mutex_unlock(&pl->mu);
+	}
+	free(c->own);
+	free(c->own_aux);
+	c->own = NULL;
+	c->own_aux = NULL;
+	c->aux = NULL;
+	c->slot = -1;
+	c->data = NULL;
 }
 
 const char *

@@ -216,6 +216,56 @@ int	trace_reader_set_threads(struct trace_reader *r, unsigned n);
  */
 int	trace_reader_next(struct trace_reader *r, const struct rec_hdr **recp);
 
+/*
+ * Whole chunks instead of records, for callers that hand a chunk's
+ * records to several threads: *c gets the next chunk's records (c->data,
+ * c->len bytes, c->records of them, back to back, every one checked and
+ * string definitions recorded) and 1 is returned; 0 and the errors are
+ * trace_reader_next's.  The chunk stays valid, whatever is read next,
+ * until trace_reader_chunk_done(r, c), which any thread may call; every
+ * chunk must be done before trace_reader_close.  A reader delivers
+ * records or chunks, not both.  Holding many chunks at once stalls the
+ * read-ahead (its window is its slots: see trace_reader_hold).
+ */
+/* What a chunk function made of a chunk: len bytes at p (cap
+ * allocated, with malloc: the function may grow it, and it is reused
+ * for later chunks). */
+struct trace_chunk_aux {
+	void		*p;
+	size_t		 len, cap;
+};
+struct trace_chunk {
+	const uint8_t	*data;
+	size_t		 len;
+	uint32_t	 records;
+	const void	*aux;		/* the chunk function's, or NULL */
+	size_t		 auxlen;
+	int		 slot;		/* the read-ahead's, -1: none */
+	uint8_t		*own;		/* else the buffer, freed when done */
+	void		*own_aux;
+};
+int	trace_reader_next_chunk(struct trace_reader *r, struct trace_chunk *c);
+void	trace_reader_chunk_done(struct trace_reader *r, struct trace_chunk *c);
+
+/*
+ * Before trace_reader_set_threads: fn runs on every chunk's records
+ * (data, len bytes, records of them, checked) once decoded, on the
+ * read-ahead's threads (serial: in trace_reader_next_chunk), and leaves
+ * in *aux what trace_reader_next_chunk delivers as c->aux, c->auxlen:
+ * an index of the chunk, say, built while its bytes are in cache.  Its
+ * aux->p is valid until the chunk is done.
+ */
+typedef void	(*trace_chunk_fn)(const uint8_t *data, size_t len,
+	    uint32_t records, struct trace_chunk_aux *aux);
+void	trace_reader_set_chunk_fn(struct trace_reader *r, trace_chunk_fn fn);
+
+/*
+ * Before trace_reader_set_threads: the caller will hold up to n chunks at
+ * once, so the read-ahead gets n more slots (its window stays 2 threads
+ * + 1 chunks ahead of them).
+ */
+void	trace_reader_hold(struct trace_reader *r, unsigned n);
+
 /* The string defined so far with id (id 0: ""), or NULL: not defined yet,
  * or defined in a chunk that was skipped as corrupt. */
 const char	*trace_reader_string(const struct trace_reader *r, uint32_t id);

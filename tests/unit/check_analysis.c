@@ -397,6 +397,37 @@ START_TEST(test_launch_join_per_process)
 }
 END_TEST
 
+/* Device work launched before any kernel of its name ran (a collective
+ * named like a kernel that comes later): its launch time waits for that
+ * op, whatever the order, so the op's host time does not depend on how
+ * a file was cut or shared among threads. */
+START_TEST(test_launch_before_its_op)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = src_new(a, "h", 7, 0, 1);
+	struct rec_communication c;
+
+	api(src, 7, 0, 10 * US, 6, 1);
+	REC_INIT(&c, REC_COMMUNICATION, 0);
+	c.pid = 7;
+	c.start = T0 + 20 * US;
+	c.end = T0 + 30 * US;
+	c.name_id = 4;
+	c.comm_name_id = 5;
+	c.count = 8;
+	c.correlation_id = 1;
+	ck_assert_int_eq(analysis_source_add(src, &c.hdr), 0);
+	api(src, 7, 40 * US, 45 * US, 6, 2);
+	kernel(src, 7, 50 * US, 60 * US, 4, 3, 2);
+	run(a);
+	ck_assert_double_eq(cell(a, ANALYSIS_OPS, "OP Type", "HcclAllReduce",
+	    "Host Launch Total(us)"), 15);
+	ck_assert_double_eq(cell(a, ANALYSIS_OPS, "OP Type", "HcclAllReduce",
+	    "Host Launch Avg(us)"), 7.5);
+	analysis_free(a);
+}
+END_TEST
+
 /* A process with neither steps nor device work (a launcher) has no step
  * row; one with device work but no markers has one whole-capture row. */
 START_TEST(test_no_step_row_for_a_launcher)
@@ -1144,6 +1175,7 @@ main(void)
 	tcase_add_test(tc, test_steps_per_rank);
 	tcase_add_test(tc, test_op_statistic);
 	tcase_add_test(tc, test_launch_join_per_process);
+	tcase_add_test(tc, test_launch_before_its_op);
 	tcase_add_test(tc, test_no_step_row_for_a_launcher);
 	tcase_add_test(tc, test_many_open_ranges);
 	tcase_add_test(tc, test_launch);

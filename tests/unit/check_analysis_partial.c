@@ -30,17 +30,29 @@ static const char *const names[] = { NULL, "step", "MatMul", "AI_CORE",
     "AI_CPU", "dataload", "MatMulV2", "HcclBroadcast", "job1", "train",
     "comm1", "HcclSend" };
 
-/* Where feed's records go: a direct source, or a trace file. */
+/* Where feed's records go: a direct source, a trace file, or (mem)
+ * memory, for write_node to interleave. */
 struct sink {
 	struct analysis_source	*src;
 	struct trace_writer	*w;
 	uint64_t		 losses[LOSS_STAGE_MAX];
+	bool			 mem;
+	uint8_t			*buf;
+	size_t			 len, cap;
 };
 
 static void
 add(struct sink *k, struct rec_hdr *h)
 {
-	if (k->src != NULL)
+	if (k->mem) {
+		if (k->len + h->size > k->cap) {
+			k->cap = k->cap ? 2 * k->cap : 4096;
+			k->buf = realloc(k->buf, k->cap);
+			ck_assert_ptr_nonnull(k->buf);
+		}
+		memcpy(k->buf + k->len, h, h->size);
+		k->len += h->size;
+	} else if (k->src != NULL)
 		ck_assert_int_eq(analysis_source_add(k->src, h), 0);
 	else
 		ck_assert_msg(trace_writer_add(k->w, h) == 0, "write type %u",
@@ -66,6 +78,8 @@ feed_to(struct sink *src, int r)
 	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++) {
 		uint32_t id;
 
+		if (src->mem)
+			continue;	/* the file's, in this order */
 		if (src->src != NULL)
 			ck_assert_int_eq(analysis_source_string(src->src, i,
 			    names[i]), 0);
@@ -507,6 +521,292 @@ START_TEST(test_files_merged_equal_one_pass)
 }
 END_TEST
 
+/* xorshift64 */
+static uint64_t
+rnd(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * One node's file: the four ranks' records (feed_to) interleaved in runs
+ * of 1 to 24 records at random, chunks cut at random, and between them
+ * what decides which thread analyses a record: records of pid 0 (the
+ * process of the record before), a process's first record with pid 0,
+ * host launches, device-side markers, losses, an agent's leave naming
+ * its steps, a clock model with device-clock kernels after it, a string
+ * defined mid-file, device memory of two ranks on one device, and a
+ * fifth process that turns up past the first chunk.
+ */
+static void
+write_node(const char *path, uint64_t seed)
+{
+	struct trace_header h;
+	struct trace_footer ft;
+	struct sink k = { 0 }, r[NRANK];
+	size_t at[NRANK] = { 0 };
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+	uint32_t id, late = 0, leave = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), left;
+
+	ck_assert_int_ge(fd, 0);
+	memset(&h, 0, sizeof(h));
+	h.hostname = "node";
+	h.producer = "check_analysis_partial";
+	ck_assert_int_eq(trace_writer_open(fd, &h, 0, &k.w), 0);
+	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++) {
+		ck_assert_int_eq(trace_writer_intern(k.w, names[i],
+		    strlen(names[i]), &id), 0);
+		ck_assert_uint_eq(id, i);
+	}
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < NRANK; i++) {
+		r[i].mem = true;
+		feed_to(&r[i], i);
+	}
+	{
+		/* A process first seen through a record of pid 0. */
+		struct rec_api api;
+
+		REC_INIT(&api, REC_API, 0);
+		api.kind = 3;
+		api.start = T0 - 50 * US;
+		api.end = T0 - 49 * US;
+		api.name_id = 6;
+		add(&k, &api.hdr);
+	}
+	for (int n = 0;; n++) {
+		int i = (int)(rnd(&x) % NRANK), run = 1 + (int)(rnd(&x) % 24);
+		uint64_t t = T0 + (uint64_t)n * 7 * US;
+
+		for (left = 0; left < NRANK && at[(i + left) % NRANK] ==
+		    r[(i + left) % NRANK].len; left++)
+			;
+		if (left == NRANK)
+			break;
+		i = (i + left) % NRANK;
+		for (int c = 0; c < run && at[i] < r[i].len; c++) {
+			const struct rec_hdr *rh = (const void *)(r[i].buf +
+			    at[i]);
+
+			add(&k, (struct rec_hdr *)(uintptr_t)rh);
+			at[i] += rh->size;
+		}
+		switch (rnd(&x) % 16) {
+		case 0: {	/* pid 0: rank i's (the last looked up) */
+			struct rec_kernel kr;
+
+			REC_INIT(&kr, REC_KERNEL, 0);
+			kr.start = t;
+			kr.end = t + 3 * US;
+			kr.name_id = 2;
+			kr.type_id = 3;
+			add(&k, &kr.hdr);
+			break;
+		}
+		case 1: {	/* device memory, pid 0, on rank 0's device */
+			struct rec_memory mem;
+
+			REC_INIT(&mem, REC_MEMORY, 0);
+			mem.start = mem.end = t;
+			mem.bytes = (rnd(&x) % 64 + 1) << 20;
+			mem.op = (uint16_t)(rnd(&x) % 2);
+			add(&k, &mem.hdr);
+			break;
+		}
+		case 2: {	/* a host launch: counted, no process */
+			struct rec_kernel kr;
+
+			REC_INIT(&kr, REC_KERNEL, REC_F_HOST_LAUNCH);
+			kr.pid = 100u + (uint32_t)(rnd(&x) % NRANK);
+			kr.start = t;
+			kr.end = t + US;
+			kr.name_id = 7;
+			kr.type_id = 8;
+			add(&k, &kr.hdr);
+			break;
+		}
+		case 3: {	/* a device-side copy of a marker */
+			struct rec_marker m;
+
+			REC_INIT(&m, REC_MARKER, 0);
+			m.pid = 100u + (uint32_t)(rnd(&x) % NRANK);
+			m.timestamp = t;
+			m.source_kind = 1;
+			m.name_id = 1;
+			m.flag = 2;
+			add(&k, &m.hdr);
+			break;
+		}
+		case 4: {
+			struct rec_loss l;
+
+			REC_INIT(&l, REC_LOSS, 0);
+			l.timestamp = t;
+			l.count = 3;
+			l.stage = 1;
+			l.pid = 100u + (uint32_t)(rnd(&x) % NRANK);
+			add(&k, &l.hdr);
+			break;
+		}
+		case 5: {	/* a clock model, then device-clock work */
+			struct rec_clock_sync cs;
+			struct rec_kernel kr;
+
+			REC_INIT(&cs, REC_CLOCK_SYNC, 0);
+			cs.host_ref_ns = T0 + (rnd(&x) % 1000) * US;
+			cs.device_ref_ns = 5000000;
+			cs.drift = 1e-6;
+			cs.device = 0;
+			add(&k, &cs.hdr);
+			REC_INIT(&kr, REC_KERNEL, REC_F_DEVICE_CLOCK);
+			kr.pid = 100u + (uint32_t)i;
+			kr.start = 5000000 + (rnd(&x) % 1000) * US;
+			kr.end = kr.start + 20 * US;
+			kr.name_id = 11;
+			kr.type_id = 3;
+			add(&k, &kr.hdr);
+			break;
+		}
+		case 6: {	/* a name defined mid-file, and a fifth process */
+			struct rec_kernel kr;
+
+			if (late == 0)
+				ck_assert_int_eq(trace_writer_intern(k.w,
+				    "LateOp", 6, &late), 0);
+			REC_INIT(&kr, REC_KERNEL, 0);
+			kr.pid = n % 2 ? 300 : 100u + (uint32_t)i;
+			kr.start = t;
+			kr.end = t + 9 * US;
+			kr.name_id = late;
+			kr.type_id = 3;
+			add(&k, &kr.hdr);
+			break;
+		}
+		case 8: {	/* launches of APIs and collectives that are
+				   no kernel's: first seen in rank order */
+			struct rec_api api;
+			struct rec_communication c;
+			uint64_t corr = 1000000 + (uint64_t)n;
+
+			REC_INIT(&api, REC_API, 0);
+			api.kind = 3;
+			api.pid = 100u + (uint32_t)i;
+			api.start = t;
+			api.end = t + 2 * US;
+			api.name_id = (uint32_t)(13 + i);
+			api.correlation_id = corr;
+			add(&k, &api.hdr);
+			REC_INIT(&c, REC_COMMUNICATION, 0);
+			c.pid = api.pid;
+			c.start = t + 3 * US;
+			c.end = t + 5 * US;
+			c.name_id = (uint32_t)(13 + (i + 1) % NRANK);
+			c.comm_name_id = 15;
+			c.count = 8;
+			c.correlation_id = corr;
+			add(&k, &c.hdr);
+			break;
+		}
+		case 7: {	/* an agent leaving a steps window */
+			struct rec_session se;
+
+			if (leave == 0)
+				ck_assert_int_eq(trace_writer_intern(k.w,
+				    "left; steps 3..5", 16, &leave), 0);
+			REC_INIT(&se, REC_SESSION, SESSION_EV_AGENT_LEAVE);
+			se.timestamp = t;
+			se.session_id = 1;
+			se.pid = 100u + (uint32_t)(rnd(&x) % NRANK);
+			se.detail_id = leave;
+			add(&k, &se.hdr);
+			break;
+		}
+		default:
+			break;
+		}
+		if (rnd(&x) % 8 == 0)
+			ck_assert_int_eq(trace_writer_flush(k.w), 0);
+	}
+	for (int i = 0; i < NRANK; i++)
+		free(r[i].buf);
+	memset(&ft, 0, sizeof(ft));
+	ck_assert_int_eq(trace_writer_close(k.w, &ft, NULL), 0);
+	ck_assert_int_eq(close(fd), 0);
+}
+
+/* One node's file analysed by 1 to 4 threads (its processes dealt out
+ * among them, jobs 2 to 7): the same report, and the same partial, byte
+ * for byte. */
+START_TEST(test_node_file_threads)
+{
+	char path[] = "/tmp/check-partial-node-XXXXXX";
+	int fd = mkstemp(path);
+	unsigned used = 0;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		struct analysis_opts o;
+		struct analysis *a;
+		struct analysis_totals t;
+		char *want, *got;
+		void *wb, *gb;
+		size_t wl, gl;
+
+		write_node(path, seed);
+		analysis_opts_init(&o);
+		o.jobs = 1;
+		a = analysis_new(&o);
+		ck_assert_int_eq(analysis_add_file(a, path), 0);
+		ck_assert_int_eq(analysis_partial_encode(a, &wb, &wl), 0);
+		analysis_free(a);
+		a = analysis_new(&o);
+		ck_assert_int_eq(analysis_add_file(a, path), 0);
+		analysis_get_totals(a, &t);
+		ck_assert_uint_eq(t.threads, 1);
+		want = dump(a);
+		analysis_free(a);
+		/* The fixture reaches what the threads must agree on. */
+		ck_assert_ptr_nonnull(strstr(want, "LateOp"));
+		ck_assert_ptr_nonnull(strstr(want, "AI_CPU"));
+		/* jobs 2, 3, 5, 7: 1, 2, 3, 4 threads analysing. */
+		for (unsigned j = 2; j <= 7; j += j < 3 ? 1 : 2) {
+			o.jobs = j;
+			a = analysis_new(&o);
+			ck_assert_int_eq(analysis_add_file(a, path), 0);
+			analysis_get_totals(a, &t);
+			ck_assert_uint_le(t.threads, j);
+			if (t.threads > used)
+				used = t.threads;
+			got = dump(a);
+			ck_assert_msg(strcmp(got, want) == 0, "seed %llu, %u "
+			    "threads (jobs %u) differ from one", (unsigned long
+			    long)seed, t.threads, j);
+			free(got);
+			analysis_free(a);
+			a = analysis_new(&o);
+			ck_assert_int_eq(analysis_add_file(a, path), 0);
+			ck_assert_int_eq(analysis_partial_encode(a, &gb, &gl),
+			    0);
+			ck_assert_msg(gl == wl && memcmp(gb, wb, wl) == 0,
+			    "seed %llu, jobs %u: the partial differs",
+			    (unsigned long long)seed, j);
+			free(gb);
+			analysis_free(a);
+		}
+		free(wb);
+		free(want);
+	}
+	/* Several threads did analyse the file. */
+	ck_assert_uint_eq(used, 4);
+	unlink(path);
+}
+END_TEST
+
 /*
  * A long capture: rank r of 2 (hosts h1, h2) with NCOLL all-reduces on
  * comm0 carrying their seq, rank 1 arriving late by a few hundred ns in
@@ -787,6 +1087,7 @@ main(void)
 	tcase_add_test(tc, test_wire_roundtrip);
 	tcase_add_test(tc, test_corrupt_rejected);
 	tcase_add_test(tc, test_files_merged_equal_one_pass);
+	tcase_add_test(tc, test_node_file_threads);
 	tcase_add_test(tc, test_long_capture_bounded);
 	tcase_add_test(tc, test_long_nosteps_bounded);
 	suite_add_tcase(s, tc);

@@ -778,6 +778,87 @@ read_digest(int fd, unsigned threads, struct digest *d)
 	trace_reader_close(r);
 }
 
+static uint64_t
+chunk_sum(const struct trace_chunk *c)
+{
+	struct digest d = { .h = 14695981039346656037ull };
+
+	dig(&d, c->data, c->len);
+	return d.h;
+}
+
+/*
+ * read_digest through trace_reader_next_chunk: the caller holds the last
+ * `hold` chunks (done in order as it takes more), as a report's analysing
+ * threads do; names are resolved when their chunk comes.
+ */
+static void
+read_digest_chunks(int fd, unsigned threads, unsigned hold, struct digest *d)
+{
+	struct trace_reader *r;
+	struct trace_chunk held[8], c;
+	uint64_t sums[8];
+	unsigned nheld = 0;
+	int rc, guard = 0;
+
+	ck_assert_uint_le(hold, 8);
+	memset(d, 0, sizeof(*d));
+	d->h = 14695981039346656037ull;
+	ck_assert_int_eq(trace_reader_open_fd(fd, &r), 0);
+	trace_reader_hold(r, hold);
+	ck_assert_int_eq(trace_reader_set_threads(r, threads), 0);
+	while ((rc = trace_reader_next_chunk(r, &c)) != 0) {
+		if (rc < 0) {
+			const char *e = trace_reader_error(r);
+
+			dig(d, &rc, sizeof(rc));
+			dig(d, e, strlen(e));
+			d->errors++;
+			ck_assert_int_lt(++guard, 1000);
+			continue;
+		}
+		ck_assert_uint_gt(c.records, 0);
+		for (size_t at = 0, k = 0; at < c.len; k++) {
+			const struct rec_hdr *h = (const void *)(c.data + at);
+
+			ck_assert_uint_lt(k, c.records);
+			dig(d, &rc, sizeof(rc));
+			dig(d, h, h->size);
+			d->records++;
+			if (h->type == REC_KERNEL) {
+				const char *s = trace_reader_string(r,
+				    ((const struct rec_kernel *)(const void *)
+				    h)->name_id);
+
+				dig(d, s ? s : "(null)", s ? strlen(s) : 6);
+			}
+			at += h->size;
+		}
+		if (nheld == hold) {
+			if (hold == 0) {
+				trace_reader_chunk_done(r, &c);
+				continue;
+			}
+			/* The oldest's bytes are intact while held, however
+			 * far the read-ahead went since. */
+			ck_assert_uint_eq(chunk_sum(&held[0]), sums[0]);
+			trace_reader_chunk_done(r, &held[0]);
+			memmove(held, held + 1, (hold - 1) * sizeof(held[0]));
+			memmove(sums, sums + 1, (hold - 1) * sizeof(sums[0]));
+			nheld--;
+		}
+		sums[nheld] = chunk_sum(&c);
+		held[nheld++] = c;
+	}
+	while (nheld > 0) {
+		nheld--;
+		ck_assert_uint_eq(chunk_sum(&held[nheld]), sums[nheld]);
+		trace_reader_chunk_done(r, &held[nheld]);
+	}
+	trace_reader_get_stats(r, &d->st);
+	trace_reader_close(r);
+}
+
 /* Read-ahead threads deliver what the serial reader does, on a clean
  * file and on damaged ones (bad payload, bad chunk header, two bad
  * neighbours, lost string definitions, a cut file, no footer). */
@@ -839,6 +920,24 @@ START_TEST(test_threads)
 			    d1.errors == d0.errors, "variant %d, %u threads: "
 			    "%llu records, %llu errors; serial %llu, %llu", v,
 			    th[t], (unsigned long long)d1.records,
+			    (unsigned long long)d1.errors,
+			    (unsigned long long)d0.records,
+			    (unsigned long long)d0.errors);
+			ck_assert(memcmp(&d1.st, &d0.st, sizeof(d0.st)) == 0);
+		}
+		/* Whole chunks, held a while: the same records, errors and
+		 * names (in a chunk whose records are all kernels). */
+		for (size_t t = 0; t < 4; t++) {
+			static const unsigned ht[][2] = { { 0, 0 }, { 0, 2 },
+			    { 1, 1 }, { 2, 3 } };
+
+			read_digest(cfd, 0, &d0);
+			read_digest_chunks(cfd, ht[t][0], ht[t][1], &d1);
+			ck_assert_msg(d1.h == d0.h && d1.records == d0.records &&
+			    d1.errors == d0.errors, "variant %d, chunks, %u "
+			    "threads, %u held: %llu records, %llu errors; "
+			    "serial %llu, %llu", v, ht[t][0], ht[t][1],
+			    (unsigned long long)d1.records,
 			    (unsigned long long)d1.errors,
 			    (unsigned long long)d0.records,
 			    (unsigned long long)d0.errors);
