@@ -512,10 +512,10 @@ AN_HIDDEN struct analysis_source *an_src_open(struct analysis *a,
  * the first op of that name now there is one. */
 AN_HIDDEN void		 an_orphans_settle(struct analysis *a);
 #define AN_SHARD_QUEUE	8	/* chunks a file's shards hold at most */
-/* analysis-shard.c: reads the rest of the file in r into src in up to
- * a->o.jobs threads, each analysing the processes it is given, and
- * merges them into a; what trace_reader_next's loop returns (0, or a
- * read error).  Warnings and corrupt chunks are a's. */
+/* analysis-shard.c: reads the rest of the file in r into src, chunk by
+ * chunk, in up to an_shard_plan(a->o.jobs) threads, each analysing the
+ * processes it is given, merged into a; 0 or a read error.  Warnings
+ * and corrupt chunks are a's. */
 /* Of jobs threads for a file, how many analyse (the rest decompress
  * ahead of them): 1, or more for an_shards. */
 AN_HIDDEN unsigned	 an_shard_plan(unsigned jobs);

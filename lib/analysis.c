@@ -1016,32 +1016,6 @@ an_src_open(struct analysis *a, const char *path, struct trace_reader *r)
 	return src;
 }
 
-/* The records of r, one by one on this thread (an_file). */
-static int
-an_records(struct analysis *a, struct analysis_source *src,
-    struct trace_reader *r, const char *path)
-{
-	const struct rec_hdr *h;
-	int rc;
-
-	for (;;) {
-		rc = trace_reader_next(r, &h);
-		if (rc == 1) {
-			analysis_source_add(src, h);
-			continue;
-		}
-		if (rc == -EBADMSG) {
-			an_warn(a, "%s: %s (chunk skipped)", path,
-			    trace_reader_error(r));
-			src->corrupt++;
-			continue;
-		}
-		if (rc < 0)
-			an_warn(a, "%s: read error: %s", path,
-			    trace_strerror(rc));
-		return rc;
-	}
-}
 
 /* Analyses the file open in r (or its open error rc); closes r. */
 static int
@@ -1062,10 +1036,7 @@ an_file(struct analysis *a, const char *path, struct trace_reader *r,
 		trace_reader_close(r);
 		return -ENOMEM;
 	}
-	if (an_shard_plan(a->o.jobs) > 1)
-		rc = an_shards(a, src, r, path);
-	else
-		rc = an_records(a, src, r, path);
+	rc = an_shards(a, src, r, path);
 	trace_reader_get_stats(r, &st);
 	ft = trace_reader_footer(r);
 	if (ft != NULL)
