@@ -622,9 +622,9 @@ thread_cpu_now(void)
  * that critical path.
  */
 static void
-multi_run(char **pv, int nf, bool merged, const char *what)
+multi_run(char **pv, int nf, bool merged, const char *what, size_t nj)
 {
-	static const unsigned jobs[] = { 1, 2, 4 };
+	static const unsigned jobs[] = { 1, 2, 4, 8 };
 	double base = 0, cpu1 = 0, fcpu[8] = { 0 }, fin = 0;
 
 	/* Merged: each file's analysis alone on this thread's CPU clock (a
@@ -641,7 +641,7 @@ multi_run(char **pv, int nf, bool merged, const char *what)
 				fcpu[i] = m;
 		}
 
-	for (size_t j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
+	for (size_t j = 0; j < nj && j < sizeof(jobs) / sizeof(jobs[0]); j++) {
 		double best = 0, cpu = 0, crit = 0;
 		uint64_t recs = 0;
 		unsigned threads = 1;
@@ -724,12 +724,17 @@ multi_run(char **pv, int nf, bool merged, const char *what)
 			printf("report, %s, --jobs %u: %9llu records in "
 			    "%7.3f s: %6.1f M records/s wall (x%.2f of --jobs "
 			    "1); CPU %.3f s, analysing thread %.3f s: %.1f M "
-			    "records/s of it, x%.2f on an idle machine%s\n",
+			    "records/s of it, x%.2f on an idle machine",
 			    what, jobs[j], (unsigned long long)recs, best,
 			    (double)recs / best / 1e6, base / best, cpu, crit,
-			    (double)recs / crit / 1e6, cpu1 / crit, threads >
-			    1 ? " (the calling thread is one of a file's "
-			    "threads: not an estimate)" : "");
+			    (double)recs / crit / 1e6, cpu1 / crit);
+		if (!merged && threads > 1)
+			/* The calling thread is the first of them; the
+			 * others took as many processes. */
+			printf(" (the first of %u analysing the file)\n",
+			    threads);
+		else if (!merged)
+			printf("\n");
 	}
 	/* analysis_run: what no --jobs spreads (clock alignment, steps,
 	 * verdicts, tables), the Amdahl term of the scaling above. */
@@ -755,8 +760,8 @@ multi(const char *tmp, int nf, uint64_t n)
 		pv[i] = paths[i];
 	}
 	jitter = false;
-	multi_run(pv, nf, false, nf > 1 ? "4 files" : "1 file ");
-	multi_run(pv, nf, true, nf > 1 ? "4 files" : "1 file ");
+	multi_run(pv, nf, false, nf > 1 ? "4 files" : "1 file ", 3);
+	multi_run(pv, nf, true, nf > 1 ? "4 files" : "1 file ", 3);
 	for (int i = 0; i < nf; i++)
 		unlink(paths[i]);
 }
@@ -774,8 +779,9 @@ node(const char *tmp, uint64_t n)
 	write_trace_node(path, n, 4);
 	jitter = false;
 	read_alone(path);
-	multi_run(pv, 1, false, "1 node file (4 ranks)");
-	multi_run(pv, 1, true, "1 node file (4 ranks)");
+	/* --jobs 8: 4 threads analyse (one a rank), 3 read. */
+	multi_run(pv, 1, false, "1 node file (4 ranks)", 4);
+	multi_run(pv, 1, true, "1 node file (4 ranks)", 4);
 	unlink(path);
 }
 
