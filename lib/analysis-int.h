@@ -159,10 +159,12 @@ an_cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* A closed union segment waiting for its steps to be known. */
+/* A closed union segment waiting for its steps to be known: of every
+ * group in gm (bits of enum an_group; groups whose segments closed with
+ * the same bounds go together). */
 struct an_seg {
 	uint64_t	s, e;
-	uint32_t	g;
+	uint32_t	gm;
 };
 
 /* Bounds of the step-breakdown sweep, per rank. */

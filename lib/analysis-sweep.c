@@ -51,12 +51,13 @@ sw_safe(const struct an_proc *p)
 	return h < p->safe_static ? h : p->safe_static;
 }
 
-/* Adds segment [s, e) of group g to every step it overlaps.  Steps are
- * sorted by start and do not overlap each other. */
+/* Adds segment [s, e) of the groups in gm to every step it overlaps.
+ * Steps are sorted by start and do not overlap each other. */
 static void
-sw_attribute(struct an_proc *p, uint32_t g, uint64_t s, uint64_t e)
+sw_attribute(struct an_proc *p, uint32_t gm, uint64_t s, uint64_t e)
 {
 	size_t n = p->nsteps, lo, hi, d = 1;
+	uint32_t g = (uint32_t)__builtin_ctz(gm);
 
 	/* The first step starting at or after e, searched outwards from
 	 * the group's last answer: a group's segments come in about time
@@ -98,7 +99,8 @@ sw_attribute(struct an_proc *p, uint32_t g, uint64_t s, uint64_t e)
 		else
 			hi = mid;
 	}
-	p->step_hint[g] = lo;
+	for (uint32_t m = gm; m != 0; m &= m - 1)
+		p->step_hint[__builtin_ctz(m)] = lo;
 	for (size_t j = lo; j-- > 0;) {
 		struct an_step *st = &p->steps[j];
 		uint64_t a = s > st->start ? s : st->start;
@@ -107,7 +109,8 @@ sw_attribute(struct an_proc *p, uint32_t g, uint64_t s, uint64_t e)
 		if (st->end <= s)
 			break;
 		if (a < b) {
-			st->acc[g] += b - a;
+			for (uint32_t m = gm; m != 0; m &= m - 1)
+				st->acc[__builtin_ctz(m)] += b - a;
 			if (st->first == 0 || a < st->first)
 				st->first = a;
 		}
@@ -124,7 +127,7 @@ sw_drain(struct an_proc *p, bool force)
 
 		if (!force && q->e > safe)
 			break;
-		sw_attribute(p, q->g, q->s, q->e);
+		sw_attribute(p, q->gm, q->s, q->e);
 		p->pq_head++;
 		p->pq_n--;
 	}
@@ -132,31 +135,37 @@ sw_drain(struct an_proc *p, bool force)
 		p->pq_head = 0;
 }
 
-/* A union segment of group g closed. */
+/* A union segment of the groups in gm closed. */
 static void
-sw_emit(struct analysis *a, struct an_proc *p, uint32_t g, uint64_t s,
+sw_emit(struct analysis *a, struct an_proc *p, uint32_t gm, uint64_t s,
     uint64_t e)
 {
-	p->whole[g] += e - s;
-	if (p->gap_last[g] != 0 && s - p->gap_last[g] > p->gap_max[g]) {
-		p->gap_max[g] = s - p->gap_last[g];
-		p->gap_from[g] = p->gap_last[g];
-	}
-	p->gap_last[g] = e;
-	if (a->o.keep_segments && g < 3) {
-		struct an_union *u = &p->seg[g];
+	for (uint32_t m = gm; m != 0; m &= m - 1) {
+		uint32_t g = (uint32_t)__builtin_ctz(m);
 
-		if (u->n == 0 || (u->n >= 64 && (u->n & (u->n - 1)) == 0)) {
-			size_t c = u->n ? u->n * 2 : 64;
-
-			u->s = sw_realloc(u->s, c * sizeof(uint64_t));
-			u->e = sw_realloc(u->e, c * sizeof(uint64_t));
+		p->whole[g] += e - s;
+		if (p->gap_last[g] != 0 && s - p->gap_last[g] >
+		    p->gap_max[g]) {
+			p->gap_max[g] = s - p->gap_last[g];
+			p->gap_from[g] = p->gap_last[g];
 		}
-		u->s[u->n] = s;
-		u->e[u->n++] = e;
+		p->gap_last[g] = e;
+		if (a->o.keep_segments && g < 3) {
+			struct an_union *u = &p->seg[g];
+
+			if (u->n == 0 || (u->n >= 64 &&
+			    (u->n & (u->n - 1)) == 0)) {
+				size_t c = u->n ? u->n * 2 : 64;
+
+				u->s = sw_realloc(u->s, c * sizeof(uint64_t));
+				u->e = sw_realloc(u->e, c * sizeof(uint64_t));
+			}
+			u->s[u->n] = s;
+			u->e[u->n++] = e;
+		}
 	}
 	if (p->pq_n == 0 && e <= sw_safe(p)) {
-		sw_attribute(p, g, s, e);
+		sw_attribute(p, gm, s, e);
 		return;
 	}
 	if (p->pq_n == AN_PENDING_MAX) {
@@ -164,7 +173,7 @@ sw_emit(struct analysis *a, struct an_proc *p, uint32_t g, uint64_t s,
 		 * an_sweep_step). */
 		if (p->pq[p->pq_head].e > p->forced_hi)
 			p->forced_hi = p->pq[p->pq_head].e;
-		sw_attribute(p, p->pq[p->pq_head].g, p->pq[p->pq_head].s,
+		sw_attribute(p, p->pq[p->pq_head].gm, p->pq[p->pq_head].s,
 		    p->pq[p->pq_head].e);
 		p->pq_head++;
 		p->pq_n--;
@@ -185,8 +194,28 @@ sw_emit(struct analysis *a, struct an_proc *p, uint32_t g, uint64_t s,
 			p->pq = sw_realloc(p->pq, p->pq_cap * sizeof(*p->pq));
 		}
 	}
-	p->pq[p->pq_head + p->pq_n++] = (struct an_seg){ s, e, g };
+	p->pq[p->pq_head + p->pq_n++] = (struct an_seg){ s, e, gm };
 	sw_drain(p, false);
+}
+
+/* Closes the open segments of the groups in gm, those with the same
+ * bounds as one (a kernel's compute, compute u COMMUNICATION and
+ * compute u HCCL segments mostly are). */
+static void
+sw_close(struct analysis *a, struct an_proc *p, uint32_t gm)
+{
+	while (gm != 0) {
+		uint32_t g = (uint32_t)__builtin_ctz(gm), same = 0;
+
+		for (uint32_t m = gm; m != 0; m &= m - 1) {
+			uint32_t h = (uint32_t)__builtin_ctz(m);
+
+			if (p->sw_s[h] == p->sw_s[g] && p->sw_e[h] == p->sw_e[g])
+				same |= 1u << h;
+		}
+		sw_emit(a, p, same, p->sw_s[g], p->sw_e[g]);
+		gm &= ~same;
+	}
 }
 
 /* One interval leaves the reorder ring, in start order. */
@@ -194,7 +223,7 @@ static void
 sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
 {
 	uint64_t s = iv->start, e = s + iv->dur;
-	unsigned m = sw_mask[iv->cls];
+	uint32_t m = sw_mask[iv->cls], open = 0, close = 0;
 
 	if (s < p->lo) {		/* beyond the reorder window */
 		p->late++;
@@ -203,7 +232,7 @@ sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
 		s = p->lo;
 	}
 	p->lo = s;
-	for (; m != 0; m &= m - 1) {	/* its groups, lowest first */
+	for (; m != 0; m &= m - 1) {	/* its groups */
 		uint32_t g = (uint32_t)__builtin_ctz(m);
 
 		if (p->sw_e[g] != 0 && s <= p->sw_e[g]) {
@@ -212,7 +241,14 @@ sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
 			continue;
 		}
 		if (p->sw_e[g] != 0)
-			sw_emit(a, p, g, p->sw_s[g], p->sw_e[g]);
+			close |= 1u << g;
+		open |= 1u << g;
+	}
+	if (close != 0)
+		sw_close(a, p, close);
+	for (; open != 0; open &= open - 1) {
+		uint32_t g = (uint32_t)__builtin_ctz(open);
+
 		p->sw_s[g] = s;
 		p->sw_e[g] = e;
 	}
@@ -340,11 +376,15 @@ an_sweep_finish(struct analysis *a, struct an_proc *p)
 		sw_linearize(p, p->rb_cap, true);
 	while (p->rb_n > 0)
 		sw_pop(a, p);
-	for (uint32_t g = 0; g < AN_G_MAX; g++)
-		if (p->sw_e[g] != 0) {
-			sw_emit(a, p, g, p->sw_s[g], p->sw_e[g]);
-			p->sw_e[g] = 0;
-		}
+	{
+		uint32_t gm = 0;
+
+		for (uint32_t g = 0; g < AN_G_MAX; g++)
+			if (p->sw_e[g] != 0)
+				gm |= 1u << g;
+		sw_close(a, p, gm);
+		memset(p->sw_e, 0, sizeof(p->sw_e));
+	}
 	sw_drain(p, true);
 	free(p->rb);
 	p->rb = NULL;
