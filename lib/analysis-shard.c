@@ -522,9 +522,11 @@ an_shards(struct analysis *a, struct analysis_source *src,
 			break;
 		/* The first chunk says how many processes there are to
 		 * deal out (a node's ranks register together). */
-		if (j->k == 0)
-			sh_start(j, sh_count(&c) < jobs ? sh_count(&c) : jobs,
-			    a, src, r, path);
+		if (j->k == 0) {
+			unsigned n = sh_count(&c);
+
+			sh_start(j, n < jobs ? n : jobs, a, src, r, path);
+		}
 		sh_push(j, &c);
 		sh_walk(&j->sh[0], &c);
 		sh_done(j, j->pushed - 1);
