@@ -308,33 +308,52 @@ many_ranks(int nr, int ncoll)
 	analysis_free(a);
 }
 
-/* Writes the workload to path; the ids match names[] (interned first). */
-static void
-write_trace_rank(const char *path, uint64_t n, int rank, int world)
+/* A trace writer on path (fd in *fdp), names[] interned first: their
+ * ids are their indexes. */
+static struct trace_writer *
+bench_writer(const char *path, int *fdp)
 {
 	struct trace_header h;
-	struct sink k = { NULL, NULL, NULL, 0, 0 };
+	struct trace_writer *w;
 	uint32_t id;
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
 	memset(&h, 0, sizeof(h));
 	h.hostname = "bench";
 	h.producer = "bench-report";
-	if (fd < 0 || trace_writer_open(fd, &h, 0, &k.w) != 0) {
+	if (fd < 0 || trace_writer_open(fd, &h, 0, &w) != 0) {
 		perror(path);
 		exit(1);
 	}
 	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
-		if (trace_writer_intern(k.w, names[i], strlen(names[i]),
+		if (trace_writer_intern(w, names[i], strlen(names[i]),
 		    &id) != 0 || id != i) {
 			fputs("bench-report: unexpected string id\n", stderr);
 			exit(1);
 		}
-	workload_rank(&k, n, rank, world);
-	if (trace_writer_close(k.w, NULL, NULL) != 0 || close(fd) != 0) {
+	*fdp = fd;
+	return w;
+}
+
+static void
+bench_writer_close(struct trace_writer *w, int fd, const char *path)
+{
+	if (trace_writer_close(w, NULL, NULL) != 0 || close(fd) != 0) {
 		perror(path);
 		exit(1);
 	}
+}
+
+/* Writes the workload to path. */
+static void
+write_trace_rank(const char *path, uint64_t n, int rank, int world)
+{
+	struct sink k = { NULL, NULL, NULL, 0, 0 };
+	int fd;
+
+	k.w = bench_writer(path, &fd);
+	workload_rank(&k, n, rank, world);
+	bench_writer_close(k.w, fd, path);
 }
 
 /*
@@ -345,26 +364,12 @@ write_trace_rank(const char *path, uint64_t n, int rank, int world)
 static void
 write_trace_node(const char *path, uint64_t n, int ranks)
 {
-	struct trace_header h;
 	struct sink k = { NULL, NULL, NULL, 0, 0 }, r[8];
 	size_t at[8] = { 0 };
-	uint32_t id;
 	bool more = true;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int fd;
 
-	memset(&h, 0, sizeof(h));
-	h.hostname = "bench";
-	h.producer = "bench-report";
-	if (fd < 0 || trace_writer_open(fd, &h, 0, &k.w) != 0) {
-		perror(path);
-		exit(1);
-	}
-	for (uint32_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
-		if (trace_writer_intern(k.w, names[i], strlen(names[i]),
-		    &id) != 0 || id != i) {
-			fputs("bench-report: unexpected string id\n", stderr);
-			exit(1);
-		}
+	k.w = bench_writer(path, &fd);
 	for (int i = 0; i < ranks && i < 8; i++) {
 		memset(&r[i], 0, sizeof(r[i]));
 		jitter_state += 0x632be59bd9b4e019ull;
@@ -384,10 +389,7 @@ write_trace_node(const char *path, uint64_t n, int ranks)
 	}
 	for (int i = 0; i < ranks && i < 8; i++)
 		free(r[i].buf);
-	if (trace_writer_close(k.w, NULL, NULL) != 0 || close(fd) != 0) {
-		perror(path);
-		exit(1);
-	}
+	bench_writer_close(k.w, fd, path);
 }
 
 static void

@@ -121,10 +121,10 @@ kernel(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
 }
 
 /* A collective of count bytes; seq: its record's ordinal on the
- * communicator (0: none). */
+ * communicator (0: none); corr: its launch's correlation id (0: none). */
 static void
-comm_seq(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
-    uint64_t count, uint32_t seq)
+comm_launched(struct analysis_source *src, uint32_t pid, uint64_t s,
+    uint64_t e, uint64_t count, uint32_t seq, uint64_t corr)
 {
 	struct rec_communication c;
 
@@ -137,7 +137,15 @@ comm_seq(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
 	c.count = count;
 	c.data_type = 0;		/* 1 byte */
 	c.seq = seq;
+	c.correlation_id = corr;
 	ck_assert_int_eq(analysis_source_add(src, &c.hdr), 0);
+}
+
+static void
+comm_seq(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e,
+    uint64_t count, uint32_t seq)
+{
+	comm_launched(src, pid, s, e, count, seq, 0);
 }
 
 static void
@@ -405,18 +413,9 @@ START_TEST(test_launch_before_its_op)
 {
 	struct analysis *a = analysis_new(NULL);
 	struct analysis_source *src = src_new(a, "h", 7, 0, 1);
-	struct rec_communication c;
 
 	api(src, 7, 0, 10 * US, 6, 1);
-	REC_INIT(&c, REC_COMMUNICATION, 0);
-	c.pid = 7;
-	c.start = T0 + 20 * US;
-	c.end = T0 + 30 * US;
-	c.name_id = 4;
-	c.comm_name_id = 5;
-	c.count = 8;
-	c.correlation_id = 1;
-	ck_assert_int_eq(analysis_source_add(src, &c.hdr), 0);
+	comm_launched(src, 7, 20 * US, 30 * US, 8, 0, 1);	/* no op */
 	api(src, 7, 40 * US, 45 * US, 6, 2);
 	kernel(src, 7, 50 * US, 60 * US, 4, 3, 2);
 	run(a);
