@@ -513,17 +513,18 @@ AN_HIDDEN struct analysis_source *an_src_open(struct analysis *a,
 /* Gives launch time that waited for an op of its name (an_orphan) to
  * the first op of that name now there is one. */
 AN_HIDDEN void		 an_orphans_settle(struct analysis *a);
+/* analysis-shard.c */
 #define AN_SHARD_QUEUE	8	/* chunks a file's shards hold at most */
-/* analysis-shard.c: reads the rest of the file in r into src, chunk by
- * chunk, in up to an_shard_plan(a->o.jobs) threads, each analysing the
- * processes it is given, merged into a; 0 or a read error.  Warnings
- * and corrupt chunks are a's. */
 /* Of jobs threads for a file, how many analyse (the rest decompress
  * ahead of them): 1, or more for an_shards. */
 AN_HIDDEN unsigned	 an_shard_plan(unsigned jobs);
 /* The trace_chunk_fn an_shards needs on the reader (before its threads). */
 AN_HIDDEN void		 an_shard_index(const uint8_t *data, size_t len,
 			    uint32_t records, struct trace_chunk_aux *aux);
+/* Reads the rest of the file in r into src, chunk by chunk, in up to
+ * an_shard_plan(a->o.jobs) threads, each analysing the processes it is
+ * given, merged into a; 0 or a read error.  Warnings and corrupt chunks
+ * are a's. */
 AN_HIDDEN int		 an_shards(struct analysis *a,
 			    struct analysis_source *src, struct trace_reader *r,
 			    const char *path);

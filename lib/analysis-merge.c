@@ -290,20 +290,11 @@ an_merge(struct analysis *a, struct analysis *b, bool shard)
 	if (b->threads > a->threads)
 		a->threads = b->threads;
 	if (shard) {
-		/* One file: b's source is a's last, read in part. */
+		/* One file: b's source is a's last, read in part (its
+		 * losses, corrupt chunks and end are the first shard's). */
 		struct analysis_source *d = a->src[a->nsrc - 1];
 
-		for (size_t i = 0; i < b->nsrc; i++) {
-			const struct analysis_source *s = b->src[i];
-
-			d->records += s->records;
-			d->corrupt += s->corrupt;
-			d->truncated |= s->truncated;
-			for (int k = 0; k < LOSS_STAGE_MAX; k++) {
-				d->losses[k] += s->losses[k];
-				d->loss_records[k] += s->loss_records[k];
-			}
-		}
+		d->records += b->src[0]->records;
 		for (size_t i = 0; i < b->nproc; i++)
 			b->proc[i]->src = d;
 	} else {

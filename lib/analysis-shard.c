@@ -69,7 +69,6 @@ struct sh_shard {
 	uint32_t		 c_pid, c_owner; /* the last answer */
 	bool			 c_ok;
 	pthread_t		 th;
-	bool			 started;
 };
 
 /* The chunks in flight: chunk i sits at q[i % AN_SHARD_QUEUE]. */
@@ -464,7 +463,7 @@ sh_start(struct sh_job *j, unsigned k, struct analysis *a,
 	util_block_async_signals(&old);
 	while (n < k && pthread_create(&j->sh[n].th, NULL, sh_worker,
 	    &j->sh[n]) == 0)
-		j->sh[n++].started = true;
+		n++;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* The started ones wait for the first chunk: nothing is dealt. */
 	for (unsigned i = n; i < k; i++) {

@@ -983,7 +983,6 @@ an_open(struct analysis *a, const char *path, struct trace_reader **rp)
 	return 0;
 }
 
-
 /* The source of the file open in r (analysis-int.h). */
 struct analysis_source *
 an_src_open(struct analysis *a, const char *path, struct trace_reader *r)
@@ -1015,7 +1014,6 @@ an_src_open(struct analysis *a, const char *path, struct trace_reader *r)
 		src->clocks[src->nclocks++] = th->clocks[i];
 	return src;
 }
-
 
 /* Analyses the file open in r (or its open error rc); closes r. */
 static int
