@@ -1,5 +1,6 @@
 /*
- * One file in several threads (analysis_opts.jobs > 1): a node's trace
+ * One file in several threads (an_shard_plan: from analysis_opts.jobs
+ * 3 on, 4 threads in 7 analysing, the rest decompressing): a node's trace
  * holds every local rank, and each rank's state (launch join, open
  * ranges, the step sweep) runs through the whole file, so a file is not
  * cut into record ranges but its processes are dealt out.  The calling
