@@ -375,6 +375,23 @@ an_host_ts(struct an_proc *p, uint64_t t)
 		p->host_ts = t;
 }
 
+/* Makes a source's cache by local name id (*v, *n entries, zeros: not
+ * cached) hold id. */
+static void
+an_id_cache_fit(uint32_t **v, size_t *n, uint32_t id)
+{
+	size_t c;
+
+	if (id < *n)
+		return;
+	c = *n ? *n : 256;
+	while (c <= id)
+		c *= 2;
+	*v = an_realloc(*v, c * sizeof(uint32_t));
+	memset(*v + *n, 0, (c - *n) * sizeof(uint32_t));
+	*n = c;
+}
+
 /* Folds a kernel duration into the op statistics via the source's cache;
  * returns the op. */
 static struct an_op *
@@ -404,30 +421,9 @@ an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
 			    NULL;
 			a->ops[i].seq = a->seq;
 			a->nops++;
-			if (gname >= a->nop_first) {
-				size_t n = a->nop_first ? a->nop_first : 256;
-
-				while (n <= gname)
-					n *= 2;
-				a->op_first = an_realloc(a->op_first,
-				    n * sizeof(uint32_t));
-				memset(a->op_first + a->nop_first, 0,
-				    (n - a->nop_first) * sizeof(uint32_t));
-				a->nop_first = n;
-			}
-			if (a->op_first[gname] == 0)
-				a->op_first[gname] = (uint32_t)i + 1;
+			an_op_first_set(a, gname, i);
 		}
-		if (name_id >= src->nop_of) {
-			size_t n = src->nop_of ? src->nop_of : 256;
-
-			while (n <= name_id)
-				n *= 2;
-			src->op_of = an_realloc(src->op_of, n * sizeof(uint32_t));
-			memset(src->op_of + src->nop_of, 0,
-			    (n - src->nop_of) * sizeof(uint32_t));
-			src->nop_of = n;
-		}
+		an_id_cache_fit(&src->op_of, &src->nop_of, name_id);
 		src->op_of[name_id] = (uint32_t)i + 1;
 		idx = (uint32_t)i + 1;
 	}
@@ -457,17 +453,7 @@ an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 			a->apis[i].seq = a->seq;
 			a->napis++;
 		}
-		if (name_id >= src->napi_of) {
-			size_t n = src->napi_of ? src->napi_of : 256;
-
-			while (n <= name_id)
-				n *= 2;
-			src->api_of = an_realloc(src->api_of,
-			    n * sizeof(uint32_t));
-			memset(src->api_of + src->napi_of, 0,
-			    (n - src->napi_of) * sizeof(uint32_t));
-			src->napi_of = n;
-		}
+		an_id_cache_fit(&src->api_of, &src->napi_of, name_id);
 		src->api_of[name_id] = (uint32_t)i + 1;
 		idx = (uint32_t)i + 1;
 	}
