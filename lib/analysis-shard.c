@@ -10,7 +10,10 @@
  * own analysis, and skips the rest.  The shards then merge into the
  * caller's analysis (analysis-merge.c) with the first sights of ops,
  * APIs and ranks ordered by record (analysis.seq), so the result is
- * byte for byte what one thread gives.  One thread reads a file the
+ * byte for byte what one thread gives.  The shards are as many as the
+ * plan gives from the first chunk on, not as the processes seen so far:
+ * ranks that register late get the shards left idle, and a shard with
+ * no process only walks the chunks' indexes.  One thread reads a file the
  * same way, chunk by chunk (~3 % fewer instructions than a call a
  * record).
  *
@@ -371,33 +374,6 @@ sh_worker(void *arg)
 	}
 }
 
-/* Processes looked up in c (up to SH_MAX): how many shards it can use. */
-static unsigned
-sh_count(const struct trace_chunk *c)
-{
-	const struct sh_run *run = c->aux;
-	uint32_t seen[SH_MAX], last = 0;
-	unsigned n = 0;
-	bool have_last = false;
-
-	for (size_t i = 0; i < c->auxlen / sizeof(*run) && n < SH_MAX; i++) {
-		uint32_t pid = run[i].pid;
-		unsigned k;
-
-		if (run[i].kind != SH_PROC)
-			continue;
-		if (pid == 0 && have_last)
-			pid = last;
-		last = pid;
-		have_last = true;
-		for (k = 0; k < n && seen[k] != pid; k++)
-			;
-		if (k == n)
-			seen[n++] = pid;
-	}
-	return n ? n : 1;
-}
-
 /* Shard i of j (0: a's own, on src). */
 static int
 sh_init(struct sh_job *j, unsigned i, struct analysis *a,
@@ -498,7 +474,7 @@ an_shards(struct analysis *a, struct analysis_source *src,
 	struct sh_job *j = an_realloc(NULL, sizeof(*j));
 	struct an_counts before = { a->nops, a->napis, a->norph, a->nproc };
 	struct trace_chunk c;
-	unsigned jobs = an_shard_plan(a->o.jobs);
+	unsigned jobs = an_shard_plan(a->o.jobs), busy;
 	int rc;
 
 	memset(j, 0, sizeof(*j));
@@ -520,13 +496,11 @@ an_shards(struct analysis *a, struct analysis_source *src,
 			    trace_strerror(rc));
 		if (rc <= 0)
 			break;
-		/* The first chunk says how many processes there are to
-		 * deal out (a node's ranks register together). */
-		if (j->k == 0) {
-			unsigned n = sh_count(&c);
-
-			sh_start(j, n < jobs ? n : jobs, a, src, r, path);
-		}
+		/* As many shards as the plan gives, whatever the first
+		 * chunk holds: ranks that register late are dealt to the
+		 * shards the early ones left idle. */
+		if (j->k == 0)
+			sh_start(j, jobs, a, src, r, path);
 		sh_push(j, &c);
 		sh_walk(&j->sh[0], &c);
 		sh_done(j, j->pushed - 1);
@@ -542,8 +516,13 @@ an_shards(struct analysis *a, struct analysis_source *src,
 	}
 	if (j->k > 1)
 		an_merge_shards_end(a, &before);
-	if (j->k > a->threads)
-		a->threads = j->k;
+	/* The shards that had a process to analyse (every shard dealt
+	 * the same processes). */
+	busy = j->k > 0 && j->sh[0].deal < j->k ? j->sh[0].deal : j->k;
+	if (busy == 0)
+		busy = 1;
+	if (busy > a->threads)
+		a->threads = busy;
 	for (unsigned i = 0; i < j->k; i++)
 		free(j->sh[i].pids);
 	pthread_cond_destroy(&j->more);

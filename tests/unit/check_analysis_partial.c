@@ -539,10 +539,11 @@ rnd(uint64_t *x)
  * host launches, device-side markers, losses, an agent's leave naming
  * its steps, a clock model with device-clock kernels after it, a string
  * defined mid-file, device memory of two ranks on one device, and a
- * fifth process that turns up past the first chunk.
+ * fifth process that turns up past the first chunk.  late_ranks: the first
+ * chunk holds rank 0's records alone (the other ranks registered later).
  */
 static void
-write_node(const char *path, uint64_t seed)
+write_node(const char *path, uint64_t seed, bool late_ranks)
 {
 	struct trace_header h;
 	struct trace_footer ft;
@@ -577,6 +578,16 @@ write_node(const char *path, uint64_t seed)
 		api.end = T0 - 49 * US;
 		api.name_id = 6;
 		add(&k, &api.hdr);
+	}
+	if (late_ranks) {
+		for (int c = 0; c < 40 && at[0] < r[0].len; c++) {
+			const struct rec_hdr *rh = (const void *)(r[0].buf +
+			    at[0]);
+
+			add(&k, (struct rec_hdr *)(uintptr_t)rh);
+			at[0] += rh->size;
+		}
+		ck_assert_int_eq(trace_writer_flush(k.w), 0);
 	}
 	for (int n = 0;; n++) {
 		int i = (int)(rnd(&x) % NRANK), run = 1 + (int)(rnd(&x) % 24);
@@ -757,7 +768,7 @@ START_TEST(test_node_file_threads)
 		void *wb, *gb;
 		size_t wl, gl;
 
-		write_node(path, seed);
+		write_node(path, seed, false);
 		analysis_opts_init(&o);
 		o.jobs = 1;
 		a = analysis_new(&o);
@@ -803,6 +814,64 @@ START_TEST(test_node_file_threads)
 	}
 	/* Several threads did analyse the file. */
 	ck_assert_uint_eq(used, 4);
+	unlink(path);
+}
+END_TEST
+
+/* A node's file whose first chunk holds one rank (the others registered
+ * later) still gets a thread a process up to what --jobs allows, with
+ * the report one thread gives; a file of one process gets one. */
+START_TEST(test_node_file_late_ranks)
+{
+	char path[] = "/tmp/check-partial-node-XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		struct analysis_opts o;
+		struct analysis *a;
+		struct analysis_totals t;
+		char *want, *got;
+
+		write_node(path, seed, true);
+		analysis_opts_init(&o);
+		o.jobs = 1;
+		a = analysis_new(&o);
+		ck_assert_int_eq(analysis_add_file(a, path), 0);
+		want = dump(a);
+		analysis_free(a);
+		/* jobs 3 and 7: 2 and 4 analysing threads. */
+		for (unsigned j = 3; j <= 7; j += 4) {
+			o.jobs = j;
+			a = analysis_new(&o);
+			ck_assert_int_eq(analysis_add_file(a, path), 0);
+			analysis_get_totals(a, &t);
+			ck_assert_uint_eq(t.threads, j == 3 ? 2 : 4);
+			got = dump(a);
+			ck_assert_msg(strcmp(got, want) == 0, "seed %llu, jobs "
+			    "%u differs from one thread", (unsigned long
+			    long)seed, j);
+			free(got);
+			analysis_free(a);
+		}
+		free(want);
+	}
+	/* One process: one thread analyses it, whatever --jobs says. */
+	write_rank(path, 1);
+	for (unsigned j = 1; j <= 7; j += 6) {
+		struct analysis_opts o;
+		struct analysis *a;
+		struct analysis_totals t;
+
+		analysis_opts_init(&o);
+		o.jobs = j;
+		a = analysis_new(&o);
+		ck_assert_int_eq(analysis_add_file(a, path), 0);
+		analysis_get_totals(a, &t);
+		ck_assert_uint_eq(t.threads, 1);
+		analysis_free(a);
+	}
 	unlink(path);
 }
 END_TEST
@@ -1088,6 +1157,7 @@ main(void)
 	tcase_add_test(tc, test_corrupt_rejected);
 	tcase_add_test(tc, test_files_merged_equal_one_pass);
 	tcase_add_test(tc, test_node_file_threads);
+	tcase_add_test(tc, test_node_file_late_ranks);
 	tcase_add_test(tc, test_long_capture_bounded);
 	tcase_add_test(tc, test_long_nosteps_bounded);
 	suite_add_tcase(s, tc);
