@@ -139,7 +139,12 @@ api_kind_wanted(unsigned kind)
 
 /* The daemon-session sink: see the comment at the top. */
 typedef void (*api_sink_fn)(const msptiActivity *rec, size_t len, void *arg);
-void		api_session_set_sink(api_sink_fn fn, void *arg);
+/* Its way in for a host MARKER (activity_emit_host_marker): the fields
+ * as they are, no msptiActivityMarker built. */
+typedef void (*api_marker_sink_fn)(void *arg, msptiActivityFlag flag,
+    uint64_t id, uint64_t ts, const char *name, const char *domain);
+void		api_session_set_sink(api_sink_fn fn, api_marker_sink_fn mfn,
+		    void *arg);
 void		api_session_set_kinds(uint32_t mask);
 /* Exported, not msPTI: the session half of the masks (bit
  * MSPTI_ACTIVITY_KIND_COUNT: framework ops), for the Python package. */
@@ -155,6 +160,11 @@ void		activity_emit_api_always(const void *rec, size_t len);
 /* To the daemon session's sink only, when it wants the kind. */
 void		activity_emit_session(const void *rec, size_t len);
 size_t		activity_record_size(uint32_t kind);
+/* A host MARKER of this process and thread: what activity_emit does
+ * with activity_host_marker's record, without building it for a
+ * session alone (MSTX's hot path). */
+void		activity_emit_host_marker(msptiActivityFlag flag, uint64_t id,
+		    uint64_t ts, const char *name, const char *domain);
 /* m as a host MARKER record of process pid, thread the caller. */
 void		activity_host_marker(msptiActivityMarker *m,
 		    msptiActivityFlag flag, uint64_t id, uint64_t ts,

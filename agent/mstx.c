@@ -261,10 +261,7 @@ static void
 mstx_host_record(uint64_t id, msptiActivityFlag flag, const char *name,
     const char *domain, uint64_t ts)
 {
-	msptiActivityMarker r;
-
-	activity_host_marker(&r, flag, id, ts, api_pid(), name, domain);
-	activity_emit(&r, sizeof(r));
+	activity_emit_host_marker(flag, id, ts, name, domain);
 }
 
 /* The last messages this thread marked: message pointer -> interned copy.
@@ -301,32 +298,26 @@ mstx_intern_cached(const char *message)
  * The host time is taken before the device marker is queued, so the
  * device reaches it later.  Returns the id, 0 when nothing was recorded.
  */
-static uint64_t
-mstx_begin(struct mstxDomainRegistration_st *d, const char *message,
-    void *stream, msptiActivityFlag flag)
+/*
+ * mstx_begin's range or device marker (out of line: a plain mark keeps a
+ * small frame): the open entry kept, the device marker queued, the step
+ * counted.  Returns the host record's flag.
+ */
+static __attribute__((noinline)) msptiActivityFlag
+mstx_begin_open(struct mstxDomainRegistration_st *d, const char *name,
+    void *stream, msptiActivityFlag flag, uint64_t id, uint64_t ts)
 {
-	bool range = flag == MSPTI_ACTIVITY_FLAG_MARKER_START, kept = false;
+	bool range = flag == MSPTI_ACTIVITY_FLAG_MARKER_START, kept;
 	struct mstx_open e;
-	const char *name;
-	uint64_t id, ts;
 
-	if (d == NULL || message == NULL ||
-	    !atomic_load_explicit(&d->enabled, memory_order_relaxed))
-		return 0;
-	if ((name = mstx_intern_cached(message)) == NULL)
-		return 0;
-	id = atomic_fetch_add_explicit(&next_marker_id, 1, memory_order_relaxed);
-	ts = api_now();
-	if (range || stream != NULL) {
-		memset(&e, 0, sizeof(e));
-		e.id = id;
-		e.name = name;
-		e.domain = d->name;
-		e.stream = stream;
-		e.start_ts = ts;
-		e.refs = (range ? 1 : 0) + (stream != NULL ? 1 : 0);
-		kept = mstx_put(&e);
-	}
+	memset(&e, 0, sizeof(e));
+	e.id = id;
+	e.name = name;
+	e.domain = d->name;
+	e.stream = stream;
+	e.start_ts = ts;
+	e.refs = (range ? 1 : 0) + (stream != NULL ? 1 : 0);
+	kept = mstx_put(&e);
 	if (stream != NULL) {
 		msptiActivityFlag dflag = range ?
 		    MSPTI_ACTIVITY_FLAG_MARKER_START_WITH_DEVICE :
@@ -339,6 +330,25 @@ mstx_begin(struct mstxDomainRegistration_st *d, const char *message,
 	}
 	if (range)
 		session_step_begin(name, id);	/* before its record */
+	return flag;
+}
+
+static uint64_t
+mstx_begin(struct mstxDomainRegistration_st *d, const char *message,
+    void *stream, msptiActivityFlag flag)
+{
+	const char *name;
+	uint64_t id, ts;
+
+	if (d == NULL || message == NULL ||
+	    !atomic_load_explicit(&d->enabled, memory_order_relaxed))
+		return 0;
+	if ((name = mstx_intern_cached(message)) == NULL)
+		return 0;
+	id = atomic_fetch_add_explicit(&next_marker_id, 1, memory_order_relaxed);
+	ts = api_now();
+	if (flag == MSPTI_ACTIVITY_FLAG_MARKER_START || stream != NULL)
+		flag = mstx_begin_open(d, name, stream, flag, id, ts);
 	mstx_host_record(id, flag, name, d->name, ts);
 	return id;
 }

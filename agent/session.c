@@ -366,23 +366,17 @@ session_quiesce(void)
  * record that needed it is dropped (and counted once) by the caller. */
 static API_TLS bool sess_def_full;
 
-/* Interns s into this ring's string namespace; 0 when it cannot. */
-static uint32_t
-session_string(struct agent_session *s, struct ring_producer *p,
-    const char *str)
+/* session_string past its first probe: probes on from slot i, takes a
+ * free slot, defines the string in p's segment. */
+static __attribute__((noinline)) uint32_t
+session_string_slow(struct agent_session *s, struct ring_producer *p,
+    const char *str, size_t i)
 {
 	uint64_t bit = 1ull << p->seg;
 	char buf[sizeof(struct rec_string_def) + SESS_STRING_KEEP + 16]
 	    __attribute__((aligned(8)));
-	uintptr_t h;
-	size_t i, n, len;
+	size_t n, len;
 
-	if (str == NULL || *str == '\0')
-		return 0;
-	h = (uintptr_t)str;
-	h ^= h >> 17;
-	h *= 0x9e3779b97f4a7c15ull;
-	i = (h >> 20) & (SESS_STRINGS - 1);
 	for (n = 0; n < 64; n++, i = (i + 1) & (SESS_STRINGS - 1)) {
 		struct sess_string *e = &s->strings[i];
 		const char *k = atomic_load_explicit(&e->key,
@@ -419,17 +413,49 @@ session_string(struct agent_session *s, struct ring_producer *p,
 	return 0;
 }
 
-static bool
-session_domain_off(struct agent_session *s, const char *domain)
+/* Interns str (an interned pointer) into this ring's string namespace;
+ * 0 when it cannot.  Inline: a string in its first slot, defined in p's
+ * segment already, what nearly every record finds. */
+static inline uint32_t
+session_string(struct agent_session *s, struct ring_producer *p,
+    const char *str)
 {
-	char **off = atomic_load_explicit(&s->domains_off, memory_order_acquire);
+	struct sess_string *e;
+	uintptr_t h;
+	size_t i;
 
-	if (off == NULL || domain == NULL)
-		return false;
+	if (str == NULL || *str == '\0')
+		return 0;
+	h = (uintptr_t)str;
+	h ^= h >> 17;
+	h *= 0x9e3779b97f4a7c15ull;
+	i = (h >> 20) & (SESS_STRINGS - 1);
+	e = &s->strings[i];
+	if (API_LIKELY(atomic_load_explicit(&e->key, memory_order_acquire) ==
+	    str && (atomic_load_explicit(&e->defined, memory_order_acquire) &
+	    (1ull << p->seg))))
+		return (uint32_t)i + 1;
+	return session_string_slow(s, p, str, i);
+}
+
+static __attribute__((noinline)) bool
+session_domain_in(char **off, const char *domain)
+{
 	for (; *off != NULL; off++)
 		if (strcmp(*off, domain) == 0)
 			return true;
 	return false;
+}
+
+/* Whether the session leaves domain out (msptictl --domains -name):
+ * mostly it leaves none out. */
+static inline bool
+session_domain_off(struct agent_session *s, const char *domain)
+{
+	char **off = atomic_load_explicit(&s->domains_off, memory_order_acquire);
+
+	return off != NULL && *off != NULL && domain != NULL &&
+	    session_domain_in(off, domain);
 }
 
 /* Sets the fields every device work record shares (record.h); the rest of
@@ -444,31 +470,6 @@ session_domain_off(struct agent_session *s, const char *domain)
 	(r)->stream = (strm);						\
 	(r)->task_id = (task);						\
 } while (0)
-
-/* Fills a MARKER record (its header aside) from x. */
-static void
-session_marker_fill(struct rec_marker *r, const msptiActivityMarker *x,
-    uint32_t name_id, uint32_t domain_id)
-{
-	r->timestamp = x->timestamp;
-	r->id = x->id;
-	if (x->sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE) {
-		r->pid = REC_NONE;
-		r->tid = REC_NONE;
-		r->device = x->objectId.ds.deviceId;
-		r->stream = x->objectId.ds.streamId;
-		r->source_kind = 1;
-	} else {
-		r->pid = x->objectId.pt.processId;
-		r->tid = x->objectId.pt.threadId;
-		r->device = REC_NONE;
-		r->stream = REC_NONE;
-		r->source_kind = 0;
-	}
-	r->name_id = name_id;
-	r->domain_id = domain_id;
-	r->flag = (uint32_t)x->flag;
-}
 
 /*
  * Encodes one activity record into a ring record; returns its size or 0.
@@ -604,18 +605,20 @@ session_wake(struct agent_session *s, struct ring_producer *p)
 
 /* A MARKER record, encoded straight into its reserved ring slot (its
  * strings are defined first, so their STRING_DEFs come before it). */
-static void
-session_marker(struct agent_session *s, struct ring_producer *p,
-    const msptiActivityMarker *x)
+static inline __attribute__((always_inline)) void
+session_marker_put(struct agent_session *s, struct ring_producer *p,
+    const char *name, const char *domain, uint64_t ts, uint64_t id,
+    uint32_t pid, uint32_t tid, uint32_t device, uint32_t stream,
+    uint32_t source_kind, uint32_t flag)
 {
 	struct rec_marker *r;
 	struct rec_hdr h;
 	uint32_t name_id, domain_id;
 
-	if (session_domain_off(s, x->domain))
+	if (session_domain_off(s, domain))
 		return;
-	name_id = session_string(s, p, x->name);
-	domain_id = session_string(s, p, x->domain);
+	name_id = session_string(s, p, name);
+	domain_id = session_string(s, p, domain);
 	if (API_UNLIKELY(sess_def_full)) {
 		/* Full before its strings: one record lost, counted once. */
 		sess_def_full = false;
@@ -625,11 +628,35 @@ session_marker(struct agent_session *s, struct ring_producer *p,
 	}
 	/* A full ring counts its own drops. */
 	if (ring_preserve(p, sizeof(*r), (void **)&r) == 0) {
-		session_marker_fill(r, x, name_id, domain_id);
+		r->timestamp = ts;
+		r->id = id;
+		r->pid = pid;
+		r->tid = tid;
+		r->device = device;
+		r->stream = stream;
+		r->name_id = name_id;
+		r->domain_id = domain_id;
+		r->flag = flag;
+		r->source_kind = source_kind;
 		rec_hdr_set(&h, REC_MARKER, sizeof(*r), 0);
 		ring_commit(r, &h);
 	}
 	session_wake(s, p);
+}
+
+/* A MARKER of the activity API's, host or device side. */
+static void
+session_marker(struct agent_session *s, struct ring_producer *p,
+    const msptiActivityMarker *x)
+{
+	if (x->sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE)
+		session_marker_put(s, p, x->name, x->domain, x->timestamp,
+		    x->id, REC_NONE, REC_NONE, x->objectId.ds.deviceId,
+		    x->objectId.ds.streamId, 1, (uint32_t)x->flag);
+	else
+		session_marker_put(s, p, x->name, x->domain, x->timestamp,
+		    x->id, x->objectId.pt.processId, x->objectId.pt.threadId,
+		    REC_NONE, REC_NONE, 0, (uint32_t)x->flag);
 }
 
 /* The size in an encoded record's header. */
@@ -1113,6 +1140,29 @@ out:
 	session_leave(t);
 }
 
+/* The sink's way in for MSTX's host markers (api_marker_sink_fn): the
+ * same path as a MARKER through session_sink, its fields as they come. */
+static void
+session_host_marker(void *arg, msptiActivityFlag flag, uint64_t id,
+    uint64_t ts, const char *name, const char *domain)
+{
+	struct sess_thread *t;
+	struct agent_session *s = session_enter(&t);
+
+	if (API_UNLIKELY(s == NULL || s != arg)) {
+		if (s == NULL)
+			session_check_fork();
+		goto out;
+	}
+	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
+	    SESS_WIN_OPEN))
+		goto out;
+	session_marker_put(s, session_prod(s, t), name, domain, ts, id,
+	    api_pid(), api_tid(), REC_NONE, REC_NONE, 0, (uint32_t)flag);
+out:
+	session_leave(t);
+}
+
 /*
  * Writes a host launch record (REC_F_HOST_LAUNCH: start/end are the launch
  * call; device, stream and task id key the device task msptid joins to
@@ -1321,7 +1371,7 @@ session_start(uint64_t id, uint32_t kinds, char **domains_off,
 	cur = s;
 	atomic_store(&sess_fp->live, s);
 	pthread_mutex_unlock(&step_lock);
-	api_session_set_sink(session_sink, s);
+	api_session_set_sink(session_sink, session_host_marker, s);
 	api_session_set_kinds(kinds);
 	log_debug("session %llu: capturing kinds 0x%x",
 	    (unsigned long long)id, kinds);
@@ -1393,7 +1443,7 @@ session_stop(uint64_t id, bool flush)
 	if (flush)
 		devtime_drain();
 	api_session_set_kinds(0);
-	api_session_set_sink(NULL, NULL);
+	api_session_set_sink(NULL, NULL, NULL);
 	atomic_store(&sess_fp->live, NULL);
 	atomic_store(&s->active, false);
 	/* Threads already inside the sink finish within a few records; a
@@ -1452,7 +1502,7 @@ session_after_fork_child(void)
 	if (s == NULL)
 		return;
 	api_session_set_kinds(0);
-	api_session_set_sink(NULL, NULL);
+	api_session_set_sink(NULL, NULL, NULL);
 	cur = NULL;
 	ring_unmap(s->ring);
 	close(s->wakefd);

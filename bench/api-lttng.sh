@@ -76,10 +76,17 @@ compare() {
 		disabled:disabled|enabled:enabled|enabled:ring) ;;
 		*) continue ;;
 		esac
-		awk -v l="$label" -v a="$ns" -v b="$2" -v k="$1" 'BEGIN {
-			printf "  ours/theirs: %s %.2f ns / lttng-ust %s %.2f ns = %.2f  %s\n",
-			    l, a, k, b, (b > 0 ? a / b : 0),
-			    (a < b ? "(ours lower)" : "(ours NOT lower)") }'
+		# Issue 16's targets: disabled <= 2x, enabled into a
+		# buffer <= 0.4x, into the session ring <= 0.5x.
+		case $kind in
+		disabled) t=2.0 ;; enabled) t=0.4 ;; *) t=0.5 ;;
+		esac
+		awk -v l="$label" -v a="$ns" -v b="$2" -v k="$1" -v t="$t" 'BEGIN {
+			r = b > 0 ? a / b : 0
+			printf "  ours/theirs: %s %.2f ns / lttng-ust %s %.2f ns = %.2f  %s, target <= %.1f %s\n",
+			    l, a, k, b, r,
+			    (a < b ? "(ours lower" : "(ours NOT lower"), t,
+			    (b > 0 && r <= t ? "met)" : "NOT met)") }'
 	done
 }
 

@@ -399,7 +399,7 @@ while [ "$j" -lt 7 ]; do
 	j=$((j + 1))
 done
 small_ns=$(stats 1 <"$T/small.ns" | awk '{ print $2 }')
-echo "mspti enabled record, mstxMarkA -> session ring, 100000 per run:  $(stats 1 <"$T/small.ns") ns   [target: lower than LTTng-UST]"
+echo "mspti enabled record, mstxMarkA -> session ring, 100000 per run:  $(stats 1 <"$T/small.ns") ns   [target: <= 0.5 x LTTng-UST]"
 echo "mspti enabled record, mstxMarkA -> session ring, $NREC per run: $(stats 1 <"$T/full.ns") ns (full ring drops included)"
 exec 3>&-
 wait "$EMIT" 2>/dev/null

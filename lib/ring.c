@@ -122,7 +122,6 @@ struct ring {
 	struct ring_seg		 seg[];
 };
 
-#define RING_PREFETCH	512	/* bytes ahead of the head a producer prefetches */
 /* Lazy rings: ring_populate_ahead populates a segment to four times its
  * producer's head plus 1 MiB (RING_POP_FIRST), in chunks, and the
  * producer asks for more once its head passes half the populated part:
@@ -456,15 +455,6 @@ ring_reserve_(struct ring *r, size_t len, void **pp, bool count)
 	return 0;
 }
 
-void
-ring_commit(void *p, const struct rec_hdr *hdr)
-{
-	uint64_t word;
-
-	memcpy(&word, hdr, sizeof word);
-	ring_store_word(p, word);
-}
-
 int
 ring_write(struct ring *r, const void *rec)
 {
@@ -655,7 +645,7 @@ ring_preserve_(struct ring_producer *p, size_t len, void **pp, bool count)
 }
 
 int
-ring_preserve(struct ring_producer *p, size_t len, void **pp)
+ring_preserve_slow(struct ring_producer *p, size_t len, void **pp)
 {
 	return ring_preserve_(p, len, pp, true);
 }
@@ -697,13 +687,27 @@ ring_pdrop(struct ring_producer *p, size_t len)
 }
 
 bool
-ring_pneeds_wake(struct ring_producer *p)
+ring_pneeds_wake_slow(struct ring_producer *p)
 {
 	struct ring_shared *sh = p->sh;
+	uint64_t t, thr, pend;
 
 	if (__builtin_expect(p->seg == 0, 0))
 		return ring_needs_wake(p->ring);
-	return ring_seg_needs_wake(sh, p->head, p->mask + 1);
+	if (!atomic_load_explicit(&sh->wake_armed, memory_order_relaxed))
+		return false;
+	t = atomic_load_explicit(&sh->tail, memory_order_acquire);
+	thr = atomic_load_explicit(&sh->wake_threshold, memory_order_relaxed);
+	pend = p->head - t > p->mask + 1 ? p->mask + 1 : p->head - t;
+	if (pend < thr) {
+		/* Nothing to ask before the head reaches tail + threshold:
+		 * the tail only grows and the threshold stays (ring.h). */
+		if (p->head >= t)
+			p->wake_at = t + thr;
+		return false;
+	}
+	return atomic_exchange_explicit(&sh->wake_armed, 0,
+	    memory_order_acq_rel) != 0;
 }
 
 /* Zeroes the data of sg between counters from and to (at most one

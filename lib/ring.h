@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "record.h"
 
@@ -66,7 +67,8 @@ struct ring;
 
 /*
  * One thread's handle on the segment it writes to (its own memory, never
- * shared).  Filled by ring_producer_claim; the fields are ring.c's.
+ * shared).  Filled by ring_producer_claim; the fields are ring.c's (and
+ * the inline fast paths' below: ring_preserve, ring_pneeds_wake).
  */
 struct ring_producer {
 	struct ring	*ring;
@@ -77,6 +79,7 @@ struct ring_producer {
 	uint64_t	 head;		/* own head (the shared one is a copy) */
 	uint64_t	 tail;		/* the consumer's tail, as last read */
 	uint64_t	 lim;		/* head it may reach without a look */
+	uint64_t	 wake_at;	/* head below which no wake is due */
 	unsigned	 seg;		/* 0: the shared segment */
 };
 
@@ -142,7 +145,15 @@ void	ring_populate(struct ring *ring, unsigned seg);
  * dropped and counted), -EMSGSIZE (len too large; also counted) or -EINVAL.
  */
 int	ring_reserve(struct ring *ring, size_t len, void **pp);
-void	ring_commit(void *p, const struct rec_hdr *hdr);
+static inline void
+ring_commit(void *p, const struct rec_hdr *hdr)
+{
+	uint64_t word;
+
+	memcpy(&word, hdr, sizeof word);
+	/* Release: the record's bytes before its header. */
+	__atomic_store_n((uint64_t *)p, word, __ATOMIC_RELEASE);
+}
 
 /* Reserves, copies rec (rec->size bytes) and commits.  Same returns. */
 int	ring_write(struct ring *ring, const void *rec);
@@ -199,14 +210,52 @@ uint64_t	ring_written(const struct ring *ring, unsigned seg);
 /* Sets p up on the shared segment 0 (any number of threads may use it). */
 void	ring_producer_shared(struct ring *ring, struct ring_producer *p);
 void	ring_producer_release(struct ring_producer *p);
-int	ring_preserve(struct ring_producer *p, size_t len, void **pp);
+int	ring_preserve_slow(struct ring_producer *p, size_t len, void **pp);
 int	ring_pwrite(struct ring_producer *p, const void *rec);
-bool	ring_pneeds_wake(struct ring_producer *p);
+bool	ring_pneeds_wake_slow(struct ring_producer *p);
 /* ring_pwrite, but a full segment does not count a drop (for what is not
  * a record of its own, e.g. a STRING_DEF: the caller then drops the record
  * that needed it with ring_pdrop, so the loss counts records, once each). */
 int	ring_pwrite_nodrop(struct ring_producer *p, const void *rec);
 void	ring_pdrop(struct ring_producer *p, size_t len);
+
+#define RING_PREFETCH	512	/* bytes ahead of the head a producer prefetches */
+
+/* ring_preserve: its common case inline (the MSTX hot path), a record
+ * that fits below what p may reach without a look, no wrap; the rest,
+ * the shared segment and a bad length out of line (ring_preserve_slow).
+ * The shared head is a copy of p's (ring.c), stored as the slow path
+ * stores it. */
+static inline int
+ring_preserve(struct ring_producer *p, size_t len, void **pp)
+{
+	uint64_t h = p->head, off = h & p->mask;
+
+	if (__builtin_expect(p->seg == 0 || len < REC_HDR_SIZE || (len & 7) ||
+	    len > p->maxrec || off + len > p->mask + 1 || h + len > p->lim,
+	    0))
+		return ring_preserve_slow(p, len, pp);
+	p->head = h + len;
+	__atomic_store_n((uint64_t *)(void *)((char *)p->sh + RING_OFF_HEAD),
+	    h + len, __ATOMIC_RELAXED);
+	*pp = p->data + off;
+	/* The first lap over a fresh segment misses on every line else. */
+	__builtin_prefetch(p->data + ((h + len + RING_PREFETCH) & p->mask),
+	    1, 3);
+	return 0;
+}
+
+/* ring_pneeds_wake inline: the wake is not armed (the consumer is
+ * draining), or armed and the head is short of where the threshold was
+ * when the producer last looked (ring_pneeds_wake_slow). */
+static inline bool
+ring_pneeds_wake(struct ring_producer *p)
+{
+	if (!__atomic_load_n((uint32_t *)(void *)((char *)p->sh +
+	    RING_OFF_WAKE_ARMED), __ATOMIC_RELAXED) || p->head < p->wake_at)
+		return false;
+	return ring_pneeds_wake_slow(p);
+}
 
 /*
  * Consumer side.  Arms the wake hint of every segment before the consumer
@@ -214,6 +263,9 @@ void	ring_pdrop(struct ring_producer *p, size_t len);
  * its segment asks for a wake
  * (threshold 0: any record).  After arming, the consumer should check
  * ring_pending() once more, to catch records that raced the arming.
+ * The threshold must not fall while producers write: a producer below
+ * it remembers the head at which it may next be due (tail + threshold;
+ * the tail only grows) and does not look again before.
  */
 void	ring_arm_wake(struct ring *ring, uint64_t threshold);
 

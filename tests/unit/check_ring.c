@@ -706,6 +706,57 @@ START_TEST(test_segs_claim)
 }
 END_TEST
 
+/* A producer of its own segment asks for a wake once per arming, at the
+ * first record that brings its segment's pending bytes to the threshold,
+ * also after the consumer drained part of it and armed again (the
+ * producer remembers where it may next be due: the tail has moved). */
+START_TEST(test_segs_wake)
+{
+	struct fixture fx;
+	struct ring_producer p;
+	struct rec_api rec;
+	uint64_t got = 0;
+	size_t thr = 40 * sizeof(rec);
+	int wakes = 0;
+
+	fx_open_segs(&fx, 65536, 2);
+	ck_assert_uint_eq(ring_producer_claim(fx.ring, &p), 1);
+	make_api(&rec, 1, 0);
+	ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
+	ck_assert(!ring_pneeds_wake(&p));		/* not armed */
+	ring_arm_wake(fx.ring, thr);
+	for (int i = 2; i <= 60; i++) {
+		ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
+		if (ring_pneeds_wake(&p)) {
+			wakes++;
+			ck_assert_int_eq(i, 40);	/* pending == thr */
+		}
+	}
+	ck_assert_int_eq(wakes, 1);			/* once per arming */
+	/* The consumer drains the 60, arms again: due 40 records on. */
+	ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got, SIZE_MAX), 60);
+	ring_arm_wake(fx.ring, thr);
+	wakes = 0;
+	for (int i = 1; i <= 100; i++) {
+		ck_assert_int_eq(ring_pwrite(&p, &rec), 0);
+		if (ring_pneeds_wake(&p)) {
+			wakes++;
+			ck_assert_int_eq(i, wakes == 1 ? 40 : 90);
+		}
+		/* Drained again halfway, armed: the next wake 40 after. */
+		if (i == 50) {
+			ck_assert_int_eq(ring_drain(fx.ring, count_cb, &got,
+			    SIZE_MAX), 50);
+			ring_arm_wake(fx.ring, thr);
+		}
+		if (i > 50 && i < 90)
+			ck_assert_int_eq(wakes, 1);
+	}
+	ck_assert_int_eq(wakes, 2);
+	fx_close(&fx);
+}
+END_TEST
+
 /* The populate hook's calls (segment and count). */
 static unsigned pop_calls, pop_seg;
 
@@ -986,6 +1037,7 @@ ring_suite(void)
 	tcase_add_test(tc, test_garbage);
 	tcase_add_test(tc, test_segs_create);
 	tcase_add_test(tc, test_segs_claim);
+	tcase_add_test(tc, test_segs_wake);
 	tcase_add_test(tc, test_segs_populate_ahead);
 	tcase_add_test(tc, test_segs_threads_exact_loss);
 	tcase_add_test(tc, test_segs_hostile);
