@@ -80,8 +80,8 @@ api_mstx_count_steps(bool on)
 }
 
 static _Atomic(api_sink_fn) session_sink;
-static _Atomic(api_marker_sink_fn) session_marker_sink;
-static void *_Atomic session_sink_arg;
+_Atomic(api_marker_sink_fn) api_marker_sink;
+void *_Atomic api_sink_arg;
 
 static _Atomic(msptiBuffersCallbackRequestFunc) cb_request;
 static _Atomic(msptiBuffersCallbackCompleteFunc) cb_complete;
@@ -285,8 +285,8 @@ api_pid(void)
 void
 api_session_set_sink(api_sink_fn fn, api_marker_sink_fn mfn, void *arg)
 {
-	atomic_store(&session_sink_arg, arg);
-	atomic_store(&session_marker_sink, mfn);
+	atomic_store(&api_sink_arg, arg);
+	atomic_store(&api_marker_sink, mfn);
 	atomic_store(&session_sink, fn);
 }
 
@@ -461,14 +461,12 @@ activity_emit(const void *rec, size_t len)
 	if ((m >> (API_MASK_SESSION_SHIFT + kind)) & 1) {
 		sink = atomic_load_explicit(&session_sink, memory_order_acquire);
 		if (sink != NULL)
-			sink(rec, len, atomic_load_explicit(&session_sink_arg,
+			sink(rec, len, atomic_load_explicit(&api_sink_arg,
 			    memory_order_relaxed));
 	}
 }
 
-/* activity_emit_host_marker's record for the in-process API (out of
- * line: the session's path needs no record built). */
-static __attribute__((noinline)) void
+void
 activity_api_host_marker(msptiActivityFlag flag, uint64_t id, uint64_t ts,
     const char *name, const char *domain)
 {
@@ -476,24 +474,6 @@ activity_api_host_marker(msptiActivityFlag flag, uint64_t id, uint64_t ts,
 
 	activity_host_marker(&r, flag, id, ts, api_pid(), name, domain);
 	abuf_append(&r, sizeof(r));
-}
-
-void
-activity_emit_host_marker(msptiActivityFlag flag, uint64_t id, uint64_t ts,
-    const char *name, const char *domain)
-{
-	uint64_t m = atomic_load_explicit(&api_kind_masks, memory_order_relaxed);
-	api_marker_sink_fn sink;
-
-	if ((m >> MSPTI_ACTIVITY_KIND_MARKER) & 1)
-		activity_api_host_marker(flag, id, ts, name, domain);
-	if ((m >> (API_MASK_SESSION_SHIFT + MSPTI_ACTIVITY_KIND_MARKER)) & 1) {
-		sink = atomic_load_explicit(&session_marker_sink,
-		    memory_order_acquire);
-		if (sink != NULL)
-			sink(atomic_load_explicit(&session_sink_arg,
-			    memory_order_relaxed), flag, id, ts, name, domain);
-	}
 }
 
 /* Emits to the in-process API only: device records devtime.c joined in
@@ -517,7 +497,7 @@ activity_emit_session(const void *rec, size_t len)
 	if ((m >> (API_MASK_SESSION_SHIFT + kind)) & 1) {
 		sink = atomic_load_explicit(&session_sink, memory_order_acquire);
 		if (sink != NULL)
-			sink(rec, len, atomic_load_explicit(&session_sink_arg,
+			sink(rec, len, atomic_load_explicit(&api_sink_arg,
 			    memory_order_relaxed));
 	}
 }

@@ -160,11 +160,33 @@ void		activity_emit_api_always(const void *rec, size_t len);
 /* To the daemon session's sink only, when it wants the kind. */
 void		activity_emit_session(const void *rec, size_t len);
 size_t		activity_record_size(uint32_t kind);
-/* A host MARKER of this process and thread: what activity_emit does
- * with activity_host_marker's record, without building it for a
- * session alone (MSTX's hot path). */
-void		activity_emit_host_marker(msptiActivityFlag flag, uint64_t id,
+/* activity_emit_host_marker's record for the in-process API. */
+void		activity_api_host_marker(msptiActivityFlag flag, uint64_t id,
 		    uint64_t ts, const char *name, const char *domain);
+/* The sink's arguments (api_session_set_sink; activity.c). */
+extern _Atomic(api_marker_sink_fn) api_marker_sink;
+extern void *_Atomic api_sink_arg;
+
+/* A host MARKER of this process and thread: what activity_emit does
+ * with activity_host_marker's record, without building one for the
+ * session (inline: MSTX's hot path). */
+static inline void
+activity_emit_host_marker(msptiActivityFlag flag, uint64_t id, uint64_t ts,
+    const char *name, const char *domain)
+{
+	uint64_t m = atomic_load_explicit(&api_kind_masks, memory_order_relaxed);
+	api_marker_sink_fn sink;
+
+	if ((m >> MSPTI_ACTIVITY_KIND_MARKER) & 1)
+		activity_api_host_marker(flag, id, ts, name, domain);
+	if ((m >> (API_MASK_SESSION_SHIFT + MSPTI_ACTIVITY_KIND_MARKER)) & 1) {
+		sink = atomic_load_explicit(&api_marker_sink,
+		    memory_order_acquire);
+		if (sink != NULL)
+			sink(atomic_load_explicit(&api_sink_arg,
+			    memory_order_relaxed), flag, id, ts, name, domain);
+	}
+}
 /* m as a host MARKER record of process pid, thread the caller. */
 void		activity_host_marker(msptiActivityMarker *m,
 		    msptiActivityFlag flag, uint64_t id, uint64_t ts,

@@ -274,7 +274,7 @@ static API_TLS struct {
 } mstx_tls_cache[MSTX_TLS_CACHE];
 
 /* message interned, or NULL when it is too long or memory ran out. */
-static const char *
+static inline __attribute__((always_inline)) const char *
 mstx_intern_cached(const char *message)
 {
 	unsigned i = ((uintptr_t)message >> 3) & (MSTX_TLS_CACHE - 1);
@@ -333,7 +333,7 @@ mstx_begin_open(struct mstxDomainRegistration_st *d, const char *name,
 	return flag;
 }
 
-static uint64_t
+static inline __attribute__((always_inline)) uint64_t
 mstx_begin(struct mstxDomainRegistration_st *d, const char *message,
     void *stream, msptiActivityFlag flag)
 {
