@@ -201,12 +201,19 @@ ap_ci_sum(struct ap_ci *sum, const struct ap_ci *ci)
 	}
 }
 
-static double
+double
 ap_ratio(uint64_t a, uint64_t b)
 {
-	/* Rounded to 4 places, as torch_npu writes them. */
-	return a + b ? (double)(int64_t)((double)a / (double)(a + b) * 1e4 +
-	    0.5) / 1e4 : 0.0;
+	char buf[32];
+
+	/* Rounded to 4 places as torch_npu writes them, Python's round():
+	 * the double's exact value to the nearest, a tie to the even
+	 * digit, which printf's rounding is too (x * 1e4 + 0.5 took ties
+	 * up: 0.03125 became 0.0313 where torch_npu writes 0.0312). */
+	if (a + b == 0)
+		return 0.0;
+	snprintf(buf, sizeof(buf), "%.4f", (double)a / (double)(a + b));
+	return strtod(buf, NULL);
 }
 
 /* A packet size as Python prints a float: "32.0", "0.25". */

@@ -102,6 +102,8 @@ AN_HIDDEN int		 ap_trace_view_end(struct ap *x, struct ap_rank *r,
 			    struct ap_st *s);
 /* export-ascendpt-comm.c */
 AN_HIDDEN int		 ap_comm_json(struct ap *x, struct ap_rank *r);
+/* a / (a + b) rounded to 4 places as Python's round() does (0: none). */
+AN_HIDDEN double	 ap_ratio(uint64_t a, uint64_t b);
 AN_HIDDEN int		 ap_matrix_json(struct ap *x, struct ap_rank *r);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "analysis.h"
 #include "export.h"
+#include "export-ascendpt.h"
 #include "record.h"
 #include "trace.h"
 
@@ -185,6 +186,22 @@ export_to(struct analysis *a, bool chrome, const char *name, size_t *n)
  * the Perfetto writer parsed that text back, so its value stopped at
  * the quote.
  */
+/* communication.json's ratios are torch_npu's round(x, 4): the double's
+ * exact value to the nearest, a tie to the even digit (69 ns of wait
+ * beside 2139 of transit is 0.03125: 0.0312, not 0.0313). */
+START_TEST(test_ascendpt_ratio_rounding)
+{
+	ck_assert(ap_ratio(0, 0) == 0.0);
+	ck_assert(ap_ratio(1, 3) == 0.25);
+	ck_assert(ap_ratio(69, 2139) == strtod("0.0312", NULL));
+	ck_assert(ap_ratio(3, 29) == strtod("0.0938", NULL));	/* 0.09375 */
+	ck_assert(ap_ratio(1, 2) == strtod("0.3333", NULL));
+	ck_assert(ap_ratio(2, 1) == strtod("0.6667", NULL));
+	ck_assert(ap_ratio(1, 19999) == strtod("0.0001", NULL)); /* 5e-05 */
+	ck_assert(ap_ratio(7, 0) == 1.0);
+}
+END_TEST
+
 START_TEST(test_string_arg_escaped)
 {
 	static const char json[] = "\"type\":\"we\\\"ird\\\\ty\\u0009pe\"";
@@ -500,6 +517,7 @@ main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_ascendpt_ratio_rounding);
 	tcase_add_test(tc, test_string_arg_escaped);
 	tcase_add_test(tc, test_perfetto_workers);
 	tcase_add_test(tc, test_long_string_interned);
