@@ -666,12 +666,6 @@ ring_pwrite_(struct ring_producer *p, const void *rec, bool count)
 }
 
 int
-ring_pwrite(struct ring_producer *p, const void *rec)
-{
-	return ring_pwrite_(p, rec, true);
-}
-
-int
 ring_pwrite_nodrop(struct ring_producer *p, const void *rec)
 {
 	return ring_pwrite_(p, rec, false);

@@ -211,7 +211,6 @@ uint64_t	ring_written(const struct ring *ring, unsigned seg);
 void	ring_producer_shared(struct ring *ring, struct ring_producer *p);
 void	ring_producer_release(struct ring_producer *p);
 int	ring_preserve_slow(struct ring_producer *p, size_t len, void **pp);
-int	ring_pwrite(struct ring_producer *p, const void *rec);
 bool	ring_pneeds_wake_slow(struct ring_producer *p);
 /* ring_pwrite, but a full segment does not count a drop (for what is not
  * a record of its own, e.g. a STRING_DEF: the caller then drops the record
@@ -242,6 +241,23 @@ ring_preserve(struct ring_producer *p, size_t len, void **pp)
 	/* The first lap over a fresh segment misses on every line else. */
 	__builtin_prefetch(p->data + ((h + len + RING_PREFETCH) & p->mask),
 	    1, 3);
+	return 0;
+}
+
+/* ring_pwrite: ring_preserve, the record's bytes past its header, the
+ * header (inline, as ring_preserve). */
+static inline int
+ring_pwrite(struct ring_producer *p, const void *rec)
+{
+	const struct rec_hdr *h = rec;
+	void *q;
+	int rc;
+
+	if ((rc = ring_preserve(p, h->size, &q)) != 0)
+		return rc;
+	memcpy((uint8_t *)q + REC_HDR_SIZE, (const uint8_t *)rec + REC_HDR_SIZE,
+	    h->size - REC_HDR_SIZE);
+	ring_commit(q, h);
 	return 0;
 }
 
