@@ -18,13 +18,15 @@
 # Knobs: BENCH_OVERHEAD_REPS (10), BENCH_TRAIN_STEPS (300),
 # BENCH_DIST_STEPS (150), BENCH_DIST_RANKS (2), BENCH_OVERHEAD_PHASES (16),
 # BENCH_OVERHEAD_PHASE_S (1), BENCH_DIST_GRADS (16384: npusim-dist's
-# gradient elements in the last, model-bound, in-process run).
+# gradient elements in the last, model-bound, in-process run),
+# BENCH_AGENT_SO (another build's libmspti.so, for side-by-side runs),
+# BENCH_OVERHEAD_ONLY=inproc (the in-process runs alone).
 set -u
 : "${top_builddir:?top_builddir not set}"
 src=$(cd "$(dirname "$0")" && pwd)
 MSPTID="$top_builddir/daemon/msptid"
 CTLBIN="$top_builddir/client/msptictl"
-AGENT="$top_builddir/agent/.libs/libmspti.so"
+AGENT="${BENCH_AGENT_SO:-$top_builddir/agent/.libs/libmspti.so}"
 TRAIN="$top_builddir/sim/npusim-train"
 DIST="$top_builddir/sim/npusim-dist"
 REPS=${BENCH_OVERHEAD_REPS:-10}
@@ -288,11 +290,14 @@ PY
 
 echo "step-time inflation, medians of paired ratios (one round = every configuration once, order rotated; $REPS rounds)"
 echo "  'all' = --kinds api,kernel,memcpy,communication,marker; 'all, MSPTI_CLOCK=realtime' = the same with the agent's clock_gettime clock (before the TSC mapping)"
-bench "npusim-train --steps $TSTEPS" "$TRAIN" --steps "$TSTEPS"
-bench "npusim-dist --ranks $DRANKS --steps $DSTEPS" "$DIST" --ranks "$DRANKS" --steps "$DSTEPS"
+if [ "${BENCH_OVERHEAD_ONLY:-}" != inproc ]; then
+	bench "npusim-train --steps $TSTEPS" "$TRAIN" --steps "$TSTEPS"
+	bench "npusim-dist --ranks $DRANKS --steps $DSTEPS" "$DIST" --ranks "$DRANKS" --steps "$DSTEPS"
+fi
 echo "step-time inflation of one running process, a session started and stopped on it in turn ($PHASES times, $PHASE_S s each way): median of each on-phase against the off-phases beside it"
 inproc "npusim-train" "$TRAIN" --steps 0
-inproc "npusim-dist --ranks $DRANKS" "$DIST" --ranks "$DRANKS" --steps 0
+[ "${BENCH_OVERHEAD_ONLY:-}" = inproc ] ||
+	inproc "npusim-dist --ranks $DRANKS" "$DIST" --ranks "$DRANKS" --steps 0
 # The same job with a small gradient: at 1 MiB the simulator's host-side
 # copies keep both CPUs busy and the step follows the scheduler (phases
 # -25..+13 %); at 64 KiB it follows the model (doc/benchmarks.md).
