@@ -344,6 +344,7 @@ struct an_dev {
 /* MSTX ranges open at once per process before the oldest is given up
  * (counted, warned): bounds memory against STARTs that never end. */
 #define AN_OPEN_MAX	65536u
+/* A cache line each: a slot is one miss, and lies in one page. */
 struct an_pend {
 	uint64_t	corr;		/* per process: keyed with pid */
 	uint64_t	start, end;	/* API or device op */
@@ -352,7 +353,8 @@ struct an_pend {
 	uint32_t	name;		/* global: API name or kernel name */
 	uint32_t	pid;
 	uint8_t		is_dev;
-};
+} __attribute__((aligned(64)));
+_Static_assert(AN_PAGE % sizeof(struct an_pend) == 0, "an_pend in a page");
 
 struct analysis_source {
 	struct analysis	*a;

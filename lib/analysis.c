@@ -461,7 +461,7 @@ an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 }
 
 /*
- * The launch join's table (AN_PEND_SIZE slots, 3 MiB), mapped on a
+ * The launch join's table (AN_PEND_SIZE slots, 4 MiB), mapped on a
  * source's first correlated record, so that sources without launches
  * (a cluster's many ranks of collectives) cost nothing, and its pages
  * come in as they are used.  A page's first touch is a write
@@ -489,20 +489,17 @@ an_pend_table(struct analysis_source *src)
 	return src->pend = m;
 }
 
-/* Writes to the pages slot lies on before anything reads them. */
+/* Writes to the page slot lies on before anything reads it. */
 static inline void
 an_pend_touch(struct analysis_source *src, const struct an_pend *slot)
 {
-	size_t first = (size_t)((const char *)slot - (const char *)src->pend) /
-	    AN_PAGE, last = (size_t)((const char *)(slot + 1) - 1 -
-	    (const char *)src->pend) / AN_PAGE;
+	size_t pg = (size_t)(slot - src->pend) /
+	    (AN_PAGE / sizeof(struct an_pend));
 
-	for (size_t pg = first; pg <= last; pg++)
-		if (!(src->pend_touched[pg / 64] & (1ull << (pg % 64)))) {
-			src->pend_touched[pg / 64] |= 1ull << (pg % 64);
-			*(volatile char *)((char *)src->pend + pg * AN_PAGE) =
-			    0;
-		}
+	if (!(src->pend_touched[pg / 64] & (1ull << (pg % 64)))) {
+		src->pend_touched[pg / 64] |= 1ull << (pg % 64);
+		*(volatile char *)((char *)src->pend + pg * AN_PAGE) = 0;
+	}
 }
 
 void
@@ -573,7 +570,7 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	    dur, delay, p->rank, a->seq };
 }
 
-static void
+static inline __attribute__((always_inline)) void
 an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
     uint64_t s, uint64_t e, uint32_t gname, int is_dev)
 {
@@ -582,7 +579,7 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 
 	if (corr == 0)
 		return;
-	pend = an_pend_table(src);
+	pend = src->pend != NULL ? src->pend : an_pend_table(src);
 	/* Correlation ids are per process: processes share a file. */
 	slot = &pend[(corr ^ (uint64_t)p->pid * 0x9e3779b1u) &
 	    (AN_PEND_SIZE - 1)];
