@@ -5,7 +5,9 @@
  * Data path
  * ---------
  * Every record, whatever produced it, goes through activity_emit(), the
- * one emit point.  It reads the kind masks once and
+ * one emit point (MSTX's host markers through activity_emit_host_marker,
+ * the same two steps without a record built for the session, which gets
+ * their fields by its marker sink).  It reads the kind masks once and
  *   - appends the record to the calling thread's buffer when the kind is
  *     enabled in the in-process API mask (msptiActivityEnable), and
  *   - hands it to api_session_sink when the kind is enabled in the daemon

@@ -293,12 +293,6 @@ mstx_intern_cached(const char *message)
 }
 
 /*
- * One mark or range start.  flag is INSTANTANEOUS or START; with a stream
- * it becomes the _WITH_DEVICE variant when the device marker was queued.
- * The host time is taken before the device marker is queued, so the
- * device reaches it later.  Returns the id, 0 when nothing was recorded.
- */
-/*
  * mstx_begin's range or device marker (out of line: a plain mark keeps a
  * small frame): the open entry kept, the device marker queued, the step
  * counted.  Returns the host record's flag.
@@ -333,6 +327,12 @@ mstx_begin_open(struct mstxDomainRegistration_st *d, const char *name,
 	return flag;
 }
 
+/*
+ * One mark or range start.  flag is INSTANTANEOUS or START; with a stream
+ * it becomes the _WITH_DEVICE variant when the device marker was queued.
+ * The host time is taken before the device marker is queued, so the
+ * device reaches it later.  Returns the id, 0 when nothing was recorded.
+ */
 static inline __attribute__((always_inline)) uint64_t
 mstx_begin(struct mstxDomainRegistration_st *d, const char *message,
     void *stream, msptiActivityFlag flag)
