@@ -424,6 +424,9 @@ struct an_str {
 
 struct analysis {
 	struct analysis_opts	 o;
+	/* o's launch thresholds in ns (o.launch_runtime_us * 1e3, ...),
+	 * set with o by analysis_new: an_launch compares every launch. */
+	double			 l_runtime_ns, l_delay_ns;
 	struct an_str		 str;
 	struct analysis_source	**src;
 	size_t			 nsrc;

@@ -164,6 +164,8 @@ analysis_new(const struct analysis_opts *opts)
 		a->o.data_marker = "data";
 	if (a->o.small_packet_ratio <= 0)
 		a->o.small_packet_ratio = 0.2;
+	a->l_runtime_ns = a->o.launch_runtime_us * 1e3;
+	a->l_delay_ns = a->o.launch_delay_us * 1e3;
 	an_grow(&a->str.v, &a->str.cap, 0, sizeof(char *));
 	a->str.v[0] = strdup("");
 	a->str.n = 1;
@@ -529,9 +531,9 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	an_stat_add(&a->l_runtime, rt);
 	an_stat_add(&a->l_dur, dur);
 	an_stat_add(&a->l_delay, delay);
-	if ((double)rt > a->o.launch_runtime_us * 1e3)
+	if ((double)rt > a->l_runtime_ns)
 		a->l_slow_runtime++;
-	if ((double)stall > a->o.launch_delay_us * 1e3)
+	if ((double)stall > a->l_delay_ns)
 		a->l_slow_delay++;
 	if (dur < rt)
 		a->l_short++;
