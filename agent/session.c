@@ -1087,6 +1087,27 @@ session_first_due(uint64_t *sid, struct session_step_info *si)
 	return due;
 }
 
+/* Enters the sink for a record meant for session arg: the session, or
+ * NULL when arg is not the live one or the record falls outside its step
+ * window; either way the caller ends with session_leave(*tp). */
+static inline struct agent_session *
+session_enter_arg(void *arg, struct sess_thread **tp)
+{
+	struct agent_session *s = session_enter(tp);
+
+	/* arg is only compared: a stopped session may be freed already. */
+	if (API_UNLIKELY(s == NULL || s != arg)) {
+		if (s == NULL)
+			session_check_fork();
+		return NULL;
+	}
+	/* Outside the step window: not this capture's. */
+	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
+	    SESS_WIN_OPEN))
+		return NULL;
+	return s;
+}
+
 /* The session sink: runs on the producing thread, never blocks. */
 static void
 session_sink(const msptiActivity *a, size_t len, void *arg)
@@ -1104,16 +1125,7 @@ session_sink(const msptiActivity *a, size_t len, void *arg)
 	    a->kind == MSPTI_ACTIVITY_KIND_RUNTIME_API) &&
 	    (api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)))
 		return;
-	s = session_enter(&t);
-	/* arg is only compared: a stopped session may be freed already. */
-	if (API_UNLIKELY(s == NULL || s != arg)) {
-		if (s == NULL)
-			session_check_fork();
-		goto out;
-	}
-	/* Outside the step window: not this capture's. */
-	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
-	    SESS_WIN_OPEN))
+	if ((s = session_enter_arg(arg, &t)) == NULL)
 		goto out;
 	p = session_prod(s, t);
 	if (a->kind == MSPTI_ACTIVITY_KIND_MARKER) {
@@ -1147,19 +1159,12 @@ session_host_marker(void *arg, msptiActivityFlag flag, uint64_t id,
     uint64_t ts, const char *name, const char *domain)
 {
 	struct sess_thread *t;
-	struct agent_session *s = session_enter(&t);
+	struct agent_session *s = session_enter_arg(arg, &t);
 
-	if (API_UNLIKELY(s == NULL || s != arg)) {
-		if (s == NULL)
-			session_check_fork();
-		goto out;
-	}
-	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
-	    SESS_WIN_OPEN))
-		goto out;
-	session_marker_put(s, session_prod(s, t), name, domain, ts, id,
-	    api_pid(), api_tid(), REC_NONE, REC_NONE, 0, (uint32_t)flag);
-out:
+	if (s != NULL)
+		session_marker_put(s, session_prod(s, t), name, domain, ts, id,
+		    api_pid(), api_tid(), REC_NONE, REC_NONE, 0,
+		    (uint32_t)flag);
 	session_leave(t);
 }
 
