@@ -238,26 +238,10 @@ static int
 validate_fields(const struct rec_hdr *h)
 {
 	switch (h->type) {
-	case REC_API: {
-		const struct rec_api *r = (const void *)h;
-
-		if (h->aux || r->reserved || bad_interval(r->start, r->end))
-			return -EBADMSG;
-		if (r->kind != 3 && r->kind != 10 && r->kind != 11 &&
-		    r->kind != 12)
-			return -EBADMSG;
-		if (r->domain > 2)
-			return -EBADMSG;
-		return 0;
-	}
-	case REC_KERNEL: {
-		const struct rec_kernel *r = (const void *)h;
-
-		if ((h->aux & ~REC_F_WORK_MASK) || r->reserved ||
-		    bad_interval(r->start, r->end))
-			return -EBADMSG;
-		return 0;
-	}
+	case REC_API:
+		return record_check_api((const void *)h);
+	case REC_KERNEL:
+		return record_check_kernel((const void *)h);
 	case REC_MEMCPY: {
 		const struct rec_memcpy *r = (const void *)h;
 
@@ -301,16 +285,8 @@ validate_fields(const struct rec_hdr *h)
 			return -EBADMSG;
 		return 0;
 	}
-	case REC_MARKER: {
-		const struct rec_marker *r = (const void *)h;
-
-		if (h->aux || r->source_kind > 1)
-			return -EBADMSG;
-		/* Exactly one flag bit, one of the six msPTI marker flags. */
-		if (r->flag == 0 || r->flag > 32 || (r->flag & (r->flag - 1)))
-			return -EBADMSG;
-		return 0;
-	}
+	case REC_MARKER:
+		return record_check_marker((const void *)h);
 	case REC_EXTERNAL_CORRELATION: {
 		const struct rec_external_correlation *r = (const void *)h;
 

@@ -24,6 +24,7 @@
 #ifndef MSPTI_RECORD_H
 #define MSPTI_RECORD_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -413,6 +414,51 @@ int	record_validate(const void *p, size_t avail);
  * at least REC_HDR_SIZE, a multiple of REC_ALIGN, and within its buffer
  * (a reader's hot loop); the same result for such a record. */
 int	record_validate_framed(const struct rec_hdr *h);
+
+/* record_validate's field checks of the commonest types, inline for a
+ * reader's hot loop (validate_fields in record.c is made of them). */
+static inline int
+record_check_kernel(const struct rec_kernel *r)
+{
+	return (r->hdr.aux & ~REC_F_WORK_MASK) || r->reserved ||
+	    r->end < r->start ? -EBADMSG : 0;
+}
+
+static inline int
+record_check_api(const struct rec_api *r)
+{
+	if (r->hdr.aux || r->reserved || r->end < r->start)
+		return -EBADMSG;
+	if (r->kind != 3 && r->kind != 10 && r->kind != 11 && r->kind != 12)
+		return -EBADMSG;
+	return r->domain > 2 ? -EBADMSG : 0;
+}
+
+static inline int
+record_check_marker(const struct rec_marker *r)
+{
+	if (r->hdr.aux || r->source_kind > 1)
+		return -EBADMSG;
+	/* Exactly one flag bit, one of the six msPTI marker flags. */
+	return r->flag == 0 || r->flag > 32 || (r->flag & (r->flag - 1)) ?
+	    -EBADMSG : 0;
+}
+
+/* record_validate_framed, the commonest types of the right size inline. */
+static inline int
+record_validate_framed_fast(const struct rec_hdr *h)
+{
+	if (h->type == REC_MARKER && h->size == sizeof(struct rec_marker))
+		return record_check_marker((const struct rec_marker *)
+		    (const void *)h);
+	if (h->type == REC_KERNEL && h->size == sizeof(struct rec_kernel))
+		return record_check_kernel((const struct rec_kernel *)
+		    (const void *)h);
+	if (h->type == REC_API && h->size == sizeof(struct rec_api))
+		return record_check_api((const struct rec_api *)
+		    (const void *)h);
+	return record_validate_framed(h);
+}
 
 /* The fixed size of type (0 for unknown, and for variable-size types). */
 size_t	record_size(unsigned type);

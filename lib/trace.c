@@ -219,7 +219,7 @@ trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
 			prev[h->type] = w;
 			pn[h->type] = (uint8_t)words;
 		}
-		if (record_validate_framed(h) != 0 || h->type == REC_PAD)
+		if (record_validate_framed_fast(h) != 0 || h->type == REC_PAD)
 			return -EBADMSG;
 		defs += h->type == REC_STRING_DEF;
 		p += size;

@@ -355,12 +355,13 @@ END_TEST
 
 /* Random bytes never crash the validator, and anything it accepts has a
  * size within what it was given; for a framed record (a reader's loop
- * checked its size) record_validate_framed says what it says. */
+ * checked its size) record_validate_framed says what it says, and so
+ * does record_validate_framed_fast, to the return code. */
 START_TEST(test_validate_random)
 {
 	uint64_t buf[REC_MAX_SIZE / 8];
 	struct rec_hdr *h = (void *)buf;
-	unsigned seed = 12345, i, j, framed = 0, accepted = 0;
+	unsigned seed = 12345, i, j, framed = 0, accepted = 0, fast = 0;
 	size_t avail;
 	int rc;
 
@@ -388,12 +389,17 @@ START_TEST(test_validate_random)
 		    h->size <= avail) {
 			ck_assert_int_eq(record_validate_framed(h) == 0,
 			    rc == 0);
+			ck_assert_int_eq(record_validate_framed_fast(h),
+			    record_validate_framed(h));
+			fast += h->type == REC_KERNEL || h->type == REC_API ||
+			    h->type == REC_MARKER;
 			framed++;
 			accepted += rc == 0;
 		}
 	}
 	ck_assert_uint_gt(framed, 1000);
 	ck_assert_uint_gt(accepted, 10);
+	ck_assert_uint_gt(fast, 100);	/* the inline types, damaged too */
 }
 END_TEST
 
