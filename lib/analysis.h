@@ -269,9 +269,9 @@ struct analysis_totals {
 	unsigned	world_size;	/* largest declared, 0 unknown */
 	unsigned	files;
 	bool		partial;	/* missing ranks, losses or truncation */
-	/* The most threads that analysed one file at once: up to
-	 * analysis_opts.jobs, as many as the file's processes allow (its
-	 * first chunk's); 1 when one thread read every file. */
+	/* The most threads that analysed one file at once: of the
+	 * threads analysis_opts.jobs gives a file, those that had a
+	 * process to analyse; 1 when one thread read every file. */
 	unsigned	threads;
 };
 void	analysis_get_totals(const struct analysis *a,
