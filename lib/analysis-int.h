@@ -246,11 +246,38 @@ an_clk_ts(const struct an_clk *c, uint64_t t)
 	return r;
 }
 
+/* A process's launch join: its launches and device work waiting for
+ * each other, direct-mapped by correlation id (which a process counts
+ * up: a launch waits for up to AN_PEND_SIZE later ones). */
+#define AN_PEND_SIZE	65536u
+/* Its pages (of 4 KiB at least), for their first touch. */
+#define AN_PAGE		4096u
+#define AN_PEND_PAGES	((AN_PEND_SIZE * sizeof(struct an_pend) + \
+			    AN_PAGE - 1) / AN_PAGE)
+/* A cache line each: a slot is one miss, and lies in one page. */
+struct an_pend {
+	uint64_t	corr;		/* the process's */
+	uint64_t	start, end;	/* API or device op */
+	uint64_t	prev_end;	/* device op: the process's device work
+					   seen before it ended here */
+	uint32_t	name;		/* global: API name or kernel name */
+	uint32_t	pid;
+	uint8_t		is_dev;
+} __attribute__((aligned(64)));
+_Static_assert(AN_PAGE % sizeof(struct an_pend) == 0, "an_pend in a page");
+
 /* One process (rank) of one source. */
 struct an_proc {
 	struct analysis_source *src;
 	uint32_t	 pid;
 	uint64_t	 launch_dev_end;	/* latest device end joined */
+	/* Launch join: NULL until its first correlated record
+	 * (an_pend_free unmaps it); the pages of it written to already
+	 * (each is first touched by a write).  A process's own: keyed by
+	 * (id, pid) in one table for a file, processes took each other's
+	 * waiting slots. */
+	struct an_pend	*pend;
+	uint64_t	 pend_touched[AN_PEND_PAGES / 64 + 1];
 	uint32_t	 idx;			/* creation order: flow ids */
 	uint64_t	 seq;			/* analysis.seq at creation */
 	int32_t		 rank, local_rank, world_size;
@@ -336,25 +363,9 @@ struct an_dev {
 	uint64_t	peak_ts;
 };
 
-#define AN_PEND_SIZE	65536u
-/* Its pages (of 4 KiB at least), for their first touch. */
-#define AN_PAGE		4096u
-#define AN_PEND_PAGES	((AN_PEND_SIZE * sizeof(struct an_pend) + \
-			    AN_PAGE - 1) / AN_PAGE)
 /* MSTX ranges open at once per process before the oldest is given up
  * (counted, warned): bounds memory against STARTs that never end. */
 #define AN_OPEN_MAX	65536u
-/* A cache line each: a slot is one miss, and lies in one page. */
-struct an_pend {
-	uint64_t	corr;		/* per process: keyed with pid */
-	uint64_t	start, end;	/* API or device op */
-	uint64_t	prev_end;	/* device op: the process's device work
-					   seen before it ended here */
-	uint32_t	name;		/* global: API name or kernel name */
-	uint32_t	pid;
-	uint8_t		is_dev;
-} __attribute__((aligned(64)));
-_Static_assert(AN_PAGE % sizeof(struct an_pend) == 0, "an_pend in a page");
 
 struct analysis_source {
 	struct analysis	*a;
@@ -374,11 +385,6 @@ struct analysis_source {
 	struct an_clk	 clk;		/* its host's clock correction, for
 					   records of no process
 					   (analysis-clock.c) */
-	/* Launch join: direct-mapped by correlation id; NULL until the
-	 * first correlated record (an_pend_free unmaps it); the pages
-	 * of it written to already (each is first touched by a write). */
-	struct an_pend	*pend;
-	uint64_t	 pend_touched[AN_PEND_PAGES / 64 + 1];
 	uint64_t	 losses[LOSS_STAGE_MAX];
 	uint64_t	 loss_records[LOSS_STAGE_MAX];
 	uint64_t	 records;
@@ -503,8 +509,8 @@ an_proc_find(struct analysis_source *src, uint32_t pid)
 	return an_proc_lookup(src, pid);
 }
 AN_HIDDEN void		 an_grow(void *vp, size_t *cap, size_t n, size_t sz);
-/* Unmaps the source's launch join table (made on first use). */
-AN_HIDDEN void		 an_pend_free(struct analysis_source *src);
+/* Unmaps a process's launch join table (made on first use). */
+AN_HIDDEN void		 an_pend_free(struct an_proc *p);
 /* A device's clock model from here on. */
 AN_HIDDEN void		 an_clock_sync(struct analysis_source *src,
 			    const struct rec_clock_sync *c);

@@ -47,6 +47,7 @@ an_finish_input(struct analysis *a)
 		free(p->open);
 		p->open = NULL;
 		p->nopen = p->copen = 0;
+		an_pend_free(p);
 	}
 	an_orphans_settle(a);
 	for (size_t i = 0; i < a->nsrc; i++) {
@@ -55,7 +56,6 @@ an_finish_input(struct analysis *a)
 		free(s->map);
 		free(s->op_of);
 		free(s->api_of);
-		an_pend_free(s);
 		s->map = s->op_of = s->api_of = NULL;
 		s->nmap = s->nop_of = s->napi_of = 0;
 		s->last = NULL;

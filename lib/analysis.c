@@ -195,7 +195,6 @@ analysis_free(struct analysis *a)
 		free(s->map);
 		free(s->op_of);
 		free(s->api_of);
-		an_pend_free(s);
 		free(s);
 	}
 	for (size_t i = 0; i < a->nproc; i++) {
@@ -206,6 +205,7 @@ analysis_free(struct analysis *a)
 		free(p->steps);
 		free(p->open);
 		free(p->res);
+		an_pend_free(p);
 		an_sweep_free(p);
 		an_union_free(&p->u_comp);
 		an_union_free(&p->u_comm);
@@ -463,53 +463,51 @@ an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 }
 
 /*
- * The launch join's table (AN_PEND_SIZE slots, 4 MiB), mapped on a
- * source's first correlated record, so that sources without launches
- * (a cluster's many ranks of collectives) cost nothing, and its pages
- * come in as they are used.  A page's first touch is a write
+ * A process's launch join table (AN_PEND_SIZE slots, 4 MiB), mapped on
+ * its first correlated record, so that processes without launches (a
+ * cluster's many ranks of collectives, a launcher) cost nothing, and its
+ * pages come in as they are used.  A page's first touch is a write
  * (an_pend_touch): from calloc the first probe of a page, a read, mapped
  * the shared zero page and the write after it faulted again, a
  * copy-on-write whose TLB shootdown interrupted every CPU the report's
  * threads ran on (a quarter of the analysing thread's time on 4 files
- * with --jobs 2).  Mapping it populated instead cost 1 ms a source, what
+ * with --jobs 2).  Mapping it populated instead cost 1 ms a table, what
  * a report over many small rank files would pay for every one.
  */
 static struct an_pend *
-an_pend_table(struct analysis_source *src)
+an_pend_table(struct an_proc *p)
 {
 	void *m;
 
-	if (src->pend != NULL)
-		return src->pend;
 	m = mmap(NULL, AN_PEND_SIZE * sizeof(struct an_pend), PROT_READ |
 	    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {
 		fputs("analysis: out of memory\n", stderr);
 		abort();
 	}
-	memset(src->pend_touched, 0, sizeof(src->pend_touched));
-	return src->pend = m;
+	memset(p->pend_touched, 0, sizeof(p->pend_touched));
+	return p->pend = m;
 }
 
 /* Writes to the page slot lies on before anything reads it. */
 static inline void
-an_pend_touch(struct analysis_source *src, const struct an_pend *slot)
+an_pend_touch(struct an_proc *p, const struct an_pend *slot)
 {
-	size_t pg = (size_t)(slot - src->pend) /
+	size_t pg = (size_t)(slot - p->pend) /
 	    (AN_PAGE / sizeof(struct an_pend));
 
-	if (!(src->pend_touched[pg / 64] & (1ull << (pg % 64)))) {
-		src->pend_touched[pg / 64] |= 1ull << (pg % 64);
-		*(volatile char *)((char *)src->pend + pg * AN_PAGE) = 0;
+	if (!(p->pend_touched[pg / 64] & (1ull << (pg % 64)))) {
+		p->pend_touched[pg / 64] |= 1ull << (pg % 64);
+		*(volatile char *)((char *)p->pend + pg * AN_PAGE) = 0;
 	}
 }
 
 void
-an_pend_free(struct analysis_source *src)
+an_pend_free(struct an_proc *p)
 {
-	if (src->pend != NULL)
-		munmap(src->pend, AN_PEND_SIZE * sizeof(struct an_pend));
-	src->pend = NULL;
+	if (p->pend != NULL)
+		munmap(p->pend, AN_PEND_SIZE * sizeof(struct an_pend));
+	p->pend = NULL;
 }
 
 /* A launch joined: API [as, ae] launched device work [ds, de].  Its
@@ -581,15 +579,12 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 
 	if (corr == 0)
 		return;
-	pend = src->pend != NULL ? src->pend : an_pend_table(src);
-	/* Correlation ids are per process: processes share a file. */
-	slot = &pend[(corr ^ (uint64_t)p->pid * 0x9e3779b1u) &
-	    (AN_PEND_SIZE - 1)];
-	an_pend_touch(src, slot);
-	/* Ids mostly count up: the slots of the next launches are last
-	 * touched a table ago, so fetch them ahead of their records. */
-	__builtin_prefetch(&pend[((corr + 16) ^ (uint64_t)p->pid *
-	    0x9e3779b1u) & (AN_PEND_SIZE - 1)], 1);
+	pend = p->pend != NULL ? p->pend : an_pend_table(p);
+	slot = &pend[corr & (AN_PEND_SIZE - 1)];
+	an_pend_touch(p, slot);
+	/* Ids count up: the slots of the next launches are last touched a
+	 * table ago, so fetch them ahead of their records. */
+	__builtin_prefetch(&pend[(corr + 16) & (AN_PEND_SIZE - 1)], 1);
 	/* Device records of a process come in about start order. */
 	prev_end = p->launch_dev_end;
 	if (is_dev && e > p->launch_dev_end)

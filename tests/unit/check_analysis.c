@@ -405,6 +405,40 @@ START_TEST(test_launch_join_per_process)
 }
 END_TEST
 
+/* Eight processes launching at once, each kernel 4096 launches behind
+ * its API (msptid writes device records after the device ran them, so
+ * a launch waits in the join a while): every launch joins its kernel,
+ * whatever the other processes' correlation ids are.  One table keyed
+ * by (id, pid) for all of a file's processes lost the launches whose
+ * slot another process took meanwhile, so a node's file reported fewer
+ * launches on one thread than on several (each with fewer processes). */
+START_TEST(test_launch_join_many_processes)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = src_new(a, "h", 100, 0, 8);
+	const uint64_t n = 20000, lag = 4096;
+	char want[32];
+
+	for (uint32_t q = 1; q < 8; q++)
+		proc_add(src, 100 + q, (int)q, 8);
+	for (uint64_t i = 1; i <= n + lag; i++)
+		for (uint32_t q = 0; q < 8; q++) {
+			uint64_t t = i * 20 * US;
+
+			if (i <= n)
+				api(src, 100 + q, t, t + 2 * US, 6, i);
+			if (i > lag)
+				kernel(src, 100 + q, t, t + 5 * US, 2, 3,
+				    i - lag);
+		}
+	run(a);
+	snprintf(want, sizeof(want), "%llu", (unsigned long long)(8 * n));
+	ck_assert_double_eq(cell(a, ANALYSIS_LAUNCH, "Launches", want,
+	    "CPU Runtime Avg(us)"), 2);
+	analysis_free(a);
+}
+END_TEST
+
 /* Device work launched before any kernel of its name ran (a collective
  * named like a kernel that comes later): its launch time waits for that
  * op, whatever the order, so the op's host time does not depend on how
@@ -1174,6 +1208,7 @@ main(void)
 	tcase_add_test(tc, test_steps_per_rank);
 	tcase_add_test(tc, test_op_statistic);
 	tcase_add_test(tc, test_launch_join_per_process);
+	tcase_add_test(tc, test_launch_join_many_processes);
 	tcase_add_test(tc, test_launch_before_its_op);
 	tcase_add_test(tc, test_no_step_row_for_a_launcher);
 	tcase_add_test(tc, test_many_open_ranges);
