@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/queue.h>
 #include <sys/types.h>
 
@@ -86,6 +87,8 @@ struct evbuffer;
 #define SESS_STRINGS		4096	/* producer string ids 1..this */
 #define SESS_ALLSTR		(2 * SESS_STRINGS)	/* + daemon-made ones */
 #define SESS_DHASH		(4 * SESS_STRINGS)	/* their hash slots */
+#define SESS_DIDX_BITS		13	/* a slot's index bits; the rest is
+					   the string's hash above them */
 #define SESS_MARKS		1024	/* host marker ids remembered */
 /* Marker ids from here on are the agent's synchronize step ranges
  * (agent/session.c STEP_SYNC_ID), never an MSTX id with a device task. */
@@ -271,9 +274,12 @@ struct sess_agent {
 	uint64_t		 dev_lost_kind[REC_TYPE_MAX];	/* the same,
 						   by the launch's type */
 	uint32_t		 ndstr;		/* daemon strings in strs[] */
-	uint16_t		*dhash;		/* their index (1..ndstr) by
-						   hash, 0 empty; made on
-						   first use (SESS_DHASH) */
+	uint32_t		*dhash;		/* their index (1..ndstr) and
+						   hash tag by hash, 0 empty;
+						   made on first use
+						   (SESS_DHASH) */
+	const char		*cstr[8];	/* session_drain_const's */
+	uint32_t		 cid[8];	/* constants and their ids */
 	struct sess_mark	*marks;		/* host marker id -> strings */
 	bool			 watched;	/* metrics_watch_pid taken */
 	uint64_t		 fork_lost;	/* a fork child's early records */
@@ -493,7 +499,26 @@ bool		 session_drain_remap(struct session *s, struct sess_agent *sa,
 		     struct rec_hdr *h);
 bool		 session_drain_out(struct sess_agent *sa,
 		     const struct rec_hdr *h);
+/* A string's hash (session_drain_string's), eight bytes at a time: a
+ * kernel's name is 30-60. */
+static inline uint32_t
+session_str_hash(const char *str, size_t n)
+{
+	uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15ull, w;
+
+	for (; n >= 8; str += 8, n -= 8) {
+		memcpy(&w, str, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+	}
+	for (w = 0; n > 0; n--)
+		w = w << 8 | (unsigned char)str[n - 1];
+	h = (h ^ w) * 0x94d049bb133111ebull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
 uint32_t	 session_drain_string(struct sess_agent *sa, const char *str);
+uint32_t	 session_drain_const(struct sess_agent *sa, const char *lit);
 void		 session_drain_agent(struct sess_agent *sa);
 void		 session_drain_agent_losses(const struct sess_agent *sa,
 		     uint64_t losses[LOSS_STAGE_MAX]);

@@ -191,7 +191,7 @@ session_dev_join_emit(const void *dev_task, const struct join_launch *l,
 		REC_INIT(r, REC_KERNEL, aux & ~REC_F_ASYNC);
 		TASK_FILL(r);
 		r->name_id = session_drain_string(sa, t->name);
-		r->type_id = session_drain_string(sa,
+		r->type_id = session_drain_const(sa,
 		    session_dev_kernel_type(t->kernel_type));
 		stop = session_drain_out(sa, &r->hdr);
 		break;
@@ -249,7 +249,7 @@ session_dev_join_emit(const void *dev_task, const struct join_launch *l,
 			r->name_id = session_drain_string(sa, t->name);
 			r->comm_name_id = session_drain_string(sa,
 			    t->comm_name);
-			r->alg_type_id = session_drain_string(sa,
+			r->alg_type_id = session_drain_const(sa,
 			    t->algorithm == 1 ? "RING" : t->algorithm == 2 ?
 			    "P2P" : "NONE");
 			r->data_type = t->data_type <= 12 ? t->data_type :

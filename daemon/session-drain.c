@@ -121,7 +121,7 @@ session_drain_out(struct sess_agent *sa, const struct rec_hdr *h)
 	return session_drain_put(sa, (struct rec_hdr *)buf, false);
 }
 
-_Static_assert(SESS_ALLSTR - SESS_STRINGS <= UINT16_MAX &&
+_Static_assert(SESS_ALLSTR - SESS_STRINGS < (1u << SESS_DIDX_BITS) &&
     SESS_DHASH > SESS_ALLSTR - SESS_STRINGS &&
     (SESS_DHASH & (SESS_DHASH - 1)) == 0, "SESS_DHASH: too small for the "
     "daemon strings, or not a power of two");
@@ -130,35 +130,58 @@ _Static_assert(SESS_ALLSTR - SESS_STRINGS <= UINT16_MAX &&
  * Interns str in sa's namespace above the agent's ids; 0 when full.  A
  * device record names its kernel (and type, communicator, algorithm) by
  * string, so this runs two or three times a record: by hash, open
- * addressing in SESS_DHASH slots for the at most SESS_STRINGS strings.
- * (A scan of them made msptid's CPU per kernel record grow with the
- * distinct kernel names: 16 times as much, and records lost at the device
- * channel, with 4,000 names.)
+ * addressing in SESS_DHASH slots for the at most SESS_STRINGS strings,
+ * each slot the string's index and the rest of its hash, so that only
+ * the string it names is compared.  (A scan of them made msptid's CPU per
+ * kernel record grow with the distinct kernel names: 16 times as much,
+ * and records lost at the device channel, with 4,000 names; hashing a
+ * byte at a time was a fifth of it with one name.)
  */
 uint32_t
 session_drain_string(struct sess_agent *sa, const char *str)
 {
-	uint32_t h = 2166136261u;
-	size_t slot;
+	uint32_t h, tag, v;
+	size_t slot, n;
 
 	if (str == NULL || *str == '\0')
 		return 0;
 	if (sa->dhash == NULL &&
 	    (sa->dhash = calloc(SESS_DHASH, sizeof(*sa->dhash))) == NULL)
 		return 0;
-	for (const unsigned char *p = (const void *)str; *p != '\0'; p++)
-		h = (h ^ *p) * 16777619u;
-	for (slot = h & (SESS_DHASH - 1); sa->dhash[slot] != 0;
-	    slot = (slot + 1) & (SESS_DHASH - 1))
-		if (strcmp(sa->strs[SESS_STRINGS + sa->dhash[slot]],
-		    str) == 0)
-			return SESS_STRINGS + sa->dhash[slot];
+	n = strlen(str);
+	h = session_str_hash(str, n);
+	tag = h >> SESS_DIDX_BITS;
+	for (slot = h & (SESS_DHASH - 1); (v = sa->dhash[slot]) != 0;
+	    slot = (slot + 1) & (SESS_DHASH - 1)) {
+		uint32_t i = v & ((1u << SESS_DIDX_BITS) - 1);
+
+		if (v >> SESS_DIDX_BITS == tag &&
+		    strcmp(sa->strs[SESS_STRINGS + i], str) == 0)
+			return SESS_STRINGS + i;
+	}
 	if (sa->ndstr >= SESS_ALLSTR - SESS_STRINGS ||
 	    (sa->strs[SESS_STRINGS + sa->ndstr + 1] = strdup(str)) == NULL)
 		return 0;
 	sa->ndstr++;
-	sa->dhash[slot] = (uint16_t)sa->ndstr;
+	sa->dhash[slot] = tag << SESS_DIDX_BITS | sa->ndstr;
 	return SESS_STRINGS + sa->ndstr;
+}
+
+/* session_drain_string for one of msptid's string constants (kernel
+ * types, algorithms), its id kept by the constant's address. */
+uint32_t
+session_drain_const(struct sess_agent *sa, const char *lit)
+{
+	size_t i = (size_t)(((uintptr_t)lit * 0x9e3779b97f4a7c15ull) >> 61);
+	uint32_t id;
+
+	if (sa->cstr[i] == lit)
+		return sa->cid[i];
+	if ((id = session_drain_string(sa, lit)) != 0) {
+		sa->cstr[i] = lit;
+		sa->cid[i] = id;
+	}
+	return id;
 }
 
 static int

@@ -1608,6 +1608,130 @@ START_TEST(test_session_floors_bounded)
 }
 END_TEST
 
+/* Two names whose session_str_hash is the same (slot and tag alike), found
+ * by the birthday bound among 2^18 candidates (~8 pairs expected). */
+struct hname {
+	uint32_t	h;
+	uint32_t	i;
+};
+
+static int
+hname_cmp(const void *x, const void *y)
+{
+	const struct hname *a = x, *b = y;
+
+	return a->h < b->h ? -1 : a->h > b->h ? 1 : (a->i > b->i) -
+	    (a->i < b->i);
+}
+
+static void
+hash_twins(char *a, char *b, size_t len)
+{
+	const uint32_t n = 1u << 18;
+	struct hname *v = calloc(n, sizeof(*v));
+	char buf[64];
+
+	ck_assert_ptr_nonnull(v);
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(buf, sizeof(buf), "aclnnTwin_%08x_bf16", i);
+		v[i].h = session_str_hash(buf, strlen(buf));
+		v[i].i = i;
+	}
+	qsort(v, n, sizeof(*v), hname_cmp);
+	for (uint32_t i = 1; i < n; i++)
+		if (v[i].h == v[i - 1].h) {
+			snprintf(a, len, "aclnnTwin_%08x_bf16", v[i - 1].i);
+			snprintf(b, len, "aclnnTwin_%08x_bf16", v[i].i);
+			free(v);
+			return;
+		}
+	free(v);
+	ck_abort_msg("no two names with the same hash in 2^18");
+}
+
+/*
+ * The daemon's strings of an agent (device records name their kernels by
+ * string): every distinct string gets the next id above the agent's, the
+ * same string the same id however often and in whatever order, up to
+ * SESS_ALLSTR - SESS_STRINGS of them, then 0 for new ones; names that are
+ * prefixes of one another, differ only in their last bytes, or hash
+ * alike (slot and tag) stay apart; constants by address give the id their
+ * text has.
+ */
+START_TEST(test_drain_strings)
+{
+	const uint32_t max = SESS_ALLSTR - SESS_STRINGS;
+	struct sess_agent *sa = calloc(1, sizeof(*sa));
+	char name[96], twin_a[64], twin_b[64];
+	uint32_t id, ida, idb, next = SESS_STRINGS + 1;
+
+	ck_assert_ptr_nonnull(sa);
+	sa->strs = calloc(SESS_ALLSTR + 1, sizeof(*sa->strs));
+	ck_assert_ptr_nonnull(sa->strs);
+	ck_assert_uint_eq(session_drain_string(sa, NULL), 0);
+	ck_assert_uint_eq(session_drain_string(sa, ""), 0);
+
+	hash_twins(twin_a, twin_b, sizeof(twin_a));
+	ida = session_drain_string(sa, twin_a);
+	idb = session_drain_string(sa, twin_b);
+	ck_assert_uint_eq(ida, next++);
+	ck_assert_uint_eq(idb, next++);
+	ck_assert_uint_eq(session_drain_string(sa, twin_b), idb);
+	ck_assert_uint_eq(session_drain_string(sa, twin_a), ida);
+
+	/* Prefixes of one another: "k", "kk", ... up to 80 bytes. */
+	for (size_t n = 1; n <= 80; n++) {
+		memset(name, 'k', n);
+		name[n] = '\0';
+		ck_assert_uint_eq(session_drain_string(sa, name), next++);
+	}
+	/* Alike but for the last byte, at every length's tail. */
+	for (size_t n = 1; n <= 24; n++)
+		for (char c = 'a'; c <= 'd'; c++) {
+			memset(name, 'm', n);
+			name[n - 1] = c;
+			name[n] = '\0';
+			ck_assert_uint_eq(session_drain_string(sa, name),
+			    next++);
+		}
+	/* Constants: the text's id, by address from then on. */
+	id = session_drain_const(sa, "KERNEL_AICORE");
+	ck_assert_uint_eq(id, next++);
+	ck_assert_uint_eq(session_drain_const(sa, "KERNEL_AICORE"), id);
+	ck_assert_uint_eq(session_drain_string(sa, "KERNEL_AICORE"), id);
+	ck_assert_uint_eq(session_drain_const(sa, "RING"), next++);
+	ck_assert_uint_eq(session_drain_const(sa, "P2P"), next++);
+	ck_assert_uint_eq(session_drain_const(sa, "RING"), next - 2);
+
+	/* Kernel names up to the limit, then 0 for new ones. */
+	for (uint32_t i = 0; next <= SESS_STRINGS + max; i++) {
+		snprintf(name, sizeof(name),
+		    "aclnnFusedMatmul_%05u_bf16_transpose_b", i);
+		ck_assert_uint_eq(session_drain_string(sa, name), next++);
+	}
+	ck_assert_uint_eq(sa->ndstr, max);
+	ck_assert_uint_eq(session_drain_string(sa, "one more"), 0);
+	/* Everything still found, in reverse order, with its text. */
+	for (uint32_t i = max; i > 0; i--) {
+		const char *str = sa->strs[SESS_STRINGS + i];
+
+		ck_assert_ptr_nonnull(str);
+		ck_assert_uint_eq(session_drain_string(sa, str),
+		    SESS_STRINGS + i);
+	}
+	ck_assert_uint_eq(session_drain_string(sa, twin_a), ida);
+	ck_assert_uint_eq(session_drain_string(sa, twin_b), idb);
+	ck_assert_str_eq(sa->strs[ida], twin_a);
+	ck_assert_str_eq(sa->strs[idb], twin_b);
+
+	for (size_t i = 0; i <= SESS_ALLSTR; i++)
+		free(sa->strs[i]);
+	free(sa->strs);
+	free(sa->dhash);
+	free(sa);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -1618,6 +1742,7 @@ session_suite(void)
 	tcase_add_test(tc, test_kinds_parse);
 	tcase_add_test(tc, test_kind_names_roundtrip);
 	tcase_add_test(tc, test_domains);
+	tcase_add_test(tc, test_drain_strings);
 	suite_add_tcase(su, tc);
 
 	tcase_add_checked_fixture(tm, sess_setup, sess_teardown);
