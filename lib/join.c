@@ -112,16 +112,25 @@ jtable_free(struct jtable *t)
 	t->buckets = NULL;
 }
 
-static struct jent **
-jtable_slot(struct jtable *t, uint32_t device, uint32_t stream, uint32_t task)
+/* The chain link that holds (device, stream, task) or ends its chain;
+ * h is jhash of the key (a join looks the same key up in both tables). */
+static inline struct jent **
+jtable_slot_h(struct jtable *t, size_t h, uint32_t device, uint32_t stream,
+    uint32_t task)
 {
-	struct jent **pp = &t->buckets[jhash(device, stream, task) &
-	    (t->nbuckets - 1)];
+	struct jent **pp = &t->buckets[h & (t->nbuckets - 1)];
 
 	while (*pp != NULL && ((*pp)->device != device ||
 	    (*pp)->stream != stream || (*pp)->task != task))
 		pp = &(*pp)->next;
 	return pp;
+}
+
+static struct jent **
+jtable_slot(struct jtable *t, uint32_t device, uint32_t stream, uint32_t task)
+{
+	return jtable_slot_h(t, jhash(device, stream, task), device, stream,
+	    task);
 }
 
 /* Doubles the bucket array when chains get long; failure just keeps the
@@ -156,6 +165,17 @@ jtable_unlink(struct jtable *t, struct jent *e)
 
 	if (*pp == e)
 		*pp = e->next;
+	TAILQ_REMOVE(&t->ages, e, age);
+	t->n--;
+}
+
+/* The same for the entry *pp, its chain link known. */
+static void
+jtable_unlink_at(struct jtable *t, struct jent **pp)
+{
+	struct jent *e = *pp;
+
+	*pp = e->next;
 	TAILQ_REMOVE(&t->ages, e, age);
 	t->n--;
 }
@@ -316,6 +336,17 @@ join_emit_dev(struct join *j, struct jent *e, const struct join_launch *l)
 	jent_put(&j->dev, e);
 }
 
+/* The same for the device task *pp, its chain link known. */
+static void
+join_emit_dev_at(struct join *j, struct jent **pp, const struct join_launch *l)
+{
+	struct jent *e = *pp;
+
+	jtable_unlink_at(&j->dev, pp);
+	j->emit(e->data, l, j->arg);
+	jent_put(&j->dev, e);
+}
+
 /* A waiting device task leaves alone: emitted (counted in *stat) unless
  * it lies outside the capture (join_outside). */
 static void
@@ -335,15 +366,16 @@ static int
 join_add_one(struct join *j, const struct join_launch *l, uint32_t task,
     uint64_t now)
 {
+	size_t h = jhash(l->device, l->stream, task);
 	struct jent **pp, *e;
 
-	pp = jtable_slot(&j->dev, l->device, l->stream, task);
+	pp = jtable_slot_h(&j->dev, h, l->device, l->stream, task);
 	if (*pp != NULL) {
 		j->st.matched++;
-		join_emit_dev(j, *pp, l);
+		join_emit_dev_at(j, pp, l);
 		return 0;
 	}
-	pp = jtable_slot(&j->host, l->device, l->stream, task);
+	pp = jtable_slot_h(&j->host, h, l->device, l->stream, task);
 	if (*pp != NULL) {
 		/* Task ids wrapped, or the same launch twice: keep the new one
 		 * (a different launch lost its device task). */
@@ -397,20 +429,21 @@ int
 join_add_task(struct join *j, uint32_t device, uint32_t stream,
     uint32_t task_id, const void *dev_task, uint64_t now)
 {
+	size_t h = jhash(device, stream, task_id);
 	struct jent **pp, *e;
 	struct join_launch l;
 
-	pp = jtable_slot(&j->host, device, stream, task_id);
+	pp = jtable_slot_h(&j->host, h, device, stream, task_id);
 	if (*pp != NULL) {
 		e = *pp;
 		l = e->launch;
-		jtable_unlink(&j->host, e);
+		jtable_unlink_at(&j->host, pp);
 		jent_put(&j->host, e);
 		j->st.matched++;
 		j->emit(dev_task, &l, j->arg);
 		return 0;
 	}
-	pp = jtable_slot(&j->dev, device, stream, task_id);
+	pp = jtable_slot_h(&j->dev, h, device, stream, task_id);
 	if (*pp != NULL) {
 		j->st.dev_duplicate++;
 		join_emit_alone(j, *pp, &j->st.dev_unmatched, false);
