@@ -194,5 +194,6 @@ clock_model_to_host(const struct clock_model *m, uint64_t device_ns)
 	if (m->samples == 0)
 		return device_ns;
 	dx = (int64_t)(device_ns - m->device_ref_ns);
-	return m->host_ref_ns + (uint64_t)(dx + llround((double)dx * m->drift));
+	return m->host_ref_ns + (uint64_t)(dx + clock_round((double)dx *
+	    m->drift));
 }

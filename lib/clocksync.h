@@ -63,4 +63,19 @@ clocksync_ready(const struct clocksync *cs)
  * no samples. */
 uint64_t	clock_model_to_host(const struct clock_model *m, uint64_t device_ns);
 
+/* llround(y), halves away from zero, inline (msptid converts every device
+ * time): y - trunc(y) is exact below 2^52, and y an integer above. */
+static inline int64_t
+clock_round(double y)
+{
+	int64_t r = (int64_t)y;
+	double f = y - (double)r;
+
+	if (f >= 0.5)
+		r++;
+	else if (f <= -0.5)
+		r--;
+	return r;
+}
+
 #endif

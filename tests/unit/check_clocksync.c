@@ -121,6 +121,46 @@ START_TEST(absurd_slope_rejected)
 }
 END_TEST
 
+/* clock_round is llround: halves away from zero, on either side of 0,
+ * near 2^52 where doubles stop having fractions, and on random products
+ * of the kind clock_model_to_host forms (offset times a small drift). */
+START_TEST(round_is_llround)
+{
+	static const double fixed[] = { 0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5,
+	    -2.5, 0.49999999999999994, -0.49999999999999994, 1e-300,
+	    4503599627370495.5, -4503599627370495.5, 4503599627370497.0,
+	    9007199254740993.0, -9007199254740993.0, 1e18, -1e18 };
+	uint64_t x = 0x2545f4914f6cdd1dull;
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		ck_assert_msg(clock_round(fixed[i]) == llround(fixed[i]),
+		    "clock_round(%.17g) = %lld, llround %lld", fixed[i],
+		    (long long)clock_round(fixed[i]), llround(fixed[i]));
+	for (int i = 0; i < 1000000; i++) {
+		double y;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		switch (i % 3) {
+		case 0:	/* a device offset times a drift */
+			y = (double)(int64_t)(x >> 20) * ((double)(int32_t)x *
+			    1e-15);
+			break;
+		case 1:	/* an exact half */
+			y = (double)((int64_t)(x >> 12) - (1ll << 51)) / 2.0;
+			break;
+		default:	/* any magnitude */
+			y = ldexp((double)(int64_t)x, -(int)(x % 80));
+			break;
+		}
+		ck_assert_msg(clock_round(y) == llround(y),
+		    "clock_round(%.17g) = %lld, llround %lld", y,
+		    (long long)clock_round(y), llround(y));
+	}
+}
+END_TEST
+
 /* The simulator's device clock (NPUSIM_CLOCK_OFFSET_NS, _DRIFT_PPM set in
  * main before its first call): pairs 50 ms apart over 2 s give the drift
  * within a few ppm and map a fresh pair within tens of µs. */
@@ -170,6 +210,7 @@ main(void)
 	tcase_add_test(tc, preempted_pair_ignored);
 	tcase_add_test(tc, duplicates_and_reset);
 	tcase_add_test(tc, absurd_slope_rejected);
+	tcase_add_test(tc, round_is_llround);
 	tcase_add_test(tc, sim_clock);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
