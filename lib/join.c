@@ -2,9 +2,12 @@
  * join: two waiting tables (launches, device tasks), each a chained hash on
  * (device, stream, task id) plus an age list in insertion order, so that
  * expiry and eviction take the oldest entry in O(1).  Entries that leave
- * are kept (up to JOIN_SPARE_MAX a table) for the next ones: a capture
- * takes and gives back one per launch and per device task.  The emit
- * callback must not call back into the same join.
+ * are kept for the next ones: a capture takes and gives back one per
+ * launch and per device task, in bursts (a ring drain adds thousands of
+ * launches, a device poll takes them back), so a table keeps as many as
+ * it held at its peak since the last join_expire, at least
+ * JOIN_SPARE_MIN; join_expire gives back what a quieter spell left over.
+ * The emit callback must not call back into the same join.
  */
 #include "config.h"
 
@@ -20,7 +23,7 @@
 #define JOIN_MIN_BUCKETS	256
 #define JOIN_STREAM_BUCKETS	64
 #define JOIN_MAX_STREAMS	4096	/* beyond: no window for new ones */
-#define JOIN_SPARE_MAX		1024	/* freed entries kept for reuse */
+#define JOIN_SPARE_MIN		1024	/* freed entries always kept */
 
 /* The task ids of the launches seen on one (device, stream). */
 struct jstream {
@@ -54,6 +57,7 @@ struct jtable {
 	 * takes and gives back one per launch and per device task. */
 	struct jent	 *spare;
 	size_t		  nspare;
+	size_t		  peak;		/* most entries since join_expire */
 	size_t		  esize;
 };
 
@@ -89,6 +93,7 @@ jtable_init(struct jtable *t, size_t max, size_t data)
 	t->max = max;
 	t->spare = NULL;
 	t->nspare = 0;
+	t->peak = 0;
 	t->esize = sizeof(struct jent) + data;
 	TAILQ_INIT(&t->ages);
 	return t->buckets == NULL ? -ENOMEM : 0;
@@ -186,7 +191,8 @@ jtable_insert(struct jtable *t, struct jent **slot, struct jent *e)
 	e->next = NULL;
 	*slot = e;
 	TAILQ_INSERT_TAIL(&t->ages, e, age);
-	t->n++;
+	if (++t->n > t->peak)
+		t->peak = t->n;
 }
 
 static struct jent *
@@ -207,17 +213,42 @@ jent_new(struct jtable *t, uint32_t device, uint32_t stream, uint32_t task,
 	return e;
 }
 
-/* e left t (unlinked): kept for reuse, or freed past JOIN_SPARE_MAX. */
+/* How many left entries t keeps: its recent peak, at least
+ * JOIN_SPARE_MIN (with the live ones, never more than the peak). */
+static size_t
+jtable_spare_cap(const struct jtable *t)
+{
+	return t->peak > JOIN_SPARE_MIN ? t->peak : JOIN_SPARE_MIN;
+}
+
+/* e left t (unlinked): kept for reuse, or freed past the cap. */
 static void
 jent_put(struct jtable *t, struct jent *e)
 {
-	if (t->nspare >= JOIN_SPARE_MAX) {
+	if (t->nspare >= jtable_spare_cap(t)) {
 		free(e);
 		return;
 	}
 	e->next = t->spare;
 	t->spare = e;
 	t->nspare++;
+}
+
+/* A new spell: the spare entries beyond what it may need go back, and its
+ * peak starts at the entries now live. */
+static void
+jtable_trim(struct jtable *t)
+{
+	size_t cap = jtable_spare_cap(t);
+
+	while (t->nspare > cap) {
+		struct jent *e = t->spare;
+
+		t->spare = e->next;
+		t->nspare--;
+		free(e);
+	}
+	t->peak = t->n;
 }
 
 static struct jstream **
@@ -484,6 +515,8 @@ join_expire(struct join *j, uint64_t now)
 		join_drop(j, &e->launch, &j->st.host_only);
 		jent_put(&j->host, e);
 	}
+	jtable_trim(&j->dev);
+	jtable_trim(&j->host);
 }
 
 void
@@ -514,6 +547,8 @@ join_get_stats(const struct join *j, struct join_stats *out)
 	*out = j->st;
 	out->dev_waiting = j->dev.n;
 	out->host_waiting = j->host.n;
+	out->dev_spare = j->dev.nspare;
+	out->host_spare = j->host.nspare;
 }
 
 void

@@ -87,6 +87,8 @@ struct join_stats {
 					   its stream: not emitted */
 	size_t		dev_waiting;	/* now */
 	size_t		host_waiting;
+	size_t		dev_spare;	/* entries kept for the next ones */
+	size_t		host_spare;
 };
 
 struct join;

@@ -251,6 +251,58 @@ START_TEST(many)
 END_TEST
 
 /*
+ * Entries come and go in bursts (a ring drain adds thousands of launches,
+ * a device poll takes them back): a table keeps as many left entries as
+ * it held at its peak since the last join_expire, so the next burst
+ * allocates nothing, and join_expire gives back what a quieter spell
+ * does not need (down to 1,024 kept always).
+ */
+START_TEST(spare_follows_bursts)
+{
+	static struct out o;	/* counts only */
+	struct join_config cfg = { .dev_size = sizeof(struct dtask) };
+	struct join *j = join_new(&cfg, emit, &o);
+	struct join_stats st;
+	uint32_t task = 0;
+
+	ck_assert_ptr_nonnull(j);
+	for (int round = 0; round < 3; round++) {
+		uint32_t first = task;
+
+		for (uint32_t k = 0; k < 5000; k++, task++) {
+			struct join_launch l = launch(0, 1, task, task + 1);
+
+			join_add_launch(j, &l, 0);
+		}
+		join_get_stats(j, &st);
+		ck_assert_uint_eq(st.host_waiting, 5000);
+		/* From the second burst on, all 5,000 came from the
+		 * spares. */
+		ck_assert_uint_eq(st.host_spare, 0);
+		for (uint32_t t = first; t < task; t++) {
+			struct dtask d = { 0, 1, t, t };
+
+			o.n = 0;
+			join_add_task(j, 0, 1, t, &d, 0);
+			ck_assert_uint_eq(o.n, 1);
+		}
+		join_get_stats(j, &st);
+		ck_assert_uint_eq(st.host_waiting, 0);
+		ck_assert_uint_eq(st.host_spare, 5000);
+		join_expire(j, 1);
+		join_get_stats(j, &st);
+		ck_assert_uint_eq(st.host_spare, 5000);
+	}
+	/* A spell with no launches: back to the floor. */
+	join_expire(j, 2);
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_spare, 1024);
+	ck_assert_uint_eq(st.matched, 15000);
+	join_free(j);
+}
+END_TEST
+
+/*
  * Keys that collide, taken out in random order while others come in: a
  * model of what waits checked against join_has_launch (the tables'
  * deletion moves later slots back; a slot moved wrongly leaves a waiting
@@ -526,6 +578,7 @@ main(void)
 	tcase_add_test(tc, flush_inflight);
 	tcase_add_test(tc, host_foreach);
 	tcase_add_test(tc, many);
+	tcase_add_test(tc, spare_follows_bursts);
 	tcase_add_test(tc, random_order);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, capture_window);
