@@ -497,8 +497,7 @@ void		 session_shutdown(struct daemon *d);
 /* session-drain.c */
 bool		 session_drain_remap(struct session *s, struct sess_agent *sa,
 		     struct rec_hdr *h);
-bool		 session_drain_out(struct sess_agent *sa,
-		     const struct rec_hdr *h);
+bool		 session_drain_out(struct sess_agent *sa, struct rec_hdr *h);
 /* A string's hash (session_drain_string's), eight bytes at a time: a
  * kernel's name is 30-60. */
 static inline uint32_t

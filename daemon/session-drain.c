@@ -109,16 +109,12 @@ session_drain_put(struct sess_agent *sa, struct rec_hdr *r, bool valid)
 	return false;
 }
 
-/* session_drain_put for a record of the caller's, which stays as it is. */
+/* session_drain_put for a record msptid made: its string ids may be
+ * rewritten in place. */
 bool
-session_drain_out(struct sess_agent *sa, const struct rec_hdr *h)
+session_drain_out(struct sess_agent *sa, struct rec_hdr *h)
 {
-	uint64_t buf[REC_MAX_SIZE / 8];
-
-	if (sa->s->ring_mode)
-		return session_drain_put(sa, (struct rec_hdr *)h, false);
-	memcpy(buf, h, h->size);
-	return session_drain_put(sa, (struct rec_hdr *)buf, false);
+	return session_drain_put(sa, h, false);
 }
 
 _Static_assert(SESS_ALLSTR - SESS_STRINGS < (1u << SESS_DIDX_BITS) &&

@@ -791,7 +791,9 @@ trace_writer_add(struct trace_writer *w, const void *rec)
 {
 	const struct rec_hdr *h = rec;
 
-	if (record_validate(rec, h->size) != 0 || h->type == REC_PAD)
+	/* record_validate(rec, h->size), the common types inline. */
+	if (h->size < REC_HDR_SIZE || (h->size & (REC_ALIGN - 1)) ||
+	    record_validate_framed_fast(h) != 0 || h->type == REC_PAD)
 		return -EBADMSG;
 	return writer_append(w, h);
 }
