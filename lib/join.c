@@ -4,9 +4,10 @@
  * expiry and eviction take the oldest entry in O(1).  Entries that leave
  * are kept for the next ones: a capture takes and gives back one per
  * launch and per device task, in bursts (a ring drain adds thousands of
- * launches, a device poll takes them back), so a table keeps as many as
- * it held at its peak since the last join_expire, at least
- * JOIN_SPARE_MIN; join_expire gives back what a quieter spell left over.
+ * launches, a device poll takes them back).  join_expire (msptid calls it
+ * after each device poll) ends a spell: a table then keeps as many as it
+ * held at its peak in this spell or the one before, at least
+ * JOIN_SPARE_MIN, and frees the rest.
  * The emit callback must not call back into the same join.
  */
 #include "config.h"
@@ -58,6 +59,7 @@ struct jtable {
 	struct jent	 *spare;
 	size_t		  nspare;
 	size_t		  peak;		/* most entries since join_expire */
+	size_t		  peak_prev;	/* and in the spell before */
 	size_t		  esize;
 };
 
@@ -93,7 +95,7 @@ jtable_init(struct jtable *t, size_t max, size_t data)
 	t->max = max;
 	t->spare = NULL;
 	t->nspare = 0;
-	t->peak = 0;
+	t->peak = t->peak_prev = 0;
 	t->esize = sizeof(struct jent) + data;
 	TAILQ_INIT(&t->ages);
 	return t->buckets == NULL ? -ENOMEM : 0;
@@ -213,41 +215,34 @@ jent_new(struct jtable *t, uint32_t device, uint32_t stream, uint32_t task,
 	return e;
 }
 
-/* How many left entries t keeps: its recent peak, at least
- * JOIN_SPARE_MIN (with the live ones, never more than the peak). */
-static size_t
-jtable_spare_cap(const struct jtable *t)
-{
-	return t->peak > JOIN_SPARE_MIN ? t->peak : JOIN_SPARE_MIN;
-}
-
-/* e left t (unlinked): kept for reuse, or freed past the cap. */
+/* e left t (unlinked): kept for the next one (jtable_trim bounds them). */
 static void
 jent_put(struct jtable *t, struct jent *e)
 {
-	if (t->nspare >= jtable_spare_cap(t)) {
-		free(e);
-		return;
-	}
 	e->next = t->spare;
 	t->spare = e;
 	t->nspare++;
 }
 
-/* A new spell: the spare entries beyond what it may need go back, and its
- * peak starts at the entries now live. */
+/* A spell ends: the spare entries beyond the most this spell or the one
+ * before held live (at least JOIN_SPARE_MIN) are freed.  A new entry is
+ * made only when none is spare, so the next spell's bursts up to that
+ * size allocate nothing. */
 static void
 jtable_trim(struct jtable *t)
 {
-	size_t cap = jtable_spare_cap(t);
+	size_t keep = t->peak > t->peak_prev ? t->peak : t->peak_prev;
 
-	while (t->nspare > cap) {
+	if (keep < JOIN_SPARE_MIN)
+		keep = JOIN_SPARE_MIN;
+	while (t->nspare > keep) {
 		struct jent *e = t->spare;
 
 		t->spare = e->next;
 		t->nspare--;
 		free(e);
 	}
+	t->peak_prev = t->peak;
 	t->peak = t->n;
 }
 

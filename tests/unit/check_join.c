@@ -252,11 +252,45 @@ END_TEST
 
 /*
  * Entries come and go in bursts (a ring drain adds thousands of launches,
- * a device poll takes them back): a table keeps as many left entries as
- * it held at its peak since the last join_expire, so the next burst
- * allocates nothing, and join_expire gives back what a quieter spell
- * does not need (down to 1,024 kept always).
+ * a device poll takes them back): what leaves is kept, and join_expire
+ * (the end of a spell) frees the spare entries beyond the most the table
+ * held in that spell or the one before, down to 1,024; so bursts of up to
+ * that size allocate nothing, and memory follows the load down.
  */
+static void
+burst(struct join *j, struct out *o, uint32_t *task, uint32_t n,
+    size_t spare_before, size_t spare_after)
+{
+	struct join_stats st;
+	uint32_t first = *task;
+
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_spare, spare_before);
+	for (uint32_t k = 0; k < n; k++, (*task)++) {
+		struct join_launch l = launch(0, 1, *task, *task + 1);
+
+		join_add_launch(j, &l, 0);
+	}
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_waiting, n);
+	/* Taken from the spares while there were any. */
+	ck_assert_uint_eq(st.host_spare, spare_before > n ? spare_before - n :
+	    0);
+	for (uint32_t t = first; t < *task; t++) {
+		struct dtask d = { 0, 1, t, t };
+
+		o->n = 0;
+		join_add_task(j, 0, 1, t, &d, 0);
+		ck_assert_uint_eq(o->n, 1);
+	}
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_waiting, 0);
+	ck_assert_uint_eq(st.host_spare, spare_before > n ? spare_before : n);
+	join_expire(j, 1);
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_spare, spare_after);
+}
+
 START_TEST(spare_follows_bursts)
 {
 	static struct out o;	/* counts only */
@@ -266,38 +300,23 @@ START_TEST(spare_follows_bursts)
 	uint32_t task = 0;
 
 	ck_assert_ptr_nonnull(j);
-	for (int round = 0; round < 3; round++) {
-		uint32_t first = task;
-
-		for (uint32_t k = 0; k < 5000; k++, task++) {
-			struct join_launch l = launch(0, 1, task, task + 1);
-
-			join_add_launch(j, &l, 0);
-		}
-		join_get_stats(j, &st);
-		ck_assert_uint_eq(st.host_waiting, 5000);
-		/* From the second burst on, all 5,000 came from the
-		 * spares. */
-		ck_assert_uint_eq(st.host_spare, 0);
-		for (uint32_t t = first; t < task; t++) {
-			struct dtask d = { 0, 1, t, t };
-
-			o.n = 0;
-			join_add_task(j, 0, 1, t, &d, 0);
-			ck_assert_uint_eq(o.n, 1);
-		}
-		join_get_stats(j, &st);
-		ck_assert_uint_eq(st.host_waiting, 0);
-		ck_assert_uint_eq(st.host_spare, 5000);
-		join_expire(j, 1);
-		join_get_stats(j, &st);
-		ck_assert_uint_eq(st.host_spare, 5000);
-	}
-	/* A spell with no launches: back to the floor. */
+	burst(j, &o, &task, 5000, 0, 5000);
+	burst(j, &o, &task, 5000, 5000, 5000);
+	/* A smaller burst: the spell before still asks for 5,000. */
+	burst(j, &o, &task, 2000, 5000, 5000);
+	burst(j, &o, &task, 5000, 5000, 5000);
+	/* Quiet spells: down to the last burst, then to the floor. */
 	join_expire(j, 2);
 	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_spare, 5000);
+	burst(j, &o, &task, 1500, 5000, 1500);
+	join_expire(j, 3);
+	join_get_stats(j, &st);
+	ck_assert_uint_eq(st.host_spare, 1500);
+	join_expire(j, 4);
+	join_get_stats(j, &st);
 	ck_assert_uint_eq(st.host_spare, 1024);
-	ck_assert_uint_eq(st.matched, 15000);
+	ck_assert_uint_eq(st.matched, 18500);
 	join_free(j);
 }
 END_TEST
