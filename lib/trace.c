@@ -126,6 +126,19 @@ delta_next(uint8_t *buf, size_t len, size_t *pp, const uint8_t *pn,
 	}
 }
 
+/* Words 1..m of a record less those of the previous one of its type,
+ * which become the record's. */
+static inline void
+delta_sub(uint64_t *w, uint64_t *prev, size_t m)
+{
+	for (size_t i = 1; i < m; i++) {
+		uint64_t v = w[i];
+
+		w[i] = v - prev[i];
+		prev[i] = v;
+	}
+}
+
 void
 trace_delta_encode(void *buf, size_t len)
 {
@@ -138,14 +151,15 @@ trace_delta_encode(void *buf, size_t len)
 	unsigned t;
 
 	while ((w = delta_next(buf, len, &p, pn, &t, &n, &m)) != NULL) {
-		for (size_t i = 1; i < m; i++) {
-			uint64_t v = w[i];
-
-			w[i] = v - prev[t][i];
-			prev[t][i] = v;
+		if (m == n && n == 8)	/* the common sizes, unrolled */
+			delta_sub(w, prev[t], 8);
+		else if (m == n && n == 7)
+			delta_sub(w, prev[t], 7);
+		else {
+			delta_sub(w, prev[t], m);
+			for (size_t i = m > 1 ? m : 1; i < n; i++)
+				prev[t][i] = w[i];
 		}
-		for (size_t i = m > 1 ? m : 1; i < n; i++)
-			prev[t][i] = w[i];
 		pn[t] = (uint8_t)n;
 	}
 }
