@@ -196,7 +196,7 @@ dist_scenario_rank(const struct scenario *sc, int rank, HcclRootInfo *root)
 			goto out;
 		}
 		example_range_end(range);
-		printf("rank %d step %ld: %.3f ms\n", rank, step,
+		printf("rank %d step %ld: %.4f ms\n", rank, step,
 		    example_now_ms() - t0);
 		fflush(stdout);
 	}
@@ -291,7 +291,7 @@ dist_rank(int rank, int nranks, long steps, HcclRootInfo *root)
 			goto out;
 		}
 		t1 = example_now_ms();
-		printf("rank %d step %ld: %.3f ms\n", rank, step, t1 - t0);
+		printf("rank %d step %ld: %.4f ms\n", rank, step, t1 - t0);
 		fflush(stdout);
 	}
 	rc = 0;

@@ -173,7 +173,7 @@ main(int argc, char **argv)
 		example_range_end(range);
 		t1 = example_now_ms();
 		total += t1 - t0;
-		printf("step %ld: %.3f ms\n", step, t1 - t0);
+		printf("step %ld: %.4f ms\n", step, t1 - t0);
 		fflush(stdout);
 	}
 	if (step > 1)

@@ -46,13 +46,18 @@ sleep 1
 kill -TERM "$pid"
 wait "$pid" || fail "npusim-train --steps 0 did not exit 0"
 grep -q '^step 1: ' "$out" || fail "train ran no step"
+# Step times to 0.1 us: bench-overhead compares medians of them, and at
+# 1 us a 0.7 ms step moved in steps of 0.14 %.
+grep -q '^step 1: [0-9]*\.[0-9][0-9][0-9][0-9] ms$' "$out" ||
+	fail "train's step time not to 0.1 us: $(grep -m1 '^step 1: ' "$out")"
 
 "$bin/npusim-dist" --ranks 2 --steps 0 >"$out" 2>&1 &
 pid=$!
 sleep 1
 kill -TERM "$pid"
 wait "$pid" || fail "npusim-dist --steps 0 did not exit 0"
-grep -q '^rank 1 step 1: ' "$out" || fail "dist ran no step"
+grep -q '^rank 1 step 1: [0-9]*\.[0-9][0-9][0-9][0-9] ms$' "$out" ||
+	fail "dist ran no step, or not to 0.1 us: $(grep -m1 '^rank 1 step 1: ' "$out")"
 
 rm -f "$out" /dev/shm/"$NPUSIM_SHM_PREFIX"-*
 exit 0
