@@ -20,11 +20,12 @@
 # BENCH_OVERHEAD_PHASE_S (1), BENCH_DIST_GRADS (16384: npusim-dist's
 # gradient elements in the last, model-bound, in-process run),
 # BENCH_AGENT_SO (another build's libmspti.so, for side-by-side runs),
+# BENCH_MSPTID (another build's msptid, the same),
 # BENCH_OVERHEAD_ONLY=inproc (the in-process runs alone).
 set -u
 : "${top_builddir:?top_builddir not set}"
 src=$(cd "$(dirname "$0")" && pwd)
-MSPTID="$top_builddir/daemon/msptid"
+MSPTID="${BENCH_MSPTID:-$top_builddir/daemon/msptid}"
 CTLBIN="$top_builddir/client/msptictl"
 AGENT="${BENCH_AGENT_SO:-$top_builddir/agent/.libs/libmspti.so}"
 TRAIN="$top_builddir/sim/npusim-train"

@@ -9,11 +9,12 @@
 # Knobs (environment): BENCH_STARTS (20 starts/stops), BENCH_RECORDS
 # (1000000 records per rate run), BENCH_RATE_RUNS (5 runs at full speed),
 # BENCH_AGENTS (256), BENCH_IDLE_S (5), BENCH_AGENT_SO (another build's
-# libmspti.so in the agents, for a side-by-side run; default this build's).
+# libmspti.so in the agents, for a side-by-side run; default this build's),
+# BENCH_MSPTID (another build's msptid, the same).
 set -u
 : "${top_builddir:?top_builddir not set}"
 src=$(cd "$(dirname "$0")" && pwd)
-MSPTID="$top_builddir/daemon/msptid"
+MSPTID="${BENCH_MSPTID:-$top_builddir/daemon/msptid}"
 CTLBIN="$top_builddir/client/msptictl"
 AGENT="${BENCH_AGENT_SO:-$top_builddir/agent/.libs/libmspti.so}"
 H="$top_builddir/bench/bench-session-rate"
