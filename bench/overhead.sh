@@ -16,8 +16,8 @@
 # Then the same process with and without a session (inproc below).
 #
 # Knobs: BENCH_OVERHEAD_REPS (10), BENCH_TRAIN_STEPS (300),
-# BENCH_DIST_STEPS (150), BENCH_DIST_RANKS (2), BENCH_OVERHEAD_PHASES (16),
-# BENCH_OVERHEAD_PHASE_S (1), BENCH_DIST_GRADS (16384: npusim-dist's
+# BENCH_DIST_STEPS (150), BENCH_DIST_RANKS (2), BENCH_OVERHEAD_PHASES (32),
+# BENCH_OVERHEAD_PHASE_S (0.5), BENCH_DIST_GRADS (16384: npusim-dist's
 # gradient elements in the last, model-bound, in-process run),
 # BENCH_AGENT_SO (another build's libmspti.so, for side-by-side runs),
 # BENCH_MSPTID (another build's msptid, the same),
@@ -35,8 +35,8 @@ TSTEPS=${BENCH_TRAIN_STEPS:-300}
 DSTEPS=${BENCH_DIST_STEPS:-150}
 DRANKS=${BENCH_DIST_RANKS:-2}
 DGRADS=${BENCH_DIST_GRADS:-16384}
-PHASES=${BENCH_OVERHEAD_PHASES:-16}
-PHASE_S=${BENCH_OVERHEAD_PHASE_S:-1}
+PHASES=${BENCH_OVERHEAD_PHASES:-32}
+PHASE_S=${BENCH_OVERHEAD_PHASE_S:-0.5}
 for f in "$MSPTID" "$CTLBIN" "$AGENT" "$TRAIN" "$DIST"; do
 	[ -e "$f" ] || { echo "bench-overhead: BROKEN: $f not built"; exit 1; }
 done
