@@ -562,6 +562,8 @@ void		 session_dev_add_launch(struct sess_agent *sa,
 		     const struct rec_hdr *h, uint64_t now);
 bool		 session_dev_filter(uint32_t device, uint32_t pid, void *arg);
 void		 session_dev_poll(struct daemon *d);
+uint64_t	 session_dev_next_ns(unsigned fill, uint64_t since_ns,
+		     uint64_t last_ns);
 void		 session_dev_poll_cb(evutil_socket_t, short, void *);
 void		 session_dev_use(struct session *s, const struct agent *a);
 uint64_t	 session_dev_lost(const struct session *s);

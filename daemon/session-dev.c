@@ -517,16 +517,26 @@ session_dev_task(const struct devcol_task *t, void *arg)
 
 /*
  * When the next poll is due, from how full the fullest channel was at
- * this one (fill, thousandths) and the time since the one before: when a
- * quarter of a channel would fill at that rate, if sooner than the drain
- * timer's next (a channel of 16,384 records holds 0.1 s of a device that
- * completes 164,000 tasks a second).  0: leave it to the drain timer.
+ * this one (fill, thousandths), the time since the one before (since_ns)
+ * and the interval chosen then (last_ns): when a quarter of a channel
+ * would fill at that rate, if sooner than the drain timer's next (a
+ * channel of 16,384 records holds 0.1 s of a device that completes
+ * 164,000 tasks a second).  0: leave it to the drain timer.
+ *
+ * A poll less than SESS_DEV_POLL_MIN_MS after the one before (the drain
+ * timer's, or a session's start or stop, right after the poll timer's)
+ * saw too short a window to tell the rate: a busy device may have
+ * published nothing in it.  It keeps the last interval; taking its
+ * "nothing" for an idle device left a 200,000-task/s channel unread for
+ * the drain timer's 100 ms, and it overran (thousands of records lost).
  */
-static uint64_t
-session_dev_next_ns(unsigned fill, uint64_t since_ns)
+uint64_t
+session_dev_next_ns(unsigned fill, uint64_t since_ns, uint64_t last_ns)
 {
 	uint64_t ns;
 
+	if (since_ns < SESS_DEV_POLL_MIN_MS * 1000000ull && last_ns != 0)
+		return last_ns;
 	if (fill == 0)
 		return 0;
 	ns = since_ns * 250 / fill;
@@ -551,7 +561,7 @@ void
 session_dev_poll(struct daemon *d)
 {
 	static bool polling;
-	static uint64_t last_mono;
+	static uint64_t last_mono, last_next;
 	struct session *s;
 	struct sess_agent *sa;
 	uint64_t now, mono, next;
@@ -569,8 +579,9 @@ session_dev_poll(struct daemon *d)
 		next = 2 * SESS_DEV_POLL_MIN_MS * 1000000ull;
 	else
 		next = session_dev_next_ns(devcol_last_fill(d->devcol),
-		    mono - last_mono);
+		    mono - last_mono, last_next);
 	last_mono = mono;
+	last_next = next;
 	if (d->devpoll_ev != NULL && next != 0) {
 		struct timeval tv = { (time_t)(next / 1000000000ull),
 		    (suseconds_t)(next % 1000000000ull / 1000) };
