@@ -375,10 +375,15 @@ for names in 1 100 1000 4000; do
 		c1=$(cut -d' ' -f1 /proc/"$DAEMON_PID"/schedstat)
 		recs=$(sed -n 's/.*finalized: .*[^0-9]\([0-9][0-9]*\) records.*/\1/p' \
 		    "$T/k.err" | head -1)
-		[ -n "$recs" ] && [ "$recs" -ge 200000 ] ||
-			broken "kernels ($names names): $recs records: $(tail -2 "$T/k.err")"
 		lost=$(sed -n 's/.*finalized: .* \([0-9][0-9]*\) lost.*/\1/p' \
 		    "$T/k.err" | head -1)
+		# A device channel that overran (msptid not scheduled for
+		# ~80 ms on a busy machine) loses records, counted: printed
+		# below.  Broken only when records are neither written nor
+		# counted lost.
+		[ -n "$recs" ] && [ -n "$lost" ] &&
+		    [ $((recs + lost)) -ge 200000 ] ||
+			broken "kernels ($names names): $recs records, ${lost:-?} lost: $(tail -2 "$T/k.err")"
 		ns=$(( (c1 - c0) / recs ))
 		[ -z "$best" ] || [ "$ns" -lt "$best" ] && best=$ns
 		lostall="$lostall${lostall:+ }${lost:-?}"
