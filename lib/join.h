@@ -113,7 +113,10 @@ int		 join_add_launch(struct join *, const struct join_launch *,
  * then emitted alone). */
 int		 join_add_task(struct join *, uint32_t device, uint32_t stream,
 		     uint32_t task_id, const void *dev_task, uint64_t now);
-/* Emits device tasks older than the timeout and drops old launches. */
+/* Emits device tasks older than the timeout and drops old launches; ends
+ * a spell: frees the spare entries beyond the most either table held in
+ * this spell or the one before (at least 1,024).  Call it regularly (msptid
+ * does after each device poll): until then what leaves is kept. */
 void		 join_expire(struct join *, uint64_t now);
 /* Emits every waiting device task alone, drops every launch (counted
  * host_only): end of a session. */
