@@ -25,7 +25,8 @@ times, the process's CPU time per step on and off (its threads: the
 model's, the agent's and the simulator's), which other load moves less.
 
 Runs itself as a child with the build tree's package and libmspti.so
-preloaded (top_builddir, as bench/run.sh sets it).
+preloaded (top_builddir, as bench/run.sh sets it).  BENCH_MSPTID runs
+another build's msptid for the capture (side-by-side runs).
 """
 
 import glob
@@ -44,7 +45,8 @@ KINDS = "api,kernel,memcpy,communication,marker"
 def start_msptid(top, env):
     """A private msptid for the capture phases: (process, runtime dir), or
     (None, None) when it is not built or does not come up."""
-    daemon = os.path.join(top, "daemon", "msptid")
+    daemon = os.environ.get("BENCH_MSPTID") or os.path.join(top, "daemon",
+                                                           "msptid")
     if not os.access(daemon, os.X_OK):
         return None, None
     rt = tempfile.mkdtemp(prefix="mspti-bench-profile.")
