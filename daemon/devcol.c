@@ -446,6 +446,12 @@ devcol_last_fill(const struct devcol *dc)
 	return dc->fill;
 }
 
+bool
+devcol_in_use(const struct devcol *dc)
+{
+	return dc->nused > 0;
+}
+
 uint64_t
 devcol_lost(struct devcol *dc, uint32_t device)
 {

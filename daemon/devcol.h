@@ -129,6 +129,8 @@ size_t		 devcol_poll(struct devcol *, devcol_task_cb cb, void *arg);
  * its backlog in thousandths of its capacity (1000: lapped, records
  * lost).  The caller polls sooner while channels fill fast. */
 unsigned	 devcol_last_fill(const struct devcol *);
+/* Whether a channel is in use (devcol_use'd): worth polling. */
+bool		 devcol_in_use(const struct devcol *);
 
 /* Channel overruns (records lost) on device since it was opened. */
 uint64_t	 devcol_lost(struct devcol *, uint32_t device);

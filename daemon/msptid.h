@@ -66,6 +66,9 @@ struct evbuffer;
  * fast: the next poll comes when the fullest would be a quarter full at
  * the rate it filled since the last one, at least this long after. */
 #define SESS_DEV_POLL_MIN_MS	5
+/* ... and at most this long after, while a channel is in use (a device
+ * idle until now may run fast next). */
+#define SESS_DEV_POLL_MAX_MS	25
 /* A launch this recent at the end may still be queued on the device. */
 #define SESS_INFLIGHT_NS	JOIN_DEV_TIMEOUT_NS
 /* At the stop, the most finalizing waits for the device tasks of launches
@@ -563,7 +566,7 @@ void		 session_dev_add_launch(struct sess_agent *sa,
 bool		 session_dev_filter(uint32_t device, uint32_t pid, void *arg);
 void		 session_dev_poll(struct daemon *d);
 uint64_t	 session_dev_next_ns(unsigned fill, uint64_t since_ns,
-		     uint64_t last_ns);
+		     uint64_t last_ns, bool in_use);
 void		 session_dev_poll_cb(evutil_socket_t, short, void *);
 void		 session_dev_use(struct session *s, const struct agent *a);
 uint64_t	 session_dev_lost(const struct session *s);

@@ -519,9 +519,15 @@ session_dev_task(const struct devcol_task *t, void *arg)
  * When the next poll is due, from how full the fullest channel was at
  * this one (fill, thousandths), the time since the one before (since_ns)
  * and the interval chosen then (last_ns): when a quarter of a channel
- * would fill at that rate, if sooner than the drain timer's next (a
- * channel of 16,384 records holds 0.1 s of a device that completes
- * 164,000 tasks a second).  0: leave it to the drain timer.
+ * would fill at that rate, at least SESS_DEV_POLL_MIN_MS and, while a
+ * channel is in use (in_use), at most SESS_DEV_POLL_MAX_MS away; 0 (no
+ * timer) when none is.
+ *
+ * The upper bound is for a device that was idle and then runs fast: the
+ * rate seen over the idle spell says nothing about the next burst, and a
+ * device completing 400,000 tasks a second laps a 16,384-record channel
+ * in 41 ms; waiting for the drain timer (100 ms) lost most of such a
+ * burst.
  *
  * A poll less than SESS_DEV_POLL_MIN_MS after the one before (the drain
  * timer's, or a session's start or stop, right after the poll timer's)
@@ -531,19 +537,21 @@ session_dev_task(const struct devcol_task *t, void *arg)
  * the drain timer's 100 ms, and it overran (thousands of records lost).
  */
 uint64_t
-session_dev_next_ns(unsigned fill, uint64_t since_ns, uint64_t last_ns)
+session_dev_next_ns(unsigned fill, uint64_t since_ns, uint64_t last_ns,
+    bool in_use)
 {
+	const uint64_t lo = SESS_DEV_POLL_MIN_MS * 1000000ull;
+	const uint64_t hi = SESS_DEV_POLL_MAX_MS * 1000000ull;
 	uint64_t ns;
 
-	if (since_ns < SESS_DEV_POLL_MIN_MS * 1000000ull && last_ns != 0)
+	if (!in_use)
+		return 0;
+	if (since_ns < lo && last_ns != 0)
 		return last_ns;
 	if (fill == 0)
-		return 0;
+		return hi;
 	ns = since_ns * 250 / fill;
-	if (ns >= SESS_DRAIN_MS * 1000000ull)
-		return 0;
-	return ns < SESS_DEV_POLL_MIN_MS * 1000000ull ?
-	    SESS_DEV_POLL_MIN_MS * 1000000ull : ns;
+	return ns < lo ? lo : ns > hi ? hi : ns;
 }
 
 void
@@ -579,7 +587,7 @@ session_dev_poll(struct daemon *d)
 		next = 2 * SESS_DEV_POLL_MIN_MS * 1000000ull;
 	else
 		next = session_dev_next_ns(devcol_last_fill(d->devcol),
-		    mono - last_mono, last_next);
+		    mono - last_mono, last_next, devcol_in_use(d->devcol));
 	last_mono = mono;
 	last_next = next;
 	if (d->devpoll_ev != NULL && next != 0) {

@@ -1734,33 +1734,48 @@ END_TEST
 
 /*
  * When msptid polls the device channels next: when a quarter of the
- * fullest would fill at the rate seen, at least 5 ms apart, else (slow or
- * idle devices) at the drain timer's 100 ms.  A poll right after another
- * (the drain timer's, under 5 ms later) saw too short a window to tell a
- * busy device from an idle one and keeps the last interval: it once took
- * its empty window for an idle device, and a 200,000-task/s channel went
- * unread for 100 ms and overran (bench-session-kernels: 3,328 records
- * lost at device_channel, one run in three on this 2-CPU machine).
+ * fullest would fill at the rate seen, 5 to 25 ms apart while a channel
+ * is in use, never when none is.  The 25 ms bound is for a device idle
+ * until now that runs fast next: waiting for the drain timer (100 ms)
+ * lost most of a 400,000-task/s burst (session-devjoin.sh).  A poll right
+ * after another (the drain timer's, under 5 ms later) saw too short a
+ * window to tell a busy device from an idle one and keeps the last
+ * interval: it once took its empty window for an idle device, and a
+ * 200,000-task/s channel went unread for 100 ms and overran
+ * (bench-session-kernels: 3,328 records lost at device_channel, one run
+ * in three on this 2-CPU machine).
  */
 START_TEST(test_dev_poll_interval)
 {
 	const uint64_t ms = 1000000;
 
 	/* A quarter at the rate seen: 250 thousandths in 20 ms. */
-	ck_assert_uint_eq(session_dev_next_ns(250, 20 * ms, 0), 20 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(125, 20 * ms, 20 * ms), 40 * ms);
-	/* Never under 5 ms; past the drain period, the drain timer's. */
-	ck_assert_uint_eq(session_dev_next_ns(1000, 10 * ms, 5 * ms), 5 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(10, 10 * ms, 5 * ms), 0);
-	/* Idle over a real window: nothing to poll for. */
-	ck_assert_uint_eq(session_dev_next_ns(0, 30 * ms, 20 * ms), 0);
+	ck_assert_uint_eq(session_dev_next_ns(250, 20 * ms, 0, true), 20 * ms);
+	ck_assert_uint_eq(session_dev_next_ns(250, 10 * ms, 20 * ms, true),
+	    10 * ms);
+	/* Never under 5 ms, never over 25 ms while a channel is in use:
+	 * a slow device, or one idle over the window. */
+	ck_assert_uint_eq(session_dev_next_ns(1000, 10 * ms, 5 * ms, true),
+	    5 * ms);
+	ck_assert_uint_eq(session_dev_next_ns(125, 20 * ms, 20 * ms, true),
+	    25 * ms);
+	ck_assert_uint_eq(session_dev_next_ns(10, 10 * ms, 5 * ms, true),
+	    25 * ms);
+	ck_assert_uint_eq(session_dev_next_ns(0, 100 * ms, 20 * ms, true),
+	    25 * ms);
+	/* No channel in use: no timer. */
+	ck_assert_uint_eq(session_dev_next_ns(0, 100 * ms, 20 * ms, false), 0);
+	ck_assert_uint_eq(session_dev_next_ns(500, 10 * ms, 0, false), 0);
 	/* A window under 5 ms keeps the interval, empty or not. */
-	ck_assert_uint_eq(session_dev_next_ns(0, 2 * ms, 22 * ms), 22 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(15, 2 * ms, 22 * ms), 22 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(0, 4 * ms, 22 * ms), 22 * ms);
-	/* ... unless there is none: the rate it saw, or the drain timer. */
-	ck_assert_uint_eq(session_dev_next_ns(0, 2 * ms, 0), 0);
-	ck_assert_uint_eq(session_dev_next_ns(500, 4 * ms, 0), 5 * ms);
+	ck_assert_uint_eq(session_dev_next_ns(0, 2 * ms, 22 * ms, true),
+	    22 * ms);
+	ck_assert_uint_eq(session_dev_next_ns(15, 2 * ms, 22 * ms, true),
+	    22 * ms);
+	ck_assert_uint_eq(session_dev_next_ns(0, 4 * ms, 22 * ms, true),
+	    22 * ms);
+	/* ... unless there is none: the rate it saw. */
+	ck_assert_uint_eq(session_dev_next_ns(0, 2 * ms, 0, true), 25 * ms);
+	ck_assert_uint_eq(session_dev_next_ns(500, 4 * ms, 0, true), 5 * ms);
 }
 END_TEST
 
