@@ -353,18 +353,10 @@ join_drop(struct join *j, const struct join_launch *l, uint64_t *stat)
 		j->cfg.drop(l, j->arg);
 }
 
-/* Emits and frees a waiting device task with launch l (NULL: alone). */
+/* Emits and frees the waiting device task *pp (its chain link) with
+ * launch l (NULL: alone). */
 static void
-join_emit_dev(struct join *j, struct jent *e, const struct join_launch *l)
-{
-	jtable_unlink(&j->dev, e);
-	j->emit(e->data, l, j->arg);
-	jent_put(&j->dev, e);
-}
-
-/* The same for the device task *pp, its chain link known. */
-static void
-join_emit_dev_at(struct join *j, struct jent **pp, const struct join_launch *l)
+join_emit_dev(struct join *j, struct jent **pp, const struct join_launch *l)
 {
 	struct jent *e = *pp;
 
@@ -385,7 +377,8 @@ join_emit_alone(struct join *j, struct jent *e, uint64_t *stat, bool final)
 		return;
 	}
 	(*stat)++;
-	join_emit_dev(j, e, NULL);
+	join_emit_dev(j, jtable_slot(&j->dev, e->device, e->stream, e->task),
+	    NULL);
 }
 
 static int
@@ -398,7 +391,7 @@ join_add_one(struct join *j, const struct join_launch *l, uint32_t task,
 	pp = jtable_slot_h(&j->dev, h, l->device, l->stream, task);
 	if (*pp != NULL) {
 		j->st.matched++;
-		join_emit_dev_at(j, pp, l);
+		join_emit_dev(j, pp, l);
 		return 0;
 	}
 	pp = jtable_slot_h(&j->host, h, l->device, l->stream, task);
