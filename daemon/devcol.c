@@ -214,7 +214,7 @@ devcol_clock_sample(struct devcol_chan *c)
 {
 	struct npusim_channel_header *h = c->hdr;
 	uint64_t host, dev;
-	uint32_t s1, s2;
+	uint32_t s1, s2, br;
 
 	for (int i = 0; i < 100; i++) {
 		s1 = __atomic_load_n(&h->clock_seq, __ATOMIC_ACQUIRE);
@@ -223,10 +223,11 @@ devcol_clock_sample(struct devcol_chan *c)
 		host = __atomic_load_n(&h->clock.host_realtime_ns,
 		    __ATOMIC_RELAXED);
 		dev = __atomic_load_n(&h->clock.device_ns, __ATOMIC_RELAXED);
+		br = __atomic_load_n(&h->clock_bracket_ns, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		s2 = __atomic_load_n(&h->clock_seq, __ATOMIC_RELAXED);
 		if (s1 == s2) {
-			clocksync_add(&c->cs, host, dev);
+			clocksync_add(&c->cs, host, dev, br);
 			return;
 		}
 	}

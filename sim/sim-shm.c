@@ -218,11 +218,13 @@ static void
 sim_shm_clock_sample(struct sim_device *d, unsigned *stuck)
 {
 	struct npusim_channel_header	*h = d->chan;
-	uint64_t			 real, m;
+	uint64_t			 real, m, br;
 
 	if (h == NULL || !sim_shm_seq_trylock(&h->clock_seq, stuck))
 		return;
-	sim_clock_pair(&real, &m);
+	br = sim_clock_pair(&real, &m);
+	SIM_STORE(&h->clock_bracket_ns, br > UINT32_MAX ? UINT32_MAX :
+	    (uint32_t)br);
 	SIM_STORE(&h->clock.host_realtime_ns, real);
 	SIM_STORE(&h->clock.device_ns, sim_clock_device(d->id, m));
 	SIM_STORE(&h->clock.host_monotonic_ns, m);

@@ -311,7 +311,7 @@ const char	*sim_env_errmsg(aclError);
 /* sim-clock.c */
 uint64_t	 sim_clock_mono(void);
 uint64_t	 sim_clock_realtime(void);
-void		 sim_clock_pair(uint64_t *, uint64_t *);
+uint64_t	 sim_clock_pair(uint64_t *, uint64_t *);
 uint64_t	 sim_clock_device(int, uint64_t);
 int64_t		 sim_clock_offset(int);
 int64_t		 sim_clock_drift(int);

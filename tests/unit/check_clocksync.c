@@ -28,7 +28,7 @@ START_TEST(synthetic_exact)
 	for (i = 0; i < 100; i++) {
 		t = (uint64_t)i * 50000000ull;		/* 5 s in all */
 		ck_assert(clocksync_add(&cs, h0 + t,
-		    d0 + t + (uint64_t)llround((double)t * dd)));
+		    d0 + t + (uint64_t)llround((double)t * dd), 0));
 	}
 	ck_assert(clocksync_ready(&cs));
 	ck_assert_uint_eq(cs.model.samples, CLOCKSYNC_SAMPLES);
@@ -59,7 +59,7 @@ START_TEST(preempted_pair_ignored)
 		/* 1 us of ordinary pairing noise, alternating. */
 		clocksync_add(&cs, h0 + t + (i % 2 ? 1000 : 0) +
 		    (i == 40 ? 1500000 : 0),
-		    d0 + t + (uint64_t)llround((double)t * dd));
+		    d0 + t + (uint64_t)llround((double)t * dd), 0);
 	}
 	ck_assert_uint_eq(cs.model.samples, 63);
 	/* The alternating noise alone tilts the line by 0.07 ppm. */
@@ -80,12 +80,74 @@ START_TEST(short_span_offset_only)
 	/* 100 ms of samples: too short for a slope, offset only. */
 	for (int i = 0; i < 10; i++)
 		clocksync_add(&cs, 1000000000000ull + i * 10000000ull,
-		    77 + i * 10000000ull + i * 1000);
+		    77 + i * 10000000ull + i * 1000, 0);
 	ck_assert_double_eq(cs.model.drift, 0.0);
 	ck_assert_uint_eq(cs.model.samples, 10);
-	/* The line passes through the mean of the pairs. */
-	ck_assert_int_lt(llabs((long long)(clock_model_to_host(&cs.model,
-	    77 + 45000000ull + 4500) - (1000000000000ull + 45000000ull))), 10);
+	/* The line passes through the newest pair, not the pairs' mean (a
+	 * device 100 ppm fast would be 4.5 us off at the newest pair). */
+	ck_assert_uint_eq(clock_model_to_host(&cs.model,
+	    77 + 90000000ull + 9000), 1000000000000ull + 90000000ull);
+}
+END_TEST
+
+/*
+ * A capture's first samples: the device runs 25 ppm fast, a pair comes
+ * every 20 ms (the simulator's header refresh), each host read the
+ * midpoint of a bracket BR ns wide and off by up to BR / 2.  Device
+ * times from 20 ms before the newest pair to 40 ms after it (what a
+ * drain converts) map within 150 ns from the third pair on, within the
+ * drift times 60 ms before: a model that keeps the mean offset of the
+ * pairs (no drift yet) is off by the drift times half their span.
+ */
+#define YOUNG_BR	60
+static void
+young_fit(uint32_t br, int64_t later_tol, int64_t early_tol)
+{
+	struct clocksync cs;
+	const double dd = 25e-6;
+	uint64_t h0 = 1700000000000000000ull, d0 = 5000000000ull;
+	uint64_t x = 88172645463325252ull;
+
+	clocksync_init(&cs);
+	for (int k = 0; k < 12; k++) {
+		uint64_t t = (uint64_t)k * 20000000ull;
+		int64_t noise, worst = 0;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		noise = (int64_t)(x % (YOUNG_BR + 1)) - YOUNG_BR / 2;
+		ck_assert(clocksync_add(&cs, h0 + t + (uint64_t)noise,
+		    d0 + t + (uint64_t)llround((double)t * dd), br));
+		for (int64_t q = -20000000; q <= 40000000; q += 5000000) {
+			int64_t u = (int64_t)t + q, e;
+
+			if (u < 0)
+				continue;
+			e = (int64_t)(clock_model_to_host(&cs.model, d0 +
+			    (uint64_t)u + (uint64_t)llround((double)u * dd)) -
+			    (h0 + (uint64_t)u));
+			if (llabs(e) > worst)
+				worst = llabs(e);
+		}
+		ck_assert_msg(worst <= (k >= 2 ? later_tol : early_tol),
+		    "pair %d (bracket %u ns): a device time maps %lld ns off",
+		    k + 1, br, (long long)worst);
+	}
+}
+
+START_TEST(young_fit_brackets)
+{
+	young_fit(YOUNG_BR, 150, 1600);
+}
+END_TEST
+
+/* Pairs of unknown quality: no slope before 200 ms, but the offset is the
+ * newest pair's, so a device time is off by at most the drift times the
+ * 40 ms since it (plus the pairing noise). */
+START_TEST(young_fit_unknown)
+{
+	young_fit(0, 1100, 1600);
 }
 END_TEST
 
@@ -94,15 +156,15 @@ START_TEST(duplicates_and_reset)
 	struct clocksync cs;
 
 	clocksync_init(&cs);
-	ck_assert(clocksync_add(&cs, 1000, 2000));
-	ck_assert(!clocksync_add(&cs, 1000, 2000));	/* same header sample */
-	ck_assert(!clocksync_add(&cs, 0, 3000));
-	ck_assert(!clocksync_add(&cs, 1000, 0));
+	ck_assert(clocksync_add(&cs, 1000, 2000, 0));
+	ck_assert(!clocksync_add(&cs, 1000, 2000, 0));	/* same header sample */
+	ck_assert(!clocksync_add(&cs, 0, 3000, 0));
+	ck_assert(!clocksync_add(&cs, 1000, 0, 0));
 	ck_assert_uint_eq(cs.rejected, 3);
-	ck_assert(clocksync_add(&cs, 1500, 2500));
+	ck_assert(clocksync_add(&cs, 1500, 2500, 0));
 	ck_assert_uint_eq(cs.model.samples, 2);
 	/* Device clock went back: reset, new epoch. */
-	ck_assert(clocksync_add(&cs, 10000, 100));
+	ck_assert(clocksync_add(&cs, 10000, 100, 0));
 	ck_assert_uint_eq(cs.model.samples, 1);
 	ck_assert_uint_eq(clock_model_to_host(&cs.model, 150), 10050);
 }
@@ -116,7 +178,7 @@ START_TEST(absurd_slope_rejected)
 	/* A device running 2x fast is not a clock we believe: drift 0. */
 	for (int i = 0; i < 10; i++)
 		clocksync_add(&cs, 1000000000000ull + i * 100000000ull,
-		    1 + i * 200000000ull);
+		    1 + i * 200000000ull, 0);
 	ck_assert_double_eq(cs.model.drift, 0.0);
 }
 END_TEST
@@ -179,7 +241,7 @@ START_TEST(sim_clock)
 	clocksync_init(&cs);
 	for (int i = 0; i < 41; i++) {
 		ck_assert_int_eq(npusimReadClock(1, &h, &d), ACL_SUCCESS);
-		clocksync_add(&cs, h, d);
+		clocksync_add(&cs, h, d, 0);
 		nanosleep(&ts, NULL);
 	}
 	ck_assert_double_eq_tol(cs.model.drift, want, 10e-6);
@@ -208,6 +270,8 @@ main(void)
 	tcase_add_test(tc, synthetic_exact);
 	tcase_add_test(tc, short_span_offset_only);
 	tcase_add_test(tc, preempted_pair_ignored);
+	tcase_add_test(tc, young_fit_brackets);
+	tcase_add_test(tc, young_fit_unknown);
 	tcase_add_test(tc, duplicates_and_reset);
 	tcase_add_test(tc, absurd_slope_rejected);
 	tcase_add_test(tc, round_is_llround);

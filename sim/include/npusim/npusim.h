@@ -171,7 +171,10 @@ struct npusim_channel_header {
 	uint8_t pad2[48];
 	/* Cache line 3: clock samples under a seqlock. */
 	uint32_t clock_seq;		/* odd while a writer updates */
-	uint32_t reserved2;
+	uint32_t clock_bracket_ns;	/* the host reads around the device
+					 * read this far apart: host_realtime_ns
+					 * (their midpoint) is off by at most
+					 * half of it; 0: unknown */
 	struct npusim_clock_sample clock;	/* refreshed every ~20 ms */
 	uint8_t pad3[32];
 };
