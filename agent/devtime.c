@@ -11,8 +11,9 @@
  * through the simulator's
  * npusim_channel_* helpers (found with dlsym, so a runtime without them
  * just yields no device records), joins, converts device time to host
- * CLOCK_REALTIME with a least-squares fit (offset and drift) over recent
- * (host, device) clock pairs, and emits through activity_emit.
+ * CLOCK_REALTIME with lib/clocksync's fit (offset and drift over recent
+ * (host, device) clock pairs, weighed by their brackets), and emits
+ * through activity_emit.
  *
  * A pending entry remembers the kinds wanted when its call was made, and
  * a joined record is emitted for those kinds whatever the masks say now:
@@ -59,6 +60,7 @@
 
 #include "agent.h"
 #include "api.h"
+#include "clocksync.h"
 #include "log.h"
 #include "streamorder.h"
 
@@ -71,7 +73,6 @@
 #define DEVTIME_STUCK_NS	30000000000ull	/* a call open this long: its
 						 * record goes out alone */
 #define DEVTIME_EXPIRE_NS	30000000000ull	/* stale pending entries */
-#define CLOCK_SAMPLES		64
 #define CLOCK_EVERY_NS		10000000ull
 
 /* Simulator helpers, all optional. */
@@ -82,11 +83,13 @@ typedef void (*chan_close_fn)(struct npusim_channel_reader *);
 typedef int (*chan_clock_fn)(struct npusim_channel_reader *,
     struct npusim_clock_sample *);
 typedef aclError (*read_clock_fn)(int32_t, uint64_t *, uint64_t *);
+typedef aclError (*read_pair_fn)(int32_t, uint64_t *, uint64_t *,
+    uint32_t *);
 typedef rtError_t (*task_ids_fn)(uint32_t *, uint32_t *);
 typedef rtError_t (*trace_fn)(uint64_t, uint64_t, uint16_t, rtStream_t);
 
 static _Atomic(void *) h_open, h_read, h_close, h_clock, h_readclock,
-    h_taskids, h_trace;
+    h_readpair, h_taskids, h_trace;
 
 /* Pending queue. */
 struct qcell {
@@ -148,14 +151,10 @@ static bool dt_thread_key_ok;
 struct dev_state {
 	bool				 open;
 	struct npusim_channel_reader	 r;
-	uint64_t			 hs[CLOCK_SAMPLES];	/* host */
-	uint64_t			 ds[CLOCK_SAMPLES];	/* device */
-	unsigned			 nsamples, next;
+	/* The device clock's model (lib/clocksync: pairs weighed by their
+	 * brackets, a bad read left out) and when its last pair was taken. */
+	struct clocksync		 cs;
 	uint64_t			 last_sample;
-	/* Model: host = mh + slope * (device - md). */
-	double				 slope;
-	uint64_t			 mh, md;
-	bool				 fitted;
 	/* A stream's tasks never overlap in host time (reader only). */
 	struct streamorder		 order;
 };
@@ -564,9 +563,7 @@ devtime_atfork_child(void)
 	dt_lost_at = 0;
 	for (dev = 0; dev < DEVTIME_MAX_DEV; dev++) {
 		devs[dev].open = false;
-		devs[dev].nsamples = 0;
-		devs[dev].next = 0;
-		devs[dev].fitted = false;
+		clocksync_init(&devs[dev].cs);
 		streamorder_init(&devs[dev].order);
 	}
 	if (q != NULL) {
@@ -678,76 +675,44 @@ devtime_drain(void)
 
 /* ---- clock model ---- */
 
-static void
-clock_fit(struct dev_state *d)
-{
-	unsigned i, n = d->nsamples;
-	double mx = 0, my = 0, sxx = 0, sxy = 0, x, y;
-	uint64_t bh = d->hs[0], bd = d->ds[0];
-
-	if (n == 0)
-		return;
-	/* Relative to the first sample, centred on the means. */
-	for (i = 0; i < n; i++) {
-		mx += (double)(int64_t)(d->ds[i] - bd);
-		my += (double)(int64_t)(d->hs[i] - bh);
-	}
-	mx /= n;
-	my /= n;
-	for (i = 0; i < n; i++) {
-		x = (double)(int64_t)(d->ds[i] - bd) - mx;
-		y = (double)(int64_t)(d->hs[i] - bh) - my;
-		sxx += x * x;
-		sxy += x * y;
-	}
-	/* Too short a baseline gives a noisy slope: keep offset only. */
-	d->slope = (n >= 2 && sxx > 1e12) ? sxy / sxx : 1.0;
-	if (d->slope < 0.999 || d->slope > 1.001)
-		d->slope = 1.0;
-	d->md = bd + (uint64_t)(int64_t)mx;
-	d->mh = bh + (uint64_t)(int64_t)my;
-	d->fitted = true;
-}
-
+/* One clock pair into d's model: with its bracket from the simulator
+ * when it says, else from npusimReadClock or the channel header. */
 static void
 clock_sample(uint32_t dev, struct dev_state *d, bool force)
 {
+	read_pair_fn rp = (read_pair_fn)api_optional(&h_readpair,
+	    "npusimReadClockPair");
 	read_clock_fn rc = (read_clock_fn)api_optional(&h_readclock,
 	    "npusimReadClock");
 	chan_clock_fn cc = (chan_clock_fn)api_optional(&h_clock,
 	    "npusim_channel_clock");
 	struct npusim_clock_sample s;
 	uint64_t h = 0, dv = 0, now = api_now();
+	uint32_t br = 0;
 
-	if (!force && d->fitted && now - d->last_sample < CLOCK_EVERY_NS)
+	if (!force && clocksync_ready(&d->cs) &&
+	    now - d->last_sample < CLOCK_EVERY_NS)
 		return;
-	if (rc != NULL && rc((int32_t)dev, &h, &dv) == ACL_SUCCESS)
+	if (rp != NULL && rp((int32_t)dev, &h, &dv, &br) == ACL_SUCCESS)
 		;
+	else if (rc != NULL && rc((int32_t)dev, &h, &dv) == ACL_SUCCESS)
+		br = 0;
 	else if (cc != NULL && d->open && cc(&d->r, &s) == 0) {
 		h = s.host_realtime_ns;
 		dv = s.device_ns;
+		br = 0;
 	} else
 		return;
 	d->last_sample = now;
-	d->hs[d->next] = h;
-	d->ds[d->next] = dv;
-	d->next = (d->next + 1) % CLOCK_SAMPLES;
-	if (d->nsamples < CLOCK_SAMPLES)
-		d->nsamples++;
-	clock_fit(d);
+	(void)clocksync_add(&d->cs, h, dv, br);
 }
 
 uint64_t
 devtime_to_host(uint32_t dev, uint64_t device_ns)
 {
-	struct dev_state *d;
-	double off;
-
-	if (dev >= DEVTIME_MAX_DEV || !devs[dev].fitted)
+	if (dev >= DEVTIME_MAX_DEV)
 		return device_ns;
-	d = &devs[dev];
-	off = (double)(int64_t)(device_ns - d->md) * d->slope;
-	return d->mh + (uint64_t)(int64_t)off;
+	return clock_model_to_host(&devs[dev].cs.model, device_ns);
 }
 
 /* ---- pending map (reader only) ---- */
@@ -1344,9 +1309,7 @@ devtime_close_all(void)
 		if (devs[dev].open) {
 			cclose(&devs[dev].r);
 			devs[dev].open = false;
-			devs[dev].nsamples = 0;
-			devs[dev].next = 0;
-			devs[dev].fitted = false;
+			clocksync_init(&devs[dev].cs);
 		}
 	pthread_mutex_unlock(&dt_chan_mtx);
 }

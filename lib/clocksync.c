@@ -198,7 +198,8 @@ clocksync_fit(struct clocksync *cs)
 {
 	bool out[CLOCKSYNC_SAMPLES] = { false };
 	double r[CLOCKSYNC_SAMPLES], a[CLOCKSYNC_SAMPLES], err = 0, med, thr;
-	double slope, off;
+	double slope, off, sw = 0;
+	bool known;
 	unsigned n = cs->n, newest, nout = 0;
 	uint64_t bh, bd;
 	struct cs_line l;
@@ -250,16 +251,20 @@ clocksync_fit(struct clocksync *cs)
 	cs->model.device_ref_ns = bd;
 	cs->model.host_ref_ns = bh + (uint64_t)(int64_t)llround(off);
 	cs->model.drift = slope - 1.0;
+	/* Weighted like the fit: pairs that say they are poor count less. */
+	known = cs_known(cs, out);
 	for (unsigned i = 0; i < n; i++) {
-		double e;
+		double e, w;
 
 		if (out[i])
 			continue;
 		e = (double)(int64_t)(cs->host[i] - bh) - (off +
 		    (double)(int64_t)(cs->dev[i] - bd) * slope);
-		err += e * e;
+		w = cs_weight(cs, i, known);
+		err += w * e * e;
+		sw += w;
 	}
-	cs->model.error_ns = sqrt(err / l.n);
+	cs->model.error_ns = sqrt(err / sw);
 	cs->model.samples = l.n;
 }
 

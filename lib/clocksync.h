@@ -27,7 +27,7 @@ struct clock_model {
 	uint64_t	host_ref_ns;	/* CLOCK_REALTIME at device_ref_ns */
 	uint64_t	device_ref_ns;
 	double		drift;		/* slope - 1 (25 ppm = 25e-6) */
-	double		error_ns;	/* RMS residual of the fit */
+	double		error_ns;	/* RMS residual of the fit (weighted) */
 	uint32_t	samples;	/* pairs the fit used; 0: no model */
 	uint32_t	reserved;
 };

@@ -54,12 +54,17 @@ sim_clock_realtime(void)
 uint64_t
 sim_clock_pair(uint64_t *real, uint64_t *mono)
 {
-	uint64_t	best = UINT64_MAX, r0, m, r1;
+	static unsigned	pairs;
+	uint64_t	best = UINT64_MAX, r0, m, r1, late = 0;
 
+	sim_env_load();
+	if (sim_cfg.test_clock_preempt > 0 && __atomic_add_fetch(&pairs, 1,
+	    __ATOMIC_RELAXED) % (unsigned)sim_cfg.test_clock_preempt == 0)
+		late = 2000000;		/* NPUSIM_TEST_CLOCK_PREEMPT */
 	for (int i = 0; i < 4 && best > 500; i++) {
 		r0 = sim_clock_realtime();
 		m = sim_clock_mono();
-		r1 = sim_clock_realtime();
+		r1 = sim_clock_realtime() + late;
 		if (r1 - r0 < best) {
 			best = r1 - r0;
 			*real = r0 + (r1 - r0) / 2;
@@ -148,6 +153,24 @@ npusimReadClock(int32_t dev, uint64_t *host_realtime_ns, uint64_t *device_ns)
 		return (ACL_ERROR_INVALID_DEVICE);
 	(void)sim_clock_pair(host_realtime_ns, &m);
 	*device_ns = sim_clock_device(dev, m);
+	return (ACL_SUCCESS);
+}
+
+SIM_EXPORT aclError
+npusimReadClockPair(int32_t dev, uint64_t *host_realtime_ns,
+    uint64_t *device_ns, uint32_t *bracket_ns)
+{
+	uint64_t	m, br;
+
+	sim_env_load();
+	if (host_realtime_ns == NULL || device_ns == NULL ||
+	    bracket_ns == NULL)
+		return (ACL_ERROR_INVALID_PARAM);
+	if (dev < 0 || dev >= sim_cfg.ndevices)
+		return (ACL_ERROR_INVALID_DEVICE);
+	br = sim_clock_pair(host_realtime_ns, &m);
+	*device_ns = sim_clock_device(dev, m);
+	*bracket_ns = br > UINT32_MAX ? UINT32_MAX : (uint32_t)br;
 	return (ACL_SUCCESS);
 }
 

@@ -112,6 +112,11 @@ sim_env_do_load(void)
 	 * copy into host memory (a worker thread the kernel descheduled). */
 	sim_cfg.test_worker_lag_ms = (int)sim_env_ll(
 	    "NPUSIM_TEST_WORKER_LAG_MS", 0, 0, 60000);
+	/* Test hook: every Nth clock pair's host read is taken as if the
+	 * thread was preempted for 2 ms after the device read (its host time
+	 * 1 ms off, its bracket saying so). */
+	sim_cfg.test_clock_preempt = (int)sim_env_ll(
+	    "NPUSIM_TEST_CLOCK_PREEMPT", 0, 0, 1 << 20);
 	sim_cfg.env_rank = (int)sim_env_ll("RANK", -1, 0, 1 << 20);
 }
 

@@ -72,6 +72,7 @@ struct sim_config {
 	int			 metrics_ms;
 	int			 test_metrics_delay_ms;
 	int			 test_worker_lag_ms;
+	int			 test_clock_preempt;
 	int			 env_rank;	/* $RANK, -1 if unset */
 };
 

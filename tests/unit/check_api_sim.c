@@ -162,6 +162,63 @@ START_TEST(test_kernels)
 }
 END_TEST
 
+/*
+ * Device times on the host clock: every kernel lies between the
+ * CLOCK_REALTIME read just before its launch and the one just after the
+ * synchronize that waited for it, within 1 us, over 300 ms of launches
+ * (the device runs 25 ppm fast: its clock pairs must give the drift);
+ * in the second run with every 4th clock pair taken as if its thread was
+ * preempted for 2 ms (NPUSIM_TEST_CLOCK_PREEMPT: its host time 1 ms off,
+ * its bracket saying so).  Its own fixture: the hook is read at the
+ * simulator's first call.
+ */
+START_TEST(test_kernel_clock)
+{
+	enum { N = 150 };
+	static uint64_t ta[N], tb[N];
+	struct timespec gap = { 0, 2000000 };
+	aclrtFuncHandle k;
+	msptiActivity **r;
+	int64_t worst = INT64_MAX;
+	size_t n, i, at = 0;
+
+	if (_i == 1)
+		setenv("NPUSIM_TEST_CLOCK_PREEMPT", "4", 1);
+	setup();
+	ck_assert_int_eq(npusimKernelRegister("k20", NPUSIM_KERNEL_AI_CORE,
+	    0, 0, 20000, &k), ACL_SUCCESS);
+	ck_assert_int_eq(msptiActivityEnable(MSPTI_ACTIVITY_KIND_KERNEL),
+	    MSPTI_SUCCESS);
+	for (i = 0; i < N; i++) {
+		ta[i] = now_realtime_ns();
+		ck_assert_int_eq(aclrtLaunchKernel(k, 1, NULL, 0, stream),
+		    ACL_SUCCESS);
+		ck_assert_int_eq(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+		tb[i] = now_realtime_ns();
+		nanosleep(&gap, NULL);
+	}
+	msptiActivityFlushAll(1);
+	r = records(MSPTI_ACTIVITY_KIND_KERNEL, &n);
+	ck_assert_uint_eq(n, N);
+	for (i = 0; i < n; i++) {
+		msptiActivityKernel *kr = (msptiActivityKernel *)r[i];
+		int64_t lo = (int64_t)(kr->start - ta[i]);
+		int64_t hi = (int64_t)(tb[i] - kr->end);
+
+		if (lo < worst || hi < worst) {
+			worst = lo < hi ? lo : hi;
+			at = i;
+		}
+	}
+	fprintf(stderr, "kernel clock (preempt %s): tightest margin %lld ns, "
+	    "kernel %zu\n", _i ? "every 4th pair" : "none", (long long)worst,
+	    at);
+	ck_assert_msg(worst >= -1000, "kernel %zu lies %lld ns outside its "
+	    "launch..synchronize window", at, (long long)-worst);
+	teardown();
+}
+END_TEST
+
 /* In a forked child the device reader is gone: FlushAll must not wait
  * for it, and device records work again there. */
 START_TEST(test_fork_child)
@@ -718,6 +775,10 @@ main(void)
 	tcase_add_test(tc, test_device_markers);
 	tcase_add_test(tc, test_api_layers);
 	tcase_add_test(tc, test_host_memory);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("clock");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_kernel_clock, 0, 2);
 	suite_add_tcase(s, tc);
 	/* Ranks are forked before any device is opened. */
 	tc = tcase_create("hccl");

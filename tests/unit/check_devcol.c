@@ -304,6 +304,14 @@ poll_until(struct devcol *dc, struct got *g, size_t want)
 	}
 }
 
+/*
+ * A forked process launches kernels on the simulator; devcol reads them
+ * from the channel, its clock model from the header's pairs.  In the
+ * second run every 3rd pair is taken as if its thread was preempted for
+ * 2 ms (NPUSIM_TEST_CLOCK_PREEMPT: its host time 1 ms off, its bracket
+ * saying so): the host times still land within 2 us of the child's
+ * launch..sync window.
+ */
 START_TEST(real_tasks)
 {
 	struct event_base *b = event_base_new();
@@ -314,8 +322,10 @@ START_TEST(real_tasks)
 	struct child ch;
 	struct report r;
 	double want;
-	const uint64_t tol = 2000000;	/* clock model vs. host readings */
+	const uint64_t tol = 2000;	/* clock model vs. host readings */
 
+	if (_i == 1)
+		setenv("NPUSIM_TEST_CLOCK_PREEMPT", "3", 1);
 	unlink_shm();
 	child_start(&ch);
 	ck_assert_int_eq(devcol_use(dc, 0), 0);
@@ -423,7 +433,7 @@ main(void)
 	setenv("NPUSIM_DEVICES", "2", 1);
 	tcase_add_test(tc, missing_channel);
 	tcase_add_test(tc, garbage_channel);
-	tcase_add_test(tc, real_tasks);
+	tcase_add_loop_test(tc, real_tasks, 0, 2);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -108,6 +108,13 @@ NPUSIM_API aclError npusimStreamGetDevice(aclrtStream stream,
  */
 NPUSIM_API aclError npusimReadClock(int32_t dev, uint64_t *host_realtime_ns,
     uint64_t *device_ns);
+/**
+ * npusimReadClock, and how far apart the two realtime reads around the
+ * device read were (*bracket_ns): the host time, their midpoint, is off
+ * by at most half of it.
+ */
+NPUSIM_API aclError npusimReadClockPair(int32_t dev,
+    uint64_t *host_realtime_ns, uint64_t *device_ns, uint32_t *bracket_ns);
 /** Clock parameters of dev (offset in ns, drift in parts per billion). */
 NPUSIM_API aclError npusimClockParams(int32_t dev, int64_t *offset_ns,
     int64_t *drift_ppb);
