@@ -69,9 +69,9 @@ def test_device_ranges_pair_by_id_and_source(stream):
             # The device range covers the kernel (back to back on the
             # simulator: equal up to the device-to-host conversion).  The
             # simulated device clock runs 25 ppm fast, and the mapping
-            # fits a drift only after 200 ms of clock samples (before, a
-            # rate of 1): 3 ns short of the 50 us was seen in CI; 100 ppm
-            # allowed.
+            # has no drift until its clock pairs pin one (three pairs,
+            # 10 ms apart; before, a rate of 1): 3 ns short of the 50 us
+            # was seen in CI; 100 ppm allowed.
             assert r.end - r.start >= 50000 * (1 - 100e-6)
     host = {r.id for r in ranges if r.source_kind == Source.HOST}
     dev = {r.id for r in ranges if r.source_kind == Source.DEVICE}
