@@ -21,7 +21,9 @@
 # gradient elements in the last, model-bound, in-process run),
 # BENCH_AGENT_SO (another build's libmspti.so, for side-by-side runs),
 # BENCH_MSPTID (another build's msptid, the same),
-# BENCH_OVERHEAD_ONLY=inproc (the in-process runs alone).
+# BENCH_OVERHEAD_ONLY=inproc (the in-process runs alone),
+# BENCH_COLD_EVICT_KIB (1024: what bench-launch-cold writes over before
+# each launch call).
 set -u
 : "${top_builddir:?top_builddir not set}"
 src=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +32,7 @@ CTLBIN="$top_builddir/client/msptictl"
 AGENT="${BENCH_AGENT_SO:-$top_builddir/agent/.libs/libmspti.so}"
 TRAIN="$top_builddir/sim/npusim-train"
 DIST="$top_builddir/sim/npusim-dist"
+COLD="$top_builddir/bench/bench-launch-cold"
 REPS=${BENCH_OVERHEAD_REPS:-10}
 TSTEPS=${BENCH_TRAIN_STEPS:-300}
 DSTEPS=${BENCH_DIST_STEPS:-150}
@@ -37,7 +40,7 @@ DRANKS=${BENCH_DIST_RANKS:-2}
 DGRADS=${BENCH_DIST_GRADS:-16384}
 PHASES=${BENCH_OVERHEAD_PHASES:-32}
 PHASE_S=${BENCH_OVERHEAD_PHASE_S:-0.5}
-for f in "$MSPTID" "$CTLBIN" "$AGENT" "$TRAIN" "$DIST"; do
+for f in "$MSPTID" "$CTLBIN" "$AGENT" "$TRAIN" "$DIST" "$COLD"; do
 	[ -e "$f" ] || { echo "bench-overhead: BROKEN: $f not built"; exit 1; }
 done
 command -v python3 >/dev/null 2>&1 ||
@@ -233,7 +236,7 @@ inproc() {
 	echo "end $(wc -l <"$out")" >>"$T/phases"
 	kill -TERM "$app" 2>/dev/null
 	wait "$app" 2>/dev/null
-	python3 - "$out" "$T/phases" "$name" "$PHASE_S" "$src" <<'PY'
+	python3 - "$out" "$T/phases" "$name" "$PHASE_S" "$src" "${PER_CALLS:-0}" <<'PY'
 import re, statistics, sys
 sys.path.insert(0, sys.argv[5])
 import medianci
@@ -276,11 +279,19 @@ if not rat:
 c = medianci.interval(rat)
 iv = ("; 95 %% interval of the median %+.2f..%+.2f %%" %
       (100 * c[0], 100 * c[1])) if c else ""
+per = int(sys.argv[6])
 print("%s, in one process: all kinds on vs the agent without session "
-      "%+6.2f %% (phases %+.1f..%+.1f; %d pairs of %s s%s)  "
-      "[target <= 1 %%]" %
+      "%+6.2f %% (phases %+.1f..%+.1f; %d pairs of %s s%s)%s" %
       (sys.argv[3], 100 * statistics.median(rat), 100 * min(rat),
-       100 * max(rat), len(rat), sys.argv[4], iv))
+       100 * max(rat), len(rat), sys.argv[4], iv,
+       "" if per else "  [target <= 1 %]"))
+if per:
+    # Calls, not steps: what one call costs, on and off.
+    on = statistics.median([ms for lab, ms in seg if lab == "on" and ms == ms])
+    off = statistics.median([ms for lab, ms in seg if lab == "off" and ms == ms])
+    print("  one call: %.2f us without a session, %.2f us with one "
+          "(%+.2f us)" % (off * 1e3 / per, on * 1e3 / per,
+                          (on - off) * 1e3 / per))
 if start_ms and stop_ms:
     print("  start: the first 30 step lines took %+.2f ms in all beyond "
           "the steady step (median); stop: %.0f step lines printed while "
@@ -304,4 +315,8 @@ inproc "npusim-train" "$TRAIN" --steps 0
 # -25..+13 %); at 64 KiB it follows the model (doc/benchmarks.md).
 inproc "npusim-dist --ranks $DRANKS --grads $DGRADS" "$DIST" \
     --ranks "$DRANKS" --grads "$DGRADS" --steps 0
+# A launch call with cold caches (a framework's calls come between
+# stretches of its own work): the per-call part of a model's overhead.
+PER_CALLS=64 inproc "aclrtLaunchKernel, caches evicted before each call (64 calls a line)" \
+    "$COLD" "${BENCH_COLD_EVICT_KIB:-1024}"
 exit 0

@@ -7,7 +7,7 @@ for prog in "$builddir"/bench/bench-*; do
 	[ -f "$prog" ] && [ -x "$prog" ] || continue
 	case ${prog##*/} in
 	# Helpers that a benchmark runs itself, not benchmarks.
-	bench-session-rate|bench-session-kernels) continue ;;
+	bench-session-rate|bench-session-kernels|bench-launch-cold) continue ;;
 	esac
 	echo "== ${prog##*/}"
 	"$prog" || status=1
