@@ -290,11 +290,19 @@ api_session_set_sink(api_sink_fn fn, api_marker_sink_fn mfn, void *arg)
 	atomic_store(&session_sink, fn);
 }
 
-/* Sets the daemon-session half of the masks. */
+/* Sets the daemon-session half of the masks.  "api" is one record per
+ * call: the layer kinds (ACL, node, runtime) would repeat it, so with it
+ * they are left out of the mask, and no call builds or emits a second
+ * record for the session. */
 void
 api_session_set_kinds(uint32_t mask)
 {
 	uint64_t old = atomic_load(&api_kind_masks), new;
+
+	if (mask & (1u << MSPTI_ACTIVITY_KIND_API))
+		mask &= ~(1u << MSPTI_ACTIVITY_KIND_ACL_API |
+		    1u << MSPTI_ACTIVITY_KIND_NODE_API |
+		    1u << MSPTI_ACTIVITY_KIND_RUNTIME_API);
 
 	do {
 		new = (old & 0xffffffffu) |

@@ -1118,13 +1118,8 @@ session_sink(const msptiActivity *a, size_t len, void *arg)
 	uint64_t rec[REC_FIXED_MAX / 8];
 
 	(void)len;
-	/* "api" asks for all four API kinds: one record per call is enough
-	 * (the layer kinds repeat the API record). */
-	if ((a->kind == MSPTI_ACTIVITY_KIND_ACL_API ||
-	    a->kind == MSPTI_ACTIVITY_KIND_NODE_API ||
-	    a->kind == MSPTI_ACTIVITY_KIND_RUNTIME_API) &&
-	    (api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)))
-		return;
+	/* A layer kind (ACL, node, runtime API) comes only without "api"
+	 * (api_session_set_kinds). */
 	if ((s = session_enter_arg(arg, &t)) == NULL)
 		goto out;
 	p = session_prod(s, t);

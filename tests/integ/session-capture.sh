@@ -44,6 +44,10 @@ want = collections.Counter({"DynamicShape": 1, "Conv2D": 8, "LayerNorm": 4,
     "Relu": 4, "MatMul": 12, "Add": 4, "Gelu": 4, "Softmax": 1, "Mul": 4,
     "ApplyAdam": 1})
 api = {r["corr"]: r for r in recs if r["type"] == "api" and r["name"] == "aclrtLaunchKernel"}
+# One API record a call: "api" takes the layer kinds (ACL, runtime) too,
+# which would repeat it.
+api_n = collections.Counter(r["corr"] for r in recs if r["type"] == "api")
+assert api_n and max(api_n.values()) == 1, [c for c, n in api_n.items() if n > 1][:5]
 starts = {r["id"]: r["ts"] for r in recs if r["type"] == "marker" and r["name"] == "step" and r["flag"] == 2}
 steps = [(starts[r["id"]], r["ts"]) for r in recs if r["type"] == "marker" and r["name"] == "step" and r["flag"] == 4 and r["id"] in starts]
 assert len(steps) >= 3, len(steps)
