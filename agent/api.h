@@ -421,15 +421,17 @@ uint32_t	icall_current_device(void);
 void		icall_set_current_device(int32_t dev);
 struct pending;
 /* Starts the pending device join of the call c: a zeroed p of kind, on
- * stream's device, with c's correlation id and host times. */
+ * stream (its device found by devtime_submit), with c's correlation id
+ * and host times. */
 void		icall_pending(struct pending *p, const struct icall *c,
 		    uint32_t kind, void *stream);
 /* The msPTI copy kind of an aclrtMemcpyKind. */
 msptiActivityMemcpyKind icall_memcpy_kind(uint32_t k);
 
 /* devtime.c: pending launches and the channel reader thread. */
+#define PENDING_DEV_UNSET	0xffffffffu	/* devtime_submit sets device */
 struct pending {
-	uint32_t	 device;
+	uint32_t	 device;		/* PENDING_DEV_UNSET until submitted */
 	uint32_t	 stream;
 	uint32_t	 task;
 	uint32_t	 kind;		/* MSPTI_ACTIVITY_KIND_* it stands for */
@@ -446,6 +448,7 @@ struct pending {
 	uint8_t		 is_async;
 	uint64_t	 start;		/* the launch call, host ns */
 	uint64_t	 end;
+	void		*handle;	/* the call's stream (NULL: default) */
 };
 /* Records the ids of the calling thread's last submitted task, writes
  * the launch into a daemon session's ring (session_launch) when the

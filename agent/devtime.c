@@ -85,11 +85,12 @@ typedef int (*chan_clock_fn)(struct npusim_channel_reader *,
 typedef aclError (*read_clock_fn)(int32_t, uint64_t *, uint64_t *);
 typedef aclError (*read_pair_fn)(int32_t, uint64_t *, uint64_t *,
     uint32_t *);
+typedef void (*last_task_fn)(uint32_t *, uint32_t *, int32_t *);
 typedef rtError_t (*task_ids_fn)(uint32_t *, uint32_t *);
 typedef rtError_t (*trace_fn)(uint64_t, uint64_t, uint16_t, rtStream_t);
 
 static _Atomic(void *) h_open, h_read, h_close, h_clock, h_readclock,
-    h_readpair, h_taskids, h_trace;
+    h_readpair, h_lasttask, h_taskids, h_trace;
 
 /* Pending queue. */
 struct qcell {
@@ -422,12 +423,39 @@ devtime_enqueue(const struct pending *p)
 	return true;
 }
 
+/* The ids of the calling thread's last queued task and its device: from
+ * the simulator in one call when it says (npusimLastTask), else from
+ * rtGetTaskIdAndStreamID and a lookup of the call's stream.  False when
+ * the runtime cannot tell. */
+static bool
+devtime_last_task(struct pending *p, uint32_t *task, uint32_t *stream,
+    uint32_t *dev)
+{
+	last_task_fn lt = (last_task_fn)api_optional(&h_lasttask,
+	    "npusimLastTask");
+	task_ids_fn ids;
+	int32_t d = -1;
+
+	if (lt != NULL) {
+		lt(task, stream, &d);
+		if (*task == NPUSIM_ID_NONE || d < 0)
+			return false;
+		*dev = (uint32_t)d;
+		devtime_note_device(*dev);
+		return true;
+	}
+	ids = (task_ids_fn)api_internal(&h_taskids, "rtGetTaskIdAndStreamID");
+	if (ids == NULL || ids(task, stream) != RT_ERROR_NONE ||
+	    *task == NPUSIM_ID_NONE)
+		return false;
+	*dev = icall_stream_device(p->handle);
+	return true;
+}
+
 unsigned
 devtime_submit(struct pending *p)
 {
-	task_ids_fn ids = (task_ids_fn)api_internal(&h_taskids,
-	    "rtGetTaskIdAndStreamID");
-	uint32_t task, stream, kinds = 1u << p->kind, api, sess;
+	uint32_t task, stream, dev, kinds = 1u << p->kind, api, sess;
 	unsigned host = 0;
 
 	if (p->kind == MSPTI_ACTIVITY_KIND_HCCL)
@@ -438,17 +466,20 @@ devtime_submit(struct pending *p)
 		host |= DEVTIME_HOST_API;
 	if (sess != 0)
 		host |= DEVTIME_HOST_SESSION;
-	if (ids == NULL || ids(&task, &stream) != RT_ERROR_NONE ||
-	    task == NPUSIM_ID_NONE)
+	if (!devtime_last_task(p, &task, &stream, &dev) ||
+	    /* Same ids as last time: the call queued no task of its own.
+	     * The device too: stream ids are per device, and a thread may
+	     * use two. */
+	    (task == tls_last_task && stream == tls_last_stream &&
+	    dev == tls_last_device)) {
+		/* Host-timed records say the call's stream's device. */
+		p->device = icall_stream_device(p->handle);
 		return host;
-	/* Same ids as last time: the call queued no task of its own.  The
-	 * device too: stream ids are per device, and a thread may use two. */
-	if (task == tls_last_task && stream == tls_last_stream &&
-	    p->device == tls_last_device)
-		return host;
+	}
 	tls_last_task = task;
 	tls_last_stream = stream;
-	tls_last_device = p->device;
+	tls_last_device = dev;
+	p->device = dev;
 	p->task = task;
 	p->stream = stream;
 	/* Two independent consumers: a daemon session joins device timing

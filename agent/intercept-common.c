@@ -93,7 +93,8 @@ icall_pending(struct pending *p, const struct icall *c, uint32_t kind,
 {
 	memset(p, 0, sizeof(*p));
 	p->kind = kind;
-	p->device = icall_stream_device(stream);
+	p->device = PENDING_DEV_UNSET;
+	p->handle = stream;
 	p->corr = c->corr;
 	p->start = c->start;
 	p->end = c->end;

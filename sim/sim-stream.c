@@ -32,6 +32,7 @@
 
 static __thread uint32_t	sim_stream_last_task = NPUSIM_ID_NONE;
 static __thread uint32_t	sim_stream_last_stream = NPUSIM_ID_NONE;
+static __thread int32_t		sim_stream_last_dev = -1;
 static __thread pid_t		sim_stream_tid;
 
 /* The process id, cached (a record carries it); a forked child
@@ -563,6 +564,7 @@ sim_stream_enqueue(struct sim_stream *s, struct sim_task *t, int owned)
 	if (visible) {
 		sim_stream_last_task = id;
 		sim_stream_last_stream = s->id;
+		sim_stream_last_dev = s->dev->id;
 		if (s->dev->metrics != NULL)
 			__atomic_fetch_add(&s->dev->metrics->tasks_launched,
 			    1, __ATOMIC_RELAXED);
@@ -783,6 +785,17 @@ rtGetTaskIdAndStreamID(uint32_t *taskId, uint32_t *streamId)
 	*taskId = sim_stream_last_task;
 	*streamId = sim_stream_last_stream;
 	return (RT_ERROR_NONE);
+}
+
+SIM_EXPORT void
+npusimLastTask(uint32_t *taskId, uint32_t *streamId, int32_t *deviceId)
+{
+	if (taskId != NULL)
+		*taskId = sim_stream_last_task;
+	if (streamId != NULL)
+		*streamId = sim_stream_last_stream;
+	if (deviceId != NULL)
+		*deviceId = sim_stream_last_dev;
 }
 
 SIM_EXPORT rtError_t

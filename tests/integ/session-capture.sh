@@ -155,7 +155,13 @@ assert comm, "no communication records"
 assert any(r["flags"] & 8 and r["corr"] for r in comm), comm[:3]
 counts = {r["count"] for r in comm if r["type"] == "communication"}
 assert counts == {1000}, counts
+# Each rank on a device of its own: every rank's launches joined to its
+# device's tasks (a launch record naming another device never joins).
+end = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+joined = {r["pid"] for r in recs if r["type"] == "kernel" and r["flags"] & 8}
+assert joined == pids, (joined, pids)
+assert end["footer"]["losses"][5] == 0, end["footer"]
 PY
-ok "npusim-dist --ranks 4 --grads 1000: one session, every rank's kernels, the all-reduce's count"
+ok "npusim-dist --ranks 4 --grads 1000: one session, every rank's kernels joined, the all-reduce's count"
 kill -TERM $DP; wait $DP
 echo "session-capture: all passed"

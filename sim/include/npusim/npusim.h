@@ -93,6 +93,14 @@ NPUSIM_API uint64_t npusimKernelDuration(aclrtFuncHandle func);
  */
 NPUSIM_API uint64_t npusimHostSleeps(void);
 
+/**
+ * The calling thread's last queued task, as rtGetTaskIdAndStreamID, and
+ * the device it was queued on: one call where a profiler would otherwise
+ * look the stream up (NPUSIM_ID_NONE, NPUSIM_ID_NONE and -1 before the
+ * thread queued any).
+ */
+NPUSIM_API void npusimLastTask(uint32_t *taskId, uint32_t *streamId,
+    int32_t *deviceId);
 /** Device a stream belongs to (NULL = the thread's current device). */
 NPUSIM_API aclError npusimStreamGetDevice(aclrtStream stream,
     int32_t *deviceId);
