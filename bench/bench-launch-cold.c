@@ -15,21 +15,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include <acl/acl.h>
 #include <npusim/npusim.h>
 
+#include "util.h"
+
 #define PER_STEP	64
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int
 main(int argc, char **argv)
@@ -59,13 +51,13 @@ main(int argc, char **argv)
 		for (int i = 0; i < PER_STEP; i++) {
 			for (size_t j = 0; j < evict; j += 64)
 				buf[j]++;
-			t0 = mono_ns();
+			t0 = util_monotonic_ns();
 			if (aclrtLaunchKernel(k, 1, NULL, 0, s) != ACL_SUCCESS) {
 				fprintf(stderr, "bench-launch-cold: launch: "
 				    "%s\n", aclGetRecentErrMsg());
 				return 1;
 			}
-			in_calls += mono_ns() - t0;
+			in_calls += util_monotonic_ns() - t0;
 		}
 		if (aclrtSynchronizeStream(s) != ACL_SUCCESS) {
 			fprintf(stderr, "bench-launch-cold: synchronize: %s\n",
