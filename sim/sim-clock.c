@@ -144,16 +144,9 @@ npusimHostSleeps(void)
 SIM_EXPORT aclError
 npusimReadClock(int32_t dev, uint64_t *host_realtime_ns, uint64_t *device_ns)
 {
-	uint64_t	m;
+	uint32_t	br;
 
-	sim_env_load();
-	if (host_realtime_ns == NULL || device_ns == NULL)
-		return (ACL_ERROR_INVALID_PARAM);
-	if (dev < 0 || dev >= sim_cfg.ndevices)
-		return (ACL_ERROR_INVALID_DEVICE);
-	(void)sim_clock_pair(host_realtime_ns, &m);
-	*device_ns = sim_clock_device(dev, m);
-	return (ACL_SUCCESS);
+	return (npusimReadClockPair(dev, host_realtime_ns, device_ns, &br));
 }
 
 SIM_EXPORT aclError
