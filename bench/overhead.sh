@@ -13,7 +13,8 @@
 # with the agent and no session; printed are the medians of those ratios.
 # Never fails on timing; exits 1 only when something is broken.
 #
-# Then the same process with and without a session (inproc below).
+# Then the same process with and without a session (inproc below), and
+# last the launch call with cold caches (bench-launch-cold), the same way.
 #
 # Knobs: BENCH_OVERHEAD_REPS (10), BENCH_TRAIN_STEPS (300),
 # BENCH_DIST_STEPS (150), BENCH_DIST_RANKS (2), BENCH_OVERHEAD_PHASES (32),
