@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -43,6 +44,21 @@ dh_pump(int n)
 {
 	for (int i = 0; i < n; i++)
 		event_base_loop(dh_d->base, EVLOOP_NONBLOCK);
+}
+
+bool
+dh_wait_more(uint64_t *t0, unsigned *passes)
+{
+	struct timespec ts, nap = { 0, 50000 };
+	uint64_t now;
+
+	if (++*passes > DH_SPIN)
+		nanosleep(&nap, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (*t0 == 0)
+		*t0 = now;
+	return now - *t0 < DH_WAIT_NS;
 }
 
 static void
@@ -165,7 +181,8 @@ int
 dh_send_raw(struct dh_conn *c, const void *buf, size_t len, int fd)
 {
 	size_t off = 0;
-	int spins = 0;
+	uint64_t t0 = 0;
+	unsigned passes = 0;
 
 	while (off < len) {
 		struct iovec iov = { (uint8_t *)buf + off, len - off };
@@ -179,7 +196,7 @@ dh_send_raw(struct dh_conn *c, const void *buf, size_t len, int fd)
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				return -errno;
-			if (++spins > DH_PUMP_MAX)
+			if (!dh_wait_more(&t0, &passes))
 				return -ETIMEDOUT;
 			dh_pump(1);
 			continue;
@@ -282,13 +299,15 @@ dh_recv(struct dh_conn *c, uint16_t *typep, ProtobufCMessage **msgp, int *fdp)
 {
 	struct frame_hdr h;
 	size_t flen;
-	int fd = -1, rc, spins = 0;
+	int fd = -1, rc;
+	uint64_t t0 = 0;
+	unsigned passes = 0;
 
 	*msgp = NULL;
 	if (fdp != NULL)
 		*fdp = -1;
 	while ((rc = dh_poll(c)) == 0) {
-		if (++spins > DH_PUMP_MAX)
+		if (!dh_wait_more(&t0, &passes))
 			return -ETIMEDOUT;
 		dh_pump(1);
 	}
@@ -350,7 +369,10 @@ dh_expect(struct dh_conn *c, uint16_t type, int *fdp)
 bool
 dh_wait_eof(struct dh_conn *c)
 {
-	for (int i = 0; i < DH_PUMP_MAX; i++) {
+	uint64_t t0 = 0;
+	unsigned passes = 0;
+
+	while (dh_wait_more(&t0, &passes)) {
 		int rc = dh_fill(c);
 
 		if (rc == -ECONNRESET || (rc < 0 && rc != -EAGAIN))

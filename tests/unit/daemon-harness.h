@@ -2,8 +2,10 @@
  * A harness for unit tests of libmsptid: a struct daemon without listening
  * sockets, peers on real socketpairs with tiny buffers, and the test's own
  * end of each socketpair driven from the same thread.  The event loop only
- * runs when a helper pumps it (EVLOOP_NONBLOCK, bounded iterations), so
- * nothing depends on time.
+ * runs when a helper pumps it (EVLOOP_NONBLOCK), so nothing depends on
+ * time, except how long a wait may take: the daemon's trace writer is a
+ * thread of its own whose fsync, on a busy disk, took longer than 200,000
+ * passes of the loop (check_session, sanitizer build, in CI).
  */
 #ifndef DAEMON_HARNESS_H
 #define DAEMON_HARNESS_H
@@ -16,7 +18,8 @@
 #include "msptid.h"
 
 #define DH_BUF		2048	/* SO_SNDBUF / SO_RCVBUF of both ends */
-#define DH_PUMP_MAX	200000	/* loop iterations before giving up */
+#define DH_WAIT_NS	30000000000ull	/* how long a wait may take */
+#define DH_SPIN		20000	/* passes before each pass naps 50 us */
 #define DH_MAXFDS	8
 
 /* The daemon under test, its runtime dir. */
@@ -45,10 +48,18 @@ void	dh_teardown(void);
 /* Runs the loop once without blocking; n times. */
 void	dh_pump(int n);
 
-/* Pumps until expr holds (at most DH_PUMP_MAX times); the value of expr. */
+/*
+ * One more pass of a wait that started at *t0 (0: on this pass): false
+ * once it has taken DH_WAIT_NS.  Past DH_SPIN passes each one naps first,
+ * so a slow daemon gets wall time, not a count of loop passes.
+ */
+bool	dh_wait_more(uint64_t *t0, unsigned *passes);
+
+/* Pumps until expr holds (for at most DH_WAIT_NS); the value of expr. */
 #define DH_PUMP_UNTIL(expr) ({						\
-	int dh_i_ = 0;							\
-	while (!(expr) && dh_i_++ < DH_PUMP_MAX)			\
+	uint64_t dh_t0_ = 0;						\
+	unsigned dh_n_ = 0;						\
+	while (!(expr) && dh_wait_more(&dh_t0_, &dh_n_))		\
 		dh_pump(1);						\
 	(expr);								\
 })
@@ -82,7 +93,7 @@ int	dh_poll(struct dh_conn *c);
  * Pumps until a whole frame arrived and decodes it: *typep, *msgp (freed
  * with protobuf_c_message_free_unpacked), *fdp (a descriptor that came
  * with it, or -1; NULL closes it).  0, -ECONNRESET (EOF), -ETIMEDOUT (no
- * frame within DH_PUMP_MAX iterations) or a frame_hdr_parse error.
+ * frame within DH_WAIT_NS) or a frame_hdr_parse error.
  */
 int	dh_recv(struct dh_conn *c, uint16_t *typep, ProtobufCMessage **msgp,
 	    int *fdp);
