@@ -1748,34 +1748,43 @@ END_TEST
 START_TEST(test_dev_poll_interval)
 {
 	const uint64_t ms = 1000000;
+	static const struct {
+		uint32_t	fill;		/* thousandths of the fullest */
+		uint64_t	since, last;	/* ms */
+		bool		in_use;
+		uint64_t	want;		/* ms */
+	} c[] = {
+		/* A quarter at the rate seen: 250 thousandths in 20 ms. */
+		{ 250, 20, 0, true, 20 },
+		{ 250, 10, 20, true, 10 },
+		/* Never under 5 ms, never over 25 ms while a channel is in
+		 * use: a slow device, or one idle over the window. */
+		{ 1000, 10, 5, true, 5 },
+		{ 125, 20, 20, true, 25 },
+		{ 10, 10, 5, true, 25 },
+		{ 0, 100, 20, true, 25 },
+		/* No channel in use: no timer. */
+		{ 0, 100, 20, false, 0 },
+		{ 500, 10, 0, false, 0 },
+		/* A window under 5 ms keeps the interval, empty or not. */
+		{ 0, 2, 22, true, 22 },
+		{ 15, 2, 22, true, 22 },
+		{ 0, 4, 22, true, 22 },
+		/* ... unless there is none: the rate it saw. */
+		{ 0, 2, 0, true, 25 },
+		{ 500, 4, 0, true, 5 },
+	};
 
-	/* A quarter at the rate seen: 250 thousandths in 20 ms. */
-	ck_assert_uint_eq(session_dev_next_ns(250, 20 * ms, 0, true), 20 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(250, 10 * ms, 20 * ms, true),
-	    10 * ms);
-	/* Never under 5 ms, never over 25 ms while a channel is in use:
-	 * a slow device, or one idle over the window. */
-	ck_assert_uint_eq(session_dev_next_ns(1000, 10 * ms, 5 * ms, true),
-	    5 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(125, 20 * ms, 20 * ms, true),
-	    25 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(10, 10 * ms, 5 * ms, true),
-	    25 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(0, 100 * ms, 20 * ms, true),
-	    25 * ms);
-	/* No channel in use: no timer. */
-	ck_assert_uint_eq(session_dev_next_ns(0, 100 * ms, 20 * ms, false), 0);
-	ck_assert_uint_eq(session_dev_next_ns(500, 10 * ms, 0, false), 0);
-	/* A window under 5 ms keeps the interval, empty or not. */
-	ck_assert_uint_eq(session_dev_next_ns(0, 2 * ms, 22 * ms, true),
-	    22 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(15, 2 * ms, 22 * ms, true),
-	    22 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(0, 4 * ms, 22 * ms, true),
-	    22 * ms);
-	/* ... unless there is none: the rate it saw. */
-	ck_assert_uint_eq(session_dev_next_ns(0, 2 * ms, 0, true), 25 * ms);
-	ck_assert_uint_eq(session_dev_next_ns(500, 4 * ms, 0, true), 5 * ms);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		ck_assert_msg(session_dev_next_ns(c[i].fill, c[i].since * ms,
+		    c[i].last * ms, c[i].in_use) == c[i].want * ms,
+		    "case %zu: fill %u over %llu ms after %llu ms: %llu ns, "
+		    "want %llu ms", i, c[i].fill,
+		    (unsigned long long)c[i].since,
+		    (unsigned long long)c[i].last,
+		    (unsigned long long)session_dev_next_ns(c[i].fill,
+		    c[i].since * ms, c[i].last * ms, c[i].in_use),
+		    (unsigned long long)c[i].want);
 }
 END_TEST
 
