@@ -180,6 +180,7 @@ icall_exit(struct icall *c, const void *ret)
 {
 	msptiCallbackData data;
 	msptiActivityApi r;
+	uint32_t api, sess, extra;
 
 	if (c->end == 0)
 		icall_done(c);
@@ -206,6 +207,17 @@ icall_exit(struct icall *c, const void *ret)
 		icall_test_delay();
 	if (c->wanted & (1u << MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
 		activity_emit_external(c->corr);
+	/* A daemon session's API record goes straight into its ring (with
+	 * the call's launch); the msPTI API's is an msptiActivityApi. */
+	api = c->wanted & api_kinds_api();
+	sess = c->wanted & api_kinds_session();
+	extra = c->api_kind_extra != 0 ? 1u << c->api_kind_extra : 0;
+	if (sess & (1u << MSPTI_ACTIVITY_KIND_API))
+		session_api(c->start, c->end, c->corr, c->name,
+		    MSPTI_ACTIVITY_KIND_API);
+	if (((api & (1u << MSPTI_ACTIVITY_KIND_API)) | ((api | sess) & extra))
+	    == 0)
+		goto out;
 	memset(&r, 0, sizeof(r));
 	r.kind = MSPTI_ACTIVITY_KIND_API;
 	r.start = c->start;
@@ -214,9 +226,9 @@ icall_exit(struct icall *c, const void *ret)
 	r.pt.threadId = api_tid();
 	r.correlationId = c->corr;
 	r.name = c->name;
-	if (c->wanted & (1u << MSPTI_ACTIVITY_KIND_API))
-		activity_emit(&r, sizeof(r));
-	if (c->api_kind_extra != 0 && (c->wanted & (1u << c->api_kind_extra))) {
+	if (api & (1u << MSPTI_ACTIVITY_KIND_API))
+		activity_emit_api(&r, sizeof(r));
+	if ((api | sess) & extra) {
 		r.kind = (msptiActivityKind)c->api_kind_extra;
 		activity_emit(&r, sizeof(r));
 	}

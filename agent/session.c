@@ -704,11 +704,34 @@ sess_work_corr(const void *rec)
 	return 0;
 }
 
+/* Where a work record of call corr (of session s, for producer q) waits
+ * for its call's API record: NULL when it is not a record of the call
+ * open on this thread, the session takes no API records, q is not the
+ * thread's own segment (a nested entry: its strings may be defined
+ * elsewhere), or the slot is full; the caller then writes it at once.
+ * The record encoded there is kept by sess_stash_keep. */
+static inline struct sess_stash *
+sess_stash_slot(struct sess_thread *t, const struct ring_producer *q,
+    uint64_t corr)
+{
+	if (corr == 0 || corr != icall_open_corr || q != &t->prod ||
+	    !(api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)) ||
+	    t->nstash == SESS_STASH)
+		return NULL;
+	return &t->stash[t->nstash];
+}
+
+static inline void
+sess_stash_keep(const struct agent_session *s, struct sess_thread *t,
+    struct sess_stash *e, uint64_t corr)
+{
+	e->s = s;
+	e->corr = corr;
+	t->nstash++;
+}
+
 /* Keeps rec (of session s, encoded for producer q) for its call's API
- * record: false when it is not a work record of the call open on this
- * thread, the session takes no API records, q is not the thread's own
- * segment (a nested entry: its strings may be defined elsewhere), or the
- * slot is full; the caller then writes it at once, as before. */
+ * record, as sess_stash_slot says; false: write it at once. */
 static bool
 sess_stash_put(const struct agent_session *s, struct sess_thread *t,
     const struct ring_producer *q, const void *rec)
@@ -716,14 +739,10 @@ sess_stash_put(const struct agent_session *s, struct sess_thread *t,
 	uint64_t corr = sess_work_corr(rec);
 	struct sess_stash *e;
 
-	if (corr == 0 || corr != icall_open_corr || q != &t->prod ||
-	    !(api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)) ||
-	    t->nstash == SESS_STASH)
+	if ((e = sess_stash_slot(t, q, corr)) == NULL)
 		return false;
-	e = &t->stash[t->nstash++];
-	e->s = s;
-	e->corr = corr;
 	memcpy(e->rec, rec, session_rec_size(rec));
+	sess_stash_keep(s, t, e, corr);
 	return true;
 }
 
@@ -1175,7 +1194,8 @@ session_launch(const struct pending *p)
 	struct sess_thread *t;
 	struct agent_session *s;
 	struct ring_producer *q;
-	uint64_t rec[REC_FIXED_MAX / 8];
+	struct sess_stash *e;
+	uint64_t buf[REC_FIXED_MAX / 8], *rec;
 	bool ok = false;
 
 	if (atomic_load_explicit(&sess_fp->live, memory_order_relaxed) == NULL)
@@ -1188,6 +1208,9 @@ session_launch(const struct pending *p)
 	    SESS_WIN_OPEN))
 		goto out;
 	q = session_prod(s, t);
+	/* Encoded where it waits for the call's API record, when it does. */
+	e = sess_stash_slot(t, q, p->corr);
+	rec = e != NULL ? e->rec : buf;
 	switch (p->kind) {
 	case MSPTI_ACTIVITY_KIND_KERNEL: {
 		struct rec_kernel *r = (void *)rec;
@@ -1236,14 +1259,72 @@ session_launch(const struct pending *p)
 	if (API_UNLIKELY(sess_def_full)) {
 		sess_def_full = false;
 		ring_pdrop(q, session_rec_size(rec));
-	} else if (sess_stash_put(s, t, q, rec))
+	} else if (e != NULL) {
+		sess_stash_keep(s, t, e, p->corr);
 		ok = true;		/* goes with the call's API record */
-	else
+	} else
 		ok = ring_pwrite(q, rec) == 0;
 	session_wake(s, q);
 out:
 	session_leave(t);
 	return ok;
+}
+
+/*
+ * Writes a call's API record (REC_API of kind, from the call's own
+ * fields) into the live session's ring, encoded in its slot, after the
+ * call's waiting work records (sess_stash_put): one entry into the
+ * session for both, where the activity path (an msptiActivityApi built,
+ * then session_sink) took two and a copy.  Any thread; the same fencing
+ * as session_sink.
+ */
+void
+session_api(uint64_t start, uint64_t end, uint64_t corr, const char *name,
+    uint16_t kind)
+{
+	struct sess_thread *t;
+	struct agent_session *s;
+	struct ring_producer *p;
+	struct rec_api *r;
+	struct rec_hdr h;
+	uint32_t name_id;
+
+	if (atomic_load_explicit(&sess_fp->live, memory_order_relaxed) == NULL)
+		return;
+	if ((s = session_enter(&t)) == NULL) {
+		session_check_fork();
+		goto out;
+	}
+	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
+	    SESS_WIN_OPEN))
+		goto out;
+	p = session_prod(s, t);
+	name_id = session_string(s, p, name);
+	if (API_UNLIKELY(sess_def_full)) {
+		sess_def_full = false;
+		ring_pdrop(p, sizeof(*r));
+	} else {
+		if (API_UNLIKELY(t->nstash != 0))
+			sess_stash_write(s, t, p, corr);
+		/* A full ring counts its own drops. */
+		if (ring_preserve(p, sizeof(*r), (void **)&r) == 0) {
+			r->start = start;
+			r->end = end;
+			r->correlation_id = corr;
+			r->pid = api_pid();
+			r->tid = api_tid();
+			r->name_id = name_id;
+			r->kind = kind;
+			r->domain = 0;
+			r->cbid = 0;
+			r->reserved = 0;
+			rec_hdr_set(&h, REC_API, sizeof(*r), 0);
+			ring_commit(r, &h);
+		}
+	}
+	session_wake(s, p);
+out:
+	session_leave(t);
 }
 
 static char **

@@ -26,7 +26,7 @@ $CTL --json stop "$SID" >"$T/stop.json" || fail "stop failed: $(cat "$T/stop.jso
 [ "$(json "$T/stop.json" '"device_channel" in j["losses"]')" = True ] ||
 	fail "device-channel losses not reported: $(cat "$T/stop.json")"
 "$DUMP" "$T/cap.mspti" >"$T/cap.jsonl" || fail "trace unreadable"
-python3 - "$T/cap.jsonl" <<'PY' >"$T/py.out" 2>&1 || fail "kernels in the trace do not match the simulator: $(tail -3 "$T/py.out")"
+python3 - "$T/cap.jsonl" "$APP" <<'PY' >"$T/py.out" 2>&1 || fail "kernels in the trace do not match the simulator: $(tail -3 "$T/py.out")"
 import bisect, json, sys, collections
 recs = [json.loads(l) for l in open(sys.argv[1])]
 end = recs.pop()
@@ -65,6 +65,9 @@ for k in kernels:
     # Joined in msptid: device time mapped to host time runs after the
     # launch call (1 ms for the clock fit).
     assert k["flags"] & 8 and k["task"] != 0xffffffff, k
+    # The call's API record says who made it: the launch's thread.
+    assert a["kind"] == 3 and a["pid"] == k["pid"] == int(sys.argv[2]), (k, a)
+    assert a["tid"] == k["tid"] and a["tid"] != 0, (k, a)
     assert k["ts"] >= a["ts"] - 1000000 and k["end"] >= k["ts"], (k, a)
     joined += 1
     # Steps do not overlap: the last one starting at or before the launch.

@@ -70,9 +70,9 @@ main(int argc, char **argv)
 
 			printf(",\"end\":%llu,\"corr\":%llu,\"flags\":%u,"
 			    "\"device\":%u,\"task\":%u,\"stream\":%u,"
-			    "\"name\":", (unsigned long long)k->end,
+			    "\"tid\":%u,\"name\":", (unsigned long long)k->end,
 			    (unsigned long long)k->correlation_id, h->aux,
-			    k->device, k->task_id, k->stream);
+			    k->device, k->task_id, k->stream, k->tid);
 			jstr(str(r, k->name_id));
 			printf(",\"ktype\":");
 			jstr(str(r, k->type_id));
@@ -121,9 +121,10 @@ main(int argc, char **argv)
 		case REC_API: {
 			const struct rec_api *k = (const void *)h;
 
-			printf(",\"end\":%llu,\"corr\":%llu,\"name\":",
-			    (unsigned long long)k->end,
-			    (unsigned long long)k->correlation_id);
+			printf(",\"end\":%llu,\"corr\":%llu,\"tid\":%u,"
+			    "\"kind\":%u,\"name\":", (unsigned long long)k->end,
+			    (unsigned long long)k->correlation_id, k->tid,
+			    k->kind);
 			jstr(str(r, k->name_id));
 			break;
 		}
