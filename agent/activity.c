@@ -18,7 +18,7 @@
 #include "api.h"
 #include "util.h"
 
-_Atomic uint64_t api_kind_masks;
+API_HOT _Atomic uint64_t api_kind_masks;
 MSTX_API _Atomic uint32_t mstxEnabledState;
 
 /*
@@ -193,7 +193,7 @@ api_tid(void)
 	return tls_tid;
 }
 
-static _Atomic uint32_t cached_pid;
+static API_HOT _Atomic uint32_t cached_pid;
 
 static pthread_mutex_t deliver_mtx;
 static pthread_mutex_t period_mtx = PTHREAD_MUTEX_INITIALIZER;

@@ -83,6 +83,12 @@
 #include "mstx/ms_tools_ext.h"
 
 #define API_TLS		__thread __attribute__((tls_model("initial-exec")))
+/* The process-wide words every interposed call reads and few write (kind
+ * and callback masks, the start gate, the session's fork page, ...): in
+ * one section, which the linker lays out in one piece, so that a call
+ * made with cold caches misses on one or two lines for all of them, not
+ * one a word (they are defined in the files that own them). */
+#define API_HOT		__attribute__((section("mspti_hot")))
 #define API_LIKELY(x)	__builtin_expect(!!(x), 1)
 #define API_UNLIKELY(x)	__builtin_expect(!!(x), 0)
 
@@ -101,6 +107,10 @@ extern MSTX_API _Atomic uint32_t mstxEnabledState;
 #define API_MSTX_STEPS	0x2u
 #define API_MSTX_CHAR_SHIFT	8
 #define API_MASK_SESSION_SHIFT	32
+/* The API kinds of one layer (icall_enter). */
+#define API_LAYER_KINDS	((1u << MSPTI_ACTIVITY_KIND_ACL_API) | \
+	(1u << MSPTI_ACTIVITY_KIND_NODE_API) | \
+	(1u << MSPTI_ACTIVITY_KIND_RUNTIME_API))
 /* Kinds fed by the device channel. */
 #define API_DEVICE_KINDS	((1u << MSPTI_ACTIVITY_KIND_KERNEL) | \
 	(1u << MSPTI_ACTIVITY_KIND_MEMCPY) | (1u << MSPTI_ACTIVITY_KIND_MEMSET) | \

@@ -14,7 +14,7 @@ struct msptiSubscriber_st {
 	void			*userdata;
 };
 
-_Atomic uint64_t callback_masks[MSPTI_CB_DOMAIN_SIZE];
+API_HOT _Atomic uint64_t callback_masks[MSPTI_CB_DOMAIN_SIZE];
 
 static struct msptiSubscriber_st the_subscriber;
 static struct msptiSubscriber_st *_Atomic subscriber;

@@ -119,7 +119,7 @@ static pthread_cond_t dt_cond;
 static pthread_once_t dt_once = PTHREAD_ONCE_INIT;
 static bool dt_started;
 static uint64_t dt_drain_req, dt_drain_done;
-static _Atomic uint32_t dt_devices;	/* bit per device seen */
+static API_HOT _Atomic uint32_t dt_devices;	/* bit per device seen */
 /* Guards devs[].open/r and the channel calls; no user code runs under it. */
 static pthread_mutex_t dt_chan_mtx = PTHREAD_MUTEX_INITIALIZER;
 

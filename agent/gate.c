@@ -31,7 +31,7 @@
 
 #define GATE_MAX_MS	600000
 
-_Atomic bool gate_closed;
+API_HOT _Atomic bool gate_closed;
 static int gate_timeout_ms;
 static bool gate_forked;	/* a forked child that has not said Hello */
 static bool gate_called;	/* the application reached the gate */

@@ -26,7 +26,7 @@ API_TLS uint64_t icall_open_corr;
 
 /* MSPTI_TEST_CALL_EXIT_DELAY_US (tests): each call sleeps this long
  * between its work records and its API record, where a stop can land. */
-static _Atomic int icall_exit_delay_us = -1;
+static API_HOT _Atomic int icall_exit_delay_us = -1;
 
 static void
 icall_test_delay(void)
@@ -149,7 +149,9 @@ icall_enter(struct icall *c, msptiCallbackDomain d, msptiCallbackId cbid,
 	c->cb = cb;
 	c->domain = d;
 	c->cbid = cbid;
-	c->api_kind_extra = icall_layer_kind(name);
+	/* Read the name only when a layer kind is wanted: it is a line of
+	 * its own to a call made with cold caches. */
+	c->api_kind_extra = (w & API_LAYER_KINDS) ? icall_layer_kind(name) : 0;
 	c->name = name;
 	c->params = params;
 	c->symbol = symbol;

@@ -99,7 +99,7 @@ static uint64_t sess_gen;		/* registration thread only */
  * in such a child until the agent has made it a new agent of its own.
  */
 static struct sess_forkpage sess_fp_static = { NULL, 1 };
-struct sess_forkpage *sess_fp = &sess_fp_static;
+API_HOT struct sess_forkpage *sess_fp = &sess_fp_static;
 
 /* Steps: MSTX ranges named step_name that this process started. */
 static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -121,12 +121,17 @@ static uint64_t first_note_sid;
 static int64_t first_note;
 
 /* A device-work record of the call open on its thread, waiting for the
- * call's API record (sess_stash_put). */
+ * call's API record: a host launch as its interposer gave it
+ * (session_launch: s NULL), or a record encoded for session s
+ * (sess_stash_put). */
 #define SESS_STASH	4
 struct sess_stash {
 	const void		*s;	/* its session: compared only */
 	uint64_t		 corr;
-	uint64_t		 rec[REC_FIXED_MAX / 8];
+	union {
+		uint64_t	 rec[REC_FIXED_MAX / 8];
+		struct pending	 pd;
+	} u;
 };
 
 /* A producing thread's fence slot (see the top); kept for the life of the
@@ -149,7 +154,7 @@ static pthread_key_t sess_key;
 static pthread_once_t sess_once = PTHREAD_ONCE_INIT;
 static bool sess_key_ok;
 /* 1: membarrier is registered, producers need only a compiler barrier. */
-static _Atomic int sess_membarrier;
+static API_HOT _Atomic int sess_membarrier;
 
 static void sess_thread_release(struct sess_thread *t);
 
@@ -704,34 +709,22 @@ sess_work_corr(const void *rec)
 	return 0;
 }
 
-/* Where a work record of call corr (of session s, for producer q) waits
- * for its call's API record: NULL when it is not a record of the call
- * open on this thread, the session takes no API records, q is not the
- * thread's own segment (a nested entry: its strings may be defined
- * elsewhere), or the slot is full; the caller then writes it at once.
- * The record encoded there is kept by sess_stash_keep. */
-static inline struct sess_stash *
-sess_stash_slot(struct sess_thread *t, const struct ring_producer *q,
+/* Whether a work record of call corr, for producer q of thread t, waits
+ * for its call's API record: it is a record of the call open on this
+ * thread, the session takes API records, q is the thread's own segment
+ * (not a nested entry, whose strings may be defined elsewhere), and the
+ * slot has room.  Otherwise the caller writes it at once. */
+static inline bool
+sess_stash_ok(const struct sess_thread *t, const struct ring_producer *q,
     uint64_t corr)
 {
-	if (corr == 0 || corr != icall_open_corr || q != &t->prod ||
-	    !(api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)) ||
-	    t->nstash == SESS_STASH)
-		return NULL;
-	return &t->stash[t->nstash];
-}
-
-static inline void
-sess_stash_keep(const struct agent_session *s, struct sess_thread *t,
-    struct sess_stash *e, uint64_t corr)
-{
-	e->s = s;
-	e->corr = corr;
-	t->nstash++;
+	return corr != 0 && corr == icall_open_corr && q == &t->prod &&
+	    (api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)) &&
+	    t->nstash < SESS_STASH;
 }
 
 /* Keeps rec (of session s, encoded for producer q) for its call's API
- * record, as sess_stash_slot says; false: write it at once. */
+ * record, as sess_stash_ok says; false: write it at once. */
 static bool
 sess_stash_put(const struct agent_session *s, struct sess_thread *t,
     const struct ring_producer *q, const void *rec)
@@ -739,17 +732,24 @@ sess_stash_put(const struct agent_session *s, struct sess_thread *t,
 	uint64_t corr = sess_work_corr(rec);
 	struct sess_stash *e;
 
-	if ((e = sess_stash_slot(t, q, corr)) == NULL)
+	if (!sess_stash_ok(t, q, corr))
 		return false;
-	memcpy(e->rec, rec, session_rec_size(rec));
-	sess_stash_keep(s, t, e, corr);
+	e = &t->stash[t->nstash];
+	e->s = s;
+	e->corr = corr;
+	memcpy(e->u.rec, rec, session_rec_size(rec));
+	t->nstash++;
 	return true;
 }
 
+static bool	session_launch_put(struct agent_session *s,
+		    struct ring_producer *q, const struct pending *p);
+
 /* Writes t's waiting records of call corr into s (s NULL: none), and
- * forgets them; those of another session are forgotten unwritten. */
+ * forgets them; those encoded for another session are forgotten
+ * unwritten. */
 static void
-sess_stash_write(const struct agent_session *s, struct sess_thread *t,
+sess_stash_write(struct agent_session *s, struct sess_thread *t,
     struct ring_producer *q, uint64_t corr)
 {
 	unsigned n = 0;
@@ -757,10 +757,16 @@ sess_stash_write(const struct agent_session *s, struct sess_thread *t,
 	for (unsigned i = 0; i < t->nstash; i++) {
 		struct sess_stash *e = &t->stash[i];
 
-		if (e->corr != corr)
-			t->stash[n++] = *e;
-		else if (s != NULL && e->s == s)
-			ring_pwrite(q, e->rec);	/* counts its own drop */
+		if (e->corr != corr) {
+			if (n != i)
+				t->stash[n] = *e;
+			n++;
+		} else if (s == NULL)
+			continue;
+		else if (e->s == NULL)
+			(void)session_launch_put(s, q, &e->u.pd);
+		else if (e->s == s)
+			ring_pwrite(q, e->u.rec);	/* counts its own drop */
 	}
 	t->nstash = n;
 }
@@ -1182,35 +1188,16 @@ session_host_marker(void *arg, msptiActivityFlag flag, uint64_t id,
 	session_leave(t);
 }
 
-/*
- * Writes a host launch record (REC_F_HOST_LAUNCH: start/end are the launch
- * call; device, stream and task id key the device task msptid joins to
- * it) for p into the ring.  Any thread; the same fencing as session_sink.
- * Returns false when no session captures or the ring was full.
- */
-bool
-session_launch(const struct pending *p)
+/* Encodes p's host launch record (REC_F_HOST_LAUNCH: start/end are the
+ * launch call; device, stream and task id key the device task msptid
+ * joins to it) and writes it into q: false when p's kind has none, a
+ * string it names did not fit, or the ring was full (both counted). */
+static bool
+session_launch_put(struct agent_session *s, struct ring_producer *q,
+    const struct pending *p)
 {
-	struct sess_thread *t;
-	struct agent_session *s;
-	struct ring_producer *q;
-	struct sess_stash *e;
-	uint64_t buf[REC_FIXED_MAX / 8], *rec;
-	bool ok = false;
+	uint64_t rec[REC_FIXED_MAX / 8];
 
-	if (atomic_load_explicit(&sess_fp->live, memory_order_relaxed) == NULL)
-		return false;
-	if ((s = session_enter(&t)) == NULL) {
-		session_check_fork();
-		goto out;
-	}
-	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
-	    SESS_WIN_OPEN))
-		goto out;
-	q = session_prod(s, t);
-	/* Encoded where it waits for the call's API record, when it does. */
-	e = sess_stash_slot(t, q, p->corr);
-	rec = e != NULL ? e->rec : buf;
 	switch (p->kind) {
 	case MSPTI_ACTIVITY_KIND_KERNEL: {
 		struct rec_kernel *r = (void *)rec;
@@ -1254,16 +1241,57 @@ session_launch(const struct pending *p)
 		break;
 	}
 	default:
-		goto out;
+		return false;
 	}
 	if (API_UNLIKELY(sess_def_full)) {
 		sess_def_full = false;
 		ring_pdrop(q, session_rec_size(rec));
-	} else if (e != NULL) {
-		sess_stash_keep(s, t, e, p->corr);
-		ok = true;		/* goes with the call's API record */
-	} else
-		ok = ring_pwrite(q, rec) == 0;
+		return false;
+	}
+	return ring_pwrite(q, rec) == 0;	/* a full ring counts its drop */
+}
+
+/*
+ * Writes p's host launch record into the ring.  Any thread; the same
+ * fencing as session_sink.  A launch of the call open on its thread,
+ * while the session takes API records, waits for the call's API record
+ * (session_api), which writes both in one entry into the session: both
+ * or neither are in the trace.  Returns false when no session captures or
+ * the ring was full.
+ */
+bool
+session_launch(const struct pending *p)
+{
+	struct sess_thread *t = tls_sess;
+	struct agent_session *s;
+	struct ring_producer *q;
+	bool ok = false;
+
+	if (atomic_load_explicit(&sess_fp->live, memory_order_relaxed) == NULL)
+		return false;
+	if (t != NULL && atomic_load_explicit(&t->in, memory_order_relaxed) ==
+	    0 && sess_stash_ok(t, &t->prod, p->corr)) {
+		/* Marked inside: a signal handler's call on this thread
+		 * writes its own at once and leaves this slot alone. */
+		atomic_store_explicit(&t->in, 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		t->stash[t->nstash].s = NULL;
+		t->stash[t->nstash].corr = p->corr;
+		t->stash[t->nstash].u.pd = *p;
+		t->nstash++;
+		atomic_signal_fence(memory_order_seq_cst);
+		atomic_store_explicit(&t->in, 0, memory_order_relaxed);
+		return true;
+	}
+	if ((s = session_enter(&t)) == NULL) {
+		session_check_fork();
+		goto out;
+	}
+	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
+	    SESS_WIN_OPEN))
+		goto out;
+	q = session_prod(s, t);
+	ok = session_launch_put(s, q, p);
 	session_wake(s, q);
 out:
 	session_leave(t);
@@ -1304,7 +1332,7 @@ session_api(uint64_t start, uint64_t end, uint64_t corr, const char *name,
 		sess_def_full = false;
 		ring_pdrop(p, sizeof(*r));
 	} else {
-		if (API_UNLIKELY(t->nstash != 0))
+		if (t->nstash != 0)	/* the call's launch */
 			sess_stash_write(s, t, p, corr);
 		/* A full ring counts its own drops. */
 		if (ring_preserve(p, sizeof(*r), (void **)&r) == 0) {
