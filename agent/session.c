@@ -1301,10 +1301,9 @@ out:
 /*
  * Writes a call's API record (REC_API of kind, from the call's own
  * fields) into the live session's ring, encoded in its slot, after the
- * call's waiting work records (sess_stash_put): one entry into the
- * session for both, where the activity path (an msptiActivityApi built,
- * then session_sink) took two and a copy.  Any thread; the same fencing
- * as session_sink.
+ * call's waiting work records (session_launch, sess_stash_put): one entry
+ * into the session for all of them.  Any thread; the same fencing as
+ * session_sink.
  */
 void
 session_api(uint64_t start, uint64_t end, uint64_t corr, const char *name,
