@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "analysis.h"
 #include "export.h"
 #include "export-int.h"
@@ -516,6 +518,57 @@ read_alone(const char *path)
 	    (double)n);
 }
 
+/* Of that floor, zstd's part: every chunk's frame decompressed, nothing
+ * decoded or checked (the file's layout: doc/trace-format.md). */
+static void
+zstd_alone(const char *path)
+{
+	struct trace_file_hdr fh;
+	struct trace_chunk_hdr ch;
+	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	uint8_t *comp = NULL, *raw = NULL;
+	size_t compcap = 0, rawcap = 0;
+	uint64_t n = 0, bytes = 0;
+	double c = 0, c0;
+	FILE *f = fopen(path, "rb");
+
+	if (f == NULL || dctx == NULL || fread(&fh, sizeof(fh), 1, f) != 1 ||
+	    fseek(f, (long)fh.size, SEEK_SET) != 0) {
+		fprintf(stderr, "bench-report: %s: cannot read\n", path);
+		exit(1);
+	}
+	while (fread(&ch, sizeof(ch), 1, f) == 1 &&
+	    ch.magic == TRACE_CHUNK_MAGIC) {
+		if (ch.comp_size > compcap)
+			comp = realloc(comp, compcap = ch.comp_size);
+		if (ch.raw_size > rawcap)
+			raw = realloc(raw, rawcap = ch.raw_size);
+		if (comp == NULL || raw == NULL ||
+		    fread(comp, 1, ch.comp_size, f) != ch.comp_size) {
+			fprintf(stderr, "bench-report: %s: short chunk\n",
+			    path);
+			exit(1);
+		}
+		c0 = cpu_now();
+		if (ZSTD_isError(ZSTD_decompressDCtx(dctx, raw, ch.raw_size,
+		    comp, ch.comp_size))) {
+			fprintf(stderr, "bench-report: %s: bad frame\n", path);
+			exit(1);
+		}
+		c += cpu_now() - c0;
+		n += ch.records;
+		bytes += ch.raw_size;
+	}
+	fclose(f);
+	ZSTD_freeDCtx(dctx);
+	free(comp);
+	free(raw);
+	printf("  of which zstd:        %6llu records in %7.3f s of CPU: "
+	    "%.1f ns a record, %.0f MB/s of its output\n",
+	    (unsigned long long)n, c, c * 1e9 / (double)n,
+	    (double)bytes / c / 1e6);
+}
+
 static void
 from_file(const char *path, uint64_t n, bool exports)
 {
@@ -544,8 +597,10 @@ from_file(const char *path, uint64_t n, bool exports)
 	    "records/s%s\n", (unsigned long long)tot.records, t1 - t0,
 	    (double)tot.records / (t1 - t0) / 1e6, jitter ? " (jittered "
 	    "times) [target >= 30 per core]" : "");
-	if (jitter)
+	if (jitter) {
 		read_alone(path);
+		zstd_alone(path);
+	}
 	if (exports) {
 		/* Perfetto twice: deflate on the default pool of workers,
 		 * then on the walk's thread (0 workers), side by side. */
