@@ -12,7 +12,8 @@ step is its own window: start, step, stop (the window-end cost, flushing
 and taking the records, is printed apart).  Prints figures only.
 
 Then the same model under a capture by msptid (issue 16: the step-time
-inflation of a capture, on a PyTorch model): a private msptid, the
+inflation of a capture, on a PyTorch model), and a torch.nn.Transformer
+trained with AdamW the same way: a private msptid, the
 process registered with it, and a session of every kind (api, kernel,
 memcpy, communication, marker) started and stopped on it in turn with
 msptictl, MSPTI_BENCH_CAPTURE_PHASES times (8) for
@@ -192,8 +193,54 @@ def main():
             name, m * 1e3, ov, st, "-" if o is None else "%d / %d" % o))
     print("  (step: host wall time of one step with the profile recording;"
           " stop: ending its window)")
-    capture(step, npu.synchronize)
+    capture(step, npu.synchronize, "ResNet-50 training steps")
+    capture(transformer_step(torch), npu.synchronize,
+            "torch.nn.Transformer training steps, 3+3 layers, d_model "
+            "256, batch 16 x 64 tokens, AdamW,")
     return 0
+
+
+def transformer_step(torch):
+    """A step of examples/python/transformer_train.py's model (its default
+    sizes): attention, GELU, dropout, embeddings, AdamW."""
+    vocab, seq = 8000, 64
+
+    class Seq2Seq(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab, 256)
+            self.transformer = torch.nn.Transformer(
+                d_model=256, nhead=8, num_encoder_layers=3,
+                num_decoder_layers=3, dim_feedforward=1024, dropout=0.1,
+                activation="gelu", batch_first=True)
+            self.proj = torch.nn.Linear(256, vocab)
+
+        def forward(self, src, tgt, mask):
+            return self.proj(self.transformer(self.embed(src),
+                                              self.embed(tgt),
+                                              tgt_mask=mask))
+
+    torch.manual_seed(0)
+    model = Seq2Seq().npu()
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(seq).npu()
+    src = torch.randint(0, vocab, (16, seq))
+    tgt = torch.randint(0, vocab, (16, seq + 1))
+
+    def step():
+        s, t = src.npu(), tgt.npu()
+        logits = model(s, t[:, :-1], mask)
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, vocab), t[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss.item()
+
+    for _ in range(2):          # warm-up: first-call costs, caches
+        step()
+    return step
 
 
 def ctl(*args):
@@ -209,8 +256,8 @@ def ctl(*args):
         return None
 
 
-def capture(step, sync):
-    """The capture phases (module docstring)."""
+def capture(step, sync, what):
+    """The capture phases (module docstring) on the steps of what."""
     if "MSPTI_BENCH_MSPTICTL" not in os.environ:
         print("msptid capture: msptid not built or did not start; skipped")
         return
@@ -271,9 +318,9 @@ def capture(step, sync):
         on_ms.append(m)
         off_ms.append(base)
         first.append(sum(seg[i][1][:2]) - 2 * base)
-    print("msptid capture of ResNet-50 training steps (--kinds %s), one "
-          "process, a session started and stopped on it %d times, %d "
-          "steps each way:" % (KINDS, phases, nsteps))
+    print("msptid capture of %s (--kinds %s), one process, a session "
+          "started and stopped on it %d times, %d steps each way:" % (
+              what, KINDS, phases, nsteps))
     print("  step %.1f ms on vs %.1f ms off: %+.2f %% (phases %+.1f..%+.1f)"
           "  [target <= 1 %%]" % (1e3 * statistics.median(on_ms),
                                  1e3 * statistics.median(off_ms),
