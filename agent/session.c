@@ -3,9 +3,11 @@
  * records into the session's shared-memory ring, and the start, update and
  * stop steps the registration thread runs when msptid asks.
  *
- * Hot path (session_sink, any application thread): no lock, no allocation,
- * no syscall except the rare eventfd write that wakes the daemon when the
- * ring is past its wake threshold.  Strings are interned per producer by
+ * Hot path (session_sink, session_launch and session_api, any application
+ * thread): no lock, no allocation, no syscall except the rare eventfd write
+ * that wakes the daemon when the ring is past its wake threshold.  An
+ * interposed call's launch waits in its thread's slot for the call's API
+ * record, which writes both in one entry (session_api).  Strings are interned per producer by
  * pointer (records carry api_intern'ed pointers) in a fixed open-addressing
  * table; the id of a string is its slot + 1 and its STRING_DEF is written
  * into the ring before the first record that uses it.
@@ -1112,18 +1114,17 @@ session_first_due(uint64_t *sid, struct session_step_info *si)
 	return due;
 }
 
-/* Enters the sink for a record meant for session arg: the session, or
- * NULL when arg is not the live one or the record falls outside its step
- * window; either way the caller ends with session_leave(*tp). */
+/* Enters the sink for a record of the live session: the session, or
+ * NULL when none is live (maybe a forked child's first record:
+ * session_check_fork) or the record falls outside its step window;
+ * either way the caller ends with session_leave(*tp). */
 static inline struct agent_session *
-session_enter_arg(void *arg, struct sess_thread **tp)
+session_enter_open(struct sess_thread **tp)
 {
 	struct agent_session *s = session_enter(tp);
 
-	/* arg is only compared: a stopped session may be freed already. */
-	if (API_UNLIKELY(s == NULL || s != arg)) {
-		if (s == NULL)
-			session_check_fork();
+	if (API_UNLIKELY(s == NULL)) {
+		session_check_fork();
 		return NULL;
 	}
 	/* Outside the step window: not this capture's. */
@@ -1131,6 +1132,17 @@ session_enter_arg(void *arg, struct sess_thread **tp)
 	    SESS_WIN_OPEN))
 		return NULL;
 	return s;
+}
+
+/* session_enter_open for a record meant for session arg: NULL too when
+ * arg is not the live one (arg is only compared: a stopped session may
+ * be freed already). */
+static inline struct agent_session *
+session_enter_arg(void *arg, struct sess_thread **tp)
+{
+	struct agent_session *s = session_enter_open(tp);
+
+	return API_LIKELY(s == arg) ? s : NULL;
 }
 
 /* The session sink: runs on the producing thread, never blocks. */
@@ -1283,12 +1295,7 @@ session_launch(const struct pending *p)
 		atomic_store_explicit(&t->in, 0, memory_order_relaxed);
 		return true;
 	}
-	if ((s = session_enter(&t)) == NULL) {
-		session_check_fork();
-		goto out;
-	}
-	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
-	    SESS_WIN_OPEN))
+	if ((s = session_enter_open(&t)) == NULL)
 		goto out;
 	q = session_prod(s, t);
 	ok = session_launch_put(s, q, p);
@@ -1318,12 +1325,7 @@ session_api(uint64_t start, uint64_t end, uint64_t corr, const char *name,
 
 	if (atomic_load_explicit(&sess_fp->live, memory_order_relaxed) == NULL)
 		return;
-	if ((s = session_enter(&t)) == NULL) {
-		session_check_fork();
-		goto out;
-	}
-	if (API_UNLIKELY(atomic_load_explicit(&s->win, memory_order_relaxed) !=
-	    SESS_WIN_OPEN))
+	if ((s = session_enter_open(&t)) == NULL)
 		goto out;
 	p = session_prod(s, t);
 	name_id = session_string(s, p, name);
