@@ -89,7 +89,7 @@ bool		session_launch(const struct pending *p);
 void		session_call_end(uint64_t corr);
 /* A call's API record into the session ring (with its launch). */
 void		session_api(uint64_t start, uint64_t end, uint64_t corr,
-		    const char *name, uint16_t kind);
+		    const char *name);
 void		session_after_fork_child(void);
 /* MSTX hooks (any thread): step counting and the window, the mark gate. */
 void		session_step_begin(const char *msg, uint64_t id);

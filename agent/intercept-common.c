@@ -215,8 +215,7 @@ icall_exit(struct icall *c, const void *ret)
 	sess = c->wanted & api_kinds_session();
 	extra = c->api_kind_extra != 0 ? 1u << c->api_kind_extra : 0;
 	if (sess & (1u << MSPTI_ACTIVITY_KIND_API))
-		session_api(c->start, c->end, c->corr, c->name,
-		    MSPTI_ACTIVITY_KIND_API);
+		session_api(c->start, c->end, c->corr, c->name);
 	if (((api & (1u << MSPTI_ACTIVITY_KIND_API)) | ((api | sess) & extra))
 	    == 0)
 		goto out;

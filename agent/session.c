@@ -1306,15 +1306,14 @@ out:
 }
 
 /*
- * Writes a call's API record (REC_API of kind, from the call's own
+ * Writes a call's API record (REC_API, kind API, from the call's own
  * fields) into the live session's ring, encoded in its slot, after the
  * call's waiting work records (session_launch, sess_stash_put): one entry
  * into the session for all of them.  Any thread; the same fencing as
  * session_sink.
  */
 void
-session_api(uint64_t start, uint64_t end, uint64_t corr, const char *name,
-    uint16_t kind)
+session_api(uint64_t start, uint64_t end, uint64_t corr, const char *name)
 {
 	struct sess_thread *t;
 	struct agent_session *s;
@@ -1343,7 +1342,7 @@ session_api(uint64_t start, uint64_t end, uint64_t corr, const char *name,
 			r->pid = api_pid();
 			r->tid = api_tid();
 			r->name_id = name_id;
-			r->kind = kind;
+			r->kind = MSPTI_ACTIVITY_KIND_API;
 			r->domain = 0;
 			r->cbid = 0;
 			r->reserved = 0;
