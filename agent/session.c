@@ -124,12 +124,12 @@ static int64_t first_note;
 
 /* A device-work record of the call open on its thread, waiting for the
  * call's API record: a host launch as its interposer gave it
- * (session_launch: s NULL), or a record encoded for session s
- * (sess_stash_put). */
+ * (session_launch: pend), or a record encoded (sess_stash_put). */
 #define SESS_STASH	4
 struct sess_stash {
-	const void		*s;	/* its session: compared only */
+	uint64_t		 gen;	/* its session's */
 	uint64_t		 corr;
+	bool			 pend;	/* u.pd, else u.rec */
 	union {
 		uint64_t	 rec[REC_FIXED_MAX / 8];
 		struct pending	 pd;
@@ -737,8 +737,9 @@ sess_stash_put(const struct agent_session *s, struct sess_thread *t,
 	if (!sess_stash_ok(t, q, corr))
 		return false;
 	e = &t->stash[t->nstash];
-	e->s = s;
+	e->gen = s->gen;
 	e->corr = corr;
+	e->pend = false;
 	memcpy(e->u.rec, rec, session_rec_size(rec));
 	t->nstash++;
 	return true;
@@ -748,8 +749,7 @@ static bool	session_launch_put(struct agent_session *s,
 		    struct ring_producer *q, const struct pending *p);
 
 /* Writes t's waiting records of call corr into s (s NULL: none), and
- * forgets them; those encoded for another session are forgotten
- * unwritten. */
+ * forgets them; those of another session are forgotten unwritten. */
 static void
 sess_stash_write(struct agent_session *s, struct sess_thread *t,
     struct ring_producer *q, uint64_t corr)
@@ -763,11 +763,11 @@ sess_stash_write(struct agent_session *s, struct sess_thread *t,
 			if (n != i)
 				t->stash[n] = *e;
 			n++;
-		} else if (s == NULL)
+		} else if (s == NULL || e->gen != s->gen)
 			continue;
-		else if (e->s == NULL)
+		else if (e->pend)
 			(void)session_launch_put(s, q, &e->u.pd);
-		else if (e->s == s)
+		else
 			ring_pwrite(q, e->u.rec);	/* counts its own drop */
 	}
 	t->nstash = n;
@@ -1268,35 +1268,38 @@ session_launch_put(struct agent_session *s, struct ring_producer *q,
  * fencing as session_sink.  A launch of the call open on its thread,
  * while the session takes API records, waits for the call's API record
  * (session_api), which writes both in one entry into the session: both
- * or neither are in the trace.  Returns false when no session captures or
- * the ring was full.
+ * or neither are in the trace.  It is its session's: a stop and a new
+ * start before the API record leave it out (the session's gen, not its
+ * address, which the new one may have).  Returns false when no session
+ * captures or the ring was full.
  */
 bool
 session_launch(const struct pending *p)
 {
-	struct sess_thread *t = tls_sess;
+	struct sess_thread *t;
 	struct agent_session *s;
 	struct ring_producer *q;
 	bool ok = false;
 
 	if (atomic_load_explicit(&sess_fp->live, memory_order_relaxed) == NULL)
 		return false;
-	if (t != NULL && atomic_load_explicit(&t->in, memory_order_relaxed) ==
-	    0 && sess_stash_ok(t, &t->prod, p->corr)) {
-		/* Marked inside: a signal handler's call on this thread
-		 * writes its own at once and leaves this slot alone. */
-		atomic_store_explicit(&t->in, 1, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst);
-		t->stash[t->nstash].s = NULL;
-		t->stash[t->nstash].corr = p->corr;
-		t->stash[t->nstash].u.pd = *p;
-		t->nstash++;
-		atomic_signal_fence(memory_order_seq_cst);
-		atomic_store_explicit(&t->in, 0, memory_order_relaxed);
-		return true;
-	}
 	if ((s = session_enter_open(&t)) == NULL)
 		goto out;
+	/* Not nested (in 1): the thread's own segment, as session_prod
+	 * would give it. */
+	if (atomic_load_explicit(&t->in, memory_order_relaxed) == 1 &&
+	    sess_stash_ok(t, &t->prod, p->corr)) {
+		/* Kept as it is for session_api: encoded only there. */
+		struct sess_stash *e = &t->stash[t->nstash];
+
+		e->gen = s->gen;
+		e->corr = p->corr;
+		e->pend = true;
+		e->u.pd = *p;
+		t->nstash++;
+		ok = true;
+		goto out;
+	}
 	q = session_prod(s, t);
 	ok = session_launch_put(s, q, p);
 	session_wake(s, q);

@@ -39,4 +39,39 @@ PY
 done
 kill "$APP"
 ok "a stop between a call's launch and its API record takes both or neither"
+
+# A stop and a new start between a call's launch and its API record: the
+# launch was the stopped capture's, so the new one (no device kinds) has
+# neither it nor any other device record.  Each call sleeps 300 ms
+# between the two here, so a call straddles every stop.
+MSPTI_TEST_CALL_EXIT_DELAY_US=300000 $WITH_AGENT "$TRAIN" --steps 0 \
+    >"$T/train2.out" 2>&1 &
+APP2=$!; PIDS="$PIDS $APP2"
+wait_until 30 is_registered "$APP2" || fail "second npusim-train did not register"
+for i in 1 2 3; do
+	$CTL --json start --pid "$APP2" --kinds api,kernel,memcpy \
+	    --output "$T/a$i.mspti" >"$T/a$i.json" 2>&1 ||
+		fail "start a$i: $(cat "$T/a$i.json")"
+	sleep 1
+	$CTL stop "$(json "$T/a$i.json" 'j["session"]')" >/dev/null 2>&1 ||
+		fail "stop a$i"
+	$CTL start --pid "$APP2" --kinds api --duration 1s --wait \
+	    --output "$T/b$i.mspti" >"$T/b$i.out" 2>&1 ||
+		fail "start b$i: $(cat "$T/b$i.out")"
+	"$DUMP" "$T/b$i.mspti" >"$T/b$i.jsonl" || fail "trace b$i unreadable"
+	python3 - "$T/b$i.jsonl" <<'PY' >"$T/py.out" 2>&1 || fail "capture b$i: $(tail -3 "$T/py.out")"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+end = recs.pop()
+assert any(r["type"] == "api" for r in recs), "no API record"
+work = [r for r in recs if r["type"] in ("kernel", "memcpy", "memset")]
+assert not work, "a capture of api only holds %d device records: %s" % (
+    len(work), work[:2])
+# Nor a launch waiting for a device task it will never have
+# (device_unmatched, [5]), nor any other loss.
+assert end["footer"]["losses"][1:] == [0, 0, 0, 0, 0], end["footer"]
+PY
+done
+kill "$APP2"
+ok "a launch of a stopped capture does not go into the next one"
 echo "session-callpair: all passed"
