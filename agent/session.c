@@ -7,10 +7,11 @@
  * thread): no lock, no allocation, no syscall except the rare eventfd write
  * that wakes the daemon when the ring is past its wake threshold.  An
  * interposed call's launch waits in its thread's slot for the call's API
- * record, which writes both in one entry (session_api).  Strings are interned per producer by
- * pointer (records carry api_intern'ed pointers) in a fixed open-addressing
- * table; the id of a string is its slot + 1 and its STRING_DEF is written
- * into the ring before the first record that uses it.
+ * record, which writes both in one entry (session_api).  Strings are
+ * interned per producer by pointer (records carry api_intern'ed pointers)
+ * in a fixed open-addressing table; the id of a string is its slot + 1 and
+ * its STRING_DEF is written into the ring before the first record that
+ * uses it.
  *
  * Lifetime: only the registration thread starts and stops a session.  Stop
  * clears the sink, the launch pointer ('live') and the session kinds, then
