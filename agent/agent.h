@@ -54,7 +54,8 @@ void		gate_device_wait(uint64_t ticket);
 bool		gate_device_sync_due(uint64_t *cookie);
 void		gate_device_acked(uint64_t cookie);
 
-/* session.c: capture for a daemon session (registration thread only). */
+/* session-ctl.c: capture for a daemon session (registration thread
+ * only); session-int.h has what the session files share. */
 struct session_step_cfg {		/* StartCapture's step window */
 	uint32_t	 steps;		/* 0: none */
 	const char	*step_name;
@@ -75,7 +76,6 @@ int		session_start(uint64_t id, uint32_t kinds, char **domains_off,
 		    size_t ndomains_off, const struct session_step_cfg *sc,
 		    int ringfd, int *wakefdp, const char **why,
 		    struct session_step_info *si);
-bool		session_first_due(uint64_t *sid, struct session_step_info *si);
 void		session_prefault(void);
 void		session_populate_due(void);
 int		session_update(uint64_t id, uint32_t kinds, char **domains_off,
@@ -83,6 +83,14 @@ int		session_update(uint64_t id, uint32_t kinds, char **domains_off,
 		    struct session_step_info *si);
 int		session_stop(uint64_t id, bool flush);
 uint64_t	session_current(void);
+void		session_after_fork_child(void);
+struct sess_forkpage {			/* wiped in a fork child */
+	void *_Atomic	 live;		/* struct agent_session * */
+	_Atomic int	 mine;		/* 0: a child not yet on its own */
+};
+extern struct sess_forkpage *sess_fp;
+
+/* session.c: the sink (any thread). */
 /* Writes a host launch (device, stream, task id) into the session ring. */
 struct pending;
 bool		session_launch(const struct pending *p);
@@ -90,19 +98,8 @@ void		session_call_end(uint64_t corr);
 /* A call's API record into the session ring (with its launch). */
 void		session_api(uint64_t start, uint64_t end, uint64_t corr,
 		    const char *name);
-void		session_after_fork_child(void);
-/* MSTX hooks (any thread): step counting and the window, the mark gate. */
-void		session_step_begin(const char *msg, uint64_t id);
-void		session_step_end(const char *name, uint64_t id);
+/* MSTX: the mark gate. */
 void		session_mark_wait(void);
-/* steps.c: the synchronize pattern gave step idx (a boundary: it starts
- * now; else the count found when the pattern was first seen). */
-void		session_step_sync(uint64_t idx, bool boundary);
-struct sess_forkpage {			/* session.c: wiped in a fork child */
-	void *_Atomic	 live;		/* struct agent_session * */
-	_Atomic int	 mine;		/* 0: a child not yet on its own */
-};
-extern struct sess_forkpage *sess_fp;
 /* False when a mark must first wait for this process's config. */
 static inline bool
 session_mark_ready(void)
@@ -111,6 +108,16 @@ session_mark_ready(void)
 	    memory_order_relaxed) == 1, 1) &&
 	    !atomic_load_explicit(&gate_closed, memory_order_relaxed);
 }
+
+/* session-step.c: step counting and the window. */
+/* MSTX hooks (any thread). */
+void		session_step_begin(const char *msg, uint64_t id);
+void		session_step_end(const char *name, uint64_t id);
+/* steps.c: the synchronize pattern gave step idx (a boundary: it starts
+ * now; else the count found when the pattern was first seen). */
+void		session_step_sync(uint64_t idx, bool boundary);
+/* Registration thread: msptid is to be told the first step recorded. */
+bool		session_first_due(uint64_t *sid, struct session_step_info *si);
 
 /* stepdet.c: the period detector over synchronize calls (pure). */
 #define STEPDET_HIST	128	/* tokens remembered (>= 3 * STEPDET_PMAX) */

@@ -218,7 +218,8 @@ void		api_mstx_count_steps(bool on);
 /* Run's start gate closed or opened (gate.c): while closed, every MSTX
  * call comes in and waits for the config. */
 void		api_mstx_gate(bool closed);
-/* The first byte of the step range's name (session.c, when it changes). */
+/* The first byte of the step range's name (session-step.c, when it
+ * changes). */
 void		api_mstx_step_char(unsigned char c);
 
 /* hostclock.c: the agent's clock (CLOCK_REALTIME ns, from the TSC where
