@@ -120,19 +120,27 @@ int	client_config_option(const struct cmd_entry *, int ch, const char *arg,
 	    Mspti__SessionConfig *cfg, const char **output, char *kinds,
 	    size_t kindslen);
 /*
- * A trace file being created: written under a temporary name (O_EXCL,
- * mode 0600 or --file-mode, less the umask) in the target's directory,
- * renamed over path only once the daemon accepted it, so a refused or
- * failed request never touches an existing file.
+ * output.c: a trace file being created is written under a temporary name
+ * (O_EXCL, mode 0600 or --file-mode, less the umask) in the target's
+ * directory, renamed over path only once the daemon accepted it, so a
+ * refused or failed request never touches an existing file.
  */
 struct client_output {
 	char	path[PATH_MAX];
 	char	tmp[PATH_MAX];
+	int	fd;		/* client_out_*: the file written */
+	int	werr;		/* client_out_*: the first write's errno */
 };
 int	client_output_open(struct client_output *, const char *output);
 int	client_output_commit(struct client_output *);
 void	client_output_abort(struct client_output *);
 int	client_parse_file_mode(const char *arg);
+void	client_stamp(char *buf, size_t len);
+/* An export's or report's output, the same way for a regular file (see
+ * output.c). */
+FILE	*client_out_open(struct client_output *, const char *path, int *err);
+int	client_out_close(struct client_output *, FILE *f, int rc);
+const char *client_out_strerror(int rc);
 
 /* cluster.c: capture verbs over all nodes of a job (--cluster/--hosts);
  * its fan-out and manifest files share cluster-int.h. */

@@ -159,8 +159,9 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 	const char *fmt = "chrome", *out = NULL;
 	struct analysis_totals tot;
 	struct export_files before = { 0 }, after = { 0 };
+	struct client_output oo;
 	bool strict = false, dir;
-	FILE *f;
+	FILE *f = NULL;
 	int ch, rc;
 
 	analysis_opts_init(&o);
@@ -198,10 +199,33 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 	if (c->json && strcmp(out, "-") == 0)
 		return client_usage_error(e, "--json prints on stdout: give "
 		    "-o FILE, not -o -");
+	/* Each input is read twice (the analysis, then the records): a
+	 * stream cannot be. */
+	for (int i = optind; i < argc; i++) {
+		struct stat st;
+
+		if (stat(argv[i], &st) == 0 && !S_ISREG(st.st_mode) &&
+		    !S_ISBLK(st.st_mode)) {
+			fprintf(stderr, "msptictl export: %s: not a regular "
+			    "file (export reads its input twice: save a "
+			    "stream to a file first)\n", argv[i]);
+			return EXIT_FAIL;
+		}
+	}
+	/* The output first: a FIFO with no reader is refused before the
+	 * work, a file is written aside (client_out_open). */
+	if (!dir && (f = client_out_open(&oo, out, &rc)) == NULL) {
+		fprintf(stderr, "msptictl export: %s: %s\n", out,
+		    client_out_strerror(rc));
+		return EXIT_FAIL;
+	}
 	/* The overlap track needs the compute/communication unions. */
 	o.keep_segments = strcmp(fmt, "csv") != 0;
-	if ((a = client_analyse(e, &o, argc, argv)) == NULL)
+	if ((a = client_analyse(e, &o, argc, argv)) == NULL) {
+		if (!dir)
+			(void)client_out_close(&oo, f, -ECANCELED);
 		return EXIT_FAIL;
+	}
 	if (dir && c->json && export_files_scan(&before, out, 0) != 0) {
 		fprintf(stderr, "msptictl export: out of memory\n");
 		rc = -ENOMEM;
@@ -209,14 +233,10 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		rc = export_ascendpt(a, out);
 	else if (dir)
 		rc = export_csv(a, out);
-	else if ((f = strcmp(out, "-") == 0 ? stdout : fopen(out, "wb")) ==
-	    NULL)
-		rc = -errno;
 	else {
 		rc = strcmp(fmt, "chrome") == 0 ? export_chrome(a, f) :
 		    export_perfetto(a, f);
-		if (f != stdout && fclose(f) != 0 && rc == 0)
-			rc = -EIO;
+		rc = client_out_close(&oo, f, rc);
 	}
 	analysis_get_totals(a, &tot);
 	analysis_free(a);
@@ -229,7 +249,7 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 	}
 	if (rc != 0) {
 		fprintf(stderr, "msptictl export: %s: %s\n", out,
-		    strerror(-rc));
+		    client_out_strerror(rc));
 		export_files_free(&before);
 		export_files_free(&after);
 		return EXIT_FAIL;

@@ -91,9 +91,11 @@ report_cmp_str(const void *x, const void *y)
 }
 
 /* A directory's traces: its *.mspti files but snapshots, sorted; with
- * node, only DIR/NODE.mspti when there is one (a shared DIR). */
+ * node, only DIR/NODE.mspti when there is one (a shared DIR).  What is
+ * not a regular file there (a FIFO) is skipped, with a line. */
 static int
-report_dir(const char *dir, const char *node, char ***v, size_t *n)
+report_dir(const struct cmd_entry *e, const char *dir, const char *node,
+    char ***v, size_t *n)
 {
 	DIR *d;
 	struct dirent *de;
@@ -116,6 +118,7 @@ report_dir(const char *dir, const char *node, char ***v, size_t *n)
 		return -1;
 	while ((de = readdir(d)) != NULL) {
 		size_t l = strlen(de->d_name);
+		struct stat st;
 		char *p;
 
 		if (l < 7 || strcmp(de->d_name + l - 6, ".mspti") != 0 ||
@@ -124,6 +127,12 @@ report_dir(const char *dir, const char *node, char ***v, size_t *n)
 			continue;
 		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0)
 			break;
+		if (stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
+			fprintf(stderr, "msptictl %s: %s: not a regular file, "
+			    "skipped\n", e->name, p);
+			free(p);
+			continue;
+		}
 		*v = realloc(*v, (*n + 1) * sizeof(**v));
 		(*v)[(*n)++] = p;
 	}
@@ -151,7 +160,7 @@ report_paths(const struct cmd_entry *e, int argc, char **argv,
 			v[n++] = strdup(argv[i]);
 			continue;
 		}
-		if (report_dir(argv[i], node, &v, &n) != 0 || n == before) {
+		if (report_dir(e, argv[i], node, &v, &n) != 0 || n == before) {
 			fprintf(stderr, "msptictl %s: %s: no trace (*.mspti) "
 			    "in this directory\n", e->name, argv[i]);
 			for (size_t k = 0; k < n; k++)
@@ -185,7 +194,9 @@ report_partial_out(const struct cmd_entry *e, const struct analysis_opts *o,
 	unsigned char *bundle = NULL, hdr[4];
 	size_t len = 0, ok = 0;
 	unsigned ranks = 0;
+	struct client_output oo;
 	FILE *f;
+	int rc;
 	void **bufs = calloc(n, sizeof(*bufs));
 	size_t *lens = calloc(n, sizeof(*lens));
 	unsigned *nr = calloc(n, sizeof(*nr));
@@ -250,10 +261,12 @@ report_partial_out(const struct cmd_entry *e, const struct analysis_opts *o,
 		free(bundle);
 		return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
 	}
-	if ((f = fopen(out, "wb")) == NULL ||
-	    fwrite(bundle, 1, len, f) != len || fclose(f) != 0) {
+	if ((f = client_out_open(&oo, out, &rc)) != NULL)
+		rc = client_out_close(&oo, f, fwrite(bundle, 1, len, f) ==
+		    len ? 0 : -EIO);
+	if (rc != 0) {
 		fprintf(stderr, "msptictl %s: cannot write %s: %s\n", e->name,
-		    out, strerror(errno));
+		    out, client_out_strerror(rc));
 		free(bundle);
 		return EXIT_FAIL;
 	}

@@ -59,11 +59,8 @@ cmd_snapshot_exec(struct client *c, int argc, char **argv)
 		return EXIT_USAGE;
 	if (output == NULL) {
 		char stamp[32];
-		time_t now = time(NULL);
-		struct tm tm;
 
-		localtime_r(&now, &tm);
-		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+		client_stamp(stamp, sizeof(stamp));
 		snprintf(name, sizeof(name), "mspti-%llu-snapshot-%s.mspti",
 		    (unsigned long long)req.session_id, stamp);
 		output = name;

@@ -164,86 +164,6 @@ client_config_option(const struct cmd_entry *e, int ch, const char *arg,
 	}
 }
 
-/* Traces hold command lines and timings: owner only unless asked. */
-static mode_t client_file_mode = 0600;
-
-/* --file-mode OCTAL (at most 0777). */
-int
-client_parse_file_mode(const char *arg)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(arg, &end, 8);
-	if (errno != 0 || end == arg || *end != '\0' || v < 0 || v > 0777)
-		return -1;
-	client_file_mode = (mode_t)v;
-	return 0;
-}
-
-/*
- * Opens the session's output as the requester: output, or a new
- * ./mspti-YYYYmmdd-HHMMSS-PID.mspti.  The descriptor is of a temporary
- * file next to it (client_output_commit renames it).  An existing output
- * that is not a regular file (a FIFO, a device) is refused: the daemon
- * writes only regular files.  Returns the descriptor, or -1 after
- * printing why.
- */
-int
-client_output_open(struct client_output *o, const char *output)
-{
-	struct stat st;
-	char *slash;
-	mode_t um;
-	int fd;
-
-	if (output == NULL) {
-		char stamp[32];
-		time_t now = time(NULL);
-		struct tm tm;
-
-		localtime_r(&now, &tm);
-		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-		snprintf(o->path, sizeof(o->path), "mspti-%s-%ld.mspti", stamp,
-		    (long)getpid());
-	} else if ((size_t)snprintf(o->path, sizeof(o->path), "%s", output) >=
-	    sizeof(o->path)) {
-		fprintf(stderr, "msptictl: output path too long\n");
-		return -1;
-	}
-	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "msptictl: %s is not a regular file; traces "
-		    "are written to regular files only\n", o->path);
-		return -1;
-	}
-	slash = strrchr(o->path, '/');
-	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%.*s.%s.XXXXXX",
-	    slash ? (int)(slash - o->path + 1) : 0, o->path,
-	    slash ? slash + 1 : o->path) >= sizeof(o->tmp)) {
-		fprintf(stderr, "msptictl: output path too long\n");
-		return -1;
-	}
-	/* mkostemp creates 0600 with O_EXCL; then the mode asked for, less
-	 * the umask, as open(2) would. */
-	if ((fd = mkostemp(o->tmp, O_CLOEXEC)) < 0) {
-		fprintf(stderr, "msptictl: cannot create %s: %s\n", o->path,
-		    strerror(errno));
-		o->tmp[0] = '\0';
-		return -1;
-	}
-	um = umask(0);
-	umask(um);
-	if (fchmod(fd, client_file_mode & ~um) != 0) {
-		fprintf(stderr, "msptictl: cannot set the mode of %s: %s\n",
-		    o->path, strerror(errno));
-		close(fd);
-		client_output_abort(o);
-		return -1;
-	}
-	return fd;
-}
-
 /* While a start waits for its instant in the daemon: SIGINT, SIGTERM
  * and SIGHUP remove the temporary output before they end us (path NULL:
  * the default actions again). */
@@ -309,32 +229,6 @@ client_config_free(Mspti__SessionConfig *cfg)
 	client_free_strv(cfg->kinds, cfg->n_kinds);
 	client_free_strv(cfg->domains_on, cfg->n_domains_on);
 	client_free_strv(cfg->domains_off, cfg->n_domains_off);
-}
-
-/* The daemon took the file: it gets its name.  0, or -1 after saying why
- * (the temporary is removed then). */
-int
-client_output_commit(struct client_output *o)
-{
-	if (o->tmp[0] == '\0')
-		return 0;
-	if (rename(o->tmp, o->path) != 0) {
-		fprintf(stderr, "msptictl: cannot rename %s to %s: %s\n",
-		    o->tmp, o->path, strerror(errno));
-		client_output_abort(o);
-		return -1;
-	}
-	o->tmp[0] = '\0';
-	return 0;
-}
-
-/* Refused or failed: the temporary goes, an existing file stays. */
-void
-client_output_abort(struct client_output *o)
-{
-	if (o->tmp[0] != '\0')
-		unlink(o->tmp);
-	o->tmp[0] = '\0';
 }
 
 #define START_AT_MAX_NS	(600ull * 1000000000ull)

@@ -8,6 +8,9 @@
 
 #include "trace.h"
 
+#define TRACE_STR_(x)	#x
+#define TRACE_STR(x)	TRACE_STR_(x)
+
 _Static_assert(sizeof(struct trace_file_hdr) == 40, "file header");
 _Static_assert(sizeof(struct trace_tlv) == 8, "tlv");
 _Static_assert(sizeof(struct trace_chunk_hdr) == 48, "chunk header");
@@ -262,6 +265,9 @@ trace_strerror(int err)
 		return "too many distinct strings in one trace";
 	case -EINVAL:
 		return "invalid argument (trace fd must be at offset 0)";
+	case -ETIMEDOUT:
+		return "a FIFO that no writer wrote to within "
+		    TRACE_STR(TRACE_FIFO_WAIT_S) " s";
 	}
 	return err < 0 ? strerror(-err) : "unknown error";
 }
