@@ -249,7 +249,8 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 	}
 	if (rc != 0) {
 		fprintf(stderr, "msptictl export: %s: %s\n", out,
-		    client_out_strerror(rc));
+		    dir && rc == -ENXIO ? "a file to write in it is a FIFO "
+		    "or a device (left as it is)" : client_out_strerror(rc));
 		export_files_free(&before);
 		export_files_free(&after);
 		return EXIT_FAIL;

@@ -34,8 +34,10 @@
 
 #include "analysis-int.h"
 #include "export.h"
+#include "export-int.h"
 #include "export-ascendpt.h"
 #include "trace.h"
+#include "util.h"
 
 #define AP_ATTR		__attribute__((visibility("default")))
 
@@ -85,26 +87,19 @@ ap_mkdir(const char *path, bool follow)
 FILE *
 ap_fopen(const char *dir, const char *name)
 {
-	char path[PATH_MAX];
 	FILE *f;
 	int fd;
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
-	    (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
+	/* 0644 whatever the umask, as the tools' own writers do. */
+	if ((fd = ex_create_file(dir, name, 0644)) < 0) {
+		errno = -fd;
 		return NULL;
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-	    0644);
-	if (fd < 0)
-		return NULL;
-	/* 0644 whatever the umask, as the tools' own writers do. */
-	if (fchmod(fd, 0644) != 0 || (f = fdopen(fd, "w")) == NULL) {
+	if ((f = fdopen(fd, "w")) == NULL) {
 		int e = errno;
 
 		close(fd);
 		errno = e;
-		return NULL;
 	}
 	return f;
 }

@@ -9,24 +9,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "export.h"
+#include "export-int.h"
 #include "analysis-int.h"
 #include "trace.h"
 
 #define CSV_ATTR	__attribute__((visibility("default")))
 
+/* dir/name.csv for writing (ex_create_file); NULL with errno set. */
 static FILE *
 csv_open(const char *dir, const char *name)
 {
-	char path[PATH_MAX];
+	char file[NAME_MAX + 1];
+	FILE *f;
+	int fd;
 
-	if (snprintf(path, sizeof(path), "%s/%s.csv", dir, name) >=
-	    (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
+	snprintf(file, sizeof(file), "%s.csv", name);
+	if ((fd = ex_create_file(dir, file, -1)) < 0) {
+		errno = -fd;
 		return NULL;
 	}
-	return fopen(path, "w");
+	if ((f = fdopen(fd, "w")) == NULL)
+		close(fd);
+	return f;
 }
 
 /* Fields are quoted on these only (not on CR, unlike table_print). */

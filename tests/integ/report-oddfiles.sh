@@ -6,7 +6,8 @@
 # - a pipe given to export, which reads its input twice: refused before
 #   anything is written, and an existing output is kept as it was;
 # - a FIFO as export's output with no reader: refused at once, one line,
-#   still a FIFO; with a reader: the export goes through it;
+#   still a FIFO; with a reader: the export goes through it; a FIFO where
+#   a CSV table goes: refused at once;
 # - a failed export: no partial output, no temporary file left.
 set -eu
 b=${top_builddir:-.}
@@ -105,6 +106,20 @@ wait "$r" || fail "the reader"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["traceEvents"]' \
     "$t/got.json" || fail "the JSON read from the FIFO"
 echo "ok: an output FIFO: refused with no reader, written with one"
+
+# A FIFO where a CSV table goes: refused at once, left as it is.
+mkdir "$t/csv"
+mkfifo "$t/csv/op_summary.csv"
+rc=0
+timeout 60 "$ctl" export "$tr" --format csv -o "$t/csv" >"$t/o" 2>"$t/e" ||
+	rc=$?
+[ $rc -ne 124 ] || fail "export waits for ever on a FIFO in the CSV directory"
+[ $rc -eq 1 ] || fail "FIFO in the CSV directory: exit $rc: $(cat "$t/e")"
+[ "$(wc -l <"$t/e")" -eq 1 ] || fail "FIFO in the CSV directory: $(cat "$t/e")"
+grep -q "^msptictl export: $t/csv: .*FIFO" "$t/e" ||
+	fail "FIFO in the CSV directory: $(cat "$t/e")"
+[ -p "$t/csv/op_summary.csv" ] || fail "the FIFO in the CSV directory was replaced"
+echo "ok: a FIFO where a CSV table goes: refused, left as it is"
 
 # A failed export (the file size limit, SIGXFSZ ignored: EFBIG) leaves
 # the old output as it was and no temporary file.
