@@ -194,12 +194,22 @@ cluster_fanout_resolve(struct cluster *cl)
 	int st;
 
 	if (cl->hosts != NULL) {
-		FILE *f = fopen(cl->hosts, "r");
+		/* A FIFO nobody writes to: an error, not a wait. */
+		int fd = util_open_input(cl->hosts, 5);
+		FILE *f = NULL;
 		char line[1024];
 
+		if (fd >= 0 && (f = fdopen(fd, "r")) == NULL) {
+			int e = errno;
+
+			close(fd);
+			fd = -e;
+		}
 		if (f == NULL)
 			return client_usage_error(cl->e, "cannot read hosts "
-			    "file %s: %s", cl->hosts, strerror(errno));
+			    "file %s: %s", cl->hosts, fd == -ETIMEDOUT ?
+			    "a FIFO that no writer wrote to within 5 s" :
+			    strerror(-fd));
 		while (fgets(line, sizeof(line), f) != NULL) {
 			line[strcspn(line, "#")] = '\0';
 			if (cluster_add_words(cl, line) != 0)

@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <poll.h>
 #include <sys/stat.h>
 #define ZSTD_STATIC_LINKING_ONLY	/* ZSTD_d_forceIgnoreChecksum */
 #include <zstd.h>
@@ -477,45 +476,14 @@ fail:
 	return rc;
 }
 
-/*
- * A FIFO is opened without waiting for its writer (open(2) would wait for
- * ever on one nobody writes to), then given TRACE_FIFO_WAIT_S for a
- * writer to write or go: -ETIMEDOUT when none did.  A pipe whose writer is
- * running (a shell's <(...)) is read as a stream, like any other.
- */
-static int
-reader_fifo_wait(int fd)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	int n;
-
-	do
-		n = poll(&pfd, 1, TRACE_FIFO_WAIT_S * 1000);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return n == 0 ? -ETIMEDOUT : 0;
-}
-
 int
 trace_reader_open(const char *path, struct trace_reader **rp)
 {
-	struct stat st;
-	int fd, rc, fl;
+	int fd, rc;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
-		return -errno;
-	rc = fstat(fd, &st) == 0 ? 0 : -errno;
-	if (rc == 0 && S_ISFIFO(st.st_mode))
-		rc = reader_fifo_wait(fd);
-	/* Reads block again: a stream's writer may be slower than us. */
-	if (rc == 0 && ((fl = fcntl(fd, F_GETFL)) == -1 ||
-	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1))
-		rc = -errno;
-	if (rc != 0) {
-		close(fd);
-		return rc;
-	}
+	/* A FIFO nobody writes to: an error after a while, not a wait. */
+	if ((fd = util_open_input(path, TRACE_FIFO_WAIT_S)) < 0)
+		return fd;
 	if ((rc = trace_reader_open_fd(fd, rp)) != 0) {
 		close(fd);
 		return rc;

@@ -2,6 +2,9 @@
 #ifndef MSPTI_UTIL_H
 #define MSPTI_UTIL_H
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -10,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #define MSPTI_AGENT_SOCK	"agent.sock"
 #define MSPTI_CTL_SOCK		"ctl.sock"
@@ -260,6 +265,42 @@ util_block_async_signals(sigset_t *old)
 	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
 		sigdelset(&set, faults[i]);
 	pthread_sigmask(SIG_SETMASK, &set, old);
+}
+
+/*
+ * Opens path to read it, close-on-exec, without waiting for ever on a
+ * FIFO: open(2) would wait for its writer, so it opens non-blocking and
+ * gives the FIFO wait_s seconds for a writer to write (or come and go),
+ * else -ETIMEDOUT.  Reads block again after (a stream's writer may be
+ * slower than us).  A pipe whose writer runs (a shell's <(...)) is read
+ * as any other.  Returns the fd or -errno.
+ */
+static inline int
+util_open_input(const char *path, int wait_s)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	struct stat st;
+	int fd, fl, n, rc = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
+		return -errno;
+	if (fstat(fd, &st) != 0)
+		rc = -errno;
+	else if (S_ISFIFO(st.st_mode)) {
+		pfd.fd = fd;
+		do
+			n = poll(&pfd, 1, wait_s * 1000);
+		while (n < 0 && errno == EINTR);
+		rc = n < 0 ? -errno : n == 0 ? -ETIMEDOUT : 0;
+	}
+	if (rc == 0 && ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1))
+		rc = -errno;
+	if (rc != 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
 }
 
 /* The runtime dir: arg if given, else $MSPTID_RUNTIME_DIR, else

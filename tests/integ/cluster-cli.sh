@@ -96,6 +96,14 @@ rc=$?
 [ "$rc" = 3 ] && [ "$(wc -l <bad.out)" = 1 ] &&
     grep -q "not a regular file" bad.out ||
 	fail "manifest FIFO: exit $rc: $(cat bad.out)"
+# A FIFO as the hosts file, nobody writing: refused after a few seconds,
+# not waited on for ever.
+mkfifo hosts.fifo
+timeout 60 "$MSPTICTL" sessions --hosts hosts.fifo >bad.out 2>&1
+rc=$?
+[ "$rc" = 2 ] && [ "$(wc -l <bad.out)" = 1 ] &&
+    grep -q "cannot read hosts file hosts.fifo: a FIFO that no writer" bad.out ||
+	fail "hosts FIFO: exit $rc: $(cat bad.out)"
 [ ! -e x.mspti ] || fail "a rejected command wrote a file"
 ok "bad cluster input: one clear line, exit 2/3/1, nothing written"
 
