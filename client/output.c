@@ -144,7 +144,6 @@ client_output_abort(struct client_output *o)
 	o->tmp[0] = '\0';
 }
 
-
 /* What client_out_* returned, in words. */
 const char *
 client_out_strerror(int rc)
@@ -201,7 +200,7 @@ client_out_open(struct client_output *o, const char *path, int *err)
 	static const cookie_io_functions_t io = {
 		.write = out_write, .close = out_close,
 	};
-	struct stat st;
+	struct stat st, lst;
 	FILE *f;
 	int fl;
 
@@ -219,13 +218,21 @@ client_out_open(struct client_output *o, const char *path, int *err)
 		o->fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 		if (o->fd >= 0 && ((fl = fcntl(o->fd, F_GETFL)) == -1 ||
 		    fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK) == -1)) {
+			fl = errno;
 			close(o->fd);
 			o->fd = -1;
+			errno = fl;
 		}
 		if (o->fd < 0) {
 			*err = -errno;
 			return NULL;
 		}
+	} else if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) &&
+	    realpath(path, o->path) == NULL) {
+		/* A link to a file: the file it names is replaced, not
+		 * the link. */
+		*err = -errno;
+		return NULL;
 	} else if ((o->fd = output_tmp(o, 0666)) < 0) {
 		*err = o->fd;
 		o->fd = -1;

@@ -143,5 +143,12 @@ python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$t/old.json" ||
 	fail "the export over the old output"
 [ "$(ls -A "$t" | grep -c '^\.')" -eq 0 ] ||
 	fail "temporary files left: $(ls -A "$t")"
+# Through a link to a file: the file is replaced, the link stays.
+echo keep >"$t/real.json"
+ln -s real.json "$t/link.json"
+"$ctl" export "$tr" --format chrome -o "$t/link.json" || fail "export via a link"
+[ -L "$t/link.json" ] || fail "the link was replaced"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$t/real.json" ||
+	fail "the file the link names"
 echo "ok: a failed export keeps the old output and leaves no temporary"
 echo "report-oddfiles: all passed"
