@@ -6,10 +6,10 @@
  * nodes (other /dev/shm) reach through a shared filesystem: futexes on a
  * shared file mapping work across processes as on shm.  Each rank
  * publishes its node, and the cost model (sim-topo.c) runs a comm that
- * spans nodes at the network's link.  Every collective runs in rounds: each rank posts up to a slot of
- * data, all meet at a barrier, each reads what it needs from the others'
- * slots (really reducing or moving the data), and all meet again so the
- * slots can be reused.  Send/recv use a one-chunk mailbox per ordered
+ * spans nodes at the network's link.  Every collective runs in rounds:
+ * each rank posts up to a slot of data, all meet at a barrier, each reads
+ * what it needs from the others' slots (really reducing, sim-reduce.c, or
+ * moving the data), and all meet again so the slots can be reused.  Send/recv use a one-chunk mailbox per ordered
  * pair of ranks.  Waits use futexes on the shared words with a deadline
  * (NPUSIM_HCCL_TIMEOUT_S) and check that the peers are still alive, so a
  * dead rank makes everyone fail instead of hang; a failure marks the comm
@@ -31,7 +31,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,215 +104,6 @@ static const char *sim_comm_names[] = {
 	[SIM_COMM_RECV] = "HcclRecv",
 	[SIM_COMM_BATCHSENDRECV] = "HcclBatchSendRecv",
 };
-
-static size_t
-sim_comm_dtype_size(int dt)
-{
-	switch (dt) {
-	case HCCL_DATA_TYPE_INT8:
-	case HCCL_DATA_TYPE_UINT8:
-		return (1);
-	case HCCL_DATA_TYPE_INT16:
-	case HCCL_DATA_TYPE_UINT16:
-	case HCCL_DATA_TYPE_FP16:
-	case HCCL_DATA_TYPE_BFP16:
-		return (2);
-	case HCCL_DATA_TYPE_INT32:
-	case HCCL_DATA_TYPE_UINT32:
-	case HCCL_DATA_TYPE_FP32:
-		return (4);
-	case HCCL_DATA_TYPE_INT64:
-	case HCCL_DATA_TYPE_UINT64:
-	case HCCL_DATA_TYPE_FP64:
-		return (8);
-	case HCCL_DATA_TYPE_INT128:
-		return (16);
-	}
-	return (0);
-}
-
-/*
- * Half and bfloat16 are reduced in float and rounded to nearest even.
- * Bit manipulation, not libm: a collective converts every element.
- */
-static float
-sim_comm_half_to_float(uint16_t h)
-{
-	uint32_t	sign = (uint32_t)(h & 0x8000) << 16, u;
-	uint32_t	e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	float		f;
-
-	if (e == 31)
-		u = sign | 0x7f800000U | (m << 13);	/* inf, nan */
-	else if (e != 0)
-		u = sign | ((e + 112) << 23) | (m << 13);
-	else if (m == 0)
-		u = sign;
-	else {
-		/* Subnormal: normalize the mantissa. */
-		e = 113;
-		while (!(m & 0x400)) {
-			m <<= 1;
-			e--;
-		}
-		u = sign | (e << 23) | ((m & 0x3ff) << 13);
-	}
-	memcpy(&f, &u, sizeof f);
-	return (f);
-}
-
-static uint16_t
-sim_comm_float_to_half(float f)
-{
-	uint32_t	x, sign, sh, m, q, rem;
-
-	memcpy(&x, &f, sizeof x);
-	sign = (x >> 16) & 0x8000;
-	x &= 0x7fffffffU;
-	if (x > 0x7f800000U)
-		return (0x7e00);			/* nan */
-	if (x >= 0x477ff000U)
-		return ((uint16_t)(sign | 0x7c00));	/* >= 65520: inf */
-	if (x >= 0x38800000U)			/* normal half: >= 2^-14 */
-		return ((uint16_t)(sign | ((x - 0x38000000U + 0xfffU +
-		    ((x >> 13) & 1)) >> 13)));
-	if (x <= 0x33000000U)			/* <= 2^-25: to even, 0 */
-		return ((uint16_t)sign);
-	/* Subnormal half: f * 2^24 to the nearest even integer. */
-	sh = 126 - (x >> 23);
-	m = (x & 0x7fffffU) | 0x800000U;
-	q = m >> sh;
-	rem = m & ((1U << sh) - 1);
-	if (rem > (1U << (sh - 1)) || (rem == (1U << (sh - 1)) && (q & 1)))
-		q++;
-	return ((uint16_t)(sign | q));
-}
-
-/* Every half as a float, built once: a reduction reads two per element. */
-static float		sim_comm_half_tab[65536];
-static pthread_once_t	sim_comm_half_once = PTHREAD_ONCE_INIT;
-
-static void
-sim_comm_half_init(void)
-{
-	uint32_t	h;
-
-	for (h = 0; h < 65536; h++)
-		sim_comm_half_tab[h] = sim_comm_half_to_float((uint16_t)h);
-}
-
-static float
-sim_comm_bf16_to_float(uint16_t b)
-{
-	uint32_t	u = (uint32_t)b << 16;
-	float		f;
-
-	memcpy(&f, &u, sizeof f);
-	return (f);
-}
-
-static uint16_t
-sim_comm_float_to_bf16(float f)
-{
-	uint32_t	u;
-
-	if (isnan(f))
-		return (0x7fc0);
-	memcpy(&u, &f, sizeof u);
-	u += 0x7fff + ((u >> 16) & 1);
-	return ((uint16_t)(u >> 16));
-}
-
-#define SIM_COMM_REDUCE_LOOP(T, d, s, n, op) do {			\
-	T		*dd = (T *)(d);					\
-	const T		*ss = (const T *)(s);				\
-	size_t		 i_;						\
-	for (i_ = 0; i_ < (n); i_++) {					\
-		switch (op) {						\
-		case HCCL_REDUCE_SUM: dd[i_] = dd[i_] + ss[i_]; break;	\
-		case HCCL_REDUCE_PROD: dd[i_] = dd[i_] * ss[i_]; break;	\
-		case HCCL_REDUCE_MAX:					\
-			if (ss[i_] > dd[i_]) dd[i_] = ss[i_];		\
-			break;						\
-		default:						\
-			if (ss[i_] < dd[i_]) dd[i_] = ss[i_];		\
-			break;						\
-		}							\
-	}								\
-} while (0)
-
-static float
-sim_comm_fop(float a, float b, int op)
-{
-	switch (op) {
-	case HCCL_REDUCE_SUM:
-		return (a + b);
-	case HCCL_REDUCE_PROD:
-		return (a * b);
-	case HCCL_REDUCE_MAX:
-		return (b > a ? b : a);
-	}
-	return (b < a ? b : a);
-}
-
-/* dst[i] = dst[i] op src[i] for n elements of type dt. */
-static void
-sim_comm_reduce(void *dst, const void *src, size_t n, int dt, int op)
-{
-	uint16_t	*d16 = dst, v;
-	const uint16_t	*s16 = src;
-	size_t		 i;
-
-	switch (dt) {
-	case HCCL_DATA_TYPE_INT8:
-		SIM_COMM_REDUCE_LOOP(int8_t, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_UINT8:
-		SIM_COMM_REDUCE_LOOP(uint8_t, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_INT16:
-		SIM_COMM_REDUCE_LOOP(int16_t, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_UINT16:
-		SIM_COMM_REDUCE_LOOP(uint16_t, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_INT32:
-		SIM_COMM_REDUCE_LOOP(int32_t, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_UINT32:
-		SIM_COMM_REDUCE_LOOP(uint32_t, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_INT64:
-		SIM_COMM_REDUCE_LOOP(int64_t, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_UINT64:
-		SIM_COMM_REDUCE_LOOP(uint64_t, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_FP32:
-		SIM_COMM_REDUCE_LOOP(float, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_FP64:
-		SIM_COMM_REDUCE_LOOP(double, dst, src, n, op);
-		break;
-	case HCCL_DATA_TYPE_FP16:
-		pthread_once(&sim_comm_half_once, sim_comm_half_init);
-		for (i = 0; i < n; i++) {
-			memcpy(&v, &s16[i], sizeof v);
-			d16[i] = sim_comm_float_to_half(sim_comm_fop(
-			    sim_comm_half_tab[d16[i]], sim_comm_half_tab[v],
-			    op));
-		}
-		break;
-	case HCCL_DATA_TYPE_BFP16:
-		for (i = 0; i < n; i++) {
-			memcpy(&v, &s16[i], sizeof v);
-			d16[i] = sim_comm_float_to_bf16(sim_comm_fop(
-			    sim_comm_bf16_to_float(d16[i]),
-			    sim_comm_bf16_to_float(v), op));
-		}
-		break;
-	}
-}
 
 static void
 sim_comm_futex_wake(uint32_t *addr)
@@ -521,7 +311,7 @@ sim_comm_p2p_link(struct sim_comm *c, uint32_t peer)
 static uint64_t
 sim_comm_bytes(struct sim_comm *c, struct sim_comm_op *op)
 {
-	size_t		esz = sim_comm_dtype_size(op->dtype);
+	size_t		esz = sim_reduce_dtype_size(op->dtype);
 	uint64_t	n = c->nranks, b = 0, i;
 
 	switch (op->op) {
@@ -553,7 +343,7 @@ static int
 sim_comm_post(struct sim_comm *c, struct sim_comm_op *op, uint64_t off,
     uint64_t per)
 {
-	size_t		 esz = sim_comm_dtype_size(op->dtype);
+	size_t		 esz = sim_reduce_dtype_size(op->dtype);
 	const char	*send = op->send;
 	char		*slot = sim_comm_slot(c, c->rank);
 	uint64_t	 n = c->nranks, j, len, cnt = op->count, more = 0;
@@ -601,7 +391,7 @@ static void
 sim_comm_consume(struct sim_comm *c, struct sim_comm_op *op, uint64_t off,
     uint64_t per)
 {
-	size_t		 esz = sim_comm_dtype_size(op->dtype);
+	size_t		 esz = sim_reduce_dtype_size(op->dtype);
 	char		*recv = op->recv, *dst;
 	uint64_t	 n = c->nranks, i, len, cnt = op->count, r = c->rank;
 
@@ -614,7 +404,7 @@ sim_comm_consume(struct sim_comm *c, struct sim_comm_op *op, uint64_t off,
 		dst = recv + off * esz;
 		memcpy(dst, sim_comm_slot(c, 0), len * esz);
 		for (i = 1; i < n; i++)
-			sim_comm_reduce(dst, sim_comm_slot(c, (uint32_t)i),
+			sim_reduce(dst, sim_comm_slot(c, (uint32_t)i),
 			    len, op->dtype, op->redop);
 		break;
 	case SIM_COMM_BROADCAST:
@@ -631,7 +421,7 @@ sim_comm_consume(struct sim_comm *c, struct sim_comm_op *op, uint64_t off,
 		dst = recv + off * esz;
 		memcpy(dst, sim_comm_slot(c, 0) + r * per * esz, len * esz);
 		for (i = 1; i < n; i++)
-			sim_comm_reduce(dst, sim_comm_slot(c, (uint32_t)i) +
+			sim_reduce(dst, sim_comm_slot(c, (uint32_t)i) +
 			    r * per * esz, len, op->dtype, op->redop);
 		break;
 	case SIM_COMM_SCATTER:
@@ -668,7 +458,7 @@ static HcclResult
 sim_comm_allreduce_round(struct sim_comm *c, struct sim_comm_op *op,
     uint64_t off, uint64_t per)
 {
-	size_t		 esz = sim_comm_dtype_size(op->dtype);
+	size_t		 esz = sim_reduce_dtype_size(op->dtype);
 	uint64_t	 n = c->nranks, len, seg, lo, hi, j, i;
 	char		*dst;
 	HcclResult	 r;
@@ -681,7 +471,7 @@ sim_comm_allreduce_round(struct sim_comm *c, struct sim_comm_op *op,
 	if (hi > lo) {
 		memcpy(dst, sim_comm_slot(c, 0) + lo * esz, (hi - lo) * esz);
 		for (i = 1; i < n; i++)
-			sim_comm_reduce(dst, sim_comm_slot(c, (uint32_t)i) +
+			sim_reduce(dst, sim_comm_slot(c, (uint32_t)i) +
 			    lo * esz, hi - lo, op->dtype, op->redop);
 		memcpy(sim_comm_slot(c, c->rank) + lo * esz, dst,
 		    (hi - lo) * esz);
@@ -708,7 +498,7 @@ sim_comm_collective(struct sim_comm *c, struct sim_comm_op *op,
 {
 	struct sim_comm_shm		*sh = c->shm;
 	struct sim_comm_rankinfo	*me = &sh->ranks[c->rank], *ri;
-	size_t				 esz = sim_comm_dtype_size(op->dtype);
+	size_t				 esz = sim_reduce_dtype_size(op->dtype);
 	uint64_t			 per, off = 0, seq = ++c->op_seq;
 	uint32_t			 i;
 	int				 more, any;
@@ -899,7 +689,7 @@ sim_comm_batch_record(const struct sim_comm_op *op,
 	for (i = 0; i < op->nitems; i++) {
 		count += op->items[i].count;
 		bytes += op->items[i].count *
-		    sim_comm_dtype_size(op->items[i].dataType);
+		    sim_reduce_dtype_size(op->items[i].dataType);
 		if (op->items[i].dataType != op->items[0].dataType)
 			same_type = 0;
 		if (op->items[i].remoteRank != op->items[0].remoteRank)
@@ -963,7 +753,7 @@ sim_comm_exec(struct sim_comm_op *op, uint64_t start, struct npusim_record *rec)
 				v[i].peer = op->items[i].remoteRank;
 				v[i].buf = op->items[i].buf;
 				v[i].bytes = op->items[i].count *
-				    sim_comm_dtype_size(
+				    sim_reduce_dtype_size(
 				    op->items[i].dataType);
 			}
 			sim_comm_batch_record(op, rec);
@@ -973,7 +763,7 @@ sim_comm_exec(struct sim_comm_op *op, uint64_t start, struct npusim_record *rec)
 			one.peer = op->root;
 			one.buf = one.send ? (char *)(uintptr_t)op->send :
 			    op->recv;
-			one.bytes = op->count * sim_comm_dtype_size(op->dtype);
+			one.bytes = op->count * sim_reduce_dtype_size(op->dtype);
 		}
 		for (i = 0; i < n; i++)
 			bytes += v[i].bytes;
@@ -1269,7 +1059,7 @@ sim_comm_submit(struct sim_comm_op *op, HcclComm comm, aclrtStream stream,
 	}
 	if ((c = sim_comm_get(comm)) == NULL ||
 	    (unsigned)op->dtype >= HCCL_DATA_TYPE_RESERVED ||
-	    sim_comm_dtype_size(op->dtype) == 0 ||
+	    sim_reduce_dtype_size(op->dtype) == 0 ||
 	    (reduce && (unsigned)op->redop >= HCCL_REDUCE_RESERVED)) {
 		r = HCCL_E_PARA;
 		goto fail;
@@ -1528,7 +1318,7 @@ HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo, uint32_t itemNum,
 		if ((unsigned)sendRecvInfo[i].sendRecvType > HCCL_RECV ||
 		    sendRecvInfo[i].remoteRank >= n ||
 		    sendRecvInfo[i].remoteRank == c->rank ||
-		    sim_comm_dtype_size(sendRecvInfo[i].dataType) == 0 ||
+		    sim_reduce_dtype_size(sendRecvInfo[i].dataType) == 0 ||
 		    (sendRecvInfo[i].count > 0 &&
 		    sendRecvInfo[i].buf == NULL)) {
 			sim_handle_put(&c->obj);

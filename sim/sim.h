@@ -386,6 +386,10 @@ struct sim_link	 sim_topo_ring_link(uint32_t, const struct sim_link *,
 		     const struct sim_link *, double);
 uint64_t	 sim_topo_coll_ns(int, uint32_t, uint64_t, struct sim_link);
 
+/* sim-reduce.c */
+size_t		 sim_reduce_dtype_size(int);
+void		 sim_reduce(void *, const void *, size_t, int, int);
+
 /* sim-comm.c */
 aclError	 sim_comm_exec(struct sim_comm_op *, uint64_t,
 		     struct npusim_record *);
