@@ -473,6 +473,11 @@ struct pending {
 unsigned	devtime_submit(struct pending *p);
 /* Whether device records can be produced (channel helpers present). */
 bool		devtime_available(void);
+/* devrec.c: a device task's record (start, end: host ns) emitted as the
+ * activity records it stands for; p its launch when joined, else NULL. */
+struct npusim_record;
+void		devrec_emit(const struct npusim_record *rec,
+		    const struct pending *p, uint64_t start, uint64_t end);
 /* Around a call that may queue device work (icall_enter/icall_exit do
  * it when a device kind is wanted): its task's record, read before the
  * call has queued its entry, waits for the call to end.  begin returns

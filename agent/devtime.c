@@ -13,7 +13,7 @@
  * just yields no device records), joins, converts device time to host
  * CLOCK_REALTIME with lib/clocksync's fit (offset and drift over recent
  * (host, device) clock pairs, weighed by their brackets), and emits
- * through activity_emit.
+ * through activity_emit (devrec.c fills the activity records).
  *
  * A pending entry remembers the kinds wanted when its call was made, and
  * a joined record is emitted for those kinds whatever the masks say now:
@@ -943,36 +943,7 @@ queue_drain(void)
 	free(over);
 }
 
-/* ---- emitting ---- */
-
-static const char *
-kernel_type_name(unsigned t)
-{
-	switch (t) {
-	case NPUSIM_KERNEL_AI_CORE:	return "KERNEL_AICORE";
-	case NPUSIM_KERNEL_AI_VECTOR:	return "KERNEL_AIVEC";
-	case NPUSIM_KERNEL_AI_CPU:	return "KERNEL_AICPU";
-	}
-	return "KERNEL_UNKNOWN";
-}
-
-static const char *
-alg_name(unsigned a)
-{
-	switch (a) {
-	case NPUSIM_COMM_ALG_RING:	return "RING";
-	case NPUSIM_COMM_ALG_P2P:	return "P2P";
-	}
-	return "NONE";
-}
-
-static msptiCommunicationDataType
-rec_data_type(uint32_t t)
-{
-	if (t <= MSPTI_ACTIVITY_COMMUNICATION_INT128)
-		return (msptiCommunicationDataType)t;
-	return MSPTI_ACTIVITY_COMMUNICATION_INVALID_TYPE;
-}
+/* ---- emitting (the records themselves: devrec.c) ---- */
 
 /*
  * Host times of a record just read from its channel, in channel order:
@@ -991,139 +962,6 @@ read_times(const struct npusim_record *rec, uint64_t *start, uint64_t *end)
 		    rec->stream_id, rec->start_ns, rec->end_ns, start, end);
 	else if (*end < *start)
 		*end = *start;
-}
-
-static void
-emit_device(const struct npusim_record *rec, const struct pending *p,
-    uint64_t start, uint64_t end)
-{
-	uint32_t dev = (uint32_t)rec->device;
-	uint64_t corr = p != NULL && p->kind != MSPTI_ACTIVITY_KIND_MARKER ?
-	    p->corr : MSPTI_INVALID_CORRELATION_ID;
-	/* Joined: the kinds wanted when the call was made. */
-	uint32_t w = p != NULL ? p->kinds : api_kinds_api();
-	void (*emit)(const void *, size_t) = p != NULL ?
-	    activity_emit_api_always : activity_emit_api;
-	char name[NPUSIM_NAME_LEN], comm[NPUSIM_COMM_NAME_LEN];
-
-	memcpy(name, rec->name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
-	switch (rec->kind) {
-	case NPUSIM_TASK_KERNEL:
-		if (w & (1u << MSPTI_ACTIVITY_KIND_KERNEL)) {
-			msptiActivityKernel r;
-
-			memset(&r, 0, sizeof(r));
-			r.kind = MSPTI_ACTIVITY_KIND_KERNEL;
-			r.start = start;
-			r.end = end;
-			r.ds.deviceId = dev;
-			r.ds.streamId = rec->stream_id;
-			r.correlationId = corr;
-			r.type = kernel_type_name(rec->kernel_type);
-			r.name = api_intern(name);
-			emit(&r, sizeof(r));
-		}
-		break;
-	case NPUSIM_TASK_MEMCPY:
-		if (w & (1u << MSPTI_ACTIVITY_KIND_MEMCPY)) {
-			msptiActivityMemcpy r;
-
-			memset(&r, 0, sizeof(r));
-			r.kind = MSPTI_ACTIVITY_KIND_MEMCPY;
-			r.copyKind = p != NULL && p->kind ==
-			    MSPTI_ACTIVITY_KIND_MEMCPY ?
-			    (msptiActivityMemcpyKind)p->copy_kind :
-			    icall_memcpy_kind(rec->memcpy_kind);
-			r.bytes = rec->bytes;
-			r.start = start;
-			r.end = end;
-			r.deviceId = dev;
-			r.streamId = rec->stream_id;
-			r.correlationId = corr;
-			r.isAsync = p != NULL ? p->is_async : 1;
-			emit(&r, sizeof(r));
-		}
-		break;
-	case NPUSIM_TASK_MEMSET:
-		if (w & (1u << MSPTI_ACTIVITY_KIND_MEMSET)) {
-			msptiActivityMemset r;
-
-			memset(&r, 0, sizeof(r));
-			r.kind = MSPTI_ACTIVITY_KIND_MEMSET;
-			r.value = p != NULL ? p->value : 0;
-			r.bytes = rec->bytes;
-			r.start = start;
-			r.end = end;
-			r.deviceId = dev;
-			r.streamId = rec->stream_id;
-			r.correlationId = corr;
-			r.isAsync = p != NULL ? p->is_async : 1;
-			emit(&r, sizeof(r));
-		}
-		break;
-	case NPUSIM_TASK_COMM:
-		memcpy(comm, rec->comm_name, sizeof(comm));
-		comm[sizeof(comm) - 1] = '\0';
-		if (w & (1u << MSPTI_ACTIVITY_KIND_HCCL)) {
-			msptiActivityHccl r;
-
-			memset(&r, 0, sizeof(r));
-			r.kind = MSPTI_ACTIVITY_KIND_HCCL;
-			r.start = start;
-			r.end = end;
-			r.ds.deviceId = dev;
-			r.ds.streamId = rec->stream_id;
-			r.bandWidth = end > start ?
-			    (double)rec->bytes / (double)(end - start) : 0;
-			r.name = api_intern(name);
-			r.commName = api_intern(comm);
-			emit(&r, sizeof(r));
-		}
-		if (w & (1u << MSPTI_ACTIVITY_KIND_COMMUNICATION)) {
-			msptiActivityCommunication r;
-
-			memset(&r, 0, sizeof(r));
-			r.kind = MSPTI_ACTIVITY_KIND_COMMUNICATION;
-			r.dataType = rec_data_type(rec->data_type);
-			r.count = rec->count;
-			r.ds.deviceId = dev;
-			r.ds.streamId = rec->stream_id;
-			r.start = start;
-			r.end = end;
-			r.algType = alg_name(rec->algorithm);
-			r.name = api_intern(name);
-			r.commName = api_intern(comm);
-			r.correlationId = corr;
-			emit(&r, sizeof(r));
-		}
-		break;
-	case NPUSIM_TASK_MARKER:
-		if (w & (1u << MSPTI_ACTIVITY_KIND_MARKER)) {
-			msptiActivityMarker r;
-			const char *mname = NULL, *mdom = NULL;
-			uint64_t host_ts = 0;
-
-			memset(&r, 0, sizeof(r));
-			mstx_marker_take(rec->marker_id, rec->tag_id, &mname,
-			    &mdom, &host_ts);
-			r.kind = MSPTI_ACTIVITY_KIND_MARKER;
-			r.flag = (msptiActivityFlag)rec->tag_id;
-			r.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_DEVICE;
-			/* The device reached the marker after the host queued
-			 * it: a clock model error must not put it before. */
-			r.timestamp = start > host_ts ? start : host_ts;
-			r.id = rec->marker_id;
-			r.objectId.ds.deviceId = dev;
-			r.objectId.ds.streamId = rec->stream_id;
-			r.name = mname;
-			r.domain = mdom;
-			emit(&r, sizeof(r));
-		}
-		break;
-	default:
-		break;
-	}
 }
 
 static bool
@@ -1192,11 +1030,11 @@ try_emit(struct deferred *d, uint64_t now)
 	struct pending p;
 
 	if (!rec_needs_join(rec)) {
-		emit_device(rec, NULL, d->start, d->end);
+		devrec_emit(rec, NULL, d->start, d->end);
 		return true;
 	}
 	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p)) {
-		emit_device(rec, &p, d->start, d->end);
+		devrec_emit(rec, &p, d->start, d->end);
 		return true;
 	}
 	if (!d->over) {
@@ -1214,13 +1052,13 @@ try_emit(struct deferred *d, uint64_t now)
 	}
 	queue_drain();
 	if (map_take((uint32_t)rec->device, rec->stream_id, rec->task_id, &p)) {
-		emit_device(rec, &p, d->start, d->end);
+		devrec_emit(rec, &p, d->start, d->end);
 		return true;
 	}
 	if ((intptr_t)(d->need - dt_deq) > 0 &&
 	    now - d->since < DEVTIME_STUCK_NS)
 		return false;
-	emit_device(rec, NULL, d->start, d->end);
+	devrec_emit(rec, NULL, d->start, d->end);
 	return true;
 }
 
@@ -1236,7 +1074,7 @@ defer_add(const struct deferred *d)
 		n = realloc(dt_defer, cap * sizeof(*n));
 		if (n == NULL) {
 			/* Delivered, if without its call. */
-			emit_device(&d->rec, NULL, d->start, d->end);
+			devrec_emit(&d->rec, NULL, d->start, d->end);
 			return;
 		}
 		dt_defer = n;
