@@ -42,6 +42,18 @@ devrec_data_type(uint32_t t)
 	return MSPTI_ACTIVITY_COMMUNICATION_INVALID_TYPE;
 }
 
+/* The fields a MEMCPY and a MEMSET record share (the same names in
+ * both structures). */
+#define DEVREC_COPY(r, rec, p, t0, t1, corr) do {			\
+	(r)->bytes = (rec)->bytes;					\
+	(r)->start = (t0);						\
+	(r)->end = (t1);						\
+	(r)->deviceId = (uint32_t)(rec)->device;			\
+	(r)->streamId = (rec)->stream_id;				\
+	(r)->correlationId = (corr);					\
+	(r)->isAsync = (p) != NULL ? (p)->is_async : 1;			\
+} while (0)
+
 void
 devrec_emit(const struct npusim_record *rec, const struct pending *p,
     uint64_t start, uint64_t end)
@@ -84,13 +96,7 @@ devrec_emit(const struct npusim_record *rec, const struct pending *p,
 			    MSPTI_ACTIVITY_KIND_MEMCPY ?
 			    (msptiActivityMemcpyKind)p->copy_kind :
 			    icall_memcpy_kind(rec->memcpy_kind);
-			r.bytes = rec->bytes;
-			r.start = start;
-			r.end = end;
-			r.deviceId = dev;
-			r.streamId = rec->stream_id;
-			r.correlationId = corr;
-			r.isAsync = p != NULL ? p->is_async : 1;
+			DEVREC_COPY(&r, rec, p, start, end, corr);
 			emit(&r, sizeof(r));
 		}
 		break;
@@ -101,13 +107,7 @@ devrec_emit(const struct npusim_record *rec, const struct pending *p,
 			memset(&r, 0, sizeof(r));
 			r.kind = MSPTI_ACTIVITY_KIND_MEMSET;
 			r.value = p != NULL ? p->value : 0;
-			r.bytes = rec->bytes;
-			r.start = start;
-			r.end = end;
-			r.deviceId = dev;
-			r.streamId = rec->stream_id;
-			r.correlationId = corr;
-			r.isAsync = p != NULL ? p->is_async : 1;
+			DEVREC_COPY(&r, rec, p, start, end, corr);
 			emit(&r, sizeof(r));
 		}
 		break;
