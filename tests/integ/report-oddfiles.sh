@@ -99,9 +99,16 @@ grep -q "^msptictl export: $t/out.fifo: .*no reader" "$t/e" ||
 cat "$t/out.fifo" >"$t/got.json" &
 r=$!
 pids="$pids $r"
-sleep 0.2
-timeout 60 "$ctl" export "$tr" --format chrome -o "$t/out.fifo" ||
-	fail "export into a FIFO with a reader"
+# (Until cat has the FIFO open, export finds no reader: it tries again.)
+i=0
+until timeout 60 "$ctl" export "$tr" --format chrome -o "$t/out.fifo" \
+    2>"$t/e"; do
+	grep -q "no reader" "$t/e" ||
+		fail "export into a FIFO with a reader: $(cat "$t/e")"
+	i=$((i + 1))
+	[ $i -lt 100 ] || fail "the reader never opened the FIFO"
+	sleep 0.1
+done
 wait "$r" || fail "the reader"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["traceEvents"]' \
     "$t/got.json" || fail "the JSON read from the FIFO"
