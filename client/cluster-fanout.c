@@ -195,7 +195,7 @@ cluster_fanout_resolve(struct cluster *cl)
 
 	if (cl->hosts != NULL) {
 		/* A FIFO nobody writes to: an error, not a wait. */
-		int fd = util_open_input(cl->hosts, 5);
+		int fd = util_open_input(cl->hosts);
 		FILE *f = NULL;
 		char line[1024];
 
@@ -207,9 +207,7 @@ cluster_fanout_resolve(struct cluster *cl)
 		}
 		if (f == NULL)
 			return client_usage_error(cl->e, "cannot read hosts "
-			    "file %s: %s", cl->hosts, fd == -ETIMEDOUT ?
-			    "a FIFO that no writer wrote to within 5 s" :
-			    strerror(-fd));
+			    "file %s: %s", cl->hosts, util_input_strerror(fd));
 		while (fgets(line, sizeof(line), f) != NULL) {
 			line[strcspn(line, "#")] = '\0';
 			if (cluster_add_words(cl, line) != 0)

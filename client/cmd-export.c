@@ -200,12 +200,11 @@ cmd_export_exec(struct client *c, int argc, char **argv)
 		return client_usage_error(e, "--json prints on stdout: give "
 		    "-o FILE, not -o -");
 	/* Each input is read twice (the analysis, then the records): a
-	 * stream cannot be. */
+	 * stream (a pipe, a FIFO) cannot be. */
 	for (int i = optind; i < argc; i++) {
 		struct stat st;
 
-		if (stat(argv[i], &st) == 0 && !S_ISREG(st.st_mode) &&
-		    !S_ISBLK(st.st_mode)) {
+		if (stat(argv[i], &st) == 0 && S_ISFIFO(st.st_mode)) {
 			fprintf(stderr, "msptictl export: %s: not a regular "
 			    "file (export reads its input twice: save a "
 			    "stream to a file first)\n", argv[i]);

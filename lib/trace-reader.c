@@ -482,7 +482,7 @@ trace_reader_open(const char *path, struct trace_reader **rp)
 	int fd, rc;
 
 	/* A FIFO nobody writes to: an error after a while, not a wait. */
-	if ((fd = util_open_input(path, TRACE_FIFO_WAIT_S)) < 0)
+	if ((fd = util_open_input(path)) < 0)
 		return fd;
 	if ((rc = trace_reader_open_fd(fd, rp)) != 0) {
 		close(fd);

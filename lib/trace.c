@@ -7,9 +7,7 @@
 #include <string.h>
 
 #include "trace.h"
-
-#define TRACE_STR_(x)	#x
-#define TRACE_STR(x)	TRACE_STR_(x)
+#include "util.h"
 
 _Static_assert(sizeof(struct trace_file_hdr) == 40, "file header");
 _Static_assert(sizeof(struct trace_tlv) == 8, "tlv");
@@ -266,8 +264,7 @@ trace_strerror(int err)
 	case -EINVAL:
 		return "invalid argument (trace fd must be at offset 0)";
 	case -ETIMEDOUT:
-		return "a FIFO that no writer wrote to within "
-		    TRACE_STR(TRACE_FIFO_WAIT_S) " s";
+		return UTIL_FIFO_NO_WRITER;
 	}
 	return err < 0 ? strerror(-err) : "unknown error";
 }

@@ -193,9 +193,8 @@ struct trace_reader_stats {
  * close) and reads the header; when the file is seekable, the footer too.
  * *rp is freed with trace_reader_close.  Returns 0, -EPROTO (not a trace
  * or another version), -EBADMSG (corrupt header), -ENOMEM, -ETIMEDOUT (a
- * FIFO no writer wrote to in TRACE_FIFO_WAIT_S seconds) or -errno.
+ * FIFO no writer wrote to: util_open_input) or -errno.
  */
-#define TRACE_FIFO_WAIT_S	5
 int	trace_reader_open(const char *path, struct trace_reader **rp);
 int	trace_reader_open_fd(int fd, struct trace_reader **rp);
 void	trace_reader_close(struct trace_reader *r);

@@ -270,13 +270,19 @@ util_block_async_signals(sigset_t *old)
 /*
  * Opens path to read it, close-on-exec, without waiting for ever on a
  * FIFO: open(2) would wait for its writer, so it opens non-blocking and
- * gives the FIFO wait_s seconds for a writer to write (or come and go),
- * else -ETIMEDOUT.  Reads block again after (a stream's writer may be
+ * gives the FIFO UTIL_FIFO_WAIT_S seconds for a writer to write (or come
+ * and go), else -ETIMEDOUT (util_input_strerror says so).  Reads block again after (a stream's writer may be
  * slower than us).  A pipe whose writer runs (a shell's <(...)) is read
  * as any other.  Returns the fd or -errno.
  */
+#define UTIL_FIFO_WAIT_S	5
+#define UTIL_STR_(x)		#x
+#define UTIL_STR(x)		UTIL_STR_(x)
+#define UTIL_FIFO_NO_WRITER	"a FIFO that no writer wrote to within " \
+				UTIL_STR(UTIL_FIFO_WAIT_S) " s"
+
 static inline int
-util_open_input(const char *path, int wait_s)
+util_open_input(const char *path)
 {
 	struct pollfd pfd = { .events = POLLIN };
 	struct stat st;
@@ -289,7 +295,7 @@ util_open_input(const char *path, int wait_s)
 	else if (S_ISFIFO(st.st_mode)) {
 		pfd.fd = fd;
 		do
-			n = poll(&pfd, 1, wait_s * 1000);
+			n = poll(&pfd, 1, UTIL_FIFO_WAIT_S * 1000);
 		while (n < 0 && errno == EINTR);
 		rc = n < 0 ? -errno : n == 0 ? -ETIMEDOUT : 0;
 	}
@@ -301,6 +307,13 @@ util_open_input(const char *path, int wait_s)
 		return rc;
 	}
 	return fd;
+}
+
+/* util_open_input's error in words. */
+static inline const char *
+util_input_strerror(int rc)
+{
+	return rc == -ETIMEDOUT ? UTIL_FIFO_NO_WRITER : strerror(-rc);
 }
 
 /* The runtime dir: arg if given, else $MSPTID_RUNTIME_DIR, else
