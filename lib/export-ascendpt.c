@@ -37,7 +37,6 @@
 #include "export-int.h"
 #include "export-ascendpt.h"
 #include "trace.h"
-#include "util.h"
 
 #define AP_ATTR		__attribute__((visibility("default")))
 

@@ -271,9 +271,10 @@ util_block_async_signals(sigset_t *old)
  * Opens path to read it, close-on-exec, without waiting for ever on a
  * FIFO: open(2) would wait for its writer, so it opens non-blocking and
  * gives the FIFO UTIL_FIFO_WAIT_S seconds for a writer to write (or come
- * and go), else -ETIMEDOUT (util_input_strerror says so).  Reads block again after (a stream's writer may be
- * slower than us).  A pipe whose writer runs (a shell's <(...)) is read
- * as any other.  Returns the fd or -errno.
+ * and go), else -ETIMEDOUT (util_input_strerror says so).  Reads block
+ * again after (a stream's writer may be slower than us).  A pipe whose
+ * writer runs (a shell's <(...)) is read as any other.  Returns the fd
+ * or -errno.
  */
 #define UTIL_FIFO_WAIT_S	5
 #define UTIL_STR_(x)		#x

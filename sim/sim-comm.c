@@ -9,11 +9,11 @@
  * spans nodes at the network's link.  Every collective runs in rounds:
  * each rank posts up to a slot of data, all meet at a barrier, each reads
  * what it needs from the others' slots (really reducing, sim-reduce.c, or
- * moving the data), and all meet again so the slots can be reused.  Send/recv use a one-chunk mailbox per ordered
- * pair of ranks.  Waits use futexes on the shared words with a deadline
- * (NPUSIM_HCCL_TIMEOUT_S) and check that the peers are still alive, so a
- * dead rank makes everyone fail instead of hang; a failure marks the comm
- * aborted for every rank.
+ * moving the data), and all meet again so the slots can be reused.
+ * Send/recv use a one-chunk mailbox per ordered pair of ranks.  Waits use
+ * futexes on the shared words with a deadline (NPUSIM_HCCL_TIMEOUT_S) and
+ * check that the peers are still alive, so a dead rank makes everyone
+ * fail instead of hang; a failure marks the comm aborted for every rank.
  *
  * Timing is the model's: a rank arrives at its task's modelled start
  * (not when its worker got there); the first barrier tells every rank
