@@ -86,9 +86,9 @@ capture_open(const char *path, struct capture **cp)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return -ENOMEM;
 	pthread_mutex_init(&c->mtx, NULL);
-	c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (c->fd < 0) {
-		rc = -errno;
+	/* A regular file: a FIFO or device is refused at once. */
+	if ((c->fd = util_create_output(path, 0644, false)) < 0) {
+		rc = c->fd;
 		free(c);
 		return rc;
 	}

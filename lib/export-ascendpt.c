@@ -34,9 +34,9 @@
 
 #include "analysis-int.h"
 #include "export.h"
-#include "export-int.h"
 #include "export-ascendpt.h"
 #include "trace.h"
+#include "util.h"
 
 #define AP_ATTR		__attribute__((visibility("default")))
 
@@ -86,11 +86,18 @@ ap_mkdir(const char *path, bool follow)
 FILE *
 ap_fopen(const char *dir, const char *name)
 {
+	char path[PATH_MAX];
 	FILE *f;
 	int fd;
 
-	/* 0644 whatever the umask, as the tools' own writers do. */
-	if ((fd = ex_create_file(dir, name, 0644)) < 0) {
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	/* 0644 whatever the umask, as the tools' own writers do; a FIFO or
+	 * device there is refused at once. */
+	if ((fd = util_create_output(path, 0644, true)) < 0) {
 		errno = -fd;
 		return NULL;
 	}

@@ -12,22 +12,27 @@
 #include <unistd.h>
 
 #include "export.h"
-#include "export-int.h"
 #include "analysis-int.h"
 #include "trace.h"
+#include "util.h"
 
 #define CSV_ATTR	__attribute__((visibility("default")))
 
-/* dir/name.csv for writing (ex_create_file); NULL with errno set. */
+/* dir/name.csv for writing (util_create_output: a FIFO or device there
+ * is refused at once); NULL with errno set. */
 static FILE *
 csv_open(const char *dir, const char *name)
 {
-	char file[NAME_MAX + 1];
+	char path[PATH_MAX];
 	FILE *f;
 	int fd;
 
-	snprintf(file, sizeof(file), "%s.csv", name);
-	if ((fd = ex_create_file(dir, file, -1)) < 0) {
+	if (snprintf(path, sizeof(path), "%s/%s.csv", dir, name) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	if ((fd = util_create_output(path, 0666, false)) < 0) {
 		errno = -fd;
 		return NULL;
 	}

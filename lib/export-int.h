@@ -82,7 +82,5 @@ struct ex {
 };
 
 AN_HIDDEN int	ex_walk(struct ex *x);
-/* dir/name created or emptied, a regular file only (export.c). */
-AN_HIDDEN int	ex_create_file(const char *dir, const char *name, int mode);
 
 #endif

@@ -6,14 +6,10 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 
 #include "analysis-int.h"
 #include "export.h"
@@ -1169,38 +1165,3 @@ export_chrome(struct analysis *a, FILE *out)
 	return rc;
 }
 
-/* Creates (or empties) the regular file dir/name for writing, without
- * following a link there; mode: its mode, or -1 for 0666 less the umask.
- * What is there and not a regular file (a FIFO, a device) is left alone:
- * -ENXIO, at once, not a wait for a FIFO's reader.  Returns the fd
- * (close-on-exec) or -errno. */
-AN_HIDDEN int
-ex_create_file(const char *dir, const char *name, int mode)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	int fd, rc = 0;
-
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
-	    (int)sizeof(path))
-		return -ENAMETOOLONG;
-	/* O_NONBLOCK: a FIFO with no reader fails (ENXIO) rather than
-	 * waits; no O_TRUNC before we know it is a regular file. */
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
-	    O_NONBLOCK, 0666);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) != 0)
-		rc = -errno;
-	else if (!S_ISREG(st.st_mode))
-		rc = -ENXIO;
-	else if (ftruncate(fd, 0) != 0 ||
-	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
-	    (mode >= 0 && fchmod(fd, (mode_t)mode) != 0))
-		rc = -errno;
-	if (rc != 0) {
-		close(fd);
-		return rc;
-	}
-	return fd;
-}

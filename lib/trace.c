@@ -265,6 +265,8 @@ trace_strerror(int err)
 		return "invalid argument (trace fd must be at offset 0)";
 	case -ETIMEDOUT:
 		return UTIL_FIFO_NO_WRITER;
+	case -ENXIO:
+		return "not a regular file (a FIFO, device or socket)";
 	}
 	return err < 0 ? strerror(-err) : "unknown error";
 }

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -302,6 +303,40 @@ util_open_input(const char *path)
 	}
 	if (rc == 0 && ((fl = fcntl(fd, F_GETFL)) == -1 ||
 	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1))
+		rc = -errno;
+	if (rc != 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/*
+ * Creates (or empties) the regular file path for writing, close-on-exec,
+ * without following a link there, with mode less the umask (force: mode
+ * whatever the umask).  What is there and not a regular file (a FIFO, a
+ * device) is left alone: -ENXIO, at once, not a wait for a FIFO's
+ * reader.  Returns the fd or -errno.
+ */
+static inline int
+util_create_output(const char *path, mode_t mode, bool force)
+{
+	struct stat st;
+	int fd, fl, rc = 0;
+
+	/* O_NONBLOCK: a FIFO with no reader fails (ENXIO) rather than
+	 * waits; no O_TRUNC before we know it is a regular file. */
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, mode);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -ENXIO;
+	else if (ftruncate(fd, 0) != 0 || (fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
+	    (force && fchmod(fd, mode) != 0))
 		rc = -errno;
 	if (rc != 0) {
 		close(fd);

@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "capture.h"
 #include "export.h"
 #include "pyext.h"
+#include "util.h"
 
 /* GIL-protected (the delivery thread holds the GIL while dispatching). */
 static uint32_t	 prof_kinds;	/* bit per msptiActivityKind */
@@ -637,13 +639,22 @@ pyprof_export_chrome(PyObject *self, PyObject *args)
 	struct analysis *a;
 	const char *path;
 	FILE *fp;
-	int rc;
+	int fd, rc;
 
 	if ((a = pyprof_get(self)) == NULL ||
 	    !PyArg_ParseTuple(args, "s", &path))
 		return NULL;
-	if ((fp = fopen(path, "w")) == NULL)
-		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+	/* A regular file: a FIFO or device is refused at once (fopen
+	 * waited for a FIFO's reader, with the GIL held). */
+	if ((fd = util_create_output(path, 0666, false)) < 0 ||
+	    (fp = fdopen(fd, "w")) == NULL) {
+		rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		PyErr_Format(PyExc_OSError, "export %s: %s", path,
+		    analysis_strerror(rc));
+		return NULL;
+	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = export_chrome(a, fp);
 	if (fclose(fp) != 0 && rc == 0)

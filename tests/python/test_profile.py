@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 import subprocess
 
 import pytest
@@ -135,6 +136,41 @@ def test_chrome_trace(prof, tmp_path):
         assert names.count(n) == 2 * c
     assert "step" in names
     assert any(n == "aclrtLaunchKernel" for n in names)
+
+
+def test_exports_into_a_fifo_with_no_reader_fail_at_once(tmp_path):
+    # A FIFO nobody reads: an OSError at once, not a wait for ever (the
+    # engine's export held the GIL while it waited).  In a child, so that
+    # the old behaviour fails by the timeout rather than hangs the suite.
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    code = r"""
+import sys, mspti, mspti.npusim as sim
+sim.set_device(0)
+s = sim.Stream()
+k = sim.Kernel("FifoK", sim.AI_CORE, fixed_ns=1000)
+with mspti.Profile() as p:
+    k.launch(s)
+    s.synchronize()
+for name, f in (("chrome", lambda: p.export_chrome_trace(sys.argv[1],
+                                                         kineto=False)),
+                ("trace", lambda: p.export_trace(sys.argv[1]))):
+    try:
+        f()
+        print(name, "written")
+    except OSError as e:
+        print(name, "OSError", e)
+"""
+    try:
+        r = run_python(["-c", code, str(fifo)], timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("an export into a FIFO with no reader waits for ever")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [l.split()[:2] for l in lines] == [["chrome", "OSError"],
+                                              ["trace", "OSError"]], lines
+    assert all("out.fifo" in l for l in lines), lines
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
 def test_schedule(stream):
