@@ -651,9 +651,12 @@ pyprof_export_chrome(PyObject *self, PyObject *args)
 		rc = fd < 0 ? fd : -errno;
 		if (fd >= 0)
 			close(fd);
-		PyErr_Format(PyExc_OSError, "export %s: %s", path,
-		    analysis_strerror(rc));
-		return NULL;
+		if (rc == -ENXIO)
+			return PyErr_Format(PyExc_OSError, "export %s: %s",
+			    path, analysis_strerror(rc));
+		/* FileNotFoundError, PermissionError, ... as before. */
+		errno = -rc;
+		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
 	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = export_chrome(a, fp);
