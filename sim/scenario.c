@@ -36,6 +36,7 @@
 #include <npusim/npusim.h>
 
 #include "example.h"
+#include "util.h"
 
 #define SCN_LEVEL_PCT	0.25	/* variant granularity, percent */
 #define SCN_LEVELS	400	/* variants for -100%..+100% */
@@ -316,10 +317,16 @@ scenario_file(struct scenario *sc, const char *path)
 {
 	FILE	*f;
 	char	 line[512], *p, *key, *val, *e;
-	int	 n = 0, rc = 0;
+	int	 fd, n = 0, rc = 0;
 
-	if ((f = fopen(path, "r")) == NULL) {
-		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+	/* A FIFO nobody writes to: an error, not a wait. */
+	if ((fd = util_open_input(path)) >= 0 &&
+	    (f = fdopen(fd, "r")) == NULL) {
+		close(fd);
+		fd = -ENOMEM;
+	}
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s\n", path, util_input_strerror(fd));
 		return (-1);
 	}
 	while (rc == 0 && fgets(line, sizeof line, f) != NULL) {

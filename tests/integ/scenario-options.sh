@@ -74,6 +74,14 @@ bad "$DIST" --scenario slow-compute --fault-pct abc --truth
 bad "$DIST" --scenario slow-link --ranks 2 --slow-rank 2 --truth
 bad "$DIST" --truth
 bad "$DIST" --scenario-file "$T/none.conf"
+# A FIFO nobody writes to: refused after a few seconds, not waited on.
+mkfifo "$T/fifo.conf"
+rc=0
+timeout 60 "$DIST" --scenario-file "$T/fifo.conf" --truth >"$T/bad.out" \
+    2>"$T/bad.err" || rc=$?
+[ $rc -eq 2 ] || fail "a FIFO scenario file: exit $rc: $(cat "$T/bad.err")"
+grep -q "fifo.conf: a FIFO that no writer" "$T/bad.err" ||
+	fail "a FIFO scenario file: $(cat "$T/bad.err")"
 printf 'scenario = balanced\nranks\n' >"$T/bad.conf"
 bad "$DIST" --scenario-file "$T/bad.conf" --truth
 grep -q "bad.conf:2: 'ranks' has no value" "$T/bad.err" || fail "file line: $(cat "$T/bad.err")"
