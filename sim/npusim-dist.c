@@ -133,7 +133,9 @@ dist_root_exchange(int rank, HcclRootInfo *root, char *path, size_t len)
 		return (0);
 	}
 	for (t0 = example_now_ms(); !example_stop; usleep(10000)) {
-		if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		/* O_NONBLOCK: a FIFO there must not stop us in open(2). */
+		if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+		    O_NONBLOCK)) != -1) {
 			got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 			    st.st_uid == geteuid() ?
 			    read(fd, root, sizeof *root) : -1;
