@@ -191,28 +191,6 @@ sim_aclnn_float_to_half(float f)
 	    sim_aclnn_round_shift(mant, 13))));
 }
 
-static float
-sim_aclnn_bf16_to_float(uint16_t b)
-{
-	uint32_t	x = (uint32_t)b << 16;
-	float		f;
-
-	memcpy(&f, &x, sizeof f);
-	return (f);
-}
-
-static uint16_t
-sim_aclnn_float_to_bf16(float f)
-{
-	uint32_t	x;
-
-	if (isnan(f))
-		return (0x7fc0);
-	memcpy(&x, &f, sizeof x);
-	x += 0x7fff + ((x >> 16) & 1);
-	return ((uint16_t)(x >> 16));
-}
-
 static double
 sim_aclnn_load(const char *p, int dt)
 {
@@ -226,7 +204,7 @@ sim_aclnn_load(const char *p, int dt)
 	case ACL_FLOAT:		return (u.f);
 	case ACL_DOUBLE:	return (u.d);
 	case ACL_FLOAT16:	return (sim_aclnn_half_to_float(u.u16));
-	case ACL_BF16:		return (sim_aclnn_bf16_to_float(u.u16));
+	case ACL_BF16:		return (sim_reduce_bf16_to_float(u.u16));
 	case ACL_INT8:		return (u.i8);
 	case ACL_INT16:		return (u.i16);
 	case ACL_INT32:		return (u.i32);
@@ -262,7 +240,7 @@ sim_aclnn_store(char *p, int dt, double v)
 		u.u16 = sim_aclnn_float_to_half((float)v);
 		break;
 	case ACL_BF16:
-		u.u16 = sim_aclnn_float_to_bf16((float)v);
+		u.u16 = sim_reduce_float_to_bf16((float)v);
 		break;
 	case ACL_INT8:
 		u.i8 = (int8_t)sim_aclnn_clamp(v, -128, 127);

@@ -108,7 +108,9 @@ sim_reduce_half_init(void)
 		sim_reduce_half_tab[h] = sim_reduce_half_to_float((uint16_t)h);
 }
 
-static float
+/* bfloat16 to float and back (round to nearest even; NaN stays NaN):
+ * aclnn (sim-aclnn.c) converts with these too. */
+float
 sim_reduce_bf16_to_float(uint16_t b)
 {
 	uint32_t	u = (uint32_t)b << 16;
@@ -118,7 +120,7 @@ sim_reduce_bf16_to_float(uint16_t b)
 	return (f);
 }
 
-static uint16_t
+uint16_t
 sim_reduce_float_to_bf16(float f)
 {
 	uint32_t	u;

@@ -389,6 +389,8 @@ uint64_t	 sim_topo_coll_ns(int, uint32_t, uint64_t, struct sim_link);
 /* sim-reduce.c */
 size_t		 sim_reduce_dtype_size(int);
 void		 sim_reduce(void *, const void *, size_t, int, int);
+float		 sim_reduce_bf16_to_float(uint16_t);
+uint16_t	 sim_reduce_float_to_bf16(float);
 
 /* sim-comm.c */
 aclError	 sim_comm_exec(struct sim_comm_op *, uint64_t,

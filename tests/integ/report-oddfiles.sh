@@ -37,6 +37,19 @@ assert a["steps"] == b["steps"]
 PY
 }
 
+# refused WHAT PATTERN CMD...: CMD ends (not the 60 s timeout) with exit 1
+# and one line on stderr that matches PATTERN.
+refused() {
+	what=$1 pat=$2
+	shift 2
+	rc=0
+	timeout 60 "$@" >"$t/o" 2>"$t/e" || rc=$?
+	[ $rc -ne 124 ] || fail "$what: waits for ever"
+	[ $rc -eq 1 ] || fail "$what: exit $rc: $(cat "$t/e")"
+	[ "$(wc -l <"$t/e")" -eq 1 ] || fail "$what: not one line: $(cat "$t/e")"
+	grep -q "$pat" "$t/e" || fail "$what: $(cat "$t/e")"
+}
+
 # A FIFO nobody writes to.
 mkfifo "$t/in.mspti"
 rc=0
@@ -74,26 +87,15 @@ echo "ok: a FIFO among a directory's traces: skipped, the rest read"
 echo keep >"$t/old.json"
 cat "$tr" >"$t/in.mspti" &
 pids="$pids $!"
-rc=0
-timeout 60 "$ctl" export "$t/in.mspti" --format chrome -o "$t/old.json" \
-    >"$t/o" 2>"$t/e" || rc=$?
-[ $rc -eq 1 ] || fail "export of a pipe: exit $rc: $(cat "$t/e")"
-[ "$(wc -l <"$t/e")" -eq 1 ] || fail "export of a pipe: $(cat "$t/e")"
-grep -q "^msptictl export: $t/in.mspti: not a regular file" "$t/e" ||
-	fail "export of a pipe: $(cat "$t/e")"
+refused "export of a pipe" "^msptictl export: $t/in.mspti: not a regular file" \
+    "$ctl" export "$t/in.mspti" --format chrome -o "$t/old.json"
 [ "$(cat "$t/old.json")" = keep ] || fail "export of a pipe: the old output was overwritten"
 echo "ok: export of a pipe: refused, one line, the old output kept"
 
 # A FIFO as the output, no reader: refused at once, still a FIFO.
 mkfifo "$t/out.fifo"
-rc=0
-timeout 60 "$ctl" export "$tr" --format chrome -o "$t/out.fifo" \
-    >"$t/o" 2>"$t/e" || rc=$?
-[ $rc -ne 124 ] || fail "export waits for ever on an output FIFO with no reader"
-[ $rc -eq 1 ] || fail "output FIFO with no reader: exit $rc: $(cat "$t/e")"
-[ "$(wc -l <"$t/e")" -eq 1 ] || fail "output FIFO: $(cat "$t/e")"
-grep -q "^msptictl export: $t/out.fifo: .*no reader" "$t/e" ||
-	fail "output FIFO with no reader: $(cat "$t/e")"
+refused "output FIFO with no reader" "^msptictl export: $t/out.fifo: .*no reader" \
+    "$ctl" export "$tr" --format chrome -o "$t/out.fifo"
 [ -p "$t/out.fifo" ] || fail "the output FIFO was replaced"
 # With a reader, the export goes through it.
 cat "$t/out.fifo" >"$t/got.json" &
@@ -117,26 +119,16 @@ echo "ok: an output FIFO: refused with no reader, written with one"
 # A FIFO where a CSV table goes: refused at once, left as it is.
 mkdir "$t/csv"
 mkfifo "$t/csv/op_summary.csv"
-rc=0
-timeout 60 "$ctl" export "$tr" --format csv -o "$t/csv" >"$t/o" 2>"$t/e" ||
-	rc=$?
-[ $rc -ne 124 ] || fail "export waits for ever on a FIFO in the CSV directory"
-[ $rc -eq 1 ] || fail "FIFO in the CSV directory: exit $rc: $(cat "$t/e")"
-[ "$(wc -l <"$t/e")" -eq 1 ] || fail "FIFO in the CSV directory: $(cat "$t/e")"
-grep -q "^msptictl export: $t/csv: .*FIFO" "$t/e" ||
-	fail "FIFO in the CSV directory: $(cat "$t/e")"
+refused "FIFO in the CSV directory" "^msptictl export: $t/csv: .*FIFO" \
+    "$ctl" export "$tr" --format csv -o "$t/csv"
 [ -p "$t/csv/op_summary.csv" ] || fail "the FIFO in the CSV directory was replaced"
 echo "ok: a FIFO where a CSV table goes: refused, left as it is"
 
 # A failed export (the file size limit, SIGXFSZ ignored: EFBIG) leaves
 # the old output as it was and no temporary file.
-rc=0
-(trap '' XFSZ; ulimit -f 2; exec "$ctl" export "$tr" --format chrome \
-    -o "$t/old.json") >"$t/o" 2>"$t/e" || rc=$?
-[ $rc -eq 1 ] || fail "export past the size limit: exit $rc: $(cat "$t/e")"
-[ "$(wc -l <"$t/e")" -eq 1 ] || fail "export past the limit: $(cat "$t/e")"
-grep -q "^msptictl export: $t/old.json: File too large" "$t/e" ||
-	fail "export past the limit: $(cat "$t/e")"
+refused "export past the size limit" "^msptictl export: $t/old.json: File too large" \
+    sh -c 'trap "" XFSZ; ulimit -f 2; exec "$@"' sh \
+    "$ctl" export "$tr" --format chrome -o "$t/old.json"
 [ "$(cat "$t/old.json")" = keep ] ||
 	fail "a failed export overwrote the old output"
 [ "$(ls -A "$t" | grep -c '^\.')" -eq 0 ] ||
