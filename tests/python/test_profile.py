@@ -162,7 +162,10 @@ for name, f in (("chrome", lambda: p.export_chrome_trace(sys.argv[1],
         print(name, "OSError", e)
 """
     try:
-        r = run_python(["-c", code, str(fifo)], timeout=60)
+        # TMPDIR: a child killed by the timeout leaves its Profile's
+        # temporary directory in tmp_path, not in /tmp.
+        r = run_python(["-c", code, str(fifo)], timeout=60,
+                       env={"TMPDIR": str(tmp_path)})
     except subprocess.TimeoutExpired:
         pytest.fail("an export into a FIFO with no reader waits for ever")
     assert r.returncode == 0, r.stderr
