@@ -429,7 +429,7 @@ record_check_api(const struct rec_api *r)
 {
 	if (r->hdr.aux || r->reserved || r->end < r->start)
 		return -EBADMSG;
-	if (r->kind != 3 && r->kind != 10 && r->kind != 11 && r->kind != 12)
+	if (r->kind > 12 || !((0x1c08u >> r->kind) & 1))	/* 3, 10-12 */
 		return -EBADMSG;
 	return r->domain > 2 ? -EBADMSG : 0;
 }

@@ -1166,6 +1166,82 @@ START_TEST(test_delta_coding)
 }
 END_TEST
 
+/* A chunk of kernels and API calls, each after one of its type (what
+ * trace_chunk_decode takes its short way for): decoded to what was coded,
+ * and a bad field in any of them refused as in a record alone. */
+enum { CD_N = 6, CD_BAD = 4 };
+
+static size_t
+cd_chunk(uint64_t *buf, int bad)
+{
+	uint8_t *b = (uint8_t *)buf;
+	size_t p = 0;
+
+	for (int i = 0; i < CD_N; i++) {
+		struct rec_kernel k;
+		struct rec_api a;
+
+		memset(&k, 0, sizeof(k));
+		rec_hdr_set(&k.hdr, REC_KERNEL, sizeof(k), REC_F_DEVICE_CLOCK);
+		k.start = 1000 + 100 * (uint64_t)i;
+		k.end = k.start + 50 + (uint64_t)i;
+		k.correlation_id = 7 + (uint64_t)i;
+		k.pid = 42;
+		k.name_id = 1 + (uint32_t)i % 2;
+		memset(&a, 0, sizeof(a));
+		rec_hdr_set(&a.hdr, REC_API, sizeof(a), 0);
+		a.start = 990 + 100 * (uint64_t)i;
+		a.end = a.start + 5;
+		a.correlation_id = k.correlation_id;
+		a.pid = 42;
+		a.kind = i % 2 ? 3 : 10;
+		a.domain = 2;
+		if (i == CD_BAD) {
+			switch (bad) {
+			case 1: k.reserved = 1; break;
+			case 2: k.end = k.start - 1; break;
+			case 3: k.hdr.aux = 0x10; break;
+			case 4: a.kind = 4; break;
+			case 5: a.kind = 13; break;
+			case 6: a.domain = 3; break;
+			case 7: a.reserved = 9; break;
+			case 8: a.end = a.start - 1; break;
+			case 9: a.hdr.aux = 1; break;
+			}
+		}
+		memcpy(b + p, &k, sizeof(k));
+		p += sizeof(k);
+		memcpy(b + p, &a, sizeof(a));
+		p += sizeof(a);
+	}
+	return p;
+}
+
+START_TEST(test_chunk_decode_checks)
+{
+	uint64_t buf[2 * CD_N * 8], orig[2 * CD_N * 8];
+	uint32_t nrec = 0, ndefs = 9;
+	size_t len = cd_chunk(orig, 0);
+
+	memcpy(buf, orig, len);
+	trace_delta_encode(buf, len);
+	ck_assert_int_eq(trace_chunk_decode(buf, len, true, &nrec, &ndefs), 0);
+	ck_assert_uint_eq(nrec, 2 * CD_N);
+	ck_assert_uint_eq(ndefs, 0);
+	ck_assert_int_eq(memcmp(buf, orig, len), 0);
+	for (int bad = 1; bad <= 9; bad++) {
+		ck_assert_uint_eq(cd_chunk(buf, bad), len);
+		trace_delta_encode(buf, len);
+		ck_assert_msg(trace_chunk_decode(buf, len, true, &nrec,
+		    &ndefs) == -EBADMSG, "bad field %d taken", bad);
+		/* Not coded, the same. */
+		cd_chunk(buf, bad);
+		ck_assert_msg(trace_chunk_decode(buf, len, false, &nrec,
+		    &ndefs) == -EBADMSG, "bad field %d taken uncoded", bad);
+	}
+}
+END_TEST
+
 static int	old_version_of(int fd, uint16_t version);
 
 /* A file as this version writes it: version 3, delta-coded chunks; and
@@ -1388,6 +1464,7 @@ trace_suite(void)
 	tcase_add_test(tc, test_tmpfs_full);
 	tcase_add_test(tc, test_misuse);
 	tcase_add_test(tc, test_delta_coding);
+	tcase_add_test(tc, test_chunk_decode_checks);
 	tcase_add_test(tc, test_delta_file);
 	tcase_add_test(tc, test_old_versions);
 	tcase_add_test(tc, test_many_strings);
