@@ -232,6 +232,20 @@ sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
 		s = p->lo;
 	}
 	p->lo = s;
+	/* A kernel that overlaps or touches the open compute segment while
+	 * no communication is open apart from it (its three groups' segments
+	 * end together): one test and one store for all three. */
+	if (iv->cls == AN_COMPUTE) {
+		uint64_t x = p->sw_e[AN_G_COMP];
+
+		if (x != 0 && s <= x && x == p->sw_e[AN_G_CC] &&
+		    x == p->sw_e[AN_G_CH]) {
+			if (e > x)
+				p->sw_e[AN_G_COMP] = p->sw_e[AN_G_CC] =
+				    p->sw_e[AN_G_CH] = e;
+			return;
+		}
+	}
 	for (; m != 0; m &= m - 1) {	/* its groups */
 		uint32_t g = (uint32_t)__builtin_ctz(m);
 

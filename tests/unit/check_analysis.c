@@ -200,6 +200,54 @@ run(struct analysis *a)
 	return a;
 }
 
+/* An HCCL task of the HCCL layer (the step's communication when a
+ * process has no msPTI COMMUNICATION record). */
+static void
+hccl(struct analysis_source *src, uint32_t pid, uint64_t s, uint64_t e)
+{
+	struct rec_hccl h;
+
+	REC_INIT(&h, REC_HCCL, 0);
+	h.pid = pid;
+	h.start = T0 + s;
+	h.end = T0 + e;
+	h.name_id = 4;
+	h.comm_name_id = 5;
+	h.bandwidth = 1.0;
+	ck_assert_int_eq(analysis_source_add(src, &h.hdr), 0);
+}
+
+/* Kernels that overlap and touch each other before a collective: compute
+ * [0,60) [40,100) [100,120) and [150,250), the collective [80,180) (msPTI
+ * COMMUNICATION when !h, else HCCL), step [0,300) (us).  Compute 220,
+ * communication 100, overlapped 40 + 30, not overlapped 30, free 50.
+ * The kernels that extend the open compute segment must extend its
+ * unions with communication too. */
+static void
+overlap_run_case(int h)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = src_new(a, "h", 7, 0, 1);
+
+	range(src, 7, 0, 300 * US, 1, 1);
+	kernel(src, 7, 0, 60 * US, 2, 3, 0);
+	kernel(src, 7, 40 * US, 100 * US, 2, 3, 0);
+	kernel(src, 7, 100 * US, 120 * US, 2, 3, 0);
+	if (h)
+		hccl(src, 7, 80 * US, 180 * US);
+	else
+		comm(src, 7, 80 * US, 180 * US, 4096);
+	kernel(src, 7, 150 * US, 250 * US, 2, 3, 0);
+	run(a);
+	ck_assert_double_eq(step_cell(a, 0, 1, "Computing(us)"), 220);
+	ck_assert_double_eq(step_cell(a, 0, 1, "Communication(us)"), 100);
+	ck_assert_double_eq(step_cell(a, 0, 1, "Overlapped(us)"), 70);
+	ck_assert_double_eq(step_cell(a, 0, 1,
+	    "Communication(Not Overlapped)(us)"), 30);
+	ck_assert_double_eq(step_cell(a, 0, 1, "Free(us)"), 50);
+	analysis_free(a);
+}
+
 /* compute [0,100) and [150,250), comm [80,180), step [0,300) (us):
  * compute 200, comm 100, overlapped 50, not overlapped 50, free 50. */
 static void
@@ -267,6 +315,8 @@ START_TEST(test_overlap)
 {
 	overlap_case(0);
 	overlap_case(1);
+	overlap_run_case(0);
+	overlap_run_case(1);
 }
 END_TEST
 
