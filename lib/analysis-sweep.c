@@ -232,18 +232,29 @@ sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
 		s = p->lo;
 	}
 	p->lo = s;
-	/* A kernel that overlaps or touches the open compute segment while
-	 * no communication is open apart from it (its three groups' segments
-	 * end together): one test and one store for all three. */
+	/* A kernel while no communication is open apart from the compute
+	 * segment (its three groups' segments end together): one test for
+	 * all three.  Overlapping or touching the segment, it extends them;
+	 * after a gap, and when they also start together, they close as one
+	 * segment and it opens them again. */
 	if (iv->cls == AN_COMPUTE) {
-		uint64_t x = p->sw_e[AN_G_COMP];
+		uint64_t x = p->sw_e[AN_G_COMP], x0 = p->sw_s[AN_G_COMP];
 
-		if (x != 0 && s <= x && x == p->sw_e[AN_G_CC] &&
-		    x == p->sw_e[AN_G_CH]) {
-			if (e > x)
+		if (x != 0 && x == p->sw_e[AN_G_CC] && x == p->sw_e[AN_G_CH]) {
+			if (s <= x) {
+				if (e > x)
+					p->sw_e[AN_G_COMP] = p->sw_e[AN_G_CC] =
+					    p->sw_e[AN_G_CH] = e;
+				return;
+			}
+			if (x0 == p->sw_s[AN_G_CC] && x0 == p->sw_s[AN_G_CH]) {
+				sw_emit(a, p, m, x0, x);
+				p->sw_s[AN_G_COMP] = p->sw_s[AN_G_CC] =
+				    p->sw_s[AN_G_CH] = s;
 				p->sw_e[AN_G_COMP] = p->sw_e[AN_G_CC] =
 				    p->sw_e[AN_G_CH] = e;
-			return;
+				return;
+			}
 		}
 	}
 	for (; m != 0; m &= m - 1) {	/* its groups */
