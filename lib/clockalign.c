@@ -28,18 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clockalign.h"
+#include "clockalign-int.h"
 
 #define CA_MAX_ITER	50
 /* Offsets that move less than this in a round have settled (a hundredth
  * of the floor). */
 #define CA_SETTLED_NS	10
-/* A rank's renumbering judges every candidate shift on all its pairs up
- * to CA_SEARCH_ALL of them; past that it ranks them on CA_SEARCH_PAIRS
- * and judges the CA_SEARCH_TOP best on all. */
-#define CA_SEARCH_ALL	2048
-#define CA_SEARCH_PAIRS	512
-#define CA_SEARCH_TOP	3
 
 /* One unit's view of one instance. */
 struct ca_ent {
@@ -50,420 +44,6 @@ struct ca_ent {
 	int64_t		emin;		/* earliest end of its ranks */
 	int64_t		spread;		/* max - min end of its ranks */
 };
-
-struct ca_av {
-	int64_t		v;
-	uint32_t	unit;
-};
-
-static int
-ca_cmp_sample(const void *x, const void *y)
-{
-	const struct clockalign_sample *a = x, *b = y;
-
-	if (a->comm != b->comm)
-		return a->comm < b->comm ? -1 : 1;
-	if (a->seq != b->seq)
-		return a->seq < b->seq ? -1 : 1;
-	if (a->host != b->host)
-		return a->host < b->host ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	if (a->end_ns != b->end_ns)
-		return a->end_ns < b->end_ns ? -1 : 1;
-	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
-}
-
-static int
-ca_cmp_i64(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-static int
-ca_cmp_av(const void *x, const void *y)
-{
-	const struct ca_av *a = x, *b = y;
-
-	if (a->v != b->v)
-		return a->v < b->v ? -1 : 1;
-	return a->unit < b->unit ? -1 : a->unit > b->unit;
-}
-
-static int
-ca_cmp_rank_comm(const void *x, const void *y)
-{
-	const struct clockalign_sample *a = x, *b = y;
-
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	if (a->comm != b->comm)
-		return a->comm < b->comm ? -1 : 1;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-/* Median of n sorted values (the mean of the middle two when even). */
-static int64_t
-ca_median_sorted(const int64_t *v, size_t n)
-{
-	if (n % 2)
-		return v[n / 2];
-	return v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
-}
-
-/*
- * Sorts of the few entries of one collective instance (a unit each):
- * there qsort's set-up and indirect calls cost several times the sort
- * (a multi-rank report made 60,000 such calls).  Larger arrays go to
- * qsort.  The orders are total, so the result is the one qsort gives.
- */
-#define CA_SMALL	16
-
-static void
-ca_sort_i64(int64_t *v, size_t n)
-{
-	if (n > CA_SMALL) {
-		qsort(v, n, sizeof(*v), ca_cmp_i64);
-		return;
-	}
-	for (size_t i = 1; i < n; i++) {
-		int64_t x = v[i];
-		size_t j = i;
-
-		for (; j > 0 && v[j - 1] > x; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-	}
-}
-
-static void
-ca_sort_av(struct ca_av *a, size_t n)
-{
-	if (n > CA_SMALL) {
-		qsort(a, n, sizeof(*a), ca_cmp_av);
-		return;
-	}
-	for (size_t i = 1; i < n; i++) {
-		struct ca_av x = a[i];
-		size_t j = i;
-
-		for (; j > 0 && (a[j - 1].v > x.v || (a[j - 1].v == x.v &&
-		    a[j - 1].unit > x.unit)); j--)
-			a[j] = a[j - 1];
-		a[j] = x;
-	}
-}
-
-/*
- * NAME(v, n, k): moves the k-th smallest of v[n] (k < n) to v[k], with
- * none larger before it and none smaller after (quickselect, median of
- * three; LT is the order, CMP the same for qsort).  A range that does not
- * shrink as it should (crafted input) is sorted.  One for the int64
- * values, one for the (value, unit) pairs.
- */
-#define CA_SELECT(NAME, T, LT, CMP)					\
-static void								\
-NAME(T *v, size_t n, size_t k)						\
-{									\
-	ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;	\
-									\
-	for (int budget = 64; hi > lo; budget--) {			\
-		ptrdiff_t i = lo, j = hi, mid = lo + (hi - lo) / 2;	\
-		T a = v[lo], b = v[mid], c = v[hi], p;			\
-									\
-		if (budget == 0) {					\
-			qsort(v + lo, (size_t)(hi - lo + 1), sizeof(*v),\
-			    CMP);					\
-			return;						\
-		}							\
-		p = LT(a, b) ? (LT(b, c) ? b : LT(a, c) ? c : a) :	\
-		    (LT(a, c) ? a : LT(b, c) ? c : b);			\
-		while (i <= j) {					\
-			while (LT(v[i], p))				\
-				i++;					\
-			while (LT(p, v[j]))				\
-				j--;					\
-			if (i <= j) {					\
-				T t = v[i];				\
-									\
-				v[i++] = v[j];				\
-				v[j--] = t;				\
-			}						\
-		}							\
-		/* v[lo..j] <= p <= v[i..hi]; between them, p. */	\
-		if (kk <= j)						\
-			hi = j;						\
-		else if (kk >= i)					\
-			lo = i;						\
-		else							\
-			return;						\
-	}								\
-}
-
-#define CA_LT_I64(x, y)	((x) < (y))
-#define CA_LT_AV(x, y)	((x).v < (y).v || ((x).v == (y).v && \
-			    (x).unit < (y).unit))
-CA_SELECT(ca_select, int64_t, CA_LT_I64, ca_cmp_i64)
-CA_SELECT(ca_select_av, struct ca_av, CA_LT_AV, ca_cmp_av)
-
-/*
- * For each of the k >= 2 (value, unit) pairs of one instance, the median
- * of the other k - 1 values, into loo[] (av may be reordered; loo[p]
- * goes with av[p] as left).  With m = k - 1, that median is made of the
- * order statistics lo = (m - 1) / 2 and hi = m / 2 of the others, which
- * are those of all k at lo or lo + 1 and hi or hi + 1, as the pair
- * itself comes after them or not: a sort for a few pairs; for many, the
- * (at most three) statistics selected in linear time, as the k-way
- * collectives of a large job have them.
- */
-static void
-ca_loo(struct ca_av *av, size_t k, int64_t *loo)
-{
-	size_t m = k - 1, lo = (m - 1) / 2, hi = m / 2;
-	struct ca_av sl, sl1, sh, sh1;
-
-	if (k <= CA_SMALL) {
-		ca_sort_av(av, k);
-		for (size_t p = 0; p < k; p++) {
-			int64_t vl = av[lo < p ? lo : lo + 1].v;
-			int64_t vh = av[hi < p ? hi : hi + 1].v;
-
-			loo[p] = vl + (vh - vl) / 2;
-		}
-		return;
-	}
-	ca_select_av(av, k, lo);
-	for (size_t q = lo + 1; q <= hi + 1; q++) {
-		size_t at = q;		/* the next smallest into q */
-		struct ca_av t;
-
-		for (size_t i = q + 1; i < k; i++)
-			if (CA_LT_AV(av[i], av[at]))
-				at = i;
-		t = av[q];
-		av[q] = av[at];
-		av[at] = t;
-	}
-	sl = av[lo];
-	sl1 = av[lo + 1];
-	sh = av[hi];
-	sh1 = av[hi + 1];
-	for (size_t p = 0; p < k; p++) {
-		int64_t vl = CA_LT_AV(sl, av[p]) ? sl.v : sl1.v;
-		int64_t vh = CA_LT_AV(sh, av[p]) ? sh.v : sh1.v;
-
-		loo[p] = vl + (vh - vl) / 2;
-	}
-}
-
-/* What ca_median_sorted gives for v[n] sorted, in linear time; v is
- * reordered. */
-static int64_t
-ca_median(int64_t *v, size_t n)
-{
-	int64_t lo;
-
-	if (n <= CA_SMALL) {
-		ca_sort_i64(v, n);
-		return ca_median_sorted(v, n);
-	}
-	ca_select(v, n, n / 2);
-	if (n % 2)
-		return v[n / 2];
-	lo = v[0];
-	for (size_t i = 1; i < n / 2; i++)
-		if (v[i] > lo)
-			lo = v[i];
-	return lo + (v[n / 2] - lo) / 2;
-}
-
-/*
- * Stable merge sort of samples: the order glibc's qsort gives (a stable
- * merge sort too), with the comparison a direct call and no merge where
- * the two halves are already in order.  The samples come as each rank's
- * collectives in order, so most ranges cost one comparison.  tmp holds
- * n / 2.
- */
-static void
-ca_msort(struct clockalign_sample *a, struct clockalign_sample *tmp,
-    size_t n, int (*cmp)(const void *, const void *))
-{
-	size_t h = n / 2, i = 0, j = h, k = 0;
-
-	if (n <= 16) {
-		for (size_t p = 1; p < n; p++) {
-			struct clockalign_sample x = a[p];
-			size_t q = p;
-
-			for (; q > 0 && cmp(&a[q - 1], &x) > 0; q--)
-				a[q] = a[q - 1];
-			a[q] = x;
-		}
-		return;
-	}
-	ca_msort(a, tmp, h, cmp);
-	ca_msort(a + h, tmp, n - h, cmp);
-	if (cmp(&a[h - 1], &a[h]) <= 0)
-		return;
-	memcpy(tmp, a, h * sizeof(*a));
-	while (i < h && j < n)
-		a[k++] = cmp(&a[j], &tmp[i]) < 0 ? a[j++] : tmp[i++];
-	while (i < h)
-		a[k++] = tmp[i++];
-}
-
-static void
-ca_sort_samples(struct clockalign_sample *s, size_t m,
-    int (*cmp)(const void *, const void *))
-{
-	struct clockalign_sample *tmp = malloc((m / 2 + 1) * sizeof(*tmp));
-
-	if (tmp == NULL) {
-		qsort(s, m, sizeof(*s), cmp);
-		return;
-	}
-	ca_msort(s, tmp, m, cmp);
-	free(tmp);
-}
-
-/* Interquartile range of the end differences ref[j + d] - r[j] over the
- * pairs that exist, every step-th of them; *np the count of all of them.
- * tmp holds nr values. */
-static int64_t
-ca_pair_iqr(const struct clockalign_sample *r, size_t nr,
-    const struct clockalign_sample *ref, size_t nref, long d, size_t step,
-    int64_t *tmp, size_t *np)
-{
-	long lo = d < 0 ? -d : 0, hi = (long)nref - d;
-	size_t k = 0;
-
-	if (hi > (long)nr)
-		hi = (long)nr;
-	*np = hi > lo ? (size_t)(hi - lo) : 0;
-	for (long j = lo; j < hi; j += (long)step)
-		tmp[k++] = (int64_t)ref[j + d].end_ns - (int64_t)r[j].end_ns;
-	if (k < 4)
-		return INT64_MAX;
-	/* Two order statistics, not a sort: the shift search below asks
-	 * this 33 times a rank and communicator. */
-	ca_select(tmp, k, k / 4);
-	ca_select(tmp + k / 4 + 1, k - k / 4 - 1, (3 * k) / 4 - k / 4 - 1);
-	return tmp[(3 * k) / 4] - tmp[k / 4];
-}
-
-/* A candidate shift of ca_repair and its spread on the sample. */
-struct ca_shift {
-	int64_t	v;
-	long	d;
-};
-
-/* Keeps the CA_SEARCH_TOP smallest spreads (the first of equal ones). */
-static void
-ca_top_add(struct ca_shift *top, size_t *n, int64_t v, long d)
-{
-	size_t i = *n < CA_SEARCH_TOP ? (*n)++ : CA_SEARCH_TOP;
-
-	if (i == CA_SEARCH_TOP && v >= top[CA_SEARCH_TOP - 1].v)
-		return;
-	if (i == CA_SEARCH_TOP)
-		i--;
-	while (i > 0 && top[i - 1].v > v) {
-		top[i] = top[i - 1];
-		i--;
-	}
-	top[i] = (struct ca_shift){ v, d };
-}
-
-/*
- * Ordinals that do not match: a rank whose capture began a few
- * collectives before or after the reference rank's numbers them from a
- * different first one, and equal ordinals then pair different collectives
- * (their end differences vary by the step-to-step jitter, not by noise).
- * For each rank and communicator it shares with the reference rank,
- * where the pairing by ordinal disagrees by more than 4 x the floor, the
- * shift of up to CLOCKALIGN_MAX_SHIFT collectives whose differences agree
- * best (a quarter of the spread or less) renumbers its collectives onto
- * the reference's; its unpaired ones get ordinals no one else has.  Past
- * CA_SEARCH_ALL pairs the search ranks the shifts on CA_SEARCH_PAIRS
- * evenly spaced pairs (a wrong shift spreads every pair by a step's
- * jitter, so a sample tells it as well as all do) and judges its
- * CA_SEARCH_TOP best on every pair: the shift taken is the one the whole
- * spread prefers, as when every shift was judged on every pair.
- */
-static void
-ca_repair(struct clockalign_sample *s, size_t m, uint32_t refrank,
-    int64_t *tmp)
-{
-	size_t i = 0, r0 = 0, r1 = 0;
-
-	ca_sort_samples(s, m, ca_cmp_rank_comm);
-	while (r0 < m && s[r0].rank != refrank)
-		r0++;
-	r1 = r0;
-	while (r1 < m && s[r1].rank == refrank)
-		r1++;
-	while (i < m) {
-		size_t j = i, a, b, base, np, best_np = 0, step, ntop;
-		struct ca_shift top[CA_SEARCH_TOP];
-		int64_t eq, best = INT64_MAX, v;
-		long best_d = 0;
-
-		while (j < m && s[j].rank == s[i].rank && s[j].comm == s[i].comm)
-			j++;
-		if (s[i].rank == refrank)
-			goto next;
-		for (a = r0; a < r1 && s[a].comm != s[i].comm; a++)
-			;
-		for (b = a; b < r1 && s[b].comm == s[i].comm; b++)
-			;
-		if (a == b)
-			goto next;
-		/* The pairing by ordinal: its offset within the reference's. */
-		for (base = a; base < b && s[base].seq < s[i].seq; base++)
-			;
-		eq = ca_pair_iqr(s + i, j - i, s + a, b - a,
-		    (long)(base - a), 1, tmp, &np);
-		if (eq != INT64_MAX && eq <= 4 * CLOCKALIGN_FLOOR_NS)
-			goto next;
-		step = j - i > CA_SEARCH_ALL ? (j - i) / CA_SEARCH_PAIRS + 1 : 1;
-		ntop = 0;
-		for (long d = -CLOCKALIGN_MAX_SHIFT; d <= CLOCKALIGN_MAX_SHIFT;
-		    d++) {
-			v = ca_pair_iqr(s + i, j - i, s + a, b - a,
-			    (long)(base - a) + d, step, tmp, &np);
-			if (np * 2 < (j - i < b - a ? j - i : b - a))
-				continue;
-			ca_top_add(top, &ntop, v, (long)(base - a) + d);
-		}
-		/* The sample's best few, judged on every pair. */
-		for (size_t t = 0; t < ntop; t++) {
-			v = step > 1 ? ca_pair_iqr(s + i, j - i, s + a, b - a,
-			    top[t].d, 1, tmp, &np) : top[t].v;
-			if (v == INT64_MAX)
-				continue;
-			if (v < best || (v == best && top[t].d < best_d)) {
-				best = v;
-				best_d = top[t].d;
-				best_np = 1;
-			}
-		}
-		if (best_np == 0 || (eq != INT64_MAX && best > eq / 4) ||
-		    best_d == (long)(base - a))
-			goto next;
-		for (size_t k = i; k < j; k++) {
-			long q = (long)(k - i) + best_d;
-
-			s[k].seq = q >= 0 && (size_t)q < b - a ?
-			    s[a + (size_t)q].seq : 1ull << 63 |
-			    (uint64_t)s[k].rank << 24 | (k - i);
-		}
-next:
-		i = j;
-	}
-	ca_sort_samples(s, m, ca_cmp_sample);
-}
 
 static int
 ca_cmp_rank(const void *x, const void *y)
@@ -553,68 +133,6 @@ ca_find(uint32_t *uf, uint32_t x)
 	return x;
 }
 
-/* The order statistics j <= k that bound the 95% interval of the median
- * of n values. */
-static void
-ca_ci_index(size_t n, size_t *j, size_t *k)
-{
-	double h;
-
-	if (n < 6) {
-		*j = 0;
-		*k = n - 1;
-		return;
-	}
-	h = 0.98 * sqrt((double)n);
-	*j = (size_t)floor((double)n / 2 - h);
-	*k = (size_t)ceil((double)n / 2 + h);
-	if (*k > n - 1)
-		*k = n - 1;
-}
-
-/* Half-width of the 95% interval of the median of n sorted values. */
-static int64_t
-ca_ci(const int64_t *v, size_t n, int64_t med)
-{
-	size_t j, k;
-
-	ca_ci_index(n, &j, &k);
-	return med - v[j] > v[k] - med ? med - v[j] : v[k] - med;
-}
-
-/*
- * Puts in place the values of v[n] that ca_median_sorted, ca_ci and the
- * quartiles read (where a sort would leave them), in linear time: each
- * is selected right of the one before.  The rest is left in no order.
- */
-static void
-ca_order_stats(int64_t *v, size_t n)
-{
-	size_t at[6], from = 0;
-
-	if (n <= CA_SMALL) {
-		ca_sort_i64(v, n);
-		return;
-	}
-	at[0] = n / 4;
-	at[1] = n / 2 - 1;
-	at[2] = n / 2;
-	at[3] = (3 * n) / 4;
-	ca_ci_index(n, &at[4], &at[5]);
-	for (int i = 1; i < 6; i++)		/* six: insertion sort */
-		for (int q = i; q > 0 && at[q - 1] > at[q]; q--) {
-			size_t t = at[q];
-
-			at[q] = at[q - 1];
-			at[q - 1] = t;
-		}
-	for (int i = 0; i < 6; i++)
-		if (at[i] >= from) {
-			ca_select(v + from, n - from, at[i] - from);
-			from = at[i] + 1;
-		}
-}
-
 static void
 ca_disagree(struct clockalign_est *x)
 {
@@ -654,15 +172,15 @@ ca_drift(const int64_t *v, const int64_t *tm, size_t n, struct ca_av *tv,
 		tv[i].v = tm[i];
 		tv[i].unit = (uint32_t)i;
 	}
-	qsort(tv, n, sizeof(*tv), ca_cmp_av);
+	qsort(tv, n, sizeof(*tv), ca_stat_cmp_av);
 	for (int k = 0; k < 2; k++) {
 		const struct ca_av *p = tv + (k ? n - h : 0);
 
 		for (size_t i = 0; i < h; i++)
 			tmp[i] = v[p[i].unit];
-		ca_order_stats(tmp, h);
-		m[k] = ca_median_sorted(tmp, h);
-		ci[k] = ca_ci(tmp, h, m[k]);
+		ca_stat_order(tmp, h);
+		m[k] = ca_stat_median_sorted(tmp, h);
+		ci[k] = ca_stat_ci(tmp, h, m[k]);
 		t[k] = p[h / 2].v;
 	}
 	if (t[1] <= t[0] || llabs(m[1] - m[0]) <= ci[0] + ci[1] +
@@ -674,13 +192,13 @@ ca_drift(const int64_t *v, const int64_t *tm, size_t n, struct ca_av *tv,
 	tmid = tv[n / 2].v;
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = v[i] - (int64_t)llround(slope * (double)(tm[i] - tmid));
-	ca_order_stats(tmp, n);
-	*off = ca_median_sorted(tmp, n);
+	ca_stat_order(tmp, n);
+	*off = ca_stat_median_sorted(tmp, n);
 	*iqr = (tmp[(3 * n) / 4] - tmp[n / 4]) / 2;
 	reach = (int64_t)llround((double)(ci[0] + ci[1]) /
 	    (double)(t[1] - t[0]) * (double)(thi - tmid > tmid - tlo ?
 	    thi - tmid : tmid - tlo));
-	x->uncertainty_ns = ca_ci(tmp, n, *off);
+	x->uncertainty_ns = ca_stat_ci(tmp, n, *off);
 	if (x->uncertainty_ns < *iqr)
 		x->uncertainty_ns = *iqr;
 	x->uncertainty_ns += reach;
@@ -754,7 +272,7 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 				    e[i].spread;
 	for (uint32_t u = 0; u < nunits; u++)
 		if (ufill[u] > 0)
-			spread[u] = ca_median(d + uoff[u], ufill[u]);
+			spread[u] = ca_stat_median(d + uoff[u], ufill[u]);
 	for (uint32_t u = 0; u < nunits; u++) {
 		struct clockalign_est *x = &est[u];
 		size_t m = uoff[u + 1] - uoff[u];
@@ -814,7 +332,7 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 			}
 			if (k == 0)
 				continue;
-			med = ca_median(tmp, k);
+			med = ca_stat_median(tmp, k);
 			for (size_t i = a; i < b; i++) {
 				uint32_t u = e[i].unit;
 
@@ -830,7 +348,7 @@ ca_solve(const struct ca_ent *e, size_t ne, uint32_t ninst, uint32_t nunits,
 		for (uint32_t u = 0; u < nunits; u++) {
 			if (level[u] >= 0 || ufill[u] == 0)
 				continue;
-			o[u] = ca_median(d + uoff[u], ufill[u]);
+			o[u] = ca_stat_median(d + uoff[u], ufill[u]);
 			level[u] = pass;
 			placed++;
 		}
@@ -869,7 +387,7 @@ again:
 			}
 			if (k < 2)
 				continue;
-			ca_loo(av, k, tmp);
+			ca_stat_loo(av, k, tmp);
 			for (size_t p = 0; p < k; p++) {
 				int64_t t = tmp[p];
 				uint32_t u = av[p].unit;
@@ -893,15 +411,16 @@ again:
 				continue;
 			if (!last) {
 				/* Only the median: no need to sort. */
-				onew[u] = ca_median(v, n);
+				onew[u] = ca_stat_median(v, n);
 				continue;
 			}
-			ca_order_stats(v, n);
-			onew[u] = ca_median_sorted(v, n);
+			ca_stat_order(v, n);
+			onew[u] = ca_stat_median_sorted(v, n);
 			{
 				est[u].drift_ppb = 0;
 				est[u].mid_ns = 0;
-				est[u].uncertainty_ns = ca_ci(v, n, onew[u]);
+				est[u].uncertainty_ns = ca_stat_ci(v, n,
+				    onew[u]);
 				est[u].matched = (uint32_t)n;
 				/* Half the interquartile range: what one
 				 * collective's ends disagree by, a floor for
@@ -1111,8 +630,8 @@ ca_entries(const struct clockalign_sample *s, size_t n, bool byrank,
 					if ((int64_t)s[q].end_ns < x->emin)
 						x->emin = (int64_t)s[q].end_ns;
 				}
-				ca_sort_i64(tmp, k);
-				x->end = ca_median_sorted(tmp, k);
+				ca_stat_sort_i64(tmp, k);
+				x->end = ca_stat_median_sorted(tmp, k);
 				x->spread = tmp[k - 1] - tmp[0];
 			}
 			x->inst = inst;
@@ -1167,7 +686,7 @@ clockalign_estimate(const struct clockalign_sample *in, size_t n,
 		    in[i].end_ns <= INT64_MAX)
 			s[m++] = in[i];
 	out->nsamples = m;
-	ca_sort_samples(s, m, ca_cmp_sample);
+	ca_sample_sort(s, m, ca_sample_cmp);
 	/* The ranks, each on one host. */
 	{
 		ptrdiff_t k = ca_rank_pairs(s, m, &out->ranks);
@@ -1221,7 +740,7 @@ clockalign_estimate(const struct clockalign_sample *in, size_t n,
 	}
 	ref = reference >= 0 ? (uint32_t)reference : out->ranks[rref].host;
 	out->reference = ref;
-	ca_repair(s, m, out->ranks[rref].rank, tmp);
+	ca_sample_repair(s, m, out->ranks[rref].rank, tmp);
 	ne = ca_entries(s, m, true, out->ranks, nr, e, tmp, &ninst);
 	rest = calloc(nr, sizeof(*rest));
 	if (rest == NULL)
