@@ -825,6 +825,16 @@ multi(const char *tmp, int nf, uint64_t n)
 	jitter = false;
 	multi_run(pv, nf, false, nf > 1 ? "4 files" : "1 file ", 3);
 	multi_run(pv, nf, true, nf > 1 ? "4 files" : "1 file ", 3);
+	if (nf == 1) {
+		/* The reader's buffers evicted before reuse always and
+		 * never (each worker measures which costs less otherwise:
+		 * lib/trace-reader.c). */
+		setenv("MSPTI_READER_EVICT", "1", 1);
+		multi_run(pv, nf, false, "1 file, buffers always evicted", 3);
+		setenv("MSPTI_READER_EVICT", "0", 1);
+		multi_run(pv, nf, false, "1 file, buffers never evicted", 3);
+		unsetenv("MSPTI_READER_EVICT");
+	}
 	for (int i = 0; i < nf; i++)
 		unlink(paths[i]);
 }

@@ -24,10 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #define ZSTD_STATIC_LINKING_ONLY	/* ZSTD_d_forceIgnoreChecksum */
 #include <zstd.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 
 #include "trace.h"
 #include "util.h"
@@ -73,6 +77,7 @@ struct rd_pool {
 	int		 cur;		/* slot being delivered, -1: none */
 	uint64_t	 next_off;	/* next chunk to read ahead; 0: none */
 	bool		 stop;
+	int		 evict;		/* rd_evict_force() */
 	struct trace_reader *r;
 };
 
@@ -732,9 +737,137 @@ chunk_sizes_ok(const struct trace_chunk_hdr *ch)
 	    ch->records > ch->raw_size / 8 || ch->comp_size == 0);
 }
 
+/*
+ * A slot's buffer was last read by the thread the chunks go to, on another
+ * CPU.  When the two CPUs share no cache (two sockets, two dies, or two
+ * vCPUs the host placed so), each line zstd then writes has first to be
+ * taken back from that CPU's caches, a snoop a line: the worker ran at 2.5
+ * times its cost, and a one-file report on two threads took longer than
+ * on one (doc/benchmarks.md, eighteenth pass).  Evicting the buffer from
+ * every cache first (CLFLUSHOPT, many lines in flight at once) sends its
+ * writes to memory as to a fresh buffer.  Where the CPUs share a cache
+ * that costs the worker about a third more instead.  Which case holds
+ * can change while a report runs (a host moves its vCPUs), so each worker
+ * measures: every RD_TUNE_PERIOD chunks, RD_TUNE_TRY of them each way, by
+ * its own CPU time a byte, then the cheaper way for the rest
+ * (rd_tune_pick).  MSPTI_READER_EVICT=0 never evicts, =1 always does.
+ */
+#define RD_TUNE_PERIOD	64
+#define RD_TUNE_TRY	2
+
+struct rd_tune {
+	int		 force;		/* -1: measure; else 0 or 1 */
+	unsigned	 skip;		/* chunks before the first period */
+	unsigned	 n;		/* chunks into the period */
+	uint64_t	 ns[2], bytes[2]; /* this period's, kept / evicted */
+	bool		 evict;		/* the cheaper way of the last trial */
+};
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+static bool
+rd_evict_cpu(void)
+{
+	unsigned a, b, c, d;
+
+	/* CLFLUSHOPT: CPUID leaf 7, EBX bit 23. */
+	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23));
+}
+
+__attribute__((target("clflushopt")))
+static void
+rd_evict(const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 64)
+		__builtin_ia32_clflushopt((void *)((uintptr_t)p + i));
+	__builtin_ia32_sfence();
+}
+#else
+static bool
+rd_evict_cpu(void)
+{
+	return false;
+}
+
+static void
+rd_evict(const void *p, size_t n)
+{
+	(void)p;
+	(void)n;
+}
+#endif
+
+/* The way the environment and the CPU leave: -1 to measure, else 0 or
+ * 1 (read on the thread that starts the workers, not on theirs). */
+static int
+rd_evict_force(void)
+{
+	const char *e = getenv("MSPTI_READER_EVICT");
+
+	if (!rd_evict_cpu() || (e != NULL && strcmp(e, "0") == 0))
+		return 0;
+	return e != NULL && strcmp(e, "1") == 0 ? 1 : -1;
+}
+
+/* A worker's tuning; nslots chunks go first into buffers no one has
+ * read yet, which tell nothing. */
+static void
+rd_tune_init(struct rd_tune *t, int force, unsigned nslots)
+{
+	memset(t, 0, sizeof(*t));
+	t->force = force;
+	t->skip = nslots;
+}
+
+/* Whether to evict before the next chunk. */
+static bool
+rd_tune_pick(const struct rd_tune *t)
+{
+	if (t->force >= 0)
+		return t->force == 1;
+	if (t->skip > 0)
+		return false;
+	if (t->n < 2 * RD_TUNE_TRY)
+		return t->n >= RD_TUNE_TRY;
+	return t->evict;
+}
+
+static uint64_t
+rd_thread_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A chunk of bytes took ns of the worker's CPU, evicted or not. */
+static void
+rd_tune_note(struct rd_tune *t, bool evict, uint64_t ns, size_t bytes)
+{
+	if (t->force >= 0)
+		return;
+	if (t->skip > 0) {
+		t->skip--;
+		return;
+	}
+	if (t->n < 2 * RD_TUNE_TRY) {
+		t->ns[evict] += ns;
+		t->bytes[evict] += bytes;
+	}
+	if (++t->n == 2 * RD_TUNE_TRY)	/* ns a byte, without dividing */
+		t->evict = (unsigned __int128)t->ns[1] * t->bytes[0] <
+		    (unsigned __int128)t->ns[0] * t->bytes[1];
+	if (t->n == RD_TUNE_PERIOD) {
+		t->n = 0;
+		memset(t->ns, 0, sizeof(t->ns));
+		memset(t->bytes, 0, sizeof(t->bytes));
+	}
+}
+
 /* A worker's part: read, CRC, decompress, validate every record. */
 static void
-slot_work(struct trace_reader *r, ZSTD_DCtx *dctx, struct rd_slot *sl)
+slot_work(struct trace_reader *r, ZSTD_DCtx *dctx, struct rd_slot *sl,
+    bool evict)
 {
 	const struct trace_chunk_hdr *ch = &sl->ch;
 	uint32_t n;
@@ -750,6 +883,8 @@ slot_work(struct trace_reader *r, ZSTD_DCtx *dctx, struct rd_slot *sl)
 	if (rn < 0 || (size_t)rn < ch->comp_size ||
 	    !CRC_MATCH(trace_crc32c(0, sl->comp, ch->comp_size), ch->data_crc))
 		return;
+	if (evict)
+		rd_evict(sl->raw, ch->raw_size);
 	got = ZSTD_decompressDCtx(dctx, sl->raw, ch->raw_size, sl->comp,
 	    ch->comp_size);
 	if (ZSTD_isError(got) || got != ch->raw_size ||
@@ -769,9 +904,11 @@ pool_worker(void *arg)
 	struct rd_pool *pl = arg;
 	ZSTD_DCtx *dctx = ZSTD_createDCtx();
 	struct rd_slot *sl;
+	struct rd_tune tune;
 
 	if (dctx != NULL)
 		reader_dctx_tune(dctx);
+	rd_tune_init(&tune, pl->evict, pl->nslots);
 	pthread_mutex_lock(&pl->mu);
 	for (;;) {
 		while (!pl->stop &&
@@ -783,9 +920,14 @@ pool_worker(void *arg)
 		pl->qhead = (pl->qhead + 1) % pl->nslots;
 		sl->state = RS_BUSY;
 		pthread_mutex_unlock(&pl->mu);
-		if (dctx != NULL)
-			slot_work(pl->r, dctx, sl);
-		else
+		if (dctx != NULL) {
+			bool evict = rd_tune_pick(&tune);
+			uint64_t t0 = rd_thread_ns();
+
+			slot_work(pl->r, dctx, sl, evict);
+			rd_tune_note(&tune, evict, rd_thread_ns() - t0,
+			    sl->ch.raw_size);
+		} else
 			sl->ok = false;
 		pthread_mutex_lock(&pl->mu);
 		sl->state = RS_DONE;
@@ -905,6 +1047,7 @@ trace_reader_set_threads(struct trace_reader *r, unsigned n)
 	if ((pl = calloc(1, sizeof(*pl))) == NULL)
 		return -ENOMEM;
 	pl->r = r;
+	pl->evict = rd_evict_force();
 	pl->nslots = 2 * n + 1 + r->hold;
 	pl->cur = -1;
 	if ((pl->slots = calloc(pl->nslots, sizeof(*pl->slots))) == NULL) {

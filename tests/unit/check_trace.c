@@ -914,12 +914,22 @@ START_TEST(test_threads)
 		cfd = memfd_with(b, l);
 		read_digest(cfd, 0, &d0);
 		ck_assert_uint_gt(d0.records, 1000);
-		for (size_t t = 0; t < sizeof(th) / sizeof(th[0]); t++) {
-			read_digest(cfd, th[t], &d1);
+		/* The workers' buffers evicted before reuse, never, or as
+		 * each worker measures (MSPTI_READER_EVICT): the same. */
+		for (size_t t = 0; t < 3 * sizeof(th) / sizeof(th[0]); t++) {
+			static const char *ev[] = { NULL, "0", "1" };
+			unsigned nt = th[t % (sizeof(th) / sizeof(th[0]))];
+			const char *e = ev[t / (sizeof(th) / sizeof(th[0]))];
+
+			if (e != NULL)
+				setenv("MSPTI_READER_EVICT", e, 1);
+			read_digest(cfd, nt, &d1);
+			unsetenv("MSPTI_READER_EVICT");
 			ck_assert_msg(d1.h == d0.h && d1.records == d0.records &&
-			    d1.errors == d0.errors, "variant %d, %u threads: "
-			    "%llu records, %llu errors; serial %llu, %llu", v,
-			    th[t], (unsigned long long)d1.records,
+			    d1.errors == d0.errors, "variant %d, %u threads, "
+			    "evict %s: %llu records, %llu errors; serial %llu, "
+			    "%llu", v, nt, e ? e : "measured",
+			    (unsigned long long)d1.records,
 			    (unsigned long long)d1.errors,
 			    (unsigned long long)d0.records,
 			    (unsigned long long)d0.errors);
