@@ -748,19 +748,21 @@ chunk_sizes_ok(const struct trace_chunk_hdr *ch)
  * writes to memory as to a fresh buffer.  Where the CPUs share a cache
  * that costs the worker about a third more instead.  Which case holds
  * can change while a report runs (a host moves its vCPUs), so each worker
- * measures: every RD_TUNE_PERIOD chunks, RD_TUNE_TRY of them each way, by
- * its own CPU time a byte, then the cheaper way for the rest
- * (rd_tune_pick).  MSPTI_READER_EVICT=0 never evicts, =1 always does.
+ * measures its CPU time a byte each way: the way it takes, on every chunk
+ * (a running mean), and the other on one chunk at the start of every
+ * period, which is 8 chunks after a change of way and doubles up to
+ * RD_TUNE_PERIOD while the way holds (rd_tune_pick).
+ * MSPTI_READER_EVICT=0 never evicts, =1 always does.
  */
-#define RD_TUNE_PERIOD	64
-#define RD_TUNE_TRY	2
+#define RD_TUNE_PERIOD	128
 
 struct rd_tune {
 	int		 force;		/* -1: measure; else 0 or 1 */
-	unsigned	 skip;		/* chunks before the first period */
+	unsigned	 skip;		/* chunks before measuring */
 	unsigned	 n;		/* chunks into the period */
-	uint64_t	 ns[2], bytes[2]; /* this period's, kept / evicted */
-	bool		 evict;		/* the cheaper way of the last trial */
+	unsigned	 period;
+	double		 cost[2];	/* ns a byte, kept / evicted; 0: none */
+	bool		 evict;		/* the way taken */
 };
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -808,27 +810,30 @@ rd_evict_force(void)
 	return e != NULL && strcmp(e, "1") == 0 ? 1 : -1;
 }
 
-/* A worker's tuning; nslots chunks go first into buffers no one has
- * read yet, which tell nothing. */
+/* A worker's tuning.  The first nslots chunks go into buffers no one has
+ * read yet, and the next ones may still grow theirs: the first 2 x nslots
+ * tell nothing. */
 static void
 rd_tune_init(struct rd_tune *t, int force, unsigned nslots)
 {
 	memset(t, 0, sizeof(*t));
 	t->force = force;
-	t->skip = nslots;
+	t->skip = 2 * nslots;
+	t->period = 8;
 }
 
-/* Whether to evict before the next chunk. */
+/* Whether to evict before the next chunk: each way once, then the cheaper
+ * but for a chunk the other way at the start of each period. */
 static bool
 rd_tune_pick(const struct rd_tune *t)
 {
 	if (t->force >= 0)
 		return t->force == 1;
-	if (t->skip > 0)
+	if (t->skip > 0 || t->cost[0] == 0)
 		return false;
-	if (t->n < 2 * RD_TUNE_TRY)
-		return t->n >= RD_TUNE_TRY;
-	return t->evict;
+	if (t->cost[1] == 0)
+		return true;
+	return t->n == 0 ? !t->evict : t->evict;
 }
 
 static uint64_t
@@ -844,23 +849,32 @@ rd_thread_ns(void)
 static void
 rd_tune_note(struct rd_tune *t, bool evict, uint64_t ns, size_t bytes)
 {
+	double c = (double)(ns + 1) / (double)(bytes + 1);
+	bool cheaper;
+
 	if (t->force >= 0)
 		return;
 	if (t->skip > 0) {
 		t->skip--;
 		return;
 	}
-	if (t->n < 2 * RD_TUNE_TRY) {
-		t->ns[evict] += ns;
-		t->bytes[evict] += bytes;
+	if (t->cost[evict] == 0 || evict != t->evict)
+		t->cost[evict] = c;	/* the first, or a probe: afresh */
+	else
+		t->cost[evict] += (c - t->cost[evict]) / 4;
+	if (t->cost[0] == 0 || t->cost[1] == 0)
+		return;
+	cheaper = t->cost[1] < t->cost[0];
+	if (cheaper != t->evict) {
+		t->evict = cheaper;
+		t->period = 8;
+		t->n = 1;
+		return;
 	}
-	if (++t->n == 2 * RD_TUNE_TRY)	/* ns a byte, without dividing */
-		t->evict = (unsigned __int128)t->ns[1] * t->bytes[0] <
-		    (unsigned __int128)t->ns[0] * t->bytes[1];
-	if (t->n == RD_TUNE_PERIOD) {
+	if (++t->n >= t->period) {
 		t->n = 0;
-		memset(t->ns, 0, sizeof(t->ns));
-		memset(t->bytes, 0, sizeof(t->bytes));
+		if (t->period < RD_TUNE_PERIOD)
+			t->period *= 2;
 	}
 }
 
