@@ -26,6 +26,14 @@
  * deflates batches while the walk fills the next; the batches are written
  * in order.  MSPTI_PERFETTO_DEFLATE=0 writes them plain (for readers
  * without zlib), MSPTI_PERFETTO_THREADS=N sets the workers.
+ *
+ * The walk fills a batch buffer a worker read before.  Where their CPUs
+ * share no cache, each line it writes was first taken back from the
+ * worker's: the export took 1.77 s for 1.34 s on the jittered 4M-record
+ * file (doc/benchmarks.md, eighteenth pass).  So a worker evicts the batch
+ * from the caches once it has deflated it (util_cache_evict), which costs
+ * the worker, whose deflate keeps up with the walk, about 1 % where they
+ * share it.  MSPTI_PERFETTO_EVICT=0 leaves the batches cached.
  */
 #include "config.h"
 
@@ -154,6 +162,7 @@ struct pf {
 	struct pf_slot	*slot;
 	unsigned	 nslot, fill, take, wr;
 	bool		 zstop, zinit;
+	bool		 zevict;		/* workers evict what they read */
 };
 
 static inline void
@@ -360,6 +369,8 @@ pf_worker(void *arg)
 		/* No compressor of our own (out of memory): plain. */
 		sl->nz = zc != NULL ? pf_deflate(zc, sl->in, sl->nin, sl->z,
 		    p->zcap) : 0;
+		if (p->zevict)
+			util_cache_evict(sl->in, sl->nin);
 		pthread_mutex_lock(&p->zmtx);
 		sl->st = PF_DONE;
 		pthread_cond_broadcast(&p->zdone);
@@ -452,6 +463,7 @@ pf_nworkers(void)
 static bool
 pf_start_workers(struct pf *p, unsigned n)
 {
+	const char *ev;
 	sigset_t old;
 
 	p->nslot = n * PF_SLOTS_PER + 1;
@@ -465,6 +477,9 @@ pf_start_workers(struct pf *p, unsigned n)
 	pthread_cond_init(&p->zwork, NULL);
 	pthread_cond_init(&p->zdone, NULL);
 	p->zinit = true;
+	ev = getenv("MSPTI_PERFETTO_EVICT");
+	p->zevict = util_cache_evict_ok() && !(ev != NULL &&
+	    strcmp(ev, "0") == 0);
 	/* The Python extension runs us inside an application: its signals
 	 * stay with its own threads. */
 	util_block_async_signals(&old);

@@ -29,9 +29,6 @@
 #include <sys/stat.h>
 #define ZSTD_STATIC_LINKING_ONLY	/* ZSTD_d_forceIgnoreChecksum */
 #include <zstd.h>
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#endif
 
 #include "trace.h"
 #include "util.h"
@@ -744,14 +741,14 @@ chunk_sizes_ok(const struct trace_chunk_hdr *ch)
  * taken back from that CPU's caches, a snoop a line: the worker ran at 2.5
  * times its cost, and a one-file report on two threads took longer than
  * on one (doc/benchmarks.md, eighteenth pass).  Evicting the buffer from
- * every cache first (CLFLUSHOPT, many lines in flight at once) sends its
- * writes to memory as to a fresh buffer.  Where the CPUs share a cache
- * that costs the worker about a third more instead.  Which case holds
- * can change while a report runs (a host moves its vCPUs), so each worker
- * measures its CPU time a byte each way: the way it takes, on every chunk
- * (a running mean), and the other on one chunk at the start of every
- * period, which is 8 chunks after a change of way and doubles up to
- * RD_TUNE_PERIOD while the way holds (rd_tune_pick).
+ * every cache first (util_cache_evict) sends its writes to memory as to a
+ * fresh buffer.  Where the CPUs share a cache that costs the worker about
+ * a third more instead.  Which case holds can change while a report runs
+ * (a host moves its vCPUs), so each worker measures its CPU time a byte
+ * each way: the way it takes, on every chunk (a running mean), and the
+ * other on one chunk at the start of every period, which is 8 chunks
+ * after a change of way and doubles up to RD_TUNE_PERIOD while the way
+ * holds (rd_tune_pick).
  * MSPTI_READER_EVICT=0 never evicts, =1 always does.
  */
 #define RD_TUNE_PERIOD	128
@@ -765,39 +762,6 @@ struct rd_tune {
 	bool		 evict;		/* the way taken */
 };
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-static bool
-rd_evict_cpu(void)
-{
-	unsigned a, b, c, d;
-
-	/* CLFLUSHOPT: CPUID leaf 7, EBX bit 23. */
-	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23));
-}
-
-__attribute__((target("clflushopt")))
-static void
-rd_evict(const void *p, size_t n)
-{
-	for (size_t i = 0; i < n; i += 64)
-		__builtin_ia32_clflushopt((void *)((uintptr_t)p + i));
-	__builtin_ia32_sfence();
-}
-#else
-static bool
-rd_evict_cpu(void)
-{
-	return false;
-}
-
-static void
-rd_evict(const void *p, size_t n)
-{
-	(void)p;
-	(void)n;
-}
-#endif
-
 /* The way the environment and the CPU leave: -1 to measure, else 0 or
  * 1 (read on the thread that starts the workers, not on theirs). */
 static int
@@ -805,7 +769,7 @@ rd_evict_force(void)
 {
 	const char *e = getenv("MSPTI_READER_EVICT");
 
-	if (!rd_evict_cpu() || (e != NULL && strcmp(e, "0") == 0))
+	if (!util_cache_evict_ok() || (e != NULL && strcmp(e, "0") == 0))
 		return 0;
 	return e != NULL && strcmp(e, "1") == 0 ? 1 : -1;
 }
@@ -898,7 +862,7 @@ slot_work(struct trace_reader *r, ZSTD_DCtx *dctx, struct rd_slot *sl,
 	    !CRC_MATCH(trace_crc32c(0, sl->comp, ch->comp_size), ch->data_crc))
 		return;
 	if (evict)
-		rd_evict(sl->raw, ch->raw_size);
+		util_cache_evict(sl->raw, ch->raw_size);
 	got = ZSTD_decompressDCtx(dctx, sl->raw, ch->raw_size, sl->comp,
 	    ch->comp_size);
 	if (ZSTD_isError(got) || got != ch->raw_size ||

@@ -352,6 +352,50 @@ util_input_strerror(int rc)
 	return rc == -ETIMEDOUT ? UTIL_FIFO_NO_WRITER : strerror(-rc);
 }
 
+/*
+ * A buffer one thread fills and another then reads, in turn: when the two
+ * CPUs share no cache, each line the filler writes has first to be taken
+ * back from the reader's caches (doc/benchmarks.md, eighteenth pass).
+ * util_cache_evict puts n bytes at p out of every cache (CLFLUSHOPT, many
+ * lines in flight), so the next writes go to memory as to a fresh buffer;
+ * util_cache_evict_ok says whether this CPU can (x86-64 with CLFLUSHOPT;
+ * elsewhere util_cache_evict does nothing).
+ */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+
+static inline bool
+util_cache_evict_ok(void)
+{
+	unsigned a, b, c, d;
+
+	/* CPUID leaf 7, EBX bit 23. */
+	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23));
+}
+
+__attribute__((target("clflushopt")))
+static inline void
+util_cache_evict(const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 64)
+		__builtin_ia32_clflushopt((void *)((uintptr_t)p + i));
+	__builtin_ia32_sfence();
+}
+#else
+static inline bool
+util_cache_evict_ok(void)
+{
+	return false;
+}
+
+static inline void
+util_cache_evict(const void *p, size_t n)
+{
+	(void)p;
+	(void)n;
+}
+#endif
+
 /* The runtime dir: arg if given, else $MSPTID_RUNTIME_DIR, else
  * RUNSTATEDIR/msptid.  Returns a static string. */
 const char	*util_runtime_dir(const char *arg);
