@@ -800,15 +800,6 @@ rd_tune_pick(const struct rd_tune *t)
 	return t->n == 0 ? !t->evict : t->evict;
 }
 
-static uint64_t
-rd_thread_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A chunk of bytes took ns of the worker's CPU, evicted or not. */
 static void
 rd_tune_note(struct rd_tune *t, bool evict, uint64_t ns, size_t bytes)
@@ -900,11 +891,11 @@ pool_worker(void *arg)
 		pthread_mutex_unlock(&pl->mu);
 		if (dctx != NULL) {
 			bool evict = rd_tune_pick(&tune);
-			uint64_t t0 = rd_thread_ns();
+			uint64_t t0 = util_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
 			slot_work(pl->r, dctx, sl, evict);
-			rd_tune_note(&tune, evict, rd_thread_ns() - t0,
-			    sl->ch.raw_size);
+			rd_tune_note(&tune, evict, util_clock_ns(
+			    CLOCK_THREAD_CPUTIME_ID) - t0, sl->ch.raw_size);
 		} else
 			sl->ok = false;
 		pthread_mutex_lock(&pl->mu);

@@ -244,25 +244,15 @@ trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
 			return -EBADMSG;
 		/* Most records are kernels and API calls, each of its type's
 		 * size after one of the same: their words' count known. */
-		if (delta && h->type == REC_KERNEL &&
-		    size == sizeof(struct rec_kernel) &&
-		    pn[REC_KERNEL] == sizeof(struct rec_kernel) / 8) {
+		if (delta && ((h->type == REC_KERNEL &&
+		    size == sizeof(struct rec_kernel)) || (h->type == REC_API &&
+		    size == sizeof(struct rec_api))) && pn[h->type] == size / 8) {
 			w = (uint64_t *)(void *)h;
-			delta_add(w, prev[REC_KERNEL], 8);
-			prev[REC_KERNEL] = w;
-			if (record_check_kernel((const void *)h) != 0)
-				return -EBADMSG;
-			p += size;
-			n++;
-			continue;
-		}
-		if (delta && h->type == REC_API &&
-		    size == sizeof(struct rec_api) &&
-		    pn[REC_API] == sizeof(struct rec_api) / 8) {
-			w = (uint64_t *)(void *)h;
-			delta_add(w, prev[REC_API], 7);
-			prev[REC_API] = w;
-			if (record_check_api((const void *)h) != 0)
+			delta_add(w, prev[h->type], size / 8);
+			prev[h->type] = w;
+			if ((h->type == REC_KERNEL ? record_check_kernel(
+			    (const void *)h) : record_check_api((const void *)h))
+			    != 0)
 				return -EBADMSG;
 			p += size;
 			n++;

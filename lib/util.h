@@ -126,6 +126,16 @@ util_realtime_ns(void)
 
 uint64_t	util_monotonic_ns(void);
 
+/* Clock c in ns (CLOCK_THREAD_CPUTIME_ID: the calling thread's CPU). */
+static inline uint64_t
+util_clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /*
  * Byte helpers of the wire formats (partial results, frames, report
  * bundles, the Perfetto writer): little-endian integers, 64-bit FNV-1a
