@@ -281,6 +281,19 @@ session_update(uint64_t id, uint32_t kinds, char **domains_off,
  * already launched are drained into the ring first when flush is set (a
  * clean stop), then producers are fenced out and the ring is unmapped.
  */
+/* MSPTI_TEST_STOP_DELAY_US (tests): a stop sleeps this long between
+ * taking the session's kinds away and taking the session away, where a
+ * call that launched in the session may end. */
+static void
+session_test_stop_delay(void)
+{
+	char v[16];
+
+	if (env_get("MSPTI_TEST_STOP_DELAY_US", v, sizeof(v)) && atoi(v) > 0 &&
+	    atoi(v) < 1000000)
+		usleep((useconds_t)atoi(v));
+}
+
 int
 session_stop(uint64_t id, bool flush)
 {
@@ -293,6 +306,7 @@ session_stop(uint64_t id, bool flush)
 	if (flush)
 		devtime_drain();
 	api_session_set_kinds(0);
+	session_test_stop_delay();
 	api_session_set_sink(NULL, NULL, NULL);
 	atomic_store(&sess_fp->live, NULL);
 	atomic_store(&s->active, false);

@@ -493,8 +493,12 @@ session_rec_size(const void *rec)
  * the thread's slot, and the API record's entry into the session writes
  * it first.  What the API record did not take (the call's API kind came
  * on after it began) goes at the call's end (session_call_end), if the
- * session is still the same; a waiting record whose session ended goes
- * nowhere, like the call's API record.
+ * session is still the same and still takes API records.  A waiting
+ * record whose session ended goes nowhere, like the call's API record;
+ * so does one whose session stopped taking API records: a stop takes the
+ * kinds away before the session, and a call that ended in between, its
+ * API record left out, wrote its launch alone (a KERNEL record of a call
+ * the trace does not hold, tests/integ/session-callpair.sh).
  */
 static uint64_t
 sess_work_corr(const void *rec)
@@ -590,7 +594,8 @@ session_call_end(uint64_t corr)
 		return;
 	if ((s = session_enter_on(t)) != NULL &&
 	    atomic_load_explicit(&s->win, memory_order_relaxed) ==
-	    SESS_WIN_OPEN)
+	    SESS_WIN_OPEN &&
+	    (api_kinds_session() & (1u << MSPTI_ACTIVITY_KIND_API)))
 		q = session_prod(s, t);
 	else
 		s = NULL;

@@ -40,6 +40,30 @@ done
 kill "$APP"
 ok "a stop between a call's launch and its API record takes both or neither"
 
+# A call that ends while a stop has taken the session's kinds away but
+# not yet the session (MSPTI_TEST_STOP_DELAY_US holds the stop there):
+# its launch is not written without its API record.  Every call sleeps
+# 3 ms before its API record, so many end in that 200 ms.
+MSPTI_TEST_CALL_EXIT_DELAY_US=3000 MSPTI_TEST_STOP_DELAY_US=200000 \
+    $WITH_AGENT "$TRAIN" --steps 0 >"$T/train3.out" 2>&1 &
+APP3=$!; PIDS="$PIDS $APP3"
+wait_until 30 is_registered "$APP3" || fail "third npusim-train did not register"
+$CTL start --pid "$APP3" --kinds api,kernel,memcpy --duration 1s --wait \
+    --output "$T/c.mspti" >"$T/c.out" 2>&1 || fail "start c: $(cat "$T/c.out")"
+"$DUMP" "$T/c.mspti" >"$T/c.jsonl" || fail "trace c unreadable"
+python3 - "$T/c.jsonl" <<'PY' >"$T/pyc.out" 2>&1 || fail "stop delayed: $(tail -3 "$T/pyc.out")"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])][:-1]
+api = {r["corr"] for r in recs if r["type"] == "api"}
+work = [r for r in recs if r["type"] in ("kernel", "memcpy")]
+assert len(api) > 50 and len(work) > 50, (len(api), len(work))
+orphans = [r for r in work if r["corr"] not in api]
+assert not orphans, "%d device records of calls the trace does not " \
+    "hold: %s" % (len(orphans), orphans[:2])
+PY
+kill "$APP3"
+ok "a call ending while a stop takes the session away: its launch goes with its API record"
+
 # A stop and a new start between a call's launch and its API record: the
 # launch was the stopped capture's, so the new one (no device kinds) has
 # neither it nor any other device record.  Each call sleeps 300 ms
