@@ -276,11 +276,6 @@ session_update(uint64_t id, uint32_t kinds, char **domains_off,
 	return 0;
 }
 
-/*
- * Stops the current session (id 0: whatever is running): device records
- * already launched are drained into the ring first when flush is set (a
- * clean stop), then producers are fenced out and the ring is unmapped.
- */
 /* MSPTI_TEST_STOP_DELAY_US (tests): a stop sleeps this long between
  * taking the session's kinds away and taking the session away, where a
  * call that launched in the session may end. */
@@ -294,6 +289,11 @@ session_test_stop_delay(void)
 		usleep((useconds_t)atoi(v));
 }
 
+/*
+ * Stops the current session (id 0: whatever is running): device records
+ * already launched are drained into the ring first when flush is set (a
+ * clean stop), then producers are fenced out and the ring is unmapped.
+ */
 int
 session_stop(uint64_t id, bool flush)
 {
