@@ -498,6 +498,10 @@ AN_HIDDEN uint64_t	 an_dev_time(const struct analysis_source *src,
 AN_HIDDEN uint64_t	 an_union_measure(const struct an_union *u,
 			    uint64_t a, uint64_t b);
 AN_HIDDEN void		*an_realloc(void *p, size_t n);
+/* analysis_source_add for each record of [p, end) (records back to back,
+ * already checked, as a reader's chunk holds them). */
+AN_HIDDEN void		 an_add_run(struct analysis_source *src,
+			    const uint8_t *p, const uint8_t *end);
 
 /* The process record of pid in src (created on first sight); pid 0: the
  * last one seen.  Inline: nearly every record asks for the one before. */

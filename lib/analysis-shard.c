@@ -235,16 +235,6 @@ an_shard_index(const uint8_t *data, size_t len, uint32_t records,
 	aux->len = n * sizeof(*run);
 }
 
-static void
-sh_add(struct sh_shard *s, const uint8_t *p, const uint8_t *end)
-{
-	while (p < end) {
-		const struct rec_hdr *h = (const void *)p;
-
-		analysis_source_add(s->src, h);
-		p += h->size;
-	}
-}
 
 /* The records every shard takes: the first analyses them, the others
  * keep the strings and clocks. */
@@ -252,7 +242,7 @@ static void
 sh_every(struct sh_shard *s, const uint8_t *p, const uint8_t *end)
 {
 	if (s->me == 0) {
-		sh_add(s, p, end);
+		an_add_run(s->src, p, end);
 		return;
 	}
 	while (p < end) {
@@ -302,7 +292,7 @@ sh_walk(struct sh_shard *s, const struct trace_chunk *c)
 	size_t nrun = c->auxlen / sizeof(*run);
 
 	if (s->k == 1) {
-		sh_add(s, c->data, c->data + c->len);
+		an_add_run(s->src, c->data, c->data + c->len);
 		return;
 	}
 	for (size_t i = 0; i < nrun; i++) {
@@ -329,7 +319,7 @@ sh_walk(struct sh_shard *s, const struct trace_chunk *c)
 			break;
 		}
 		if (owner == s->me)
-			sh_add(s, p, end);
+			an_add_run(s->src, p, end);
 		else
 			s->a->seq += u->n;
 	}

@@ -394,9 +394,36 @@ an_id_cache_fit(uint32_t **v, size_t *n, uint32_t id)
 	*n = c;
 }
 
+/* The index + 1 of the op (gname, gtype) in a's ops, made on first
+ * sight, cached for name_id in src: an_op_add's way past its cache. */
+static __attribute__((noinline)) uint32_t
+an_op_miss(struct analysis_source *src, uint32_t name_id, uint32_t gname,
+    uint32_t gtype)
+{
+	struct analysis *a = src->a;
+	size_t i;
+
+	for (i = 0; i < a->nops; i++)
+		if (a->ops[i].name == gname && a->ops[i].type == gtype)
+			break;
+	if (i == a->nops) {
+		an_grow(&a->ops, &a->cops, a->nops, sizeof(*a->ops));
+		memset(&a->ops[i], 0, sizeof(a->ops[i]));
+		a->ops[i].name = gname;
+		a->ops[i].type = gtype;
+		a->ops[i].aicpu = strstr(an_str_get(a, gtype), "CPU") != NULL;
+		a->ops[i].seq = a->seq;
+		a->nops++;
+		an_op_first_set(a, gname, i);
+	}
+	an_id_cache_fit(&src->op_of, &src->nop_of, name_id);
+	src->op_of[name_id] = (uint32_t)i + 1;
+	return (uint32_t)i + 1;
+}
+
 /* Folds a kernel duration into the op statistics via the source's cache;
- * returns the op. */
-static struct an_op *
+ * returns the op.  Inline: one a kernel record. */
+static inline __attribute__((always_inline)) struct an_op *
 an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
     uint64_t dur)
 {
@@ -408,33 +435,37 @@ an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
 	if (name_id < src->nop_of)
 		idx = src->op_of[name_id];
 	if (idx == 0 || a->ops[idx - 1].name != gname ||
-	    a->ops[idx - 1].type != gtype) {
-		size_t i;
-
-		for (i = 0; i < a->nops; i++)
-			if (a->ops[i].name == gname && a->ops[i].type == gtype)
-				break;
-		if (i == a->nops) {
-			an_grow(&a->ops, &a->cops, a->nops, sizeof(*a->ops));
-			memset(&a->ops[i], 0, sizeof(a->ops[i]));
-			a->ops[i].name = gname;
-			a->ops[i].type = gtype;
-			a->ops[i].aicpu = strstr(an_str_get(a, gtype), "CPU") !=
-			    NULL;
-			a->ops[i].seq = a->seq;
-			a->nops++;
-			an_op_first_set(a, gname, i);
-		}
-		an_id_cache_fit(&src->op_of, &src->nop_of, name_id);
-		src->op_of[name_id] = (uint32_t)i + 1;
-		idx = (uint32_t)i + 1;
-	}
+	    a->ops[idx - 1].type != gtype)
+		idx = an_op_miss(src, name_id, gname, gtype);
 	op = &a->ops[idx - 1];
 	an_stat_add(&op->st, dur);
 	return op;
 }
 
-static void
+/* The same for an API name (g global) in a's apis. */
+static __attribute__((noinline)) uint32_t
+an_api_miss(struct analysis_source *src, uint32_t name_id, uint32_t g)
+{
+	struct analysis *a = src->a;
+	size_t i;
+
+	for (i = 0; i < a->napis; i++)
+		if (a->apis[i].name == g)
+			break;
+	if (i == a->napis) {
+		an_grow(&a->apis, &a->capis, a->napis, sizeof(*a->apis));
+		memset(&a->apis[i], 0, sizeof(a->apis[i]));
+		a->apis[i].name = g;
+		a->apis[i].seq = a->seq;
+		a->napis++;
+	}
+	an_id_cache_fit(&src->api_of, &src->napi_of, name_id);
+	src->api_of[name_id] = (uint32_t)i + 1;
+	return (uint32_t)i + 1;
+}
+
+/* The same for an API call's duration; returns its entry. */
+static inline __attribute__((always_inline)) struct an_op *
 an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 {
 	struct analysis *a = src->a;
@@ -442,24 +473,10 @@ an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 
 	if (name_id < src->napi_of)
 		idx = src->api_of[name_id];
-	if (idx == 0 || a->apis[idx - 1].name != g) {
-		size_t i;
-
-		for (i = 0; i < a->napis; i++)
-			if (a->apis[i].name == g)
-				break;
-		if (i == a->napis) {
-			an_grow(&a->apis, &a->capis, a->napis, sizeof(*a->apis));
-			memset(&a->apis[i], 0, sizeof(a->apis[i]));
-			a->apis[i].name = g;
-			a->apis[i].seq = a->seq;
-			a->napis++;
-		}
-		an_id_cache_fit(&src->api_of, &src->napi_of, name_id);
-		src->api_of[name_id] = (uint32_t)i + 1;
-		idx = (uint32_t)i + 1;
-	}
+	if (idx == 0 || a->apis[idx - 1].name != g)
+		idx = an_api_miss(src, name_id, g);
 	an_stat_add(&a->apis[idx - 1].st, dur);
+	return &a->apis[idx - 1];
 }
 
 /*
@@ -788,12 +805,16 @@ an_work(struct analysis_source *src, const struct rec_hdr *h, uint64_t start,
 	return p;
 }
 
-AN_ATTR int
-analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
+/* One record into the analysis (analysis_source_add); inlined in the
+ * loop of an_add_run, so a chunk's records pay one call. */
+static inline __attribute__((always_inline)) int
+an_add(struct analysis_source *src, const struct rec_hdr *h)
 {
 	struct analysis *a = src->a;
 	struct an_proc *p;
+	struct an_op *op;
 	uint64_t s, e;
+	uint32_t gname;
 
 	a->seq++;
 	if (h->type >= REC_TYPE_MAX)
@@ -810,13 +831,14 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 			break;
 		a->kernel_time += e - s;
 		p->kernel_time += e - s;
-		if (an_op_add(src, k->name_id, k->type_id, e - s)->aicpu) {
+		op = an_op_add(src, k->name_id, k->type_id, e - s);
+		gname = op->name;
+		if (op->aicpu) {
 			a->aicpu_count++;
 			a->aicpu_time += e - s;
 		}
 		an_sweep_add(a, p, s, e, AN_COMPUTE);
-		an_join(src, p, k->correlation_id, s, e,
-		    an_gid(src, k->name_id), 1);
+		an_join(src, p, k->correlation_id, s, e, gname, 1);
 		break;
 	}
 	case REC_API: {
@@ -825,10 +847,10 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		p = an_proc_find(src, r->pid);
 		an_proc_ts(p, r->start, r->end);
 		an_host_ts(p, r->end);
-		an_api_add(src, r->name_id, r->end - r->start);
+		gname = an_api_add(src, r->name_id, r->end - r->start)->name;
 		p->api_time += r->end - r->start;
-		an_join(src, p, r->correlation_id, r->start, r->end,
-		    an_gid(src, r->name_id), 0);
+		an_join(src, p, r->correlation_id, r->start, r->end, gname,
+		    0);
 		break;
 	}
 	case REC_MEMCPY: {
@@ -939,6 +961,23 @@ analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
 		break;
 	}
 	return 0;
+}
+
+AN_ATTR int
+analysis_source_add(struct analysis_source *src, const struct rec_hdr *h)
+{
+	return an_add(src, h);
+}
+
+void
+an_add_run(struct analysis_source *src, const uint8_t *p, const uint8_t *end)
+{
+	while (p < end) {
+		const struct rec_hdr *h = (const void *)p;
+
+		an_add(src, h);
+		p += h->size;
+	}
 }
 
 /* Opens path for analysis_add_file (its read-ahead started). */
