@@ -374,9 +374,13 @@ struct analysis_source {
 	char		*host;
 	uint32_t	*map;		/* local string id -> global */
 	size_t		 nmap;
-	uint32_t	*op_of;		/* local name id -> op index + 1 */
+	/* Caches by local string id, valid while map is (cleared when an
+	 * id is redefined, freed when a merge reorders ops and APIs):
+	 * name id -> its local type id << 32 | op index + 1, and name id ->
+	 * API index + 1; 0: not cached. */
+	uint64_t	*op_of;
 	size_t		 nop_of;
-	uint32_t	*api_of;	/* local name id -> api index + 1 */
+	uint32_t	*api_of;
 	size_t		 napi_of;
 	struct an_proc	*last;		/* cache of proc_get */
 	struct rec_clock_sync clocks[64];

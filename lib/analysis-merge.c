@@ -56,7 +56,8 @@ an_finish_input(struct analysis *a)
 		free(s->map);
 		free(s->op_of);
 		free(s->api_of);
-		s->map = s->op_of = s->api_of = NULL;
+		s->map = s->api_of = NULL;
+		s->op_of = NULL;
 		s->nmap = s->nop_of = s->napi_of = 0;
 		s->last = NULL;
 	}
@@ -395,7 +396,8 @@ an_merge_shards_end(struct analysis *a, const struct an_counts *before)
 	/* The source's caches point at ops and APIs by index. */
 	free(src->op_of);
 	free(src->api_of);
-	src->op_of = src->api_of = NULL;
+	src->op_of = NULL;
+	src->api_of = NULL;
 	src->nop_of = src->napi_of = 0;
 }
 

@@ -259,6 +259,8 @@ AN_ATTR int
 analysis_source_string(struct analysis_source *src, uint32_t id,
     const char *str)
 {
+	uint32_t g;
+
 	if (id == 0)
 		return 0;
 	if (id >= src->nmap) {
@@ -271,7 +273,14 @@ analysis_source_string(struct analysis_source *src, uint32_t id,
 		    (n - src->nmap) * sizeof(uint32_t));
 		src->nmap = n;
 	}
-	src->map[id] = an_str_intern(src->a, str);
+	g = an_str_intern(src->a, str);
+	/* An id given another string (a direct feed may; a file may not):
+	 * the op and API caches by local id no longer hold. */
+	if (src->map[id] != 0 && src->map[id] != g) {
+		memset(src->op_of, 0, src->nop_of * sizeof(*src->op_of));
+		memset(src->api_of, 0, src->napi_of * sizeof(*src->api_of));
+	}
+	src->map[id] = g;
 	return 0;
 }
 
@@ -377,11 +386,12 @@ an_host_ts(struct an_proc *p, uint64_t t)
 		p->host_ts = t;
 }
 
-/* Makes a source's cache by local name id (*v, *n entries, zeros: not
- * cached) hold id. */
+/* Makes a source's cache by local name id (*v, *n entries of sz bytes,
+ * zeros: not cached) hold id. */
 static void
-an_id_cache_fit(uint32_t **v, size_t *n, uint32_t id)
+an_id_cache_fit(void *v, size_t *n, uint32_t id, size_t sz)
 {
+	char **vp = v;
 	size_t c;
 
 	if (id < *n)
@@ -389,18 +399,18 @@ an_id_cache_fit(uint32_t **v, size_t *n, uint32_t id)
 	c = *n ? *n : 256;
 	while (c <= id)
 		c *= 2;
-	*v = an_realloc(*v, c * sizeof(uint32_t));
-	memset(*v + *n, 0, (c - *n) * sizeof(uint32_t));
+	*vp = an_realloc(*vp, c * sz);
+	memset(*vp + *n * sz, 0, (c - *n) * sz);
 	*n = c;
 }
 
-/* The index + 1 of the op (gname, gtype) in a's ops, made on first
- * sight, cached for name_id in src: an_op_add's way past its cache. */
+/* The index + 1 of the op of local ids (name_id, type_id) in a's ops,
+ * made on first sight, cached in src: an_op_add's way past its cache. */
 static __attribute__((noinline)) uint32_t
-an_op_miss(struct analysis_source *src, uint32_t name_id, uint32_t gname,
-    uint32_t gtype)
+an_op_miss(struct analysis_source *src, uint32_t name_id, uint32_t type_id)
 {
 	struct analysis *a = src->a;
+	uint32_t gname = an_gid(src, name_id), gtype = an_gid(src, type_id);
 	size_t i;
 
 	for (i = 0; i < a->nops; i++)
@@ -416,37 +426,37 @@ an_op_miss(struct analysis_source *src, uint32_t name_id, uint32_t gname,
 		a->nops++;
 		an_op_first_set(a, gname, i);
 	}
-	an_id_cache_fit(&src->op_of, &src->nop_of, name_id);
-	src->op_of[name_id] = (uint32_t)i + 1;
+	an_id_cache_fit(&src->op_of, &src->nop_of, name_id,
+	    sizeof(*src->op_of));
+	src->op_of[name_id] = (uint64_t)type_id << 32 | ((uint32_t)i + 1);
 	return (uint32_t)i + 1;
 }
 
-/* Folds a kernel duration into the op statistics via the source's cache;
- * returns the op.  Inline: one a kernel record. */
+/* Folds a kernel duration into the op statistics via the source's cache
+ * (by its local ids: no string lookup on a hit); returns the op.  Inline:
+ * one a kernel record. */
 static inline __attribute__((always_inline)) struct an_op *
 an_op_add(struct analysis_source *src, uint32_t name_id, uint32_t type_id,
     uint64_t dur)
 {
 	struct analysis *a = src->a;
-	uint32_t gname = an_gid(src, name_id), gtype = an_gid(src, type_id);
-	uint32_t idx = 0;
+	uint64_t c = name_id < src->nop_of ? src->op_of[name_id] : 0;
+	uint32_t idx = (uint32_t)c;
 	struct an_op *op;
 
-	if (name_id < src->nop_of)
-		idx = src->op_of[name_id];
-	if (idx == 0 || a->ops[idx - 1].name != gname ||
-	    a->ops[idx - 1].type != gtype)
-		idx = an_op_miss(src, name_id, gname, gtype);
+	if (idx == 0 || c >> 32 != type_id)
+		idx = an_op_miss(src, name_id, type_id);
 	op = &a->ops[idx - 1];
 	an_stat_add(&op->st, dur);
 	return op;
 }
 
-/* The same for an API name (g global) in a's apis. */
+/* The same for an API of local name id in a's apis. */
 static __attribute__((noinline)) uint32_t
-an_api_miss(struct analysis_source *src, uint32_t name_id, uint32_t g)
+an_api_miss(struct analysis_source *src, uint32_t name_id)
 {
 	struct analysis *a = src->a;
+	uint32_t g = an_gid(src, name_id);
 	size_t i;
 
 	for (i = 0; i < a->napis; i++)
@@ -459,7 +469,8 @@ an_api_miss(struct analysis_source *src, uint32_t name_id, uint32_t g)
 		a->apis[i].seq = a->seq;
 		a->napis++;
 	}
-	an_id_cache_fit(&src->api_of, &src->napi_of, name_id);
+	an_id_cache_fit(&src->api_of, &src->napi_of, name_id,
+	    sizeof(*src->api_of));
 	src->api_of[name_id] = (uint32_t)i + 1;
 	return (uint32_t)i + 1;
 }
@@ -469,12 +480,10 @@ static inline __attribute__((always_inline)) struct an_op *
 an_api_add(struct analysis_source *src, uint32_t name_id, uint64_t dur)
 {
 	struct analysis *a = src->a;
-	uint32_t g = an_gid(src, name_id), idx = 0;
+	uint32_t idx = name_id < src->napi_of ? src->api_of[name_id] : 0;
 
-	if (name_id < src->napi_of)
-		idx = src->api_of[name_id];
-	if (idx == 0 || a->apis[idx - 1].name != g)
-		idx = an_api_miss(src, name_id, g);
+	if (idx == 0)
+		idx = an_api_miss(src, name_id);
 	an_stat_add(&a->apis[idx - 1].st, dur);
 	return &a->apis[idx - 1];
 }

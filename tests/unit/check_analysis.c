@@ -385,6 +385,61 @@ START_TEST(test_op_statistic)
 }
 END_TEST
 
+/* The op and API caches go by the source's own string ids: a name id
+ * with another type is another op, and an id a direct feed gives another
+ * string names another op and API from then on. */
+START_TEST(test_op_cache_by_local_id)
+{
+	struct analysis *a = analysis_new(NULL);
+	struct analysis_source *src = src_new(a, "h", 7, 0, 1);
+
+	kernel(src, 7, 0, 100 * US, 2, 3, 0);		/* MatMul, AI_CORE */
+	kernel(src, 7, 100 * US, 150 * US, 2, 8, 0);	/* MatMul, AI_VECTOR */
+	api(src, 7, 0, 10 * US, 6, 0);
+	ck_assert_int_eq(analysis_source_string(src, 2, "Conv2D"), 0);
+	ck_assert_int_eq(analysis_source_string(src, 6, "aclrtMemcpy"), 0);
+	kernel(src, 7, 200 * US, 230 * US, 2, 8, 0);	/* Conv2D, AI_VECTOR */
+	api(src, 7, 20 * US, 50 * US, 6, 0);
+	run(a);
+	{
+		const struct table *t = analysis_table(a, ANALYSIS_OPS);
+		int kn = col_of(t, "OP Type"), kt = col_of(t, "Core Type");
+		int kc = col_of(t, "Count"), kx = col_of(t, "Max Time(us)");
+		unsigned seen = 0;
+
+		ck_assert_uint_eq(table_nrows(t), 3);
+		for (size_t r = 0; r < 3; r++) {
+			const char *n = table_cell(t, r, (size_t)kn, NULL);
+			const char *ty = table_cell(t, r, (size_t)kt, NULL);
+			double max = strtod(table_cell(t, r, (size_t)kx,
+			    NULL), NULL);
+
+			ck_assert_str_eq(table_cell(t, r, (size_t)kc, NULL),
+			    "1");
+			if (strcmp(n, "MatMul") == 0 &&
+			    strcmp(ty, "AI_CORE") == 0 && max == 100)
+				seen |= 1;
+			else if (strcmp(n, "MatMul") == 0 &&
+			    strcmp(ty, "AI_VECTOR") == 0 && max == 50)
+				seen |= 2;
+			else if (strcmp(n, "Conv2D") == 0 &&
+			    strcmp(ty, "AI_VECTOR") == 0 && max == 30)
+				seen |= 4;
+		}
+		ck_assert_uint_eq(seen, 7);
+	}
+	ck_assert_double_eq(cell(a, ANALYSIS_APIS, "API Name",
+	    "aclrtLaunchKernel", "Count"), 1);
+	ck_assert_double_eq(cell(a, ANALYSIS_APIS, "API Name",
+	    "aclrtLaunchKernel", "Max(us)"), 10);
+	ck_assert_double_eq(cell(a, ANALYSIS_APIS, "API Name",
+	    "aclrtMemcpy", "Count"), 1);
+	ck_assert_double_eq(cell(a, ANALYSIS_APIS, "API Name",
+	    "aclrtMemcpy", "Max(us)"), 30);
+	analysis_free(a);
+}
+END_TEST
+
 /* Launch delay = kernel start - API end, joined by correlation id, in
  * either arrival order. */
 START_TEST(test_launch)
@@ -1257,6 +1312,7 @@ main(void)
 	tcase_add_test(tc, test_pending_queue_linear);
 	tcase_add_test(tc, test_steps_per_rank);
 	tcase_add_test(tc, test_op_statistic);
+	tcase_add_test(tc, test_op_cache_by_local_id);
 	tcase_add_test(tc, test_launch_join_per_process);
 	tcase_add_test(tc, test_launch_join_many_processes);
 	tcase_add_test(tc, test_launch_before_its_op);
