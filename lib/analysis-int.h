@@ -278,6 +278,7 @@ struct an_proc {
 	 * waiting slots. */
 	struct an_pend	*pend;
 	uint64_t	 pend_touched[AN_PEND_PAGES / 64 + 1];
+	uint32_t	 pend_left;		/* its pages not touched yet */
 	uint32_t	 idx;			/* creation order: flow ids */
 	uint64_t	 seq;			/* analysis.seq at creation */
 	int32_t		 rank, local_rank, world_size;

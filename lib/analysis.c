@@ -512,19 +512,25 @@ an_pend_table(struct an_proc *p)
 		abort();
 	}
 	memset(p->pend_touched, 0, sizeof(p->pend_touched));
+	p->pend_left = AN_PEND_PAGES;
 	return p->pend = m;
 }
 
-/* Writes to the page slot lies on before anything reads it. */
+/* Writes to the page slot lies on before anything reads it.  Once every
+ * page is in (a process past AN_PEND_SIZE launches; ids count up), one
+ * test. */
 static inline void
 an_pend_touch(struct an_proc *p, const struct an_pend *slot)
 {
-	size_t pg = (size_t)(slot - p->pend) /
-	    (AN_PAGE / sizeof(struct an_pend));
+	size_t pg;
 
+	if (p->pend_left == 0)
+		return;
+	pg = (size_t)(slot - p->pend) / (AN_PAGE / sizeof(struct an_pend));
 	if (!(p->pend_touched[pg / 64] & (1ull << (pg % 64)))) {
 		p->pend_touched[pg / 64] |= 1ull << (pg % 64);
 		*(volatile char *)((char *)p->pend + pg * AN_PAGE) = 0;
+		p->pend_left--;
 	}
 }
 
