@@ -73,7 +73,9 @@ AN_HIDDEN void	 table_csv_str(FILE *f, const char *s, const char *special);
 struct an_stat {
 	uint64_t	count;
 	uint64_t	total;
-	uint64_t	min;
+	/* The least value's complement, the greatest of ~v, so that the
+	 * zeroed empty statistic needs no test (an_stat_min reads it). */
+	uint64_t	nmin;
 	uint64_t	max;
 	/* Sum of squares in ns^2, exact, so that statistics merged from
 	 * partial results in any grouping equal a single pass. */
@@ -87,11 +89,18 @@ an_stat_sumsq_us(const struct an_stat *s)
 	return (double)s->sumsq / 1e6;
 }
 
+/* The least value (0 when there is none). */
+static inline uint64_t
+an_stat_min(const struct an_stat *s)
+{
+	return s->count ? ~s->nmin : 0;
+}
+
 static inline void
 an_stat_add(struct an_stat *s, uint64_t v)
 {
-	if (s->count == 0 || v < s->min)
-		s->min = v;
+	if (~v > s->nmin)
+		s->nmin = ~v;
 	if (v > s->max)
 		s->max = v;
 	s->count++;
@@ -103,8 +112,8 @@ an_stat_add(struct an_stat *s, uint64_t v)
 static inline void
 an_stat_addn(struct an_stat *s, uint64_t v, uint64_t n)
 {
-	if (s->count == 0 || v < s->min)
-		s->min = v;
+	if (~v > s->nmin)
+		s->nmin = ~v;
 	if (v > s->max)
 		s->max = v;
 	s->count += n;

@@ -25,8 +25,8 @@ pt_stat_merge(struct an_stat *d, const struct an_stat *s)
 {
 	if (s->count == 0)
 		return;
-	if (d->count == 0 || s->min < d->min)
-		d->min = s->min;
+	if (s->nmin > d->nmin)
+		d->nmin = s->nmin;
 	if (s->max > d->max)
 		d->max = s->max;
 	d->count += s->count;

@@ -111,7 +111,7 @@ pt_stat(struct pt_w *w, const struct an_stat *s)
 {
 	pt_u(w, s->count);
 	pt_u(w, s->total);
-	pt_u(w, s->min);
+	pt_u(w, an_stat_min(s));
 	pt_u(w, s->max);
 	pt_u(w, (uint64_t)s->sumsq);
 	pt_u(w, (uint64_t)(s->sumsq >> 64));
@@ -536,13 +536,15 @@ pt_rstat(struct pt_r *r, struct an_stat *s)
 
 	s->count = pt_ru(r);
 	s->total = pt_ru(r);
-	s->min = pt_ru(r);
+	s->nmin = ~pt_ru(r);
 	s->max = pt_ru(r);
 	lo = pt_ru(r);
 	hi = pt_ru(r);
 	s->sumsq = (unsigned __int128)hi << 64 | lo;
-	if (s->count && s->min > s->max)
+	if (s->count && ~s->nmin > s->max)
 		pt_bad(r, "bad statistics");
+	if (s->count == 0)
+		s->nmin = 0;
 }
 
 /* Reads the fields of table f (pt_fields wrote them) into base; string

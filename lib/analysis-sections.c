@@ -63,7 +63,7 @@ static void
 sec_stat_cols(struct table *t, const struct an_stat *s)
 {
 	table_num(t, US(s->total), 3);
-	table_num(t, US(s->min), 3);
+	table_num(t, US(an_stat_min(s)), 3);
 	table_num(t, s->count ? US(s->total) / (double)s->count : 0, 3);
 	table_num(t, US(s->max), 3);
 }
@@ -617,7 +617,7 @@ sec_apis(struct analysis *a)
 		table_num(t, US(o->st.total), 3);
 		table_u64(t, o->st.count);
 		table_num(t, avg, 3);
-		table_num(t, US(o->st.min), 3);
+		table_num(t, US(an_stat_min(&o->st)), 3);
 		table_num(t, US(o->st.max), 3);
 		table_num(t, var > 0 ? var : 0, 3);
 		if (strstr(n, "Malloc") || strstr(n, "Free"))

@@ -59,7 +59,7 @@ ap_op_statistic(struct ap *x, struct ap_rank *r, struct ap_st *s)
 		fprintf(f, ",%s,%" PRIu64 ",", v->kind, v->st.count);
 		ap_us(f, v->st.total);
 		fputc(',', f);
-		ap_us(f, v->st.min);
+		ap_us(f, an_stat_min(&v->st));
 		fprintf(f, ",%.3f,", (double)v->st.total /
 		    (double)v->st.count / 1e3);
 		ap_us(f, v->st.max);
@@ -92,7 +92,7 @@ ap_api_statistic(struct ap *x, struct ap_rank *r, struct ap_st *s)
 		fputc(',', f);
 		ap_us(f, v->st.total);
 		fprintf(f, ",%" PRIu64 ",%.3f,", v->st.count, avg);
-		ap_us(f, v->st.min);
+		ap_us(f, an_stat_min(&v->st));
 		fputc(',', f);
 		ap_us(f, v->st.max);
 		fprintf(f, ",%.3f\n", var > 0 ? var : 0.0);
