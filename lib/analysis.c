@@ -542,19 +542,57 @@ an_pend_free(struct an_proc *p)
 	p->pend = NULL;
 }
 
-/* A launch joined: API [as, ae] launched device work [ds, de].  Its
- * delay is a stall only for the part the device was idle: a kernel that
- * waited behind the process's earlier device work was queued, not
- * stalled (a compute-bound loop keeps a deep queue). */
-static void
+/* Launch API time of a device name with no op yet (an_launch): it waits
+ * for the name's first op (an_orphans_settle). */
+static __attribute__((noinline)) void
+an_launch_orphan(struct analysis *a, uint32_t name, uint64_t rt)
+{
+	struct an_orphan *o = NULL;
+
+	for (size_t i = a->norph; i-- > 0;)
+		if (a->orph[i].name == name) {
+			o = &a->orph[i];
+			break;
+		}
+	if (o == NULL) {
+		an_grow(&a->orph, &a->corph, a->norph, sizeof(*a->orph));
+		o = &a->orph[a->norph++];
+		*o = (struct an_orphan){ name, 0, 0, a->seq };
+	}
+	o->total += rt;
+	o->count++;
+}
+
+/* A launch among the worst delays so far (an_launch): into the small
+ * insertion-sorted array. */
+static __attribute__((noinline)) void
+an_launch_top(struct analysis *a, const struct an_launch_out *l)
+{
+	size_t i = a->nl_top < 32 ? a->nl_top++ : 31;
+
+	while (i > 0 && a->l_top[i - 1].delay < l->delay) {
+		a->l_top[i] = a->l_top[i - 1];
+		i--;
+	}
+	a->l_top[i] = *l;
+}
+
+/* A launch joined: API [as, ae] (name aname) launched device work [ds,
+ * de] (name dname) in a process whose device work seen before it ended at
+ * dprev.  Its delay is a stall only for the part the device was idle: a
+ * kernel that waited behind the process's earlier device work was
+ * queued, not stalled (a compute-bound loop keeps a deep queue).  Inline
+ * in an_join, its rare parts out of line. */
+static inline __attribute__((always_inline)) void
 an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
-    const struct an_pend *api, const struct an_pend *dev)
+    uint64_t as, uint64_t ae, uint32_t aname, uint64_t ds, uint64_t de,
+    uint64_t dprev, uint32_t dname)
 {
 	struct analysis *a = src->a;
-	uint64_t rt = api->end - api->start, dur = dev->end - dev->start;
-	uint64_t delay = dev->start > api->end ? dev->start - api->end : 0;
-	uint64_t ready = api->end > dev->prev_end ? api->end : dev->prev_end;
-	uint64_t stall = dev->start > ready ? dev->start - ready : 0;
+	uint64_t rt = ae - as, dur = de - ds;
+	uint64_t delay = ds > ae ? ds - ae : 0;
+	uint64_t ready = ae > dprev ? ae : dprev;
+	uint64_t stall = ds > ready ? ds - ready : 0;
 	size_t i;
 
 	a->launches++;
@@ -568,45 +606,23 @@ an_launch(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 	if (dur < rt)
 		a->l_short++;
 	/* The host side of the op (key_averages' CPU time): the first op
-	 * of that name; until there is one, it waits (an_orphans_settle). */
-	if (dev->name != 0 && dev->name < a->nop_first &&
-	    (i = a->op_first[dev->name]) != 0) {
+	 * of that name; until there is one, it waits. */
+	if (dname != 0 && dname < a->nop_first &&
+	    (i = a->op_first[dname]) != 0) {
 		a->ops[i - 1].host_total += rt;
 		a->ops[i - 1].host_count++;
-	} else if (dev->name != 0) {
-		struct an_orphan *o = NULL;
-
-		for (i = a->norph; i-- > 0;)
-			if (a->orph[i].name == dev->name) {
-				o = &a->orph[i];
-				break;
-			}
-		if (o == NULL) {
-			an_grow(&a->orph, &a->corph, a->norph,
-			    sizeof(*a->orph));
-			o = &a->orph[a->norph++];
-			*o = (struct an_orphan){ dev->name, 0, 0, a->seq };
-		}
-		o->total += rt;
-		o->count++;
-	}
-	/* Keep the worst launch delays (small insertion-sorted array). */
-	if (a->nl_top == 32 && delay <= a->l_top[31].delay)
-		return;
-	i = a->nl_top < 32 ? a->nl_top++ : 31;
-	while (i > 0 && a->l_top[i - 1].delay < delay) {
-		a->l_top[i] = a->l_top[i - 1];
-		i--;
-	}
-	a->l_top[i] = (struct an_launch_out){ corr, api->name, dev->name, rt,
-	    dur, delay, p->rank, a->seq };
+	} else if (dname != 0)
+		an_launch_orphan(a, dname, rt);
+	if (a->nl_top < 32 || delay > a->l_top[31].delay)
+		an_launch_top(a, &(struct an_launch_out){ corr, aname, dname,
+		    rt, dur, delay, p->rank, a->seq });
 }
 
 static inline __attribute__((always_inline)) void
 an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
     uint64_t s, uint64_t e, uint32_t gname, int is_dev)
 {
-	struct an_pend *pend, *slot, me;
+	struct an_pend *pend, *slot;
 	uint64_t prev_end;
 
 	if (corr == 0)
@@ -623,15 +639,15 @@ an_join(struct analysis_source *src, struct an_proc *p, uint64_t corr,
 		p->launch_dev_end = e;
 	if (slot->corr == corr && slot->pid == p->pid &&
 	    slot->is_dev != is_dev) {
-		me = (struct an_pend){ corr, s, e, is_dev ? prev_end : 0,
-		    gname, p->pid, (uint8_t)is_dev };
 		if (is_dev) {
-			an_launch(src, p, corr, slot, &me);
+			an_launch(src, p, corr, slot->start, slot->end,
+			    slot->name, s, e, prev_end, gname);
 			/* 1:N launches: keep the API for further device
 			 * work. */
 			return;
 		}
-		an_launch(src, p, corr, &me, slot);
+		an_launch(src, p, corr, s, e, gname, slot->start, slot->end,
+		    slot->prev_end, slot->name);
 	}
 	/* Field by field: a copy of a struct built on the stack stalled
 	 * on its narrow stores. */
