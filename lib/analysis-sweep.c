@@ -218,12 +218,43 @@ sw_close(struct analysis *a, struct an_proc *p, uint32_t gm)
 	}
 }
 
-/* One interval leaves the reorder ring, in start order. */
-static void
+/* Interval [s, e) into the segments of groups m (sw_release's way for
+ * all but a kernel that extends or follows the compute segment). */
+static __attribute__((noinline)) void
+sw_release_groups(struct analysis *a, struct an_proc *p, uint32_t m,
+    uint64_t s, uint64_t e)
+{
+	uint32_t open = 0, close = 0;
+
+	for (; m != 0; m &= m - 1) {	/* its groups */
+		uint32_t g = (uint32_t)__builtin_ctz(m);
+
+		if (p->sw_e[g] != 0 && s <= p->sw_e[g]) {
+			if (e > p->sw_e[g])
+				p->sw_e[g] = e;
+			continue;
+		}
+		if (p->sw_e[g] != 0)
+			close |= 1u << g;
+		open |= 1u << g;
+	}
+	if (close != 0)
+		sw_close(a, p, close);
+	for (; open != 0; open &= open - 1) {
+		uint32_t g = (uint32_t)__builtin_ctz(open);
+
+		p->sw_s[g] = s;
+		p->sw_e[g] = e;
+	}
+}
+
+/* One interval leaves the reorder ring, in start order.  Inline in
+ * sw_pop: once an interval in and one out. */
+static inline __attribute__((always_inline)) void
 sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
 {
 	uint64_t s = iv->start, e = s + iv->dur;
-	uint32_t m = sw_mask[iv->cls], open = 0, close = 0;
+	uint32_t m = sw_mask[iv->cls];
 
 	if (s < p->lo) {		/* beyond the reorder window */
 		p->late++;
@@ -257,26 +288,7 @@ sw_release(struct analysis *a, struct an_proc *p, const struct an_ival *iv)
 			}
 		}
 	}
-	for (; m != 0; m &= m - 1) {	/* its groups */
-		uint32_t g = (uint32_t)__builtin_ctz(m);
-
-		if (p->sw_e[g] != 0 && s <= p->sw_e[g]) {
-			if (e > p->sw_e[g])
-				p->sw_e[g] = e;
-			continue;
-		}
-		if (p->sw_e[g] != 0)
-			close |= 1u << g;
-		open |= 1u << g;
-	}
-	if (close != 0)
-		sw_close(a, p, close);
-	for (; open != 0; open &= open - 1) {
-		uint32_t g = (uint32_t)__builtin_ctz(open);
-
-		p->sw_s[g] = s;
-		p->sw_e[g] = e;
-	}
+	sw_release_groups(a, p, m, s, e);
 }
 
 /* Makes the ring contiguous from index 0 with capacity cap, sorted. */
@@ -299,7 +311,7 @@ sw_linearize(struct an_proc *p, size_t cap, bool sort)
 	}
 }
 
-static void
+static inline __attribute__((always_inline)) void
 sw_pop(struct analysis *a, struct an_proc *p)
 {
 	struct an_ival iv = p->rb[p->rb_head];
