@@ -19,13 +19,22 @@ struct trace_chunk_aux;
 /*
  * qsort for arrays that may be empty.  An empty array here is often NULL,
  * and qsort(NULL, 0, ...) is undefined (the pointer is declared nonnull;
- * UBSan stops on it).
+ * UBSan stops on it).  An array already in order is left as it is, as a
+ * stable sort leaves it: a rank's collectives and steps mostly come in
+ * order, and one pass to see it costs a fraction of glibc's merge sort.
  */
 static inline void
 an_sort(void *base, size_t n, size_t size,
     int (*cmp)(const void *, const void *))
 {
-	if (n > 1)
+	const char *b = base;
+	size_t i;
+
+	if (n < 2)
+		return;
+	for (i = 1; i < n && cmp(b + (i - 1) * size, b + i * size) <= 0; i++)
+		;
+	if (i < n)
 		qsort(base, n, size, cmp);
 }
 
