@@ -45,17 +45,18 @@ struct table {
 	size_t		 ncols;
 	char		**cols;
 	size_t		 nrows, cap;
-	char		**cells;	/* nrows * ncols, into the arena; NULL:
-					   a number not yet written */
-	unsigned char	*numeric;	/* nrows * ncols: TAB_* (table_cell) */
-	/* Numbers as given, written out on the first table_cell: a report
-	 * builds a row a step and rank, and the text report prints only a
-	 * summary of them. */
+	/* nrows * ncols cells: text in the arena, or a number as given,
+	 * written out (into the arena, in its place) on the first
+	 * table_cell: a report builds a row a step and rank, and the text
+	 * report prints only a summary of them.  numeric[] says which
+	 * (TAB_*, analysis-table.c). */
 	union tab_val {
+		const char	*s;
 		double		 d;
 		int64_t		 i;
 		uint64_t	 u;
-	}		*vals;		/* nrows * ncols */
+	}		*cells;
+	unsigned char	*numeric;
 	size_t		 cur;		/* cells filled in the last row */
 	/* The cells' text, packed in blocks freed together: a report
 	 * builds hundreds of thousands of cells (a row a step), and one
@@ -67,6 +68,9 @@ struct table	*table_new(const char *name, const char *title, size_t ncols,
 		    const char *const *cols);
 void		 table_free(struct table *t);
 void		 table_row(struct table *t);
+/* Room for n more rows (table_row grows the table as it goes, this at
+ * once: a table of a row a step). */
+AN_HIDDEN void	 table_reserve(struct table *t, size_t n);
 void		 table_str(struct table *t, const char *s);
 void		 table_num(struct table *t, double v, int prec);
 void		 table_u64(struct table *t, uint64_t v);

@@ -766,11 +766,14 @@ sec_steps(struct analysis *a)
 	uint64_t lead_total = 0, lead_max = 0;
 	int gap_rank = -1;
 	double nov = 0, stept = 0;
-	size_t ranked = 0;
+	size_t ranked = 0, nrows = 0;
 
-	for (size_t i = 0; i < a->nproc; i++)
+	for (size_t i = 0; i < a->nproc; i++) {
 		if (a->proc[i]->rank >= 0)
 			ranked++;
+		nrows += a->proc[i]->nres;
+	}
+	table_reserve(t, nrows);
 	for (size_t i = 0; i < a->nproc; i++) {
 		struct an_proc *p = a->proc[i];
 		double sum[6] = { 0 };

@@ -73,11 +73,25 @@ table_free(struct table *t)
 		free(t->cols[i]);
 	free(t->cells);
 	free(t->numeric);
-	free(t->vals);
 	free(t->cols);
 	free(t->name);
 	free(t->title);
 	free(t);
+}
+
+static void
+tab_grow(struct table *t, size_t cap)
+{
+	t->cap = cap;
+	t->cells = tab_xrealloc(t->cells, cap * t->ncols * sizeof(*t->cells));
+	t->numeric = tab_xrealloc(t->numeric, cap * t->ncols);
+}
+
+void
+table_reserve(struct table *t, size_t n)
+{
+	if (t->cap - t->nrows < n)
+		tab_grow(t, t->nrows + n);
 }
 
 /* Starts a row; missing cells of the previous row stay empty. */
@@ -86,22 +100,17 @@ table_row(struct table *t)
 {
 	while (t->nrows > 0 && t->cur < t->ncols)
 		table_str(t, "");
-	if (t->nrows == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 16;
-		t->cells = tab_xrealloc(t->cells,
-		    t->cap * t->ncols * sizeof(char *));
-		t->numeric = tab_xrealloc(t->numeric, t->cap * t->ncols);
-		t->vals = tab_xrealloc(t->vals,
-		    t->cap * t->ncols * sizeof(*t->vals));
-	}
+	if (t->nrows == t->cap)
+		tab_grow(t, t->cap ? t->cap * 2 : 16);
 	t->nrows++;
 	t->cur = 0;
 }
 
 /*
  * What a cell holds (struct table's numeric[]): text, a number already
- * written, or a number kept in vals[] until table_cell writes it (a
- * double with TAB_F + prec digits, prec 0 to TAB_F_MAX).
+ * written (both .s), or a number kept as given (.i, .u, .d) until
+ * table_cell writes it (a double with TAB_F + prec digits, prec 0 to
+ * TAB_F_MAX).
  */
 enum {
 	TAB_TEXT = 0,
@@ -121,7 +130,7 @@ tab_put(struct table *t, const char *s, size_t n, int numeric)
 	if (t->nrows == 0 || t->cur >= t->ncols)
 		return;
 	i = (t->nrows - 1) * t->ncols + t->cur++;
-	t->cells[i] = tab_arena_dup(t, s, n);
+	t->cells[i].s = tab_arena_dup(t, s, n);
 	t->numeric[i] = (unsigned char)numeric;
 }
 
@@ -134,8 +143,7 @@ tab_put_val(struct table *t, union tab_val v, int kind)
 	if (t->nrows == 0 || t->cur >= t->ncols)
 		return;
 	i = (t->nrows - 1) * t->ncols + t->cur++;
-	t->cells[i] = NULL;
-	t->vals[i] = v;
+	t->cells[i] = v;
 	t->numeric[i] = (unsigned char)kind;
 }
 
@@ -261,13 +269,13 @@ table_cell(const struct table *t, size_t row, size_t col, bool *numeric)
 		return "";
 	if (numeric != NULL)
 		*numeric = t->numeric[i] != TAB_TEXT;
-	if (t->cells[i] == NULL) {
+	if (t->numeric[i] >= TAB_I64) {
 		/* A number kept as given: written once, into the arena (the
 		 * table's text is a cache; the table is read by one thread
 		 * at a time). */
 		struct table *w = (struct table *)(uintptr_t)t;
 		char buf[64], *o = buf;
-		const union tab_val *v = &t->vals[i];
+		const union tab_val *v = &t->cells[i];
 
 		switch (t->numeric[i]) {
 		case TAB_I64:
@@ -283,10 +291,10 @@ table_cell(const struct table *t, size_t row, size_t col, bool *numeric)
 			o += tab_num_text(buf, v->d, t->numeric[i] - TAB_F);
 			break;
 		}
-		w->cells[i] = tab_arena_dup(w, buf, (size_t)(o - buf));
+		w->cells[i].s = tab_arena_dup(w, buf, (size_t)(o - buf));
 		w->numeric[i] = TAB_NUM;
 	}
-	return t->cells[i];
+	return t->cells[i].s;
 }
 
 void
