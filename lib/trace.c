@@ -223,6 +223,11 @@ trace_delta_decode(void *buf, size_t len)
  * record_validate does, REC_PAD refused.  *nrec gets the count, *ndefs
  * the STRING_DEFs among them.  0, or -EBADMSG at the first bad one.
  */
+/* A record header's first four bytes (type, size; little-endian) for a
+ * record of type t and struct st. */
+#define DEC_TS(t, st)	((uint32_t)(t) | (uint32_t)sizeof(st) << 16)
+_Static_assert(sizeof(struct rec_kernel) / 8 == 8, "a kernel is 8 words");
+
 int
 trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
     uint32_t *ndefs)
@@ -236,28 +241,41 @@ trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
 		struct rec_hdr *h = (void *)(b + p);
 		size_t size, words, m;
 		uint64_t *w;
+		uint32_t ts;
 
 		if (len - p < REC_HDR_SIZE)
 			return -EBADMSG;
-		size = h->size;
-		if (size < REC_HDR_SIZE || (size & 7) || size > len - p)
-			return -EBADMSG;
 		/* Most records are kernels and API calls, each of its type's
-		 * size after one of the same: their words' count known. */
-		if (delta && ((h->type == REC_KERNEL &&
-		    size == sizeof(struct rec_kernel)) || (h->type == REC_API &&
-		    size == sizeof(struct rec_api))) && pn[h->type] == size / 8) {
+		 * size after one of the same: their words' count known, the
+		 * type and size one compare. */
+		memcpy(&ts, h, sizeof(ts));
+		if (delta && ts == DEC_TS(REC_KERNEL, struct rec_kernel) &&
+		    len - p >= sizeof(struct rec_kernel) &&
+		    pn[REC_KERNEL] == sizeof(struct rec_kernel) / 8) {
 			w = (uint64_t *)(void *)h;
-			delta_add(w, prev[h->type], size / 8);
-			prev[h->type] = w;
-			if ((h->type == REC_KERNEL ? record_check_kernel(
-			    (const void *)h) : record_check_api((const void *)h))
-			    != 0)
+			delta_add(w, prev[REC_KERNEL], 8);
+			prev[REC_KERNEL] = w;
+			if (record_check_kernel((const void *)h) != 0)
 				return -EBADMSG;
-			p += size;
+			p += sizeof(struct rec_kernel);
 			n++;
 			continue;
 		}
+		if (delta && ts == DEC_TS(REC_API, struct rec_api) &&
+		    len - p >= sizeof(struct rec_api) &&
+		    pn[REC_API] == sizeof(struct rec_api) / 8) {
+			w = (uint64_t *)(void *)h;
+			delta_add(w, prev[REC_API], sizeof(struct rec_api) / 8);
+			prev[REC_API] = w;
+			if (record_check_api((const void *)h) != 0)
+				return -EBADMSG;
+			p += sizeof(struct rec_api);
+			n++;
+			continue;
+		}
+		size = h->size;
+		if (size < REC_HDR_SIZE || (size & 7) || size > len - p)
+			return -EBADMSG;
 		if (delta && h->type < TRACE_DELTA_TYPES &&
 		    h->type != REC_STRING_DEF) {
 			w = (uint64_t *)(void *)h;

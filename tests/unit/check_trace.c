@@ -1249,6 +1249,29 @@ START_TEST(test_chunk_decode_checks)
 		ck_assert_msg(trace_chunk_decode(buf, len, false, &nrec,
 		    &ndefs) == -EBADMSG, "bad field %d taken uncoded", bad);
 	}
+	/* A chunk that ends inside its last API call or kernel: refused,
+	 * and nothing read past its end (a buffer of its size, for the
+	 * sanitizer build). */
+	for (size_t i = 0; i < 5; i++) {
+		static const size_t cut[] = { 8, 16, sizeof(struct rec_api) -
+		    8, sizeof(struct rec_api) + 8, sizeof(struct rec_api) +
+		    sizeof(struct rec_kernel) - 8 };
+		size_t n = len - cut[i];
+
+		for (int coded = 0; coded < 2; coded++) {
+			uint8_t *t = malloc(n);
+
+			ck_assert_ptr_nonnull(t);
+			memcpy(buf, orig, len);
+			if (coded)
+				trace_delta_encode(buf, len);
+			memcpy(t, buf, n);
+			ck_assert_msg(trace_chunk_decode(t, n, coded, &nrec,
+			    &ndefs) == -EBADMSG, "chunk cut %zu bytes short "
+			    "taken (coded %d)", cut[i], coded);
+			free(t);
+		}
+	}
 }
 END_TEST
 
