@@ -426,9 +426,14 @@ an_op_miss(struct analysis_source *src, uint32_t name_id, uint32_t type_id)
 		a->nops++;
 		an_op_first_set(a, gname, i);
 	}
-	an_id_cache_fit(&src->op_of, &src->nop_of, name_id,
-	    sizeof(*src->op_of));
-	src->op_of[name_id] = (uint64_t)type_id << 32 | ((uint32_t)i + 1);
+	/* Not while an id is not defined yet (a record before its string,
+	 * from a direct feed): its string may come, and the op change. */
+	if ((gname != 0 || name_id == 0) && (gtype != 0 || type_id == 0)) {
+		an_id_cache_fit(&src->op_of, &src->nop_of, name_id,
+		    sizeof(*src->op_of));
+		src->op_of[name_id] = (uint64_t)type_id << 32 |
+		    ((uint32_t)i + 1);
+	}
 	return (uint32_t)i + 1;
 }
 
@@ -469,9 +474,11 @@ an_api_miss(struct analysis_source *src, uint32_t name_id)
 		a->apis[i].seq = a->seq;
 		a->napis++;
 	}
-	an_id_cache_fit(&src->api_of, &src->napi_of, name_id,
-	    sizeof(*src->api_of));
-	src->api_of[name_id] = (uint32_t)i + 1;
+	if (g != 0 || name_id == 0) {	/* as an_op_miss */
+		an_id_cache_fit(&src->api_of, &src->napi_of, name_id,
+		    sizeof(*src->api_of));
+		src->api_of[name_id] = (uint32_t)i + 1;
+	}
 	return (uint32_t)i + 1;
 }
 

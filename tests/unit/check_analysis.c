@@ -387,7 +387,8 @@ END_TEST
 
 /* The op and API caches go by the source's own string ids: a name id
  * with another type is another op, and an id a direct feed gives another
- * string names another op and API from then on. */
+ * string, or defines after a record used it, names another op and API
+ * from then on. */
 START_TEST(test_op_cache_by_local_id)
 {
 	struct analysis *a = analysis_new(NULL);
@@ -400,6 +401,12 @@ START_TEST(test_op_cache_by_local_id)
 	ck_assert_int_eq(analysis_source_string(src, 6, "aclrtMemcpy"), 0);
 	kernel(src, 7, 200 * US, 230 * US, 2, 8, 0);	/* Conv2D, AI_VECTOR */
 	api(src, 7, 20 * US, 50 * US, 6, 0);
+	kernel(src, 7, 300 * US, 340 * US, 20, 3, 0);	/* "", AI_CORE */
+	api(src, 7, 60 * US, 100 * US, 21, 0);		/* "" */
+	ck_assert_int_eq(analysis_source_string(src, 20, "Late"), 0);
+	ck_assert_int_eq(analysis_source_string(src, 21, "aclLate"), 0);
+	kernel(src, 7, 400 * US, 460 * US, 20, 3, 0);	/* Late, AI_CORE */
+	api(src, 7, 110 * US, 160 * US, 21, 0);
 	run(a);
 	{
 		const struct table *t = analysis_table(a, ANALYSIS_OPS);
@@ -407,8 +414,8 @@ START_TEST(test_op_cache_by_local_id)
 		int kc = col_of(t, "Count"), kx = col_of(t, "Max Time(us)");
 		unsigned seen = 0;
 
-		ck_assert_uint_eq(table_nrows(t), 3);
-		for (size_t r = 0; r < 3; r++) {
+		ck_assert_uint_eq(table_nrows(t), 5);
+		for (size_t r = 0; r < 5; r++) {
 			const char *n = table_cell(t, r, (size_t)kn, NULL);
 			const char *ty = table_cell(t, r, (size_t)kt, NULL);
 			double max = strtod(table_cell(t, r, (size_t)kx,
@@ -425,9 +432,19 @@ START_TEST(test_op_cache_by_local_id)
 			else if (strcmp(n, "Conv2D") == 0 &&
 			    strcmp(ty, "AI_VECTOR") == 0 && max == 30)
 				seen |= 4;
+			else if (strcmp(n, "") == 0 &&
+			    strcmp(ty, "AI_CORE") == 0 && max == 40)
+				seen |= 8;
+			else if (strcmp(n, "Late") == 0 &&
+			    strcmp(ty, "AI_CORE") == 0 && max == 60)
+				seen |= 16;
 		}
-		ck_assert_uint_eq(seen, 7);
+		ck_assert_uint_eq(seen, 31);
 	}
+	ck_assert_double_eq(cell(a, ANALYSIS_APIS, "API Name", "aclLate",
+	    "Max(us)"), 50);
+	ck_assert_double_eq(cell(a, ANALYSIS_APIS, "API Name", "",
+	    "Max(us)"), 40);
 	ck_assert_double_eq(cell(a, ANALYSIS_APIS, "API Name",
 	    "aclrtLaunchKernel", "Count"), 1);
 	ck_assert_double_eq(cell(a, ANALYSIS_APIS, "API Name",
