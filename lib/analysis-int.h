@@ -588,6 +588,9 @@ AN_HIDDEN void		 an_merge_shards_end(struct analysis *a,
 AN_HIDDEN uint32_t	 an_op_first(const struct analysis *a, uint32_t name);
 AN_HIDDEN void		 an_op_first_set(struct analysis *a, uint32_t name,
 			    size_t idx);
+/* A new op (name, type: global ids) at the end of a's ops; its index. */
+AN_HIDDEN size_t	 an_op_new(struct analysis *a, uint32_t name,
+			    uint32_t type, bool aicpu, uint64_t seq);
 /* Host launch time of kernels of name with no op of their own. */
 AN_HIDDEN void		 an_orphan_add(struct analysis *a, uint32_t name,
 			    uint64_t total, uint64_t count, uint64_t seq);

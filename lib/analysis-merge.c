@@ -63,6 +63,23 @@ an_finish_input(struct analysis *a)
 	}
 }
 
+size_t
+an_op_new(struct analysis *a, uint32_t name, uint32_t type, bool aicpu,
+    uint64_t seq)
+{
+	size_t j = a->nops;
+
+	an_grow(&a->ops, &a->cops, a->nops, sizeof(*a->ops));
+	memset(&a->ops[j], 0, sizeof(a->ops[j]));
+	a->ops[j].name = name;
+	a->ops[j].type = type;
+	a->ops[j].aicpu = aicpu;
+	a->ops[j].seq = seq;
+	a->nops++;
+	an_op_first_set(a, name, j);
+	return j;
+}
+
 void
 an_op_first_set(struct analysis *a, uint32_t name, size_t idx)
 {
@@ -138,16 +155,8 @@ pt_merge_ops(struct analysis *a, struct analysis *b, const uint32_t *map)
 		for (; j < a->nops; j++)
 			if (a->ops[j].name == name && a->ops[j].type == type)
 				break;
-		if (j == a->nops) {
-			an_grow(&a->ops, &a->cops, a->nops, sizeof(*a->ops));
-			memset(&a->ops[j], 0, sizeof(a->ops[j]));
-			a->ops[j].name = name;
-			a->ops[j].type = type;
-			a->ops[j].aicpu = o->aicpu;
-			a->ops[j].seq = o->seq;
-			a->nops++;
-			an_op_first_set(a, name, j);
-		}
+		if (j == a->nops)
+			an_op_new(a, name, type, o->aicpu, o->seq);
 		d = &a->ops[j];
 		if (o->seq < d->seq)
 			d->seq = o->seq;

@@ -416,16 +416,9 @@ an_op_miss(struct analysis_source *src, uint32_t name_id, uint32_t type_id)
 	for (i = 0; i < a->nops; i++)
 		if (a->ops[i].name == gname && a->ops[i].type == gtype)
 			break;
-	if (i == a->nops) {
-		an_grow(&a->ops, &a->cops, a->nops, sizeof(*a->ops));
-		memset(&a->ops[i], 0, sizeof(a->ops[i]));
-		a->ops[i].name = gname;
-		a->ops[i].type = gtype;
-		a->ops[i].aicpu = strstr(an_str_get(a, gtype), "CPU") != NULL;
-		a->ops[i].seq = a->seq;
-		a->nops++;
-		an_op_first_set(a, gname, i);
-	}
+	if (i == a->nops)
+		an_op_new(a, gname, gtype, strstr(an_str_get(a, gtype), "CPU") !=
+		    NULL, a->seq);
 	/* Not while an id is not defined yet (a record before its string,
 	 * from a direct feed): its string may come, and the op change. */
 	if ((gname != 0 || name_id == 0) && (gtype != 0 || type_id == 0)) {

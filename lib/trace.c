@@ -223,10 +223,29 @@ trace_delta_decode(void *buf, size_t len)
  * record_validate does, REC_PAD refused.  *nrec gets the count, *ndefs
  * the STRING_DEFs among them.  0, or -EBADMSG at the first bad one.
  */
-/* A record header's first four bytes (type, size; little-endian) for a
- * record of type t and struct st. */
-#define DEC_TS(t, st)	((uint32_t)(t) | (uint32_t)sizeof(st) << 16)
-_Static_assert(sizeof(struct rec_kernel) / 8 == 8, "a kernel is 8 words");
+/*
+ * trace_chunk_decode's short way for the record at h when it is of type t
+ * (a kernel or an API call: its size fixed) after one of its type: its
+ * header's first four bytes ts (type and size, little-endian) one
+ * compare, room the bytes left in the chunk.  1: not such a record; 0:
+ * decoded and checked; -EBADMSG: a bad field.
+ */
+static inline __attribute__((always_inline)) int
+dec_short(struct rec_hdr *h, uint32_t ts, size_t room,
+    const uint64_t **prev, const uint8_t *pn, unsigned t)
+{
+	size_t size = t == REC_KERNEL ? sizeof(struct rec_kernel) :
+	    sizeof(struct rec_api);
+	uint64_t *w = (uint64_t *)(void *)h;
+
+	if (ts != (t | (uint32_t)size << 16) || room < size ||
+	    pn[t] != size / 8)
+		return 1;
+	delta_add(w, prev[t], size / 8);
+	prev[t] = w;
+	return t == REC_KERNEL ? record_check_kernel((const void *)h) :
+	    record_check_api((const void *)h);
+}
 
 int
 trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
@@ -236,6 +255,7 @@ trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
 	uint8_t pn[TRACE_DELTA_TYPES] = { 0 }, *b = buf;
 	uint32_t n = 0, defs = 0;
 	size_t p = 0;
+	int rc;
 
 	while (p < len) {
 		struct rec_hdr *h = (void *)(b + p);
@@ -249,27 +269,12 @@ trace_chunk_decode(void *buf, size_t len, bool delta, uint32_t *nrec,
 		 * size after one of the same: their words' count known, the
 		 * type and size one compare. */
 		memcpy(&ts, h, sizeof(ts));
-		if (delta && ts == DEC_TS(REC_KERNEL, struct rec_kernel) &&
-		    len - p >= sizeof(struct rec_kernel) &&
-		    pn[REC_KERNEL] == sizeof(struct rec_kernel) / 8) {
-			w = (uint64_t *)(void *)h;
-			delta_add(w, prev[REC_KERNEL], 8);
-			prev[REC_KERNEL] = w;
-			if (record_check_kernel((const void *)h) != 0)
+		if (delta && ((rc = dec_short(h, ts, len - p, prev, pn,
+		    REC_KERNEL)) <= 0 || (rc = dec_short(h, ts, len - p, prev,
+		    pn, REC_API)) <= 0)) {
+			if (rc < 0)
 				return -EBADMSG;
-			p += sizeof(struct rec_kernel);
-			n++;
-			continue;
-		}
-		if (delta && ts == DEC_TS(REC_API, struct rec_api) &&
-		    len - p >= sizeof(struct rec_api) &&
-		    pn[REC_API] == sizeof(struct rec_api) / 8) {
-			w = (uint64_t *)(void *)h;
-			delta_add(w, prev[REC_API], sizeof(struct rec_api) / 8);
-			prev[REC_API] = w;
-			if (record_check_api((const void *)h) != 0)
-				return -EBADMSG;
-			p += sizeof(struct rec_api);
+			p += h->size;
 			n++;
 			continue;
 		}
