@@ -235,7 +235,6 @@ an_shard_index(const uint8_t *data, size_t len, uint32_t records,
 	aux->len = n * sizeof(*run);
 }
 
-
 /* The records every shard takes: the first analyses them, the others
  * keep the strings and clocks. */
 static void
