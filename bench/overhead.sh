@@ -22,9 +22,11 @@
 # gradient elements in the last, model-bound, in-process run),
 # BENCH_AGENT_SO (another build's libmspti.so, for side-by-side runs),
 # BENCH_MSPTID (another build's msptid, the same),
-# BENCH_OVERHEAD_ONLY=inproc (the in-process runs alone),
-# BENCH_COLD_EVICT_KIB (1024: what bench-launch-cold writes over before
-# each launch call).
+# BENCH_OVERHEAD_ONLY=inproc (the in-process runs alone) or =cold (the
+# launch calls with cold caches alone), BENCH_COLD_EVICT_KIB (1024: what
+# bench-launch-cold writes over before each launch call),
+# BENCH_COLD_CODE_KIB (4096: the code it runs through before each call in
+# the second of those runs).
 set -u
 : "${top_builddir:?top_builddir not set}"
 src=$(cd "$(dirname "$0")" && pwd)
@@ -303,21 +305,33 @@ PY
 
 echo "step-time inflation, medians of paired ratios (one round = every configuration once, order rotated; $REPS rounds)"
 echo "  'all' = --kinds api,kernel,memcpy,communication,marker; 'all, MSPTI_CLOCK=realtime' = the same with the agent's clock_gettime clock (before the TSC mapping)"
-if [ "${BENCH_OVERHEAD_ONLY:-}" != inproc ]; then
+if [ -z "${BENCH_OVERHEAD_ONLY:-}" ]; then
 	bench "npusim-train --steps $TSTEPS" "$TRAIN" --steps "$TSTEPS"
 	bench "npusim-dist --ranks $DRANKS --steps $DSTEPS" "$DIST" --ranks "$DRANKS" --steps "$DSTEPS"
 fi
 echo "step-time inflation of one running process, a session started and stopped on it in turn ($PHASES times, $PHASE_S s each way): median of each on-phase against the off-phases beside it"
-inproc "npusim-train" "$TRAIN" --steps 0
-[ "${BENCH_OVERHEAD_ONLY:-}" = inproc ] ||
-	inproc "npusim-dist --ranks $DRANKS" "$DIST" --ranks "$DRANKS" --steps 0
-# The same job with a small gradient: at 1 MiB the simulator's host-side
-# copies keep both CPUs busy and the step follows the scheduler (phases
-# -25..+13 %); at 64 KiB it follows the model (doc/benchmarks.md).
-inproc "npusim-dist --ranks $DRANKS --grads $DGRADS" "$DIST" \
-    --ranks "$DRANKS" --grads "$DGRADS" --steps 0
+if [ "${BENCH_OVERHEAD_ONLY:-}" != cold ]; then
+	inproc "npusim-train" "$TRAIN" --steps 0
+	[ "${BENCH_OVERHEAD_ONLY:-}" = inproc ] ||
+		inproc "npusim-dist --ranks $DRANKS" "$DIST" --ranks "$DRANKS" --steps 0
+	# The same job with a small gradient: at 1 MiB the simulator's
+	# host-side copies keep both CPUs busy and the step follows the
+	# scheduler (phases -25..+13 %); at 64 KiB it follows the model
+	# (doc/benchmarks.md).
+	inproc "npusim-dist --ranks $DRANKS --grads $DGRADS" "$DIST" \
+	    --ranks "$DRANKS" --grads "$DGRADS" --steps 0
+fi
 # A launch call with cold caches (a framework's calls come between
 # stretches of its own work): the per-call part of a model's overhead.
+# Then with its code cold too: an interpreter's own code between two
+# calls takes the instruction caches and TLB from the agent's.
 PER_CALLS=64 inproc "aclrtLaunchKernel, caches evicted before each call (64 calls a line)" \
     "$COLD" "${BENCH_COLD_EVICT_KIB:-1024}"
+CODE_KIB=${BENCH_COLD_CODE_KIB:-4096}
+if "$COLD" 1 1 "$CODE_KIB" >/dev/null 2>"$T/code.err"; then
+	PER_CALLS=64 inproc "aclrtLaunchKernel, caches and $CODE_KIB KiB of code run through before each call" \
+	    "$COLD" "${BENCH_COLD_EVICT_KIB:-1024}" 0 "$CODE_KIB"
+else
+	echo "aclrtLaunchKernel with its code cold: skipped ($(head -1 "$T/code.err"))"
+fi
 exit 0
