@@ -736,6 +736,33 @@ session_host_marker(void *arg, msptiActivityFlag flag, uint64_t id,
 	session_leave(t);
 }
 
+/* session_launch_put of a kernel launch: its name (a string definition
+ * first when it is new), then the record encoded in its slot. */
+static bool
+session_kernel_put(struct agent_session *s, struct ring_producer *q,
+    const struct pending *p)
+{
+	uint32_t name_id = session_string(s, q, p->name);
+	struct rec_kernel *r;
+	struct rec_hdr h;
+
+	if (API_UNLIKELY(sess_def_full)) {
+		sess_def_full = false;
+		ring_pdrop(q, sizeof(*r));
+		return false;
+	}
+	if (ring_preserve(q, sizeof(*r), (void **)&r) != 0)
+		return false;	/* a full ring counts its drop */
+	SESS_WORK(r, s, p->start, p->end, p->corr, api_tid(), p->device,
+	    p->stream, p->task);
+	r->name_id = name_id;
+	r->type_id = 0;
+	r->reserved = 0;
+	rec_hdr_set(&h, REC_KERNEL, sizeof(*r), REC_F_HOST_LAUNCH);
+	ring_commit(r, &h);
+	return true;
+}
+
 /* Encodes p's host launch record (REC_F_HOST_LAUNCH: start/end are the
  * launch call; device, stream and task id key the device task msptid
  * joins to it) and writes it into q: false when p's kind has none, a
@@ -747,15 +774,9 @@ session_launch_put(struct agent_session *s, struct ring_producer *q,
 	uint64_t rec[REC_FIXED_MAX / 8];
 
 	switch (p->kind) {
-	case MSPTI_ACTIVITY_KIND_KERNEL: {
-		struct rec_kernel *r = (void *)rec;
-
-		REC_INIT(r, REC_KERNEL, REC_F_HOST_LAUNCH);
-		SESS_WORK(r, s, p->start, p->end, p->corr, api_tid(), p->device,
-		    p->stream, p->task);
-		r->name_id = session_string(s, q, p->name);
-		break;
-	}
+	case MSPTI_ACTIVITY_KIND_KERNEL:
+		/* Most launches: encoded in its ring slot, not copied. */
+		return session_kernel_put(s, q, p);
 	case MSPTI_ACTIVITY_KIND_MEMCPY: {
 		struct rec_memcpy *r = (void *)rec;
 
