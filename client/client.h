@@ -90,6 +90,8 @@ void	client_print_acks(const struct client *, Mspti__TargetAck **, size_t);
 void	client_json_session(const Mspti__SessionInfo *);
 void	client_json_acks(Mspti__TargetAck **, size_t);
 const char *client_step_source(Mspti__TargetAck **, size_t);
+/* " stage=N" for each stage of a loss vector that lost any, to f. */
+void	client_fprint_losses(FILE *f, const uint64_t *losses, size_t n);
 int	client_parse_session(const struct cmd_entry *, const char *arg,
 	    uint64_t *id);
 int	client_parse_pids(const char *arg, uint32_t **pids, size_t *n);

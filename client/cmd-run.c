@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "record.h"
 #include "util.h"
 #include "client.h"
 
@@ -533,6 +534,18 @@ run_stop_session(struct run *r, bool quiet, bool *finalized)
 		    (unsigned long long)i->records, (unsigned long long)lost,
 		    i->error != NULL && *i->error ? ": " : "",
 		    i->error != NULL ? i->error : "");
+		if (lost > 0) {
+			/* Which stage lost them: stop's "losses:" line.  The
+			 * last stage is the one a user cannot guess. */
+			fputs("msptictl run: losses:", stderr);
+			client_fprint_losses(stderr, i->losses, i->n_losses);
+			if (i->n_losses > LOSS_DEVICE_UNMATCHED &&
+			    i->losses[LOSS_DEVICE_UNMATCHED] > 0)
+				fputs(" (launches whose device tasks never "
+				    "reached msptid: msptid's log says why)",
+				    stderr);
+			fputc('\n', stderr);
+		}
 		/* --steps: a rank that joined late says what it missed. */
 		for (size_t k = 0; k < i->n_targets; k++)
 			if (i->step_from >= 0 && i->targets[k]->rank >= 0 &&

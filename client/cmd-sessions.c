@@ -54,6 +54,15 @@ client_json_acks(Mspti__TargetAck **acks, size_t n)
 	printf("]");
 }
 
+void
+client_fprint_losses(FILE *f, const uint64_t *losses, size_t n)
+{
+	for (size_t k = 0; k < n && k < nitems(loss_names); k++)
+		if (losses[k])
+			fprintf(f, " %s=%llu", loss_names[k],
+			    (unsigned long long)losses[k]);
+}
+
 /* One line per target that lost records, by stage: "pid N rank R: ...". */
 static void
 client_print_target_losses(Mspti__TargetAck **t, size_t n)
@@ -66,11 +75,7 @@ client_print_target_losses(Mspti__TargetAck **t, size_t n)
 		if (lost == 0)
 			continue;
 		printf("    pid %u rank %d:", t[i]->pid, t[i]->rank);
-		for (size_t k = 0; k < t[i]->n_losses &&
-		    k < nitems(loss_names); k++)
-			if (t[i]->losses[k])
-				printf(" %s=%llu", loss_names[k],
-				    (unsigned long long)t[i]->losses[k]);
+		client_fprint_losses(stdout, t[i]->losses, t[i]->n_losses);
 		printf("\n");
 	}
 }
@@ -173,10 +178,7 @@ client_print_session(const struct client *c, const Mspti__SessionInfo *i)
 		printf("  losses: none\n");
 	else {
 		printf("  losses:");
-		for (size_t k = 0; k < i->n_losses && k < nitems(loss_names); k++)
-			if (i->losses[k])
-				printf(" %s=%llu", loss_names[k],
-				    (unsigned long long)i->losses[k]);
+		client_fprint_losses(stdout, i->losses, i->n_losses);
 		printf("\n");
 		client_print_target_losses(i->targets, i->n_targets);
 	}

@@ -3,8 +3,8 @@
 # with another NPUSIM_SHM_PREFIX than the daemon): its launches never get
 # device timing.  That is a loss, not silence: stop --json counts it as
 # device_unmatched, the trace footer has it, and report prints the
-# INCOMPLETE banner.  The same daemon capturing a job it can see reports
-# none.
+# INCOMPLETE banner, and msptictl run's summary names the stage.  The same
+# daemon capturing a job it can see reports none.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/session-lib.sh"
 
@@ -43,6 +43,15 @@ if $CTL report --strict "$T/hidden.mspti" >/dev/null 2>&1; then
 	fail "report --strict exits 0 on a capture without device timing"
 fi
 ok "report prints the INCOMPLETE banner and the device_unmatched warning"
+
+# msptictl run of a job msptid cannot see: its summary says which stage
+# lost the records, not only how many, and what device_unmatched means.
+NPUSIM_SHM_PREFIX="$NPUSIM_SHM_PREFIX-hidden" $CTL run --kinds api,kernel \
+    --output "$T/run.mspti" -- "$TRAIN" --steps 3 >"$T/run.out" 2>"$T/run.err" ||
+	fail "run: $(cat "$T/run.err")"
+grep -Eq "^msptictl run: losses: device_unmatched=[1-9][0-9]* \(launches whose device tasks never reached msptid" "$T/run.err" ||
+	fail "run's summary does not name the stage: $(cat "$T/run.err")"
+ok "run's summary names the stage that lost records"
 
 # The job the daemon can see: no such loss (launches still queued on the
 # device at the stop are not lost), no banner.
