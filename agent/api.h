@@ -457,6 +457,8 @@ struct pending {
 	uint32_t	 copy_kind;	/* MEMCPY: msptiActivityMemcpyKind */
 	uint32_t	 data_type;	/* HCCL */
 	uint8_t		 is_async;
+	uint8_t		 in_call;	/* its call is marked for the
+					 * in-process join (icall_enter) */
 	uint64_t	 start;		/* the launch call, host ns */
 	uint64_t	 end;
 	void		*handle;	/* the call's stream (NULL: default) */

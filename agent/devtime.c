@@ -460,7 +460,10 @@ devtime_submit(struct pending *p)
 
 	if (p->kind == MSPTI_ACTIVITY_KIND_HCCL)
 		kinds |= 1u << MSPTI_ACTIVITY_KIND_COMMUNICATION;
-	api = api_kinds_api() & kinds;
+	/* The in-process join only for a call marked at its start: one
+	 * begun before the kinds were enabled could have its device record
+	 * read, and emitted alone, before this entry is queued. */
+	api = p->in_call ? api_kinds_api() & kinds : 0;
 	sess = api_kinds_session() & kinds;
 	if (api != 0)
 		host |= DEVTIME_HOST_API;

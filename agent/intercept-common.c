@@ -98,6 +98,7 @@ icall_pending(struct pending *p, const struct icall *c, uint32_t kind,
 	p->corr = c->corr;
 	p->start = c->start;
 	p->end = c->end;
+	p->in_call = c->devcall;
 }
 
 msptiActivityMemcpyKind
@@ -169,8 +170,10 @@ icall_enter(struct icall *c, msptiCallbackDomain d, msptiCallbackId cbid,
 		callback_invoke(d, cbid, &data);
 	}
 	/* The call's device record may be read before it queues its
-	 * pending entry: the reader waits for the end of the call. */
-	c->devcall = (w & API_DEVICE_KINDS) != 0 && devtime_call_begin();
+	 * pending entry: the in-process reader waits for the end of the
+	 * call.  Only that reader: msptid joins a session's launches. */
+	c->devcall = (api_kinds_api() & API_DEVICE_KINDS) != 0 &&
+	    devtime_call_begin();
 	c->outer_corr = icall_open_corr;
 	icall_open_corr = c->corr;
 	c->start = api_now();
