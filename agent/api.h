@@ -86,8 +86,9 @@
 /* The process-wide words every interposed call reads and few write (kind
  * and callback masks, the start gate, the session's fork page, ...): in
  * one section, which the linker lays out in one piece, so that a call
- * made with cold caches misses on one or two lines for all of them, not
- * one a word (they are defined in the files that own them). */
+ * made with cold caches misses on one line for all of them, not one a
+ * word (they are defined in the files that own them; gate.c's comes
+ * first and aligns the section to a line). */
 #define API_HOT		__attribute__((section("mspti_hot")))
 #define API_LIKELY(x)	__builtin_expect(!!(x), 1)
 #define API_UNLIKELY(x)	__builtin_expect(!!(x), 0)
